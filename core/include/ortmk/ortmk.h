@@ -1,0 +1,136 @@
+/*
+ * ortmk: an ONNX inference runtime whose execution providers run as separate
+ * processes.  This is the whole public C API.
+ *
+ * Conventions
+ *  - Handles are opaque; every `*_create` has a `*_destroy` (NULL is a no-op).
+ *  - Every call that can fail returns ortmk_status (ORTMK_OK == 0) and sets a
+ *    thread-local one-line message readable with ortmk_last_error().
+ *  - Out-parameters come last.  Strings returned by the library stay valid
+ *    until the handle they came from is destroyed.
+ *  - Tensors are dense and row-major; element types use ONNX's numbering
+ *    (ORTMK_FLOAT == 1, ORTMK_INT64 == 7, ...).
+ *
+ * Minimal use:
+ *   ortmk_env *env; ortmk_session *s;
+ *   ortmk_env_create(&env);
+ *   ortmk_session_create(env, "model.onnx", NULL, &s);
+ *   ortmk_value *in, *out;
+ *   int64_t shape[2] = {1, 16};
+ *   ortmk_value_create(env, ORTMK_FLOAT, shape, 2, &in);
+ *   ... fill ortmk_value_data(in) ...
+ *   const char *names[] = {"x"}; const char *onames[] = {"y"};
+ *   ortmk_session_run(s, names, (const ortmk_value *const[]){in}, 1, onames, 1, &out);
+ */
+#ifndef ORTMK_H
+#define ORTMK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum ortmk_status {
+	ORTMK_OK = 0,
+	ORTMK_ERR_INVALID_ARGUMENT = 1, /* a NULL handle, bad name, bad option */
+	ORTMK_ERR_MODEL = 2,            /* malformed model, bad external data */
+	ORTMK_ERR_NOT_IMPLEMENTED = 3,  /* an op/dtype no provider implements */
+	ORTMK_ERR_INPUT = 4,            /* wrong input name, dtype or shape */
+	ORTMK_ERR_PROVIDER_DIED = 5,    /* the provider process died */
+	ORTMK_ERR_PROVIDER = 6,         /* the provider reported an error */
+	ORTMK_ERR_PROTOCOL = 7,         /* a malformed or unexpected message */
+	ORTMK_ERR_TIMEOUT = 8,          /* a deadline passed */
+	ORTMK_ERR_NO_MEMORY = 9,
+	ORTMK_ERR_IO = 10,              /* a file or system call failed */
+	ORTMK_ERR_INTERNAL = 11,
+} ortmk_status;
+
+typedef enum ortmk_dtype {
+	ORTMK_UNDEFINED = 0, ORTMK_FLOAT = 1, ORTMK_UINT8 = 2, ORTMK_INT8 = 3,
+	ORTMK_UINT16 = 4, ORTMK_INT16 = 5, ORTMK_INT32 = 6, ORTMK_INT64 = 7,
+	ORTMK_STRING = 8, ORTMK_BOOL = 9, ORTMK_FLOAT16 = 10, ORTMK_DOUBLE = 11,
+	ORTMK_UINT32 = 12, ORTMK_UINT64 = 13, ORTMK_BFLOAT16 = 16,
+} ortmk_dtype;
+
+typedef struct ortmk_env ortmk_env;
+typedef struct ortmk_session_options ortmk_session_options;
+typedef struct ortmk_session ortmk_session;
+typedef struct ortmk_value ortmk_value;
+
+/* The message of the last failed call on this thread ("" when none). */
+const char *ortmk_last_error(void);
+const char *ortmk_status_name(ortmk_status s);
+/* Bytes per element; 0 for strings and unknown types. */
+size_t ortmk_dtype_size(ortmk_dtype t);
+const char *ortmk_dtype_name(ortmk_dtype t);
+
+/* An environment owns the provider processes and the private directory
+ * their sockets live in.  Provider binaries are found next to the library's
+ * build (ORTMK_EP_DIR overrides). */
+ortmk_status ortmk_env_create(ortmk_env **out);
+void ortmk_env_destroy(ortmk_env *env);
+
+/* Session options.  Keys:
+ *   "providers"     comma-separated list in priority order ("cpu")
+ *   "threads"       intra-op threads per provider (default: cores)
+ *   "run_timeout_ms" deadline of one run (default 0: none)
+ */
+ortmk_status ortmk_session_options_create(ortmk_session_options **out);
+void ortmk_session_options_destroy(ortmk_session_options *o);
+ortmk_status ortmk_session_options_set(ortmk_session_options *o, const char *key,
+				       const char *value);
+
+/* Loads, checks, partitions and compiles a model (opts may be NULL). */
+ortmk_status ortmk_session_create(ortmk_env *env, const char *model_path,
+				  const ortmk_session_options *opts,
+				  ortmk_session **out);
+void ortmk_session_destroy(ortmk_session *s);
+
+/* Model signature.  dims of -1 are dynamic; `dim_names` of them may be set. */
+size_t ortmk_session_input_count(const ortmk_session *s);
+size_t ortmk_session_output_count(const ortmk_session *s);
+ortmk_status ortmk_session_input_info(const ortmk_session *s, size_t i,
+				      const char **name, ortmk_dtype *dtype,
+				      const int64_t **dims, size_t *rank);
+ortmk_status ortmk_session_output_info(const ortmk_session *s, size_t i,
+				       const char **name, ortmk_dtype *dtype,
+				       const int64_t **dims, size_t *rank);
+
+/* How many nodes each provider runs ("cpu" -> 42). */
+size_t ortmk_session_provider_count(const ortmk_session *s);
+ortmk_status ortmk_session_provider_nodes(const ortmk_session *s, size_t i,
+					  const char **provider, size_t *nodes);
+/* Process id of the provider process serving provider i (for tools). */
+ortmk_status ortmk_session_provider_pid(const ortmk_session *s, size_t i, int *pid);
+
+/* Runs the model.  outputs[i] receives a new value the caller destroys.
+ * A run whose provider dies returns ORTMK_ERR_PROVIDER_DIED; the session
+ * stays usable (later issues restart the provider). */
+ortmk_status ortmk_session_run(ortmk_session *s,
+			       const char *const *input_names,
+			       const ortmk_value *const *inputs, size_t n_inputs,
+			       const char *const *output_names, size_t n_outputs,
+			       ortmk_value **outputs);
+
+/* A host tensor in shared memory (zero copy into the CPU provider). */
+ortmk_status ortmk_value_create(ortmk_env *env, ortmk_dtype dtype,
+				const int64_t *dims, size_t rank, ortmk_value **out);
+/* Copies `nbytes` from `data` into a new value. */
+ortmk_status ortmk_value_create_copy(ortmk_env *env, ortmk_dtype dtype,
+				     const int64_t *dims, size_t rank,
+				     const void *data, size_t nbytes,
+				     ortmk_value **out);
+void ortmk_value_destroy(ortmk_value *v);
+void *ortmk_value_data(ortmk_value *v);
+const void *ortmk_value_data_const(const ortmk_value *v);
+size_t ortmk_value_nbytes(const ortmk_value *v);
+ortmk_dtype ortmk_value_dtype(const ortmk_value *v);
+size_t ortmk_value_rank(const ortmk_value *v);
+const int64_t *ortmk_value_dims(const ortmk_value *v);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

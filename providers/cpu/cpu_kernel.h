@@ -1,0 +1,115 @@
+/*
+ * cpu_kernel: the contract between the CPU provider's executor (cpu_ep.c)
+ * and its operators (ops/*.c).
+ *
+ * An operator has an XNNPACK-like life: `prepare` runs once when a subgraph
+ * is loaded (parse attributes, look at constant inputs, pack weights into
+ * node->state); `compute` runs once per node per run and does nothing else.
+ * compute receives its inputs as cpu_tensors (host memory, row-major, dense)
+ * and asks the executor for each output with cpu_output(): the executor
+ * returns the planned location after checking the kernel's shape against the
+ * core's plan, or allocates one when the core could not infer the shape.
+ * Kernels therefore always compute their own output shapes and validate
+ * their inputs: a wrong dtype or shape is an error naming the problem, never
+ * a crash.
+ *
+ * Adding an op: one file in ops/, one line in ops/registry.c.
+ */
+#ifndef ORTMK_CPU_KERNEL_H
+#define ORTMK_CPU_KERNEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "onnx.pb-c.h"
+
+#define CPU_MAX_RANK 16
+
+/* ONNX TensorProto.DataType values. */
+enum cpu_dtype {
+	CPU_UNDEFINED = 0, CPU_FLOAT = 1, CPU_UINT8 = 2, CPU_INT8 = 3,
+	CPU_UINT16 = 4, CPU_INT16 = 5, CPU_INT32 = 6, CPU_INT64 = 7,
+	CPU_STRING = 8, CPU_BOOL = 9, CPU_FLOAT16 = 10, CPU_DOUBLE = 11,
+	CPU_UINT32 = 12, CPU_UINT64 = 13, CPU_BFLOAT16 = 16,
+};
+
+/* Kernel status codes (negative), mapped onto the protocol's ErrorCode. */
+enum cpu_status {
+	CPU_OK = 0,
+	CPU_E_INVALID = -1,      /* bad input: dtype, shape, attribute value */
+	CPU_E_UNSUPPORTED = -2,  /* valid ONNX that this kernel does not do */
+	CPU_E_SHAPE = -3,        /* output shape differs from the core's plan */
+	CPU_E_NOMEM = -4,
+	CPU_E_INTERNAL = -5,
+};
+
+typedef struct cpu_tensor {
+	int32_t dtype;
+	int rank;
+	int64_t dims[CPU_MAX_RANK];
+	void *data;
+	size_t nbytes;
+} cpu_tensor;
+
+struct cpu_node;
+struct cpu_ctx;
+
+typedef struct cpu_op {
+	const char *op_type;
+	const char *domain;      /* "" = ai.onnx */
+	int min_opset, max_opset;/* opset versions of `domain` this entry covers */
+	/* Optional: refuse a node at capability-query time (attributes or dtypes
+	 * this kernel does not handle).  Writes the reason into why. */
+	int (*supports)(const Onnx__NodeProto *node, int64_t opset,
+			const int32_t *in_dtypes, int n_in, char *why, size_t n);
+	/* Optional: parse attributes, pack constant inputs.  node->consts[i] is
+	 * non-NULL for inputs that are initializers. */
+	int (*prepare)(struct cpu_node *node, char *err, size_t n);
+	int (*compute)(struct cpu_ctx *ctx);
+	void (*release)(struct cpu_node *node);  /* frees node->state */
+} cpu_op;
+
+typedef struct cpu_node {
+	const cpu_op *op;
+	const Onnx__NodeProto *proto;
+	int64_t opset;
+	int n_in, n_out;
+	const cpu_tensor **consts;   /* n_in entries, NULL where not constant */
+	void *state;                 /* owned by the op (prepare/release) */
+} cpu_node;
+
+typedef struct cpu_ctx {
+	cpu_node *node;
+	int n_in, n_out;
+	const cpu_tensor **in;       /* NULL for an omitted optional input */
+	/* executor-private */
+	void *exec;
+	int threads;
+	char *err;
+	size_t errlen;
+} cpu_ctx;
+
+/* Returns the output tensor i with this dtype and shape, or NULL (with the
+ * error set: shape mismatch against the plan, out of memory).  Output i may
+ * be omitted in the graph: then a scratch tensor is returned all the same. */
+cpu_tensor *cpu_output(cpu_ctx *ctx, int i, int32_t dtype, int rank, const int64_t *dims);
+/* Scratch memory valid until compute returns. */
+void *cpu_scratch(cpu_ctx *ctx, size_t nbytes);
+/* Formats a message into ctx->err; returns `code` for `return cpu_fail(...)`. */
+int cpu_fail(cpu_ctx *ctx, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Helpers every op uses. */
+size_t cpu_dtype_size(int32_t dtype);
+const char *cpu_dtype_name(int32_t dtype);
+int64_t cpu_numel(const cpu_tensor *t);
+const Onnx__AttributeProto *cpu_attr(const Onnx__NodeProto *n, const char *name);
+int64_t cpu_attr_int(const Onnx__NodeProto *n, const char *name, int64_t dflt);
+float cpu_attr_float(const Onnx__NodeProto *n, const char *name, float dflt);
+size_t cpu_attr_ints(const Onnx__NodeProto *n, const char *name, const int64_t **v);
+const char *cpu_attr_string(const Onnx__NodeProto *n, const char *name, const char *dflt);
+
+/* Registry (ops/registry.c). */
+const cpu_op *cpu_op_find(const char *op_type, const char *domain, int64_t opset);
+
+#endif
