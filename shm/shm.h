@@ -30,9 +30,10 @@ typedef struct shm_segment {
 
 /* Creates a sealed memfd of `size` bytes (rounded up to a page) and maps it. */
 int shm_segment_create(const char *name, size_t size, uint64_t id, shm_segment *out);
-/* Maps a segment received from a peer.  Refuses a descriptor that is not a
- * memfd sealed against shrinking or whose size differs from `size`.  Takes
- * ownership of `fd` (closed on failure too). */
+/* Maps a segment received from a peer.  Refuses (-EINVAL) a descriptor that
+ * is not a memfd sealed against shrinking and growing, or that is smaller
+ * than `size`; maps the file's whole (page-rounded) size.  Takes ownership
+ * of `fd` (closed on failure too). */
 int shm_segment_map_fd_take(int fd, size_t size, uint64_t id, shm_segment *out);
 void shm_segment_destroy(shm_segment *s);
 /* Is [off, off+len) inside the segment?  Overflow-safe. */
@@ -84,7 +85,8 @@ void shm_fence_fail(shm_fence *f);
 uint64_t shm_fence_read(const shm_fence *f);
 /* Waits until value >= `target`.  0 when reached, -ETIMEDOUT past the
  * deadline (CLOCK_MONOTONIC, ns; 0 = no wait beyond a check, UINT64_MAX =
- * forever), -EPIPE when the fence failed.  Spins briefly, then sleeps. */
+ * forever), -EPIPE when the fence failed (even if the value had reached
+ * `target`).  Spins briefly, then sleeps. */
 int shm_fence_wait(shm_fence *f, uint64_t target, uint64_t deadline_ns);
 
 uint64_t shm_now_ns(void);
