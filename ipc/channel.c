@@ -1,1 +1,184 @@
-/* being written */
+/*
+ * channel: nng pair1 transport and the send/receive choke point (see
+ * channel.h).  Receiving polls nng's receive descriptor together with the
+ * peer's pidfd, so a provider that dies wakes its waiter immediately with
+ * -ECHILD instead of leaving it until a deadline.
+ */
+#include "channel.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <nng/protocol/pair1/pair.h>
+
+#define SEND_TIMEOUT_MS 5000
+
+uint64_t ipc_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int chan_open(ipc_chan *c)
+{
+	int rv = nng_pair1_open(&c->sock);
+
+	if (rv)
+		return -EIO;
+	c->open = 1;
+	nng_socket_set_size(c->sock, NNG_OPT_RECVMAXSZ, IPC_MAX_MESSAGE);
+	nng_socket_set_ms(c->sock, NNG_OPT_SENDTIMEO, SEND_TIMEOUT_MS);
+	return 0;
+}
+
+void ipc_chan_init(ipc_chan *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->fd_sock = -1;
+	c->peer_pidfd = -1;
+	c->next_seq = 1;
+}
+
+int ipc_chan_listen(ipc_chan *c, const char *url)
+{
+	int rc = chan_open(c);
+
+	if (rc)
+		return rc;
+	if (nng_listen(c->sock, url, NULL, 0)) {
+		ipc_chan_close(c);
+		return -EADDRINUSE;
+	}
+	return 0;
+}
+
+int ipc_chan_dial(ipc_chan *c, const char *url)
+{
+	int rc = chan_open(c);
+
+	if (rc)
+		return rc;
+	if (nng_dial(c->sock, url, NULL, 0)) {
+		ipc_chan_close(c);
+		return -ECONNREFUSED;
+	}
+	return 0;
+}
+
+void ipc_chan_close(ipc_chan *c)
+{
+	if (c->open)
+		nng_close(c->sock);
+	c->open = 0;
+}
+
+int ipc_send(ipc_chan *c, Ortmk__Envelope *e)
+{
+	size_t n;
+	void *buf;
+	int rv;
+
+	e->version = IPC_PROTOCOL_VERSION;
+	e->seq = c->next_seq++;
+	e->has_send_ns = 1;
+	e->send_ns = ipc_now_ns();
+	n = ortmk__envelope__get_packed_size(e);
+	if (n > IPC_MAX_MESSAGE)
+		return -EMSGSIZE;
+	buf = nng_alloc(n ? n : 1);
+	if (!buf)
+		return -ENOMEM;
+	ortmk__envelope__pack(e, buf);
+	/* NNG_FLAG_ALLOC hands the buffer to nng, which frees it. */
+	rv = nng_send(c->sock, buf, n, NNG_FLAG_ALLOC);
+	if (rv) {
+		nng_free(buf, n);
+		return rv == NNG_ETIMEDOUT || rv == NNG_ECLOSED ? -EPIPE : -EIO;
+	}
+	return 0;
+}
+
+static int peer_exited(const ipc_chan *c)
+{
+	struct pollfd p = {.fd = c->peer_pidfd, .events = POLLIN};
+
+	return c->peer_pidfd >= 0 && poll(&p, 1, 0) == 1;
+}
+
+/* One non-blocking attempt: 1 with a message, 0 when none, <0 on error. */
+static int try_recv(ipc_chan *c, nng_msg **msg)
+{
+	int rv = nng_recvmsg(c->sock, msg, NNG_FLAG_NONBLOCK);
+
+	if (rv == 0)
+		return 1;
+	if (rv == NNG_EAGAIN)
+		return 0;
+	return rv == NNG_ECLOSED ? -EPIPE : -EIO;
+}
+
+static int wait_msg(ipc_chan *c, int timeout_ms, nng_msg **msg)
+{
+	uint64_t deadline = timeout_ms < 0 ? UINT64_MAX :
+		ipc_now_ns() + (uint64_t)timeout_ms * 1000000u;
+	struct pollfd p[2];
+	int recvfd, rc;
+
+	if (nng_socket_get_int(c->sock, NNG_OPT_RECVFD, &recvfd))
+		return -EIO;
+	for (;;) {
+		int np = 1, wait_ms = -1;
+
+		rc = try_recv(c, msg);
+		if (rc)
+			return rc < 0 ? rc : 0;
+		if (peer_exited(c))
+			return -ECHILD;
+		if (deadline != UINT64_MAX) {
+			uint64_t now = ipc_now_ns();
+
+			if (now >= deadline)
+				return -ETIMEDOUT;
+			wait_ms = (int)((deadline - now + 999999) / 1000000);
+		}
+		p[0] = (struct pollfd){.fd = recvfd, .events = POLLIN};
+		if (c->peer_pidfd >= 0)
+			p[np++] = (struct pollfd){.fd = c->peer_pidfd, .events = POLLIN};
+		if (poll(p, (nfds_t)np, wait_ms) < 0 && errno != EINTR)
+			return -errno;
+	}
+}
+
+int ipc_recv(ipc_chan *c, int timeout_ms, Ortmk__Envelope **out,
+	     char *err, size_t errlen)
+{
+	nng_msg *msg = NULL;
+	nng_pipe pipe;
+	uint64_t pid;
+	int rc;
+
+	*out = NULL;
+	rc = wait_msg(c, timeout_ms, &msg);
+	if (rc)
+		return rc;
+	pipe = nng_msg_get_pipe(msg);
+	/* nng exposes the peer pid (SO_PEERCRED) as a uint64 option. */
+	if (nng_pipe_get_uint64(pipe, NNG_OPT_IPC_PEER_PID, &pid) == 0)
+		c->peer_pid = (pid_t)pid;
+	rc = ipc_envelope_decode(nng_msg_body(msg), nng_msg_len(msg), c->segs, out,
+				 err, errlen);
+	nng_msg_free(msg);
+	return rc;
+}
+
+pid_t ipc_last_peer_pid(const ipc_chan *c)
+{
+	return c->peer_pid ? c->peer_pid : -1;
+}

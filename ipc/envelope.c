@@ -1,1 +1,288 @@
-/* being written */
+/*
+ * envelope: the validator at ipc/'s choke point (see envelope.h).  Every
+ * received byte string goes through ipc_envelope_decode(); the checks here
+ * are what lets the rest of the core index arrays and touch shared memory
+ * with offsets a peer sent without re-checking them.
+ */
+#include "envelope.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int fail(char *err, size_t n, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int fail(char *err, size_t n, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && n) {
+		va_start(ap, fmt);
+		vsnprintf(err, n, fmt, ap);
+		va_end(ap);
+	}
+	return -EPROTO;
+}
+
+int ipc_segtab_add(ipc_segtab *t, shm_segment *s)
+{
+	if (ipc_segtab_find(t, s->id))
+		return -EEXIST;
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 8;
+		shm_segment **p = realloc(t->segs, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		t->segs = p;
+		t->cap = cap;
+	}
+	t->segs[t->n++] = s;
+	return 0;
+}
+
+shm_segment *ipc_segtab_find(const ipc_segtab *t, uint64_t id)
+{
+	for (size_t i = 0; t && i < t->n; i++)
+		if (t->segs[i]->id == id)
+			return t->segs[i];
+	return NULL;
+}
+
+shm_segment *ipc_segtab_remove(ipc_segtab *t, uint64_t id)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		if (t->segs[i]->id == id) {
+			shm_segment *s = t->segs[i];
+
+			t->segs[i] = t->segs[--t->n];
+			return s;
+		}
+	}
+	return NULL;
+}
+
+void ipc_segtab_fini(ipc_segtab *t)
+{
+	free(t->segs);
+	memset(t, 0, sizeof(*t));
+}
+
+static const char *const kind_names[] = {
+	"UNSPECIFIED", "HELLO", "HELLO_ACK", "ADD_SEGMENT", "CAPABILITY_QUERY",
+	"CAPABILITY_REPLY", "LOAD_SUBGRAPH", "LOAD_DONE", "RUN", "RESULT",
+	"ERROR", "SHUTDOWN", "RELEASE", "ACK", "ADD_FILE",
+};
+#define N_KINDS ((int)(sizeof(kind_names) / sizeof(kind_names[0])))
+
+const char *ipc_kind_name(int kind)
+{
+	if (kind <= 0 || kind >= N_KINDS)
+		return "UNKNOWN";
+	return kind_names[kind];
+}
+
+/* The body case each kind must carry. */
+static const Ortmk__Envelope__BodyCase kind_body[] = {
+	ORTMK__ENVELOPE__BODY__NOT_SET,
+	ORTMK__ENVELOPE__BODY_HELLO,
+	ORTMK__ENVELOPE__BODY_HELLO_ACK,
+	ORTMK__ENVELOPE__BODY_ADD_SEGMENT,
+	ORTMK__ENVELOPE__BODY_CAPABILITY_QUERY,
+	ORTMK__ENVELOPE__BODY_CAPABILITY_REPLY,
+	ORTMK__ENVELOPE__BODY_LOAD_SUBGRAPH,
+	ORTMK__ENVELOPE__BODY_LOAD_DONE,
+	ORTMK__ENVELOPE__BODY_RUN,
+	ORTMK__ENVELOPE__BODY_RESULT,
+	ORTMK__ENVELOPE__BODY_ERROR,
+	ORTMK__ENVELOPE__BODY_SHUTDOWN,
+	ORTMK__ENVELOPE__BODY_RELEASE,
+	ORTMK__ENVELOPE__BODY_ACK,
+	ORTMK__ENVELOPE__BODY_ADD_FILE,
+};
+
+size_t ipc_dtype_size(int32_t dtype)
+{
+	switch (dtype) {
+	case 1: case 6: case 12: return 4;               /* float, int32, uint32 */
+	case 2: case 3: case 9: return 1;                /* uint8, int8, bool */
+	case 4: case 5: case 10: case 16: return 2;      /* (u)int16, f16, bf16 */
+	case 7: case 11: case 13: case 14: return 8;     /* int64, double, uint64, c64 */
+	case 15: return 16;                              /* complex128 */
+	default: return 0;                               /* string, unknown */
+	}
+}
+
+static int dtype_known(int32_t dtype)
+{
+	return dtype >= 1 && dtype <= 16;
+}
+
+/* numel × size without overflow; -1 on overflow. */
+static int64_t dims_bytes(const int64_t *dims, size_t rank, size_t elem)
+{
+	uint64_t n = elem;
+
+	for (size_t i = 0; i < rank; i++) {
+		if (dims[i] < 0)
+			return -1;
+		if (dims[i] != 0 && n > (UINT64_C(1) << 62) / (uint64_t)dims[i])
+			return -1;
+		n *= (uint64_t)dims[i];
+	}
+	return (int64_t)n;
+}
+
+int ipc_tensor_ref_check(const Ortmk__TensorRef *t, const ipc_segtab *segs,
+			 char *err, size_t errlen)
+{
+	size_t elem = ipc_dtype_size(t->dtype);
+	shm_segment *s;
+
+	if (!dtype_known(t->dtype))
+		return fail(err, errlen, "tensor ref %u: unknown dtype %d", t->value, t->dtype);
+	if (t->n_dims > IPC_MAX_RANK)
+		return fail(err, errlen, "tensor ref %u: rank %zu exceeds %d",
+			    t->value, t->n_dims, IPC_MAX_RANK);
+	if (!t->dynamic && elem) {
+		int64_t want = dims_bytes(t->dims, t->n_dims, elem);
+
+		if (want < 0)
+			return fail(err, errlen, "tensor ref %u: negative or overflowing dims", t->value);
+		if ((uint64_t)want != t->nbytes)
+			return fail(err, errlen, "tensor ref %u: %llu bytes for a shape that needs %lld",
+				    t->value, (unsigned long long)t->nbytes, (long long)want);
+	}
+	if (!segs || t->dynamic)
+		return 0;
+	s = ipc_segtab_find(segs, t->segment_id);
+	if (!s)
+		return fail(err, errlen, "tensor ref %u: unknown segment %llu",
+			    t->value, (unsigned long long)t->segment_id);
+	if (!shm_segment_contains(s, t->offset, t->nbytes))
+		return fail(err, errlen, "tensor ref %u: bytes [%llu, +%llu) outside segment %llu of %zu bytes",
+			    t->value, (unsigned long long)t->offset, (unsigned long long)t->nbytes,
+			    (unsigned long long)t->segment_id, s->size);
+	return 0;
+}
+
+static int check_refs(Ortmk__TensorRef **refs, size_t n, const ipc_segtab *segs,
+		      char *err, size_t errlen)
+{
+	for (size_t i = 0; i < n; i++) {
+		int rc = ipc_tensor_ref_check(refs[i], segs, err, errlen);
+
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int check_load(const Ortmk__LoadSubgraph *l, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < l->n_values; i++)
+		if (!dtype_known(l->values[i]->dtype) && l->values[i]->dtype != 0)
+			return fail(err, errlen, "value '%s': unknown dtype %d",
+				    l->values[i]->name, l->values[i]->dtype);
+	for (size_t i = 0; i < l->n_weights; i++) {
+		const Ortmk__Weight *w = l->weights[i];
+		size_t elem = ipc_dtype_size(w->dtype);
+
+		if (w->value >= l->n_values)
+			return fail(err, errlen, "weight %zu: value index %u out of range", i, w->value);
+		if (w->n_dims > IPC_MAX_RANK)
+			return fail(err, errlen, "weight %zu: rank %zu", i, w->n_dims);
+		if (elem && dims_bytes(w->dims, w->n_dims, elem) != (int64_t)w->nbytes)
+			return fail(err, errlen, "weight '%s': %llu bytes do not match its shape",
+				    l->values[w->value]->name, (unsigned long long)w->nbytes);
+	}
+	return 0;
+}
+
+static int check_run(const Ortmk__Run *r, const ipc_segtab *segs, char *err, size_t errlen)
+{
+	if (r->has_dyn_segment && segs) {
+		shm_segment *s = ipc_segtab_find(segs, r->dyn_segment);
+
+		if (!s || !shm_segment_contains(s, r->dyn_offset, r->dyn_size))
+			return fail(err, errlen, "run %llu: dynamic region outside its segment",
+				    (unsigned long long)r->run_id);
+	}
+	return check_refs(r->bindings, r->n_bindings, segs, err, errlen);
+}
+
+static int check_body(const Ortmk__Envelope *e, const ipc_segtab *segs,
+		      char *err, size_t errlen)
+{
+	switch (e->body_case) {
+	case ORTMK__ENVELOPE__BODY_HELLO:
+		if (e->hello->token.len != 32 || !e->hello->provider[0])
+			return fail(err, errlen, "HELLO: bad token length %zu", e->hello->token.len);
+		return 0;
+	case ORTMK__ENVELOPE__BODY_ADD_SEGMENT:
+		if (e->add_segment->size == 0 || e->add_segment->size > (UINT64_C(1) << 44))
+			return fail(err, errlen, "ADD_SEGMENT: bad size %llu",
+				    (unsigned long long)e->add_segment->size);
+		return 0;
+	case ORTMK__ENVELOPE__BODY_CAPABILITY_REPLY:
+		if (e->capability_reply->n_supported != e->capability_reply->n_reason)
+			return fail(err, errlen, "CAPABILITY_REPLY: %zu answers but %zu reasons",
+				    e->capability_reply->n_supported, e->capability_reply->n_reason);
+		return 0;
+	case ORTMK__ENVELOPE__BODY_LOAD_SUBGRAPH:
+		return check_load(e->load_subgraph, err, errlen);
+	case ORTMK__ENVELOPE__BODY_RUN:
+		return check_run(e->run, segs, err, errlen);
+	case ORTMK__ENVELOPE__BODY_RESULT:
+		for (size_t i = 0; i < e->result->n_outputs; i++)
+			if (e->result->outputs[i]->dynamic)
+				return fail(err, errlen, "RESULT: output %zu still dynamic", i);
+		return check_refs(e->result->outputs, e->result->n_outputs, segs, err, errlen);
+	default:
+		return 0;
+	}
+}
+
+int ipc_envelope_check(const Ortmk__Envelope *e, const ipc_segtab *segs,
+		       char *err, size_t errlen)
+{
+	if (e->version != IPC_PROTOCOL_VERSION)
+		return fail(err, errlen, "protocol version %u, expected %u",
+			    e->version, IPC_PROTOCOL_VERSION);
+	if ((int)e->kind <= 0 || (int)e->kind >= N_KINDS)
+		return fail(err, errlen, "unknown message kind %d", (int)e->kind);
+	if (e->body_case != kind_body[e->kind])
+		return fail(err, errlen, "%s message carries body %d", ipc_kind_name(e->kind),
+			    (int)e->body_case);
+	return check_body(e, segs, err, errlen);
+}
+
+int ipc_envelope_decode(const void *buf, size_t n, const ipc_segtab *segs,
+			Ortmk__Envelope **out, char *err, size_t errlen)
+{
+	Ortmk__Envelope *e;
+	int rc;
+
+	*out = NULL;
+	if (n == 0 || n > IPC_MAX_MESSAGE)
+		return fail(err, errlen, "message of %zu bytes", n);
+	e = ortmk__envelope__unpack(NULL, n, buf);
+	if (!e)
+		return fail(err, errlen, "undecodable message of %zu bytes", n);
+	rc = ipc_envelope_check(e, segs, err, errlen);
+	if (rc) {
+		ortmk__envelope__free_unpacked(e, NULL);
+		return rc;
+	}
+	*out = e;
+	return 0;
+}
+
+void ipc_envelope_free(Ortmk__Envelope *e)
+{
+	if (e)
+		ortmk__envelope__free_unpacked(e, NULL);
+}
