@@ -69,14 +69,27 @@ typedef struct graph_node {
 
 typedef struct graph_file {
 	char *location;           /* as written in the model, validated */
+	char *path;               /* realpath of the file: the dedup key */
 	int fd;                   /* opened O_RDONLY|O_CLOEXEC by the loader */
 	uint64_t size;
 } graph_file;
 
-typedef struct graph_opset {
-	char *domain;
+/* Open-addressing map from a name to a non-negative int: the value index,
+ * the external-file index and the loader's scopes.  Keys are borrowed: they
+ * must outlive the map.  A zeroed struct is an empty map. */
+typedef struct graph_namemap {
+	const char **keys;
+	int *vals;
+	size_t cap;               /* power of two, 0 before the first put */
+	size_t n;
+} graph_namemap;
+
+/* Named _import because graph_opset() is the look-up function: a typedef
+ * and a function cannot share a name in C. */
+typedef struct graph_opset_import {
+	char *domain;             /* "" for the default domain (and "ai.onnx") */
 	int64_t version;
-} graph_opset;
+} graph_opset_import;
 
 typedef struct graph {
 	Onnx__ModelProto *model;  /* owns every proto pointer above */
@@ -93,10 +106,14 @@ typedef struct graph {
 	size_t n_outputs;
 	graph_file *files;
 	size_t n_files;
-	graph_opset *opsets;
+	graph_opset_import *opsets;
 	size_t n_opsets;
 	int n_symbols;            /* symbolic dims are -1 .. -n_symbols */
 	char **symbols;           /* name of symbol -(i+1), NULL when anonymous */
+	graph_namemap index;      /* value name -> index into values */
+	graph_namemap file_index; /* graph_file.path -> index into files */
+	size_t files_cap;
+	char *model_dir_real;     /* realpath(model_dir), set on first external */
 } graph;
 
 /* Parses and validates the model at `path`.  On failure returns a negative
@@ -109,7 +126,10 @@ int graph_load_bytes(const void *bytes, size_t n, const char *model_dir,
 		     graph **out, char *err, size_t errlen);
 void graph_free(graph *g);
 
+/* Index of the value named `name`, -1 when there is none. */
 int graph_find_value(const graph *g, const char *name);
+/* Opset version the model imports for `domain` ("" and "ai.onnx" are the
+ * same domain); 0 when the model does not import it. */
 int64_t graph_opset(const graph *g, const char *domain);
 
 /* Element size in bytes of an ONNX data type; 0 for unknown or string. */
@@ -122,7 +142,21 @@ int64_t graph_attr_int(const Onnx__NodeProto *n, const char *name, int64_t dflt)
 float graph_attr_float(const Onnx__NodeProto *n, const char *name, float dflt);
 /* Returns the number of ints (0 when absent) and points *v at them. */
 size_t graph_attr_ints(const Onnx__NodeProto *n, const char *name, const int64_t **v);
+/* The loader NUL-terminates STRING and STRINGS attributes of every node,
+ * subgraphs included, so their bytes read as C strings. */
 const char *graph_attr_string(const Onnx__NodeProto *n, const char *name, const char *dflt);
+
+/* Loader internals (graph.c, used by loader.c). */
+/* 0 when added, 1 when `key` is already there (left unchanged), -ENOMEM. */
+int graph_namemap_put(graph_namemap *m, const char *key, int val);
+int graph_namemap_get(const graph_namemap *m, const char *key);  /* -1 absent */
+void graph_namemap_free(graph_namemap *m);
+/* Fills values[vi].init from initializer `t` (dims already copied into the
+ * value): inline bytes, typed fields converted to the raw layout, or an
+ * external-data file opened once and bounds-checked.  Never reads external
+ * bytes.  Returns 0 or a negative code with a message naming the tensor. */
+int graph_init_load(graph *g, int vi, const Onnx__TensorProto *t,
+		    char *err, size_t errlen);
 
 /*
  * Per-value type/shape facts for one inference pass.  Known data is kept for
