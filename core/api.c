@@ -1,1 +1,228 @@
-/* being written */
+/*
+ * api: the small parts of the public API (ortmk.h): the thread-local error,
+ * status and dtype names, session options and host values.  Values live in
+ * their own sealed memfd segment so a provider maps them instead of copying.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core.h"
+
+static _Thread_local char last_error[1024];
+
+ortmk_status core_fail(ortmk_status st, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(last_error, sizeof(last_error), fmt, ap);
+	va_end(ap);
+	return st;
+}
+
+void core_clear_error(void)
+{
+	last_error[0] = 0;
+}
+
+const char *ortmk_last_error(void)
+{
+	return last_error;
+}
+
+const char *ortmk_status_name(ortmk_status s)
+{
+	static const char *names[] = {
+		"OK", "INVALID_ARGUMENT", "MODEL", "NOT_IMPLEMENTED", "INPUT",
+		"PROVIDER_DIED", "PROVIDER", "PROTOCOL", "TIMEOUT", "NO_MEMORY",
+		"IO", "INTERNAL",
+	};
+
+	if ((unsigned)s >= sizeof(names) / sizeof(names[0]))
+		return "UNKNOWN";
+	return names[s];
+}
+
+size_t ortmk_dtype_size(ortmk_dtype t)
+{
+	return graph_dtype_size((int32_t)t);
+}
+
+const char *ortmk_dtype_name(ortmk_dtype t)
+{
+	return graph_dtype_name((int32_t)t);
+}
+
+/* ---- session options --------------------------------------------------- */
+
+ortmk_status ortmk_session_options_create(ortmk_session_options **out)
+{
+	ortmk_session_options *o;
+
+	if (!out)
+		return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "session options: NULL out");
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		return core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
+	snprintf(o->providers, sizeof(o->providers), "cpu");
+	*out = o;
+	return ORTMK_OK;
+}
+
+void ortmk_session_options_destroy(ortmk_session_options *o)
+{
+	free(o);
+}
+
+static int parse_int(const char *v, int lo, int hi, int *out)
+{
+	char *end;
+	long x;
+
+	errno = 0;
+	x = strtol(v, &end, 10);
+	if (errno || end == v || *end || x < lo || x > hi)
+		return -1;
+	*out = (int)x;
+	return 0;
+}
+
+ortmk_status ortmk_session_options_set(ortmk_session_options *o, const char *key,
+				       const char *value)
+{
+	if (!o || !key || !value)
+		return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "session options: NULL argument");
+	if (strcmp(key, "providers") == 0) {
+		if (strlen(value) >= sizeof(o->providers) || !value[0])
+			return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "providers: bad list '%s'", value);
+		snprintf(o->providers, sizeof(o->providers), "%s", value);
+		return ORTMK_OK;
+	}
+	if (strcmp(key, "threads") == 0) {
+		if (parse_int(value, 0, 1024, &o->threads))
+			return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "threads: '%s' is not 0..1024", value);
+		return ORTMK_OK;
+	}
+	if (strcmp(key, "run_timeout_ms") == 0) {
+		if (parse_int(value, 0, 86400000, &o->run_timeout_ms))
+			return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "run_timeout_ms: bad value '%s'", value);
+		return ORTMK_OK;
+	}
+	return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "unknown session option '%s'", key);
+}
+
+/* ---- values ------------------------------------------------------------- */
+
+ortmk_status core_value_new(ortmk_env *env, int32_t dtype, const int64_t *dims,
+			    size_t rank, ortmk_value **out)
+{
+	size_t esz = graph_dtype_size(dtype), n = esz;
+	ortmk_value *v;
+	int rc;
+
+	if (!env || !out || (rank && !dims) || rank > GRAPH_MAX_RANK)
+		return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "value: bad arguments");
+	if (!esz)
+		return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "value: unsupported dtype %d", dtype);
+	for (size_t i = 0; i < rank; i++) {
+		if (dims[i] < 0 || (dims[i] && n > (SIZE_MAX >> 2) / (size_t)dims[i]))
+			return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "value: bad dim %lld",
+					 (long long)dims[i]);
+		n *= (size_t)dims[i];
+	}
+	v = calloc(1, sizeof(*v));
+	if (!v)
+		return core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
+	rc = shm_segment_create("ortmk-value", n ? n : 1, core_env_next_id(env), &v->seg);
+	if (rc) {
+		free(v);
+		return core_fail(ORTMK_ERR_NO_MEMORY, "value: cannot create %zu bytes of shared memory: %s",
+				 n, strerror(-rc));
+	}
+	v->env = env;
+	v->dtype = dtype;
+	v->rank = rank;
+	if (rank)
+		memcpy(v->dims, dims, rank * sizeof(int64_t));
+	v->nbytes = n;
+	*out = v;
+	return ORTMK_OK;
+}
+
+ortmk_status ortmk_value_create(ortmk_env *env, ortmk_dtype dtype, const int64_t *dims,
+				size_t rank, ortmk_value **out)
+{
+	return core_value_new(env, (int32_t)dtype, dims, rank, out);
+}
+
+ortmk_status ortmk_value_create_copy(ortmk_env *env, ortmk_dtype dtype, const int64_t *dims,
+				     size_t rank, const void *data, size_t nbytes,
+				     ortmk_value **out)
+{
+	ortmk_status st = core_value_new(env, (int32_t)dtype, dims, rank, out);
+
+	if (st)
+		return st;
+	if (nbytes != (*out)->nbytes || (nbytes && !data)) {
+		size_t want = (*out)->nbytes;
+
+		ortmk_value_destroy(*out);
+		*out = NULL;
+		return core_fail(ORTMK_ERR_INVALID_ARGUMENT,
+				 "value: %zu bytes given for a shape of %zu bytes", nbytes, want);
+	}
+	if (nbytes)
+		memcpy((*out)->seg.base, data, nbytes);
+	return ORTMK_OK;
+}
+
+void ortmk_value_destroy(ortmk_value *v)
+{
+	if (!v)
+		return;
+	/* Providers that mapped the segment are told to drop it. */
+	for (int i = 0; v->env && i < v->env->n_eps; i++) {
+		core_ep *ep = v->env->eps[i];
+
+		pthread_mutex_lock(&ep->lock);
+		if (ipc_segtab_find(&ep->segs, v->seg.id))
+			core_ep_release_segment(ep, v->seg.id);
+		pthread_mutex_unlock(&ep->lock);
+	}
+	shm_segment_destroy(&v->seg);
+	free(v);
+}
+
+void *ortmk_value_data(ortmk_value *v)
+{
+	return v ? v->seg.base : NULL;
+}
+
+const void *ortmk_value_data_const(const ortmk_value *v)
+{
+	return v ? v->seg.base : NULL;
+}
+
+size_t ortmk_value_nbytes(const ortmk_value *v)
+{
+	return v ? v->nbytes : 0;
+}
+
+ortmk_dtype ortmk_value_dtype(const ortmk_value *v)
+{
+	return v ? (ortmk_dtype)v->dtype : ORTMK_UNDEFINED;
+}
+
+size_t ortmk_value_rank(const ortmk_value *v)
+{
+	return v ? v->rank : 0;
+}
+
+const int64_t *ortmk_value_dims(const ortmk_value *v)
+{
+	return v ? v->dims : NULL;
+}

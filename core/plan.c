@@ -1,1 +1,150 @@
-/* being written */
+/*
+ * plan: shapes and memory for one input-shape signature.  Shape inference
+ * runs with the concrete input shapes; every activation whose shape is then
+ * static gets an offset in the session's arena, by liveness over the
+ * execution order with best-fit reuse (shm/arena).  A node's outputs are
+ * placed before its dead inputs are freed, so no kernel ever reads and
+ * writes the same bytes.  Graph outputs stay live to the end: the run
+ * copies them out after the last step.  Values with data-dependent shapes
+ * get no offset: the provider allocates them at run time.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core.h"
+
+void core_plan_free(core_plan *p)
+{
+	if (!p)
+		return;
+	free(p->sig);
+	free(p->tinfo);
+	free(p->offset);
+	free(p->nbytes);
+	free(p);
+}
+
+static int *last_uses(const graph *g)
+{
+	int *last = malloc((g->n_values + 1) * sizeof(int));
+
+	if (!last)
+		return NULL;
+	for (size_t v = 0; v < g->n_values; v++)
+		last[v] = g->values[v].is_graph_output ? (int)g->n_nodes : -1;
+	for (size_t k = 0; k < g->n_nodes; k++) {
+		const graph_node *n = &g->nodes[k];
+
+		for (int i = 0; i < n->n_in; i++)
+			if (n->in[i] >= 0 && last[n->in[i]] < (int)k)
+				last[n->in[i]] = (int)k;
+		for (int i = 0; i < n->n_implicit; i++)
+			if (last[n->implicit[i]] < (int)k)
+				last[n->implicit[i]] = (int)k;
+	}
+	return last;
+}
+
+static int plannable(const graph *g, const graph_tinfo *t, size_t v)
+{
+	return g->values[v].kind == GRAPH_VALUE_ACTIVATION && g->values[v].is_tensor &&
+	       t[v].elem_type != 8 && graph_dtype_size(t[v].elem_type) && graph_tinfo_static(&t[v]);
+}
+
+static ortmk_status assign_offsets(const graph *g, core_plan *p)
+{
+	int *last = last_uses(g);
+	shm_arena a;
+	ortmk_status st = ORTMK_OK;
+
+	if (!last || shm_arena_init(&a, UINT64_MAX / 4)) {
+		free(last);
+		return core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
+	}
+	for (size_t k = 0; k < g->n_nodes && st == ORTMK_OK; k++) {
+		const graph_node *n = &g->nodes[k];
+
+		for (int i = 0; i < n->n_out; i++) {
+			int v = n->out[i];
+
+			if (v < 0 || !plannable(g, p->tinfo, (size_t)v))
+				continue;
+			p->nbytes[v] = (uint64_t)graph_tinfo_numel(&p->tinfo[v]) *
+				       graph_dtype_size(p->tinfo[v].elem_type);
+			if (shm_arena_alloc(&a, p->nbytes[v], &p->offset[v]))
+				st = core_fail(ORTMK_ERR_NO_MEMORY, "memory plan: arena exhausted");
+		}
+		for (int i = 0; i < n->n_in + n->n_out; i++) {
+			int v = i < n->n_in ? n->in[i] : n->out[i - n->n_in];
+
+			/* Freed once, when k is its last use (or it is never used). */
+			if (v >= 0 && p->offset[v] != PLAN_NONE &&
+			    (last[v] == (int)k || (last[v] < (int)k && i >= n->n_in))) {
+				shm_arena_free(&a, p->offset[v]);
+				last[v] = (int)g->n_nodes + 1;  /* never free twice */
+			}
+		}
+		for (int i = 0; i < n->n_implicit; i++) {
+			int v = n->implicit[i];
+
+			if (p->offset[v] != PLAN_NONE && last[v] == (int)k) {
+				shm_arena_free(&a, p->offset[v]);
+				last[v] = (int)g->n_nodes + 1;
+			}
+		}
+	}
+	p->arena_size = a.high_water;
+	shm_arena_fini(&a);
+	free(last);
+	return st;
+}
+
+ortmk_status core_plan_build(const ortmk_session *s, const int64_t *const *in_dims,
+			     const size_t *in_rank, core_plan **out)
+{
+	const graph *g = s->g;
+	core_plan *p = calloc(1, sizeof(*p));
+	size_t nsig = 0;
+	int next_sym = -g->n_symbols - 1;
+	char err[512];
+	ortmk_status st;
+
+	for (size_t i = 0; i < g->n_inputs; i++)
+		nsig += 1 + in_rank[i];
+	if (!p)
+		return core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
+	p->sig = malloc((nsig + 1) * sizeof(int64_t));
+	p->tinfo = calloc(g->n_values + 1, sizeof(graph_tinfo));
+	p->offset = malloc((g->n_values + 1) * sizeof(uint64_t));
+	p->nbytes = calloc(g->n_values + 1, sizeof(uint64_t));
+	if (!p->sig || !p->tinfo || !p->offset || !p->nbytes) {
+		core_plan_free(p);
+		return core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
+	}
+	for (size_t i = 0; i < g->n_inputs; i++) {
+		p->sig[p->n_sig++] = (int64_t)in_rank[i];
+		for (size_t d = 0; d < in_rank[i]; d++)
+			p->sig[p->n_sig++] = in_dims[i][d];
+	}
+	shape_seed(g, p->tinfo);
+	for (size_t i = 0; i < g->n_inputs; i++) {
+		graph_tinfo *t = &p->tinfo[g->inputs[i]];
+
+		t->rank = (int)in_rank[i];
+		memcpy(t->dims, in_dims[i], in_rank[i] * sizeof(int64_t));
+	}
+	if (shape_infer(g, p->tinfo, 1, &next_sym, err, sizeof(err))) {
+		core_plan_free(p);
+		return core_fail(ORTMK_ERR_INPUT, "%s", err);
+	}
+	for (size_t v = 0; v < g->n_values; v++)
+		p->offset[v] = PLAN_NONE;
+	st = assign_offsets(g, p);
+	if (st) {
+		core_plan_free(p);
+		return st;
+	}
+	*out = p;
+	return ORTMK_OK;
+}

@@ -1,1 +1,401 @@
-/* being written */
+/*
+ * session: loading a model into providers.  ortmk_session_create() parses
+ * and checks the model (graph_load), infers types with symbolic shapes,
+ * starts the providers the options name, partitions the nodes, copies
+ * inline initializers into one shm segment, hands external-data files to
+ * the providers as descriptors (the core never reads those bytes), and
+ * loads one subgraph per step.  Running is in run.c.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core.h"
+#include "log.h"
+
+static ortmk_status start_providers(ortmk_session *s, const char *list)
+{
+	char buf[256], *save = NULL;
+	int has_cpu = 0;
+
+	snprintf(buf, sizeof(buf), "%s", list);
+	for (char *t = strtok_r(buf, ", ", &save); t; t = strtok_r(NULL, ", ", &save)) {
+		ortmk_status st;
+
+		if (s->n_eps == CORE_MAX_EPS)
+			return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "providers: too many in '%s'", list);
+		st = core_env_get_ep(s->env, t, &s->eps[s->n_eps]);
+		if (st)
+			return st;
+		has_cpu |= strcmp(t, "cpu") == 0;
+		s->n_eps++;
+	}
+	/* cpu is always the last fallback. */
+	if (!has_cpu) {
+		ortmk_status st = core_env_get_ep(s->env, "cpu", &s->eps[s->n_eps]);
+
+		if (st)
+			return st;
+		s->n_eps++;
+	}
+	return ORTMK_OK;
+}
+
+static ortmk_status copy_weights(ortmk_session *s)
+{
+	const graph *g = s->g;
+	uint64_t total = 0;
+
+	s->weight_off = calloc(g->n_values + 1, sizeof(uint64_t));
+	if (!s->weight_off)
+		return core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
+	for (size_t v = 0; v < g->n_values; v++) {
+		const graph_value *val = &g->values[v];
+
+		s->weight_off[v] = PLAN_NONE;
+		if (val->kind != GRAPH_VALUE_INITIALIZER || val->init.external || !val->init.data)
+			continue;
+		s->weight_off[v] = total;
+		total += (val->init.nbytes + SHM_ALIGN - 1) & ~(uint64_t)(SHM_ALIGN - 1);
+	}
+	if (shm_segment_create("ortmk-weights", total ? total : 1, core_env_next_id(s->env),
+			       &s->weights))
+		return core_fail(ORTMK_ERR_NO_MEMORY, "cannot create %llu bytes of shared memory for weights",
+				 (unsigned long long)total);
+	for (size_t v = 0; v < g->n_values; v++)
+		if (s->weight_off[v] != PLAN_NONE)
+			memcpy((uint8_t *)s->weights.base + s->weight_off[v], g->values[v].init.data,
+			       g->values[v].init.nbytes);
+	return ORTMK_OK;
+}
+
+static ortmk_status share_files(ortmk_session *s, core_ep *ep)
+{
+	for (size_t f = 0; f < s->g->n_files; f++) {
+		ortmk_status st = core_ep_add_file(ep, s->file_ids[f], s->g->files[f].fd,
+						   s->g->files[f].size);
+
+		if (st)
+			return st;
+	}
+	return ORTMK_OK;
+}
+
+/* The graph values a step's nodes name, each once. */
+static ortmk_status step_values(ortmk_session *s, core_step *st)
+{
+	const graph *g = s->g;
+	char *seen = calloc(g->n_values + 1, 1);
+
+	st->values = malloc((g->n_values + 1) * sizeof(int));
+	if (!seen || !st->values) {
+		free(seen);
+		return core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
+	}
+	for (size_t k = st->first; k < st->last; k++) {
+		const graph_node *n = &g->nodes[k];
+
+		for (int i = 0; i < n->n_in + n->n_out + n->n_implicit; i++) {
+			int v = i < n->n_in ? n->in[i] :
+				i < n->n_in + n->n_out ? n->out[i - n->n_in] :
+				n->implicit[i - n->n_in - n->n_out];
+
+			if (v >= 0 && !seen[v]) {
+				seen[v] = 1;
+				st->values[st->n_values++] = v;
+			}
+		}
+	}
+	free(seen);
+	return ORTMK_OK;
+}
+
+static void fill_weight(ortmk_session *s, int v, uint32_t idx, Ortmk__Weight *w)
+{
+	const graph_value *val = &s->g->values[v];
+
+	ortmk__weight__init(w);
+	w->value = idx;
+	w->dtype = val->elem_type;
+	w->n_dims = (size_t)val->rank;
+	w->dims = (int64_t *)val->dims;
+	w->nbytes = val->init.nbytes;
+	w->external = val->init.external;
+	if (val->init.external) {
+		w->source_id = s->file_ids[val->init.file];
+		w->offset = val->init.offset;
+	} else {
+		w->source_id = s->weights.id;
+		w->offset = s->weight_off[v] == PLAN_NONE ? 0 : s->weight_off[v];
+	}
+}
+
+static ortmk_status send_load(ortmk_session *s, core_step *st, Ortmk__LoadSubgraph *l)
+{
+	core_ep *ep = s->eps[st->ep];
+	Ortmk__Envelope e = ORTMK__ENVELOPE__INIT, *rep = NULL;
+	ortmk_status rc;
+
+	e.kind = ORTMK__KIND__LOAD_SUBGRAPH;
+	e.body_case = ORTMK__ENVELOPE__BODY_LOAD_SUBGRAPH;
+	e.load_subgraph = l;
+	e.has_session = 1;
+	e.session = s->id;
+	rc = core_ep_request(ep, &e, CORE_CONTROL_MS, &rep);
+	if (rc == ORTMK_OK && rep->kind != ORTMK__KIND__LOAD_DONE)
+		rc = core_fail(ORTMK_ERR_PROTOCOL, "provider '%s': expected LOAD_DONE", ep->name);
+	ipc_envelope_free(rep);
+	return rc;
+}
+
+static ortmk_status load_step(ortmk_session *s, core_step *st)
+{
+	const graph *g = s->g;
+	Onnx__GraphProto gp = ONNX__GRAPH_PROTO__INIT;
+	Ortmk__LoadSubgraph l = ORTMK__LOAD_SUBGRAPH__INIT;
+	Ortmk__ValueDesc *vd = calloc(st->n_values + 1, sizeof(*vd));
+	Ortmk__ValueDesc **pvd = calloc(st->n_values + 1, sizeof(*pvd));
+	Ortmk__Weight *w = calloc(st->n_values + 1, sizeof(*w));
+	Ortmk__Weight **pw = calloc(st->n_values + 1, sizeof(*pw));
+	Ortmk__OpsetId *os = calloc(g->n_opsets + 1, sizeof(*os));
+	Ortmk__OpsetId **pos = calloc(g->n_opsets + 1, sizeof(*pos));
+	Onnx__NodeProto **nodes = calloc(st->last - st->first + 1, sizeof(*nodes));
+	ortmk_status rc = ORTMK_ERR_NO_MEMORY;
+
+	if (!vd || !pvd || !w || !pw || !os || !pos || !nodes) {
+		rc = core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
+		goto out;
+	}
+	for (size_t k = st->first; k < st->last; k++)
+		nodes[k - st->first] = (Onnx__NodeProto *)g->nodes[k].proto;
+	gp.n_node = st->last - st->first;
+	gp.node = nodes;
+	l.graph.len = onnx__graph_proto__get_packed_size(&gp);
+	l.graph.data = malloc(l.graph.len + 1);
+	if (!l.graph.data) {
+		rc = core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
+		goto out;
+	}
+	onnx__graph_proto__pack(&gp, l.graph.data);
+	for (size_t i = 0; i < st->n_values; i++) {
+		int v = st->values[i];
+
+		ortmk__value_desc__init(&vd[i]);
+		vd[i].name = g->values[v].name;
+		vd[i].dtype = s->tinfo0[v].elem_type ? s->tinfo0[v].elem_type : g->values[v].elem_type;
+		pvd[i] = &vd[i];
+		if (g->values[v].kind == GRAPH_VALUE_INITIALIZER && (g->values[v].init.external ||
+								     g->values[v].init.data)) {
+			fill_weight(s, v, (uint32_t)i, &w[l.n_weights]);
+			pw[l.n_weights] = &w[l.n_weights];
+			l.n_weights++;
+		}
+	}
+	for (size_t i = 0; i < g->n_opsets; i++) {
+		ortmk__opset_id__init(&os[i]);
+		os[i].domain = g->opsets[i].domain;
+		os[i].version = g->opsets[i].version;
+		pos[i] = &os[i];
+	}
+	st->subgraph_id = (uint32_t)core_env_next_id(s->env);
+	l.subgraph_id = st->subgraph_id;
+	l.n_values = st->n_values;
+	l.values = pvd;
+	l.weights = pw;
+	l.n_opsets = g->n_opsets;
+	l.opsets = pos;
+	l.has_ir_version = 1;
+	l.ir_version = s->g->model->ir_version;
+	l.has_threads = 1;
+	l.threads = (uint32_t)s->threads;
+	rc = send_load(s, st, &l);
+out:
+	free(l.graph.data);
+	free(vd);
+	free(pvd);
+	free(w);
+	free(pw);
+	free(os);
+	free(pos);
+	free(nodes);
+	return rc;
+}
+
+static ortmk_status infer_types(ortmk_session *s)
+{
+	int next_sym = -s->g->n_symbols - 1;
+	char err[512];
+
+	s->tinfo0 = calloc(s->g->n_values + 1, sizeof(graph_tinfo));
+	if (!s->tinfo0)
+		return core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
+	shape_seed(s->g, s->tinfo0);
+	if (shape_infer(s->g, s->tinfo0, 0, &next_sym, err, sizeof(err)))
+		return core_fail(ORTMK_ERR_MODEL, "%s", err);
+	return ORTMK_OK;
+}
+
+static ortmk_status load_all(ortmk_session *s)
+{
+	ortmk_status st = ORTMK_OK;
+
+	s->file_ids = calloc(s->g->n_files + 1, sizeof(uint64_t));
+	if (!s->file_ids)
+		return core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
+	for (size_t f = 0; f < s->g->n_files; f++)
+		s->file_ids[f] = core_env_next_id(s->env);
+	for (int e = 0; e < s->n_eps && st == ORTMK_OK; e++) {
+		if (!s->nodes_per_ep[e])
+			continue;
+		pthread_mutex_lock(&s->eps[e]->lock);
+		st = core_ep_add_segment(s->eps[e], &s->weights);
+		if (st == ORTMK_OK)
+			st = share_files(s, s->eps[e]);
+		pthread_mutex_unlock(&s->eps[e]->lock);
+	}
+	s->last_step = malloc((s->g->n_values + 1) * sizeof(int));
+	if (!s->last_step)
+		return core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
+	for (size_t v = 0; v < s->g->n_values; v++)
+		s->last_step[v] = -1;
+	for (size_t i = 0; i < s->n_steps && st == ORTMK_OK; i++) {
+		core_ep *ep = s->eps[s->steps[i].ep];
+
+		st = step_values(s, &s->steps[i]);
+		if (st)
+			break;
+		for (size_t j = 0; j < s->steps[i].n_values; j++)
+			s->last_step[s->steps[i].values[j]] = (int)i;
+		pthread_mutex_lock(&ep->lock);
+		st = load_step(s, &s->steps[i]);
+		pthread_mutex_unlock(&ep->lock);
+	}
+	return st;
+}
+
+ortmk_status ortmk_session_create(ortmk_env *env, const char *model_path,
+				  const ortmk_session_options *opts, ortmk_session **out)
+{
+	ortmk_session *s;
+	char err[1024];
+	ortmk_status st;
+	int rc;
+
+	core_clear_error();
+	if (!env || !model_path || !out)
+		return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "session: NULL argument");
+	*out = NULL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
+	s->env = env;
+	s->id = core_env_next_id(env);
+	s->weights.fd = -1;
+	pthread_mutex_init(&s->lock, NULL);
+	s->threads = opts && opts->threads > 0 ? opts->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+	s->run_timeout_ms = opts ? opts->run_timeout_ms : 0;
+	rc = graph_load(model_path, &s->g, err, sizeof(err));
+	if (rc) {
+		ortmk_session_destroy(s);
+		return core_fail(rc == -ENOENT || rc == -EACCES ? ORTMK_ERR_IO : ORTMK_ERR_MODEL, "%s", err);
+	}
+	st = infer_types(s);
+	if (st == ORTMK_OK)
+		st = core_session_fill_info(s);
+	if (st == ORTMK_OK)
+		st = start_providers(s, opts ? opts->providers : "cpu");
+	if (st == ORTMK_OK)
+		st = core_partition(s);
+	if (st == ORTMK_OK)
+		st = copy_weights(s);
+	if (st == ORTMK_OK)
+		st = load_all(s);
+	if (st) {
+		char keep[1024];
+
+		snprintf(keep, sizeof(keep), "%s", ortmk_last_error());
+		ortmk_session_destroy(s);
+		return core_fail(st, "%s", keep);
+	}
+	*out = s;
+	return ORTMK_OK;
+}
+
+static void release_on(core_ep *ep, Ortmk__Release *body)
+{
+	Ortmk__Envelope e = ORTMK__ENVELOPE__INIT, *rep = NULL;
+
+	if (!ep->alive)
+		return;
+	e.kind = ORTMK__KIND__RELEASE;
+	e.body_case = ORTMK__ENVELOPE__BODY_RELEASE;
+	e.release = body;
+	core_ep_request(ep, &e, CORE_CONTROL_MS, &rep);
+	ipc_envelope_free(rep);
+}
+
+static void release_provider_state(ortmk_session *s)
+{
+	for (size_t i = 0; i < s->n_steps; i++) {
+		Ortmk__Release r = ORTMK__RELEASE__INIT;
+		core_ep *ep = s->eps[s->steps[i].ep];
+
+		if (!s->steps[i].subgraph_id)
+			continue;
+		r.has_subgraph_id = 1;
+		r.subgraph_id = s->steps[i].subgraph_id;
+		pthread_mutex_lock(&ep->lock);
+		release_on(ep, &r);
+		pthread_mutex_unlock(&ep->lock);
+	}
+	for (int e = 0; e < s->n_eps; e++) {
+		core_ep *ep = s->eps[e];
+		shm_segment *segs[3] = {&s->weights, s->arena, s->dyn};
+
+		pthread_mutex_lock(&ep->lock);
+		for (int i = 0; i < 3; i++)
+			if (segs[i] && segs[i]->fd >= 0 && ipc_segtab_find(&ep->segs, segs[i]->id))
+				core_ep_release_segment(ep, segs[i]->id);
+		for (size_t f = 0; s->file_ids && f < s->g->n_files && s->nodes_per_ep[e]; f++) {
+			Ortmk__Release r = ORTMK__RELEASE__INIT;
+
+			r.has_file_id = 1;
+			r.file_id = s->file_ids[f];
+			release_on(ep, &r);
+		}
+		pthread_mutex_unlock(&ep->lock);
+	}
+}
+
+void ortmk_session_destroy(ortmk_session *s)
+{
+	if (!s)
+		return;
+	release_provider_state(s);
+	for (size_t i = 0; i < s->n_plans; i++)
+		core_plan_free(s->plans[i]);
+	free(s->plans);
+	for (size_t i = 0; i < s->n_steps; i++)
+		free(s->steps[i].values);
+	free(s->steps);
+	if (s->arena) {
+		shm_segment_destroy(s->arena);
+		free(s->arena);
+	}
+	if (s->dyn) {
+		shm_segment_destroy(s->dyn);
+		free(s->dyn);
+	}
+	if (s->weights.fd >= 0)
+		shm_segment_destroy(&s->weights);
+	free(s->weight_off);
+	free(s->file_ids);
+	free(s->last_step);
+	free(s->io_dims);
+	free(s->tinfo0);
+	graph_free(s->g);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}

@@ -1,1 +1,705 @@
-int main(void) { return 0; }
+/*
+ * ort-run: run an ONNX model through ortmk from the command line.
+ *
+ * Loads a model with the public API only (ortmk.h), feeds inputs from .npy
+ * files or seeded random data, times a number of runs, prints or writes the
+ * outputs, and reports latency, memory and how the graph was partitioned.
+ * The integration tests (tests/integration/) drive it with --json and
+ * --output-dir; people use it to try a model and to benchmark.
+ *
+ * Every error is one line "ort-run: <message>" on stderr and exit status 1;
+ * a bad command line exits 2.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ortmk/ortmk.h>
+#include "npy.h"
+#include "onnx_dims.h"
+#include "tensor_fill.h"
+
+#define MAX_ARGS 64       /* of each of --input, --dim, --shape */
+#define MAX_RANK NPY_MAX_RANK
+
+typedef struct name_value {
+	const char *name;
+	const char *value;
+	bool used;
+} name_value;
+
+typedef struct options {
+	const char *model;
+	const char *provider;
+	const char *outdir;
+	const char *threads;      /* NULL: the library's default */
+	long iters, warmup;
+	uint64_t seed;
+	bool json;
+	name_value inputs[MAX_ARGS], dims[MAX_ARGS], shapes[MAX_ARGS];
+	size_t n_inputs, n_dims, n_shapes;
+} options;
+
+static void usage(FILE *f)
+{
+	fputs(
+"usage: ort-run MODEL [options]\n"
+"  --provider LIST       providers in priority order (default: cpu)\n"
+"  --input NAME=FILE.npy feed input NAME from a .npy file (repeatable);\n"
+"                        its dtype must be the model's\n"
+"  --dim NAME=VALUE      value of the symbolic dimension NAME (repeatable)\n"
+"  --shape NAME=AxBxC    shape of generated input NAME (repeatable)\n"
+"  --output-dir DIR      write each output to DIR/<output name>.npy\n"
+"                        (characters other than [A-Za-z0-9._-] become '_')\n"
+"  --iters N             timed runs (default 1)\n"
+"  --warmup W            untimed runs before them (default 0)\n"
+"  --threads T           intra-op threads per provider (default: cores)\n"
+"  --seed S              seed of generated inputs (default 1)\n"
+"  --json                print one JSON object of results and timings\n"
+"Inputs not given with --input are generated from the seed: floating types\n"
+"uniform in [-1, 1), integer types uniform in [0, 8) (valid as indices of\n"
+"small axes), bool uniform.  Dynamic dims are 1 unless --dim or --shape\n"
+"says otherwise.\n", f);
+}
+
+static void fail(const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	/* Library messages are one line by contract; make sure of it. */
+	for (char *c = msg; *c; c++)
+		if (*c == '\n' || *c == '\r')
+			*c = ' ';
+	fprintf(stderr, "ort-run: %s\n", msg);
+}
+
+/* ---- command line ---------------------------------------------------- */
+
+static bool parse_long(const char *s, long min, long *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < min)
+		return false;
+	*out = v;
+	return true;
+}
+
+static bool add_pair(name_value *tab, size_t *n, const char *arg)
+{
+	const char *eq = strchr(arg, '=');
+	if (!eq || eq == arg || !eq[1] || *n >= MAX_ARGS)
+		return false;
+	char *name = strndup(arg, (size_t)(eq - arg));
+	if (!name)
+		return false;
+	tab[*n] = (name_value){ name, eq + 1, false };
+	(*n)++;
+	return true;
+}
+
+/* Applies "--key value"; false when the value is bad (or the key unknown). */
+static bool set_option(options *o, const char *key, const char *val)
+{
+	long n;
+
+	if (!strcmp(key, "--provider"))
+		o->provider = val;
+	else if (!strcmp(key, "--output-dir"))
+		o->outdir = val;
+	else if (!strcmp(key, "--input"))
+		return add_pair(o->inputs, &o->n_inputs, val);
+	else if (!strcmp(key, "--dim"))
+		return add_pair(o->dims, &o->n_dims, val) &&
+		       parse_long(o->dims[o->n_dims - 1].value, 0, &n);
+	else if (!strcmp(key, "--shape"))
+		return add_pair(o->shapes, &o->n_shapes, val);
+	else if (!strcmp(key, "--iters"))
+		return parse_long(val, 1, &o->iters);
+	else if (!strcmp(key, "--warmup"))
+		return parse_long(val, 0, &o->warmup);
+	else if (!strcmp(key, "--threads")) {
+		o->threads = val;
+		return parse_long(val, 1, &n);
+	} else if (!strcmp(key, "--seed")) {
+		if (!parse_long(val, 0, &n))
+			return false;
+		o->seed = (uint64_t)n;
+	} else
+		return false;
+	return true;
+}
+
+static bool is_value_option(const char *key)
+{
+	static const char *const keys[] = {
+		"--provider", "--output-dir", "--input", "--dim", "--shape",
+		"--iters", "--warmup", "--threads", "--seed",
+	};
+	for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+		if (!strcmp(key, keys[i]))
+			return true;
+	return false;
+}
+
+/* Returns 0 to go on, 1 after --help, 2 on a usage error. */
+static int parse_args(int argc, char **argv, options *o)
+{
+	*o = (options){ .provider = "cpu", .iters = 1, .warmup = 0, .seed = 1 };
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *val;
+		char key[32] = "";
+		if (!strcmp(a, "-h") || !strcmp(a, "--help"))
+			return 1;
+		if (a[0] != '-') {
+			if (o->model) {
+				fail("unexpected argument '%s' (try --help)", a);
+				return 2;
+			}
+			o->model = a;
+			continue;
+		}
+		if (!strcmp(a, "--json")) {
+			o->json = true;
+			continue;
+		}
+		/* Every other option takes a value: "--key value" or "--key=value". */
+		const char *eq = strchr(a, '=');
+		size_t klen = eq ? (size_t)(eq - a) : strlen(a);
+		if (klen < sizeof key)
+			memcpy(key, a, klen);
+		if (klen >= sizeof key || !is_value_option(key)) {
+			fail("unknown option '%s' (try --help)", a);
+			return 2;
+		}
+		if (eq)
+			val = eq + 1;
+		else if (i + 1 < argc)
+			val = argv[++i];
+		else {
+			fail("option %s needs a value", key);
+			return 2;
+		}
+		if (!set_option(o, key, val)) {
+			fail("bad value '%s' for %s", val, key);
+			return 2;
+		}
+	}
+	if (!o->model) {
+		fail("no model given (try --help)");
+		return 2;
+	}
+	return 0;
+}
+
+static void free_options(options *o)
+{
+	for (size_t i = 0; i < o->n_inputs; i++)
+		free((char *)o->inputs[i].name);
+	for (size_t i = 0; i < o->n_dims; i++)
+		free((char *)o->dims[i].name);
+	for (size_t i = 0; i < o->n_shapes; i++)
+		free((char *)o->shapes[i].name);
+}
+
+static name_value *find_pair(name_value *tab, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(tab[i].name, name)) {
+			tab[i].used = true;
+			return &tab[i];
+		}
+	return NULL;
+}
+
+/* "1x3x224x224" -> dims; "" or "scalar" is rank 0. */
+static bool parse_shape(const char *s, int64_t *dims, size_t *rank)
+{
+	*rank = 0;
+	if (!*s || !strcmp(s, "scalar"))
+		return true;
+	for (;;) {
+		char *end;
+		errno = 0;
+		long long v = strtoll(s, &end, 10);
+		if (errno || end == s || v < 0 || *rank >= MAX_RANK)
+			return false;
+		dims[(*rank)++] = v;
+		if (!*end)
+			return true;
+		if (*end != 'x')
+			return false;
+		s = end + 1;
+	}
+}
+
+/* ---- inputs ------------------------------------------------------------ */
+
+static void format_dims(char *buf, size_t len, const int64_t *dims, size_t rank)
+{
+	size_t off = 0;
+	buf[0] = '\0';
+	off += (size_t)snprintf(buf, len, "[");
+	for (size_t i = 0; i < rank && off < len; i++)
+		off += (size_t)snprintf(buf + off, len - off, "%s%lld",
+					i ? "," : "", (long long)dims[i]);
+	if (off < len)
+		snprintf(buf + off, len - off, "]");
+}
+
+/* Whether given dims fit the model's (dynamic dims match anything). */
+static bool dims_fit(const int64_t *want, size_t want_rank,
+		     const int64_t *have, size_t have_rank)
+{
+	if (want_rank != have_rank)
+		return false;
+	for (size_t i = 0; i < want_rank; i++)
+		if (want[i] >= 0 && want[i] != have[i])
+			return false;
+	return true;
+}
+
+static bool check_shape(const char *name, const char *what, const int64_t *mdims,
+			size_t mrank, const int64_t *dims, size_t rank)
+{
+	char m[256], g[256];
+	if (dims_fit(mdims, mrank, dims, rank))
+		return true;
+	format_dims(m, sizeof m, mdims, mrank);
+	format_dims(g, sizeof g, dims, rank);
+	fail("input '%s': %s has shape %s but the model expects %s "
+	     "(-1 is any size)", name, what, g, m);
+	return false;
+}
+
+static ortmk_value *input_from_npy(ortmk_env *env, const char *name,
+				   const char *path, ortmk_dtype dtype,
+				   const int64_t *mdims, size_t mrank)
+{
+	npy_array a;
+	char err[256];
+	ortmk_value *v = NULL;
+
+	if (npy_read(path, &a, err, sizeof err)) {
+		/* npy names the file itself when open() fails. */
+		if (!strncmp(err, path, strlen(path)))
+			fail("input '%s': %s", name, err);
+		else
+			fail("input '%s': cannot read %s: %s", name, path, err);
+		return NULL;
+	}
+	if ((ortmk_dtype)a.dtype != dtype)
+		fail("input '%s': %s has dtype %s but the model expects %s", name,
+		     path, ortmk_dtype_name((ortmk_dtype)a.dtype), ortmk_dtype_name(dtype));
+	else if (check_shape(name, path, mdims, mrank, a.dims, (size_t)a.rank) &&
+		 ortmk_value_create_copy(env, dtype, a.dims, (size_t)a.rank, a.data,
+					 a.nbytes, &v))
+		fail("input '%s': %s", name, ortmk_last_error());
+	npy_free(&a);
+	return v;
+}
+
+static ortmk_value *input_generated(ortmk_env *env, options *o, const onnx_dims *syms,
+				    const char *name, ortmk_dtype dtype,
+				    const int64_t *mdims, size_t mrank, uint64_t *rng)
+{
+	int64_t dims[MAX_RANK];
+	size_t rank = mrank;
+	ortmk_value *v = NULL;
+	name_value *shape = find_pair(o->shapes, o->n_shapes, name);
+
+	if (shape) {
+		if (!parse_shape(shape->value, dims, &rank)) {
+			fail("--shape %s=%s: not a shape like 1x3x224x224", name, shape->value);
+			return NULL;
+		}
+		if (!check_shape(name, "--shape", mdims, mrank, dims, rank))
+			return NULL;
+	} else {
+		if (mrank > MAX_RANK) {
+			fail("input '%s': rank %zu is more than ort-run handles", name, mrank);
+			return NULL;
+		}
+		for (size_t i = 0; i < mrank; i++) {
+			const char *sym = mdims[i] < 0 ? onnx_dims_lookup(syms, name, i) : NULL;
+			name_value *d = sym ? find_pair(o->dims, o->n_dims, sym) : NULL;
+			dims[i] = mdims[i] >= 0 ? mdims[i] : d ? atol(d->value) : 1;
+		}
+	}
+	if (ortmk_value_create(env, dtype, dims, rank, &v)) {
+		fail("input '%s': %s", name, ortmk_last_error());
+		return NULL;
+	}
+	size_t size = ortmk_dtype_size(dtype);
+	if (!size || !tfill_random(ortmk_value_data(v), dtype,
+				  ortmk_value_nbytes(v) / size, rng)) {
+		fail("input '%s': cannot generate values of type %s (give it with --input)",
+		     name, ortmk_dtype_name(dtype));
+		ortmk_value_destroy(v);
+		return NULL;
+	}
+	return v;
+}
+
+/* Makes one value per model input; false (and a message) on failure. */
+static bool make_inputs(ortmk_env *env, ortmk_session *s, options *o,
+			const char **names, ortmk_value **values)
+{
+	size_t n = ortmk_session_input_count(s);
+	uint64_t rng = o->seed;
+	onnx_dims syms = { 0 };
+	bool ok = false;
+
+	if (o->n_dims)
+		onnx_dims_load(o->model, &syms);
+	for (size_t k = 0; k < o->n_dims; k++) {
+		if (!onnx_dims_has(&syms, o->dims[k].name)) {
+			fail("--dim: no input dimension of the model is named '%s'",
+			     o->dims[k].name);
+			goto out;
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		ortmk_dtype dtype;
+		const int64_t *dims;
+		size_t rank;
+		if (ortmk_session_input_info(s, i, &names[i], &dtype, &dims, &rank)) {
+			fail("%s", ortmk_last_error());
+			goto out;
+		}
+		name_value *file = find_pair(o->inputs, o->n_inputs, names[i]);
+		values[i] = file ? input_from_npy(env, names[i], file->value, dtype, dims, rank)
+				 : input_generated(env, o, &syms, names[i], dtype, dims, rank, &rng);
+		if (!values[i])
+			goto out;
+	}
+	/* A name that matched nothing is most likely a typo: say so. */
+	for (size_t i = 0; i < o->n_inputs + o->n_shapes; i++) {
+		bool is_input = i < o->n_inputs;
+		name_value *nv = is_input ? &o->inputs[i] : &o->shapes[i - o->n_inputs];
+		if (!nv->used) {
+			fail("%s: the model has no input '%s'",
+			     is_input ? "--input" : "--shape", nv->name);
+			goto out;
+		}
+	}
+	ok = true;
+out:
+	onnx_dims_free(&syms);
+	return ok;
+}
+
+/* ---- reporting --------------------------------------------------------- */
+
+static double now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* VmHWM (peak resident set) of a process in MB; -1 if unreadable. */
+static double peak_rss_mb(const char *pid)
+{
+	char path[64], line[256];
+	double mb = -1.0;
+	snprintf(path, sizeof path, "/proc/%s/status", pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return -1.0;
+	while (fgets(line, sizeof line, f)) {
+		long kb;
+		if (sscanf(line, "VmHWM: %ld kB", &kb) == 1) {
+			mb = (double)kb / 1024.0;
+			break;
+		}
+	}
+	fclose(f);
+	return mb;
+}
+
+static void json_string(const char *s)
+{
+	putchar('"');
+	for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+		if (*c == '"' || *c == '\\')
+			printf("\\%c", *c);
+		else if (*c == '\n')
+			fputs("\\n", stdout);
+		else if (*c == '\t')
+			fputs("\\t", stdout);
+		else if (*c < 0x20)
+			printf("\\u%04x", *c);
+		else
+			putchar(*c);
+	}
+	putchar('"');
+}
+
+static double median(const double *sorted, size_t n)
+{
+	return n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+}
+
+static void print_json(ortmk_session *s, const options *o, double create_ms,
+		       const double *times)
+{
+	size_t np = ortmk_session_provider_count(s), n = (size_t)o->iters;
+	const char *prov;
+	size_t nodes;
+	int pid;
+	char spid[32];
+
+	printf("{\"model\": ");
+	json_string(o->model);
+	printf(", \"provider\": ");
+	json_string(o->provider);
+	if (o->threads)
+		printf(", \"threads\": %s", o->threads);
+	else
+		printf(", \"threads\": %ld", sysconf(_SC_NPROCESSORS_ONLN));
+	printf(", \"iters\": %zu, \"session_create_ms\": %.3f", n, create_ms);
+	printf(", \"median_ms\": %.3f, \"p90_ms\": %.3f, \"min_ms\": %.3f",
+	       median(times, n), times[(size_t)ceil(0.9 * (double)n) - 1], times[0]);
+	printf(", \"core_peak_rss_mb\": %.1f, \"ep_peak_rss_mb\": {",
+	       peak_rss_mb("self"));
+	for (size_t i = 0; i < np; i++) {
+		double mb = -1.0;
+		if (ortmk_session_provider_nodes(s, i, &prov, &nodes))
+			continue;
+		if (!ortmk_session_provider_pid(s, i, &pid)) {
+			snprintf(spid, sizeof spid, "%d", pid);
+			mb = peak_rss_mb(spid);
+		}
+		printf("%s", i ? ", " : "");
+		json_string(prov);
+		if (mb < 0)
+			printf(": null");
+		else
+			printf(": %.1f", mb);
+	}
+	printf("}, \"nodes_per_provider\": {");
+	for (size_t i = 0; i < np; i++) {
+		if (ortmk_session_provider_nodes(s, i, &prov, &nodes))
+			continue;
+		printf("%s", i ? ", " : "");
+		json_string(prov);
+		printf(": %zu", nodes);
+	}
+	printf("}}\n");
+}
+
+static void print_text(ortmk_session *s, const options *o, const char **onames,
+		       ortmk_value **outs, size_t nout, const double *times)
+{
+	size_t n = (size_t)o->iters;
+	char shape[256];
+
+	for (size_t i = 0; i < nout; i++) {
+		ortmk_dtype t = ortmk_value_dtype(outs[i]);
+		size_t size = ortmk_dtype_size(t);
+		size_t count = size ? ortmk_value_nbytes(outs[i]) / size : 0;
+		format_dims(shape, sizeof shape, ortmk_value_dims(outs[i]),
+			    ortmk_value_rank(outs[i]));
+		printf("output %s: %s %s =", onames[i], ortmk_dtype_name(t), shape);
+		for (size_t k = 0; k < count && k < 8; k++)
+			printf(" %.6g", tfill_element(ortmk_value_data_const(outs[i]), t, k));
+		printf("%s\n", count > 8 ? " ..." : "");
+	}
+	printf("latency: median %.3f ms over %zu run%s\n",
+	       median(times, n), n, n == 1 ? "" : "s");
+	for (size_t i = 0; i < ortmk_session_provider_count(s); i++) {
+		const char *prov;
+		size_t nodes;
+		if (!ortmk_session_provider_nodes(s, i, &prov, &nodes))
+			printf("provider %s: %zu node%s\n", prov, nodes, nodes == 1 ? "" : "s");
+	}
+}
+
+/* mkdir -p */
+static bool make_dirs(const char *dir)
+{
+	char path[4096];
+	size_t len = strlen(dir);
+
+	if (len >= sizeof path) {
+		errno = ENAMETOOLONG;
+		return false;
+	}
+	memcpy(path, dir, len + 1);
+	for (size_t i = 1; i <= len; i++) {
+		if (path[i] != '/' && path[i] != '\0')
+			continue;
+		path[i] = '\0';
+		if (mkdir(path, 0777) && errno != EEXIST)
+			return false;
+		path[i] = dir[i];
+	}
+	return true;
+}
+
+/* DIR/<name>.npy with every byte outside [A-Za-z0-9._-] replaced by '_'. */
+static bool write_outputs(const char *dir, const char **onames, ortmk_value **outs,
+			  size_t nout)
+{
+	if (!make_dirs(dir)) {
+		fail("cannot create %s: %s", dir, strerror(errno));
+		return false;
+	}
+	for (size_t i = 0; i < nout; i++) {
+		char file[256], path[4096], err[256];
+		size_t len = strlen(onames[i]);
+		if (len >= sizeof file)
+			len = sizeof file - 1;
+		for (size_t k = 0; k < len; k++) {
+			char c = onames[i][k];
+			file[k] = (isalnum((unsigned char)c) || c == '.' || c == '-' ||
+				   c == '_') ? c : '_';
+		}
+		file[len] = '\0';
+		if (!len || !strcmp(file, ".") || !strcmp(file, ".."))
+			snprintf(file, sizeof file, "_");
+		snprintf(path, sizeof path, "%s/%s.npy", dir, file);
+		if (ortmk_value_rank(outs[i]) > MAX_RANK ||
+		    npy_write(path, (int32_t)ortmk_value_dtype(outs[i]),
+			      (int)ortmk_value_rank(outs[i]), ortmk_value_dims(outs[i]),
+			      ortmk_value_data_const(outs[i]), ortmk_value_nbytes(outs[i]),
+			      err, sizeof err)) {
+			fail("output '%s': cannot write %s: %s", onames[i], path,
+			     ortmk_value_rank(outs[i]) > MAX_RANK ? "rank too large" :
+			     !strncmp(err, path, strlen(path)) ? err + strlen(path) + 2 : err);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* ---- main ---------------------------------------------------------------- */
+
+static void destroy_values(ortmk_value **v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++) {
+		ortmk_value_destroy(v[i]);
+		v[i] = NULL;
+	}
+}
+
+/* Warm-up and timed runs; the last run's outputs stay in outs. */
+static bool run_all(ortmk_session *s, const options *o, const char **inames,
+		    ortmk_value **ins, size_t nin, const char **onames,
+		    ortmk_value **outs, size_t nout, double *times)
+{
+	long total = o->warmup + o->iters;
+	for (long r = 0; r < total; r++) {
+		destroy_values(outs, nout);
+		double t0 = now_ms();
+		if (ortmk_session_run(s, inames, (const ortmk_value *const *)ins, nin,
+				      onames, nout, outs)) {
+			fail("run failed: %s", ortmk_last_error());
+			return false;
+		}
+		if (r >= o->warmup)
+			times[r - o->warmup] = now_ms() - t0;
+	}
+	qsort(times, (size_t)o->iters, sizeof *times, cmp_double);
+	return true;
+}
+
+int main(int argc, char **argv)
+{
+	options o;
+	ortmk_env *env = NULL;
+	ortmk_session_options *so = NULL;
+	ortmk_session *s = NULL;
+	const char **inames = NULL, **onames = NULL;
+	ortmk_value **ins = NULL, **outs = NULL;
+	double *times = NULL;
+	size_t nin = 0, nout = 0;
+	double t0, create_ms;
+	int rc = parse_args(argc, argv, &o);
+
+	if (rc) {
+		if (rc == 1)
+			usage(stdout);
+		free_options(&o);
+		return rc == 1 ? 0 : 2;
+	}
+	rc = 1;
+	if (ortmk_env_create(&env) || ortmk_session_options_create(&so) ||
+	    ortmk_session_options_set(so, "providers", o.provider) ||
+	    (o.threads && ortmk_session_options_set(so, "threads", o.threads))) {
+		fail("%s", ortmk_last_error());
+		goto out;
+	}
+	t0 = now_ms();
+	if (ortmk_session_create(env, o.model, so, &s)) {
+		fail("%s: %s", o.model, ortmk_last_error());
+		goto out;
+	}
+	create_ms = now_ms() - t0;
+
+	nin = ortmk_session_input_count(s);
+	nout = ortmk_session_output_count(s);
+	inames = calloc(nin + 1, sizeof *inames);
+	ins = calloc(nin + 1, sizeof *ins);
+	onames = calloc(nout + 1, sizeof *onames);
+	outs = calloc(nout + 1, sizeof *outs);
+	times = calloc((size_t)o.iters, sizeof *times);
+	if (!inames || !ins || !onames || !outs || !times) {
+		fail("out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < nout; i++) {
+		ortmk_dtype t;
+		const int64_t *d;
+		size_t r;
+		if (ortmk_session_output_info(s, i, &onames[i], &t, &d, &r)) {
+			fail("%s", ortmk_last_error());
+			goto out;
+		}
+	}
+	if (!make_inputs(env, s, &o, inames, ins) ||
+	    !run_all(s, &o, inames, ins, nin, onames, outs, nout, times))
+		goto out;
+	if (o.outdir && !write_outputs(o.outdir, onames, outs, nout))
+		goto out;
+	if (o.json)
+		print_json(s, &o, create_ms, times);
+	else
+		print_text(s, &o, onames, outs, nout, times);
+	rc = fflush(stdout) ? 1 : 0;
+	if (rc)
+		fail("cannot write to stdout: %s", strerror(errno));
+out:
+	destroy_values(outs, nout);
+	destroy_values(ins, nin);
+	free(times);
+	free(outs);
+	free(onames);
+	free(ins);
+	free(inames);
+	ortmk_session_destroy(s);
+	ortmk_session_options_destroy(so);
+	ortmk_env_destroy(env);
+	free_options(&o);
+	return rc;
+}

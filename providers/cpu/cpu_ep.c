@@ -1,1 +1,382 @@
-int main(void) { return 0; }
+/*
+ * cpu_ep: ort-ep-cpu, the CPU execution provider process.  It fills the
+ * ep_host vtable: capability answers come from the op registry, `load`
+ * prepares every node once (weights are read in place from shm or the
+ * mapped external-data file), and `run` walks the nodes in order.  Values
+ * the core planned live in shared memory and kernels write them in place;
+ * values it did not plan (shapes known only at run time) live on this
+ * process's heap until their last use, and those that are graph outputs are
+ * copied into the run's dynamic region for the core.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cpu_exec.h"
+#include "cpu_kernel.h"
+#include "ep_host.h"
+
+typedef struct cpu_sg {
+	size_t n_values;
+	cpu_tensor *consts;       /* per value; data != NULL for weights */
+	size_t n_nodes;
+	cpu_node *nodes;
+	int **node_in, **node_out;
+	const cpu_tensor ***node_consts;
+	int *last_use;            /* last node reading each value, -1 if none */
+	int inited;               /* nodes successfully initialised */
+	/* per-run scratch, sized at load so a run does not allocate these */
+	cpu_tensor *vals;
+	int *heap, *have;
+	const cpu_tensor **in;
+	const cpu_tensor **planned;
+	cpu_tensor *out;
+	int *out_heap;
+	int max_in, max_out;
+	int bound_index_size;
+	int *bound;               /* value -> binding index or -1 */
+} cpu_sg;
+
+static int value_index(const ep_subgraph *sg, const char *name)
+{
+	/* Subgraphs are small lists; the core sends them in node order. */
+	for (size_t i = 0; i < sg->n_values; i++)
+		if (strcmp(sg->values[i].name, name) == 0)
+			return (int)i;
+	return -1;
+}
+
+static int cpu_init(void **self, char *detail, size_t n)
+{
+	*self = NULL;
+	snprintf(detail, n, "cpu, %ld cores", sysconf(_SC_NPROCESSORS_ONLN));
+	return 0;
+}
+
+static int cpu_supported(void *self, const Onnx__NodeProto *node, int64_t opset,
+			 const int32_t *in_dtypes, int n_in, char *why, size_t n)
+{
+	(void)self;
+	return cpu_node_supported(node, opset, in_dtypes, n_in, why, n);
+}
+
+static void cpu_sg_free(cpu_sg *c)
+{
+	if (!c)
+		return;
+	for (int i = 0; i < c->inited; i++)
+		cpu_node_fini(&c->nodes[i]);
+	for (size_t i = 0; i < c->n_nodes; i++) {
+		if (c->node_in)
+			free(c->node_in[i]);
+		if (c->node_out)
+			free(c->node_out[i]);
+		if (c->node_consts)
+			free(c->node_consts[i]);
+	}
+	free(c->node_in);
+	free(c->node_out);
+	free(c->node_consts);
+	free(c->nodes);
+	free(c->consts);
+	free(c->last_use);
+	free(c->vals);
+	free(c->heap);
+	free(c->have);
+	free(c->in);
+	free(c->planned);
+	free(c->out);
+	free(c->out_heap);
+	free(c->bound);
+	free(c);
+}
+
+static void cpu_unload(void *self, ep_subgraph *sg)
+{
+	(void)self;
+	cpu_sg_free(sg->impl);
+	sg->impl = NULL;
+}
+
+/* Resolves one node's value names to indexes. */
+static int map_names(const ep_subgraph *sg, char **names, size_t n, int **out,
+		     char *err, size_t errlen)
+{
+	*out = calloc(n ? n : 1, sizeof(int));
+	if (!*out)
+		return snprintf(err, errlen, "out of memory"), EP_E_NOMEM;
+	for (size_t i = 0; i < n; i++) {
+		(*out)[i] = names[i][0] ? value_index(sg, names[i]) : -1;
+		if (names[i][0] && (*out)[i] < 0)
+			return snprintf(err, errlen, "value '%s' is not in the subgraph", names[i]),
+			       EP_E_INVALID;
+	}
+	return 0;
+}
+
+static int alloc_tables(cpu_sg *c, size_t nv, size_t nn)
+{
+	c->n_values = nv;
+	c->n_nodes = nn;
+	c->consts = calloc(nv + 1, sizeof(*c->consts));
+	c->vals = calloc(nv + 1, sizeof(*c->vals));
+	c->heap = calloc(nv + 1, sizeof(int));
+	c->have = calloc(nv + 1, sizeof(int));
+	c->bound = calloc(nv + 1, sizeof(int));
+	c->last_use = calloc(nv + 1, sizeof(int));
+	c->nodes = calloc(nn + 1, sizeof(*c->nodes));
+	c->node_in = calloc(nn + 1, sizeof(int *));
+	c->node_out = calloc(nn + 1, sizeof(int *));
+	c->node_consts = calloc(nn + 1, sizeof(*c->node_consts));
+	if (!c->consts || !c->vals || !c->heap || !c->have || !c->bound || !c->last_use ||
+	    !c->nodes || !c->node_in || !c->node_out || !c->node_consts)
+		return EP_E_NOMEM;
+	for (size_t i = 0; i < nv; i++)
+		c->last_use[i] = -1;
+	return 0;
+}
+
+static int load_weights(cpu_sg *c, const ep_subgraph *sg)
+{
+	for (size_t i = 0; i < sg->n_weights; i++) {
+		const ep_weight *w = &sg->weights[i];
+		cpu_tensor *t = &c->consts[w->value];
+
+		t->dtype = w->dtype;
+		t->rank = w->rank;
+		memcpy(t->dims, w->dims, sizeof(int64_t) * (size_t)w->rank);
+		t->data = (void *)w->data;
+		t->nbytes = w->nbytes;
+	}
+	return 0;
+}
+
+static int load_node(cpu_sg *c, const ep_subgraph *sg, size_t k, char *err, size_t n)
+{
+	const Onnx__NodeProto *p = sg->graph->node[k];
+	int rc;
+
+	rc = map_names(sg, p->input, p->n_input, &c->node_in[k], err, n);
+	if (rc == 0)
+		rc = map_names(sg, p->output, p->n_output, &c->node_out[k], err, n);
+	if (rc)
+		return rc;
+	c->node_consts[k] = calloc(p->n_input + 1, sizeof(cpu_tensor *));
+	if (!c->node_consts[k])
+		return EP_E_NOMEM;
+	for (size_t i = 0; i < p->n_input; i++) {
+		int v = c->node_in[k][i];
+
+		if (v >= 0 && c->consts[v].data)
+			c->node_consts[k][i] = &c->consts[v];
+		if (v >= 0)
+			c->last_use[v] = (int)k;
+	}
+	if ((int)p->n_input > c->max_in)
+		c->max_in = (int)p->n_input;
+	if ((int)p->n_output > c->max_out)
+		c->max_out = (int)p->n_output;
+	rc = cpu_node_init(&c->nodes[k], p, ep_subgraph_opset(sg, p->domain ? p->domain : ""),
+			   c->node_consts[k], (int)p->n_input, (int)p->n_output, err, n);
+	if (rc == 0)
+		c->inited = (int)k + 1;
+	return rc;
+}
+
+static int cpu_load(void *self, ep_subgraph *sg, char *err, size_t n)
+{
+	cpu_sg *c = calloc(1, sizeof(*c));
+	int rc;
+
+	(void)self;
+	if (!c || alloc_tables(c, sg->n_values, sg->graph->n_node)) {
+		cpu_sg_free(c);
+		return snprintf(err, n, "out of memory"), EP_E_NOMEM;
+	}
+	load_weights(c, sg);
+	for (size_t k = 0; k < c->n_nodes; k++) {
+		rc = load_node(c, sg, k, err, n);
+		if (rc) {
+			cpu_sg_free(c);
+			return rc < 0 ? rc : EP_E_INVALID;
+		}
+	}
+	c->in = calloc((size_t)c->max_in + 1, sizeof(*c->in));
+	c->planned = calloc((size_t)c->max_out + 1, sizeof(*c->planned));
+	c->out = calloc((size_t)c->max_out + 1, sizeof(*c->out));
+	c->out_heap = calloc((size_t)c->max_out + 1, sizeof(int));
+	if (!c->in || !c->planned || !c->out || !c->out_heap) {
+		cpu_sg_free(c);
+		return snprintf(err, n, "out of memory"), EP_E_NOMEM;
+	}
+	sg->impl = c;
+	return 0;
+}
+
+/* ---- run --------------------------------------------------------------- */
+
+static void release_heap(cpu_sg *c, int v)
+{
+	if (c->heap[v])
+		free(c->vals[v].data);
+	c->heap[v] = 0;
+	c->have[v] = 0;
+}
+
+static int bind_values(cpu_sg *c, const ep_subgraph *sg, ep_run *r, char *err, size_t n)
+{
+	for (size_t v = 0; v < c->n_values; v++) {
+		c->bound[v] = -1;
+		c->heap[v] = 0;
+		c->have[v] = c->consts[v].data != NULL;
+		if (c->have[v])
+			c->vals[v] = c->consts[v];
+	}
+	for (size_t i = 0; i < r->n_bindings; i++) {
+		ep_tensor *b = &r->bindings[i];
+		cpu_tensor *t = &c->vals[b->value];
+
+		if (b->dtype != sg->values[b->value].dtype && sg->values[b->value].dtype)
+			return snprintf(err, n, "value '%s': bound as %d, loaded as %d",
+					sg->values[b->value].name, b->dtype,
+					sg->values[b->value].dtype), EP_E_INVALID;
+		c->bound[b->value] = (int)i;
+		if (b->dynamic)
+			continue;
+		t->dtype = b->dtype;
+		t->rank = b->rank;
+		memcpy(t->dims, b->dims, sizeof(int64_t) * (size_t)b->rank);
+		t->data = b->data;
+		t->nbytes = b->nbytes;
+		c->have[b->value] = 1;
+	}
+	return 0;
+}
+
+static int run_node(cpu_sg *c, const ep_subgraph *sg, ep_run *r, size_t k,
+		    int threads, char *err, size_t n)
+{
+	cpu_node *node = &c->nodes[k];
+	int rc;
+
+	for (int i = 0; i < node->n_in; i++) {
+		int v = c->node_in[k][i];
+
+		if (v >= 0 && !c->have[v])
+			return snprintf(err, n, "node '%s': input '%s' has no value",
+					sg->graph->node[k]->name, sg->values[v].name), EP_E_INVALID;
+		c->in[i] = v >= 0 ? &c->vals[v] : NULL;
+	}
+	for (int i = 0; i < node->n_out; i++) {
+		int v = c->node_out[k][i];
+		int b = v >= 0 ? c->bound[v] : -1;
+
+		c->planned[i] = b >= 0 && !r->bindings[b].dynamic ? &c->vals[v] : NULL;
+		c->out_heap[i] = 0;
+	}
+	rc = cpu_node_run(node, c->in, c->planned, c->out, c->out_heap, threads, err, n);
+	if (rc)
+		return rc;
+	for (int i = 0; i < node->n_out; i++) {
+		int v = c->node_out[k][i];
+
+		if (v < 0 || c->planned[i]) {
+			if (c->out_heap[i])
+				free(c->out[i].data);
+			continue;
+		}
+		release_heap(c, v);
+		c->vals[v] = c->out[i];
+		c->heap[v] = c->out_heap[i];
+		c->have[v] = c->out[i].data != NULL;
+	}
+	return 0;
+}
+
+/* Copies the values the core could not plan into the dynamic region. */
+static int publish_dynamic(cpu_sg *c, const ep_subgraph *sg, ep_run *r, char *err, size_t n)
+{
+	int overflow = 0;
+
+	for (size_t i = 0; i < r->n_bindings; i++) {
+		ep_tensor *b = &r->bindings[i];
+		cpu_tensor *t = &c->vals[b->value];
+		void *dst;
+
+		if (!b->dynamic)
+			continue;
+		if (!c->have[b->value])
+			return snprintf(err, n, "output '%s' was not produced",
+					sg->values[b->value].name), EP_E_INVALID;
+		dst = ep_run_dyn_alloc(r, t->nbytes);
+		if (!dst) {
+			overflow = 1;
+			continue;
+		}
+		memcpy(dst, t->data, t->nbytes);
+		b->data = dst;
+		b->nbytes = t->nbytes;
+		b->rank = t->rank;
+		memcpy(b->dims, t->dims, sizeof(int64_t) * (size_t)t->rank);
+	}
+	if (overflow)
+		return snprintf(err, n, "dynamic outputs need %llu bytes, region has %llu",
+				(unsigned long long)r->dyn_needed,
+				(unsigned long long)r->dyn_size), EP_E_DYN_OVERFLOW;
+	return 0;
+}
+
+/* Heap values nobody reads after node k go now, unless they are bound. */
+static void release_dead(cpu_sg *c, size_t k)
+{
+	const cpu_node *node = &c->nodes[k];
+
+	for (int i = 0; i < node->n_in; i++) {
+		int v = c->node_in[k][i];
+
+		if (v >= 0 && c->heap[v] && c->last_use[v] == (int)k && c->bound[v] < 0)
+			release_heap(c, v);
+	}
+	for (int i = 0; i < node->n_out; i++) {
+		int v = c->node_out[k][i];
+
+		if (v >= 0 && c->heap[v] && c->last_use[v] < 0 && c->bound[v] < 0)
+			release_heap(c, v);
+	}
+}
+
+static int cpu_run(void *self, ep_subgraph *sg, ep_run *r, char *err, size_t n)
+{
+	cpu_sg *c = sg->impl;
+	int rc;
+
+	(void)self;
+	rc = bind_values(c, sg, r, err, n);
+	for (size_t k = 0; rc == 0 && k < c->n_nodes; k++) {
+		rc = run_node(c, sg, r, k, sg->threads, err, n);
+		if (rc == 0)
+			release_dead(c, k);
+	}
+	if (rc == 0)
+		rc = publish_dynamic(c, sg, r, err, n);
+	for (size_t v = 0; v < c->n_values; v++)
+		release_heap(c, (int)v);
+	return rc;
+}
+
+static const ep_vtable cpu_vtable = {
+	.name = "cpu",
+	.init = cpu_init,
+	.supported = cpu_supported,
+	.load = cpu_load,
+	.run = cpu_run,
+	.unload = cpu_unload,
+	.fini = NULL,
+};
+
+int main(int argc, char **argv)
+{
+	return ep_host_main(&cpu_vtable, argc, argv);
+}

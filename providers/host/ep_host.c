@@ -1,1 +1,742 @@
-/* being written */
+/*
+ * ep_host: the message loop of a provider process (see ep_host.h).
+ *
+ * Start-up: read the 32-byte token the core wrote on the inherited
+ * socketpair, dial the core's ipc:// socket, say HELLO with the token and
+ * our pid, wait for HELLO_ACK.  Then serve one request at a time, replying
+ * to each with the reply_to set to its sequence number.  Everything a
+ * request names (segments, files, value indexes, byte ranges) is checked
+ * here before the provider's vtable sees it.
+ */
+#include "ep_host.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "channel.h"
+#include "log.h"
+
+#define HANDSHAKE_TIMEOUT_MS 10000
+#define FD_TIMEOUT_MS 5000
+
+typedef struct host_file {
+	uint64_t id;
+	int fd;
+	uint64_t size;
+} host_file;
+
+typedef struct host_map {
+	void *addr;
+	size_t len;
+} host_map;
+
+typedef struct sg_priv {
+	host_map *maps;
+	size_t n_maps;
+	Ortmk__Envelope *env;   /* the LOAD_SUBGRAPH message sg->msg points into */
+} sg_priv;
+
+/*
+ * Fault injection for tests, inert unless ORTMK_EP_FAULT is set:
+ *   crash-after:KIND:N    the Nth request of KIND raises SIGSEGV
+ *   hang-after:KIND:N     ... sleeps forever instead of answering
+ *   exit-after:KIND:N     ... exits with status 3
+ *   garbage-after:KIND:N  ... is answered with random bytes
+ * KIND is a message kind in lower case (run, load_subgraph, ...).
+ */
+enum fault_action { FAULT_NONE, FAULT_CRASH, FAULT_HANG, FAULT_EXIT, FAULT_GARBAGE };
+
+typedef struct fault {
+	enum fault_action action;
+	int kind;
+	long after, seen;
+} fault;
+
+typedef struct host {
+	const ep_vtable *vt;
+	fault fault;
+	void *self;
+	ipc_chan chan;
+	ipc_segtab segs;
+	host_file *files;
+	size_t n_files;
+	ep_subgraph **sgs;
+	size_t n_sgs;
+	char err[1024];
+} host;
+
+int64_t ep_subgraph_opset(const ep_subgraph *sg, const char *domain)
+{
+	if (strcmp(domain, "ai.onnx") == 0)
+		domain = "";
+	for (size_t i = 0; i < sg->msg->n_opsets; i++) {
+		const char *d = sg->msg->opsets[i]->domain;
+
+		if (strcmp(d, "ai.onnx") == 0)
+			d = "";
+		if (strcmp(d, domain) == 0)
+			return sg->msg->opsets[i]->version;
+	}
+	return -1;
+}
+
+void *ep_run_dyn_alloc(ep_run *r, uint64_t nbytes)
+{
+	uint64_t off = (r->dyn_needed + 63) & ~UINT64_C(63);
+
+	r->dyn_needed = off + (nbytes ? nbytes : 1);
+	if (r->dyn_needed > r->dyn_size || !r->dyn_base)
+		return NULL;
+	r->dyn_used = r->dyn_needed;
+	return r->dyn_base + off;
+}
+
+/* ---- replies ---------------------------------------------------------- */
+
+static int reply(host *h, const Ortmk__Envelope *req, Ortmk__Envelope *e)
+{
+	e->has_reply_to = 1;
+	e->reply_to = req->seq;
+	e->has_session = req->has_session;
+	e->session = req->session;
+	return ipc_send(&h->chan, e);
+}
+
+static int reply_error(host *h, const Ortmk__Envelope *req, int code, const char *msg)
+{
+	Ortmk__Envelope e = ORTMK__ENVELOPE__INIT;
+	Ortmk__Error body = ORTMK__ERROR__INIT;
+
+	body.code = code;
+	body.message = (char *)msg;
+	e.kind = ORTMK__KIND__ERROR;
+	e.body_case = ORTMK__ENVELOPE__BODY_ERROR;
+	e.error = &body;
+	return reply(h, req, &e);
+}
+
+static int reply_ack(host *h, const Ortmk__Envelope *req)
+{
+	Ortmk__Envelope e = ORTMK__ENVELOPE__INIT;
+	Ortmk__Ack body = ORTMK__ACK__INIT;
+
+	e.kind = ORTMK__KIND__ACK;
+	e.body_case = ORTMK__ENVELOPE__BODY_ACK;
+	e.ack = &body;
+	return reply(h, req, &e);
+}
+
+static int ep_code(int st)
+{
+	switch (st) {
+	case EP_E_UNSUPPORTED: return ORTMK__ERROR_CODE__E_UNSUPPORTED;
+	case EP_E_SHAPE: return ORTMK__ERROR_CODE__E_SHAPE;
+	case EP_E_NOMEM: return ORTMK__ERROR_CODE__E_NOMEM;
+	case EP_E_DYN_OVERFLOW: return ORTMK__ERROR_CODE__E_DYN_OVERFLOW;
+	case EP_E_INVALID: return ORTMK__ERROR_CODE__E_INVALID;
+	default: return ORTMK__ERROR_CODE__E_INTERNAL;
+	}
+}
+
+/* ---- segments and files ------------------------------------------------ */
+
+static int on_add_segment(host *h, const Ortmk__Envelope *req)
+{
+	const Ortmk__AddSegment *a = req->add_segment;
+	shm_segment *s = calloc(1, sizeof(*s));
+	int fd, rc;
+
+	if (!s)
+		return reply_error(h, req, ORTMK__ERROR_CODE__E_NOMEM, "out of memory");
+	rc = ipc_recv_fd(h->chan.fd_sock, a->fd_tag, FD_TIMEOUT_MS, &fd);
+	if (rc == 0)
+		rc = shm_segment_map_fd_take(fd, a->size, a->segment_id, s);
+	if (rc == 0)
+		rc = ipc_segtab_add(&h->segs, s);
+	if (rc) {
+		if (s->base)
+			shm_segment_destroy(s);
+		free(s);
+		snprintf(h->err, sizeof(h->err), "segment %llu: cannot map (%s)",
+			 (unsigned long long)a->segment_id, strerror(-rc));
+		return reply_error(h, req, ORTMK__ERROR_CODE__E_IO, h->err);
+	}
+	return reply_ack(h, req);
+}
+
+static host_file *find_file(host *h, uint64_t id)
+{
+	for (size_t i = 0; i < h->n_files; i++)
+		if (h->files[i].id == id)
+			return &h->files[i];
+	return NULL;
+}
+
+static int on_add_file(host *h, const Ortmk__Envelope *req)
+{
+	const Ortmk__AddFile *a = req->add_file;
+	host_file *nf;
+	int fd, rc;
+
+	rc = ipc_recv_fd(h->chan.fd_sock, a->fd_tag, FD_TIMEOUT_MS, &fd);
+	if (rc) {
+		snprintf(h->err, sizeof(h->err), "file %llu: descriptor not received (%s)",
+			 (unsigned long long)a->file_id, strerror(-rc));
+		return reply_error(h, req, ORTMK__ERROR_CODE__E_IO, h->err);
+	}
+	nf = find_file(h, a->file_id) ? NULL :
+		realloc(h->files, (h->n_files + 1) * sizeof(*h->files));
+	if (!nf) {
+		close(fd);
+		return reply_error(h, req, ORTMK__ERROR_CODE__E_INVALID, "duplicate or unallocatable file id");
+	}
+	h->files = nf;
+	h->files[h->n_files++] = (host_file){.id = a->file_id, .fd = fd, .size = a->size};
+	return reply_ack(h, req);
+}
+
+/* ---- capability -------------------------------------------------------- */
+
+static int on_capability(host *h, const Ortmk__Envelope *req)
+{
+	const Ortmk__CapabilityQuery *q = req->capability_query;
+	Ortmk__Envelope e = ORTMK__ENVELOPE__INIT;
+	Ortmk__CapabilityReply body = ORTMK__CAPABILITY_REPLY__INIT;
+	size_t n = q->n_nodes;
+	protobuf_c_boolean *sup = calloc(n ? n : 1, sizeof(*sup));
+	char **why = calloc(n ? n : 1, sizeof(*why));
+	int rc = -ENOMEM;
+
+	if (!sup || !why)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		const Ortmk__NodeQuery *nq = q->nodes[i];
+		Onnx__NodeProto *node = onnx__node_proto__unpack(NULL, nq->node.len, nq->node.data);
+		char reason[512] = "";
+
+		if (!node) {
+			snprintf(reason, sizeof(reason), "undecodable node");
+		} else {
+			sup[i] = h->vt->supported(h->self, node, nq->opset, nq->input_dtypes,
+						  (int)nq->n_input_dtypes, reason, sizeof(reason)) == 1;
+			onnx__node_proto__free_unpacked(node, NULL);
+		}
+		why[i] = strdup(sup[i] ? "" : reason);
+		if (!why[i])
+			goto out;
+	}
+	body.n_supported = n;
+	body.supported = sup;
+	body.n_reason = n;
+	body.reason = why;
+	e.kind = ORTMK__KIND__CAPABILITY_REPLY;
+	e.body_case = ORTMK__ENVELOPE__BODY_CAPABILITY_REPLY;
+	e.capability_reply = &body;
+	rc = reply(h, req, &e);
+out:
+	for (size_t i = 0; why && i < n; i++)
+		free(why[i]);
+	free(why);
+	free(sup);
+	if (rc == -ENOMEM)
+		rc = reply_error(h, req, ORTMK__ERROR_CODE__E_NOMEM, "out of memory");
+	return rc;
+}
+
+/* ---- load -------------------------------------------------------------- */
+
+static void subgraph_free(host *h, ep_subgraph *sg)
+{
+	sg_priv *p;
+
+	if (!sg)
+		return;
+	p = sg->priv;
+	if (sg->impl && h->vt->unload)
+		h->vt->unload(h->self, sg);
+	for (size_t i = 0; p && i < p->n_maps; i++)
+		munmap(p->maps[i].addr, p->maps[i].len);
+	if (p) {
+		free(p->maps);
+		ipc_envelope_free(p->env);
+		free(p);
+	}
+	if (sg->graph)
+		onnx__graph_proto__free_unpacked(sg->graph, NULL);
+	free(sg->values);
+	free(sg->weights);
+	free(sg);
+}
+
+static int map_external(host *h, ep_subgraph *sg, const Ortmk__Weight *w, ep_weight *out)
+{
+	sg_priv *p = sg->priv;
+	host_file *f = find_file(h, w->source_id);
+	long page = sysconf(_SC_PAGESIZE);
+	uint64_t start, len;
+	host_map *nm;
+	void *addr;
+
+	if (!f || w->offset > f->size || w->nbytes > f->size - w->offset)
+		return -EINVAL;
+	out->fd = f->fd;
+	out->file_offset = w->offset;
+	if (w->nbytes == 0) {
+		out->data = "";
+		return 0;
+	}
+	start = w->offset & ~(uint64_t)(page - 1);
+	len = w->offset - start + w->nbytes;
+	nm = realloc(p->maps, (p->n_maps + 1) * sizeof(*nm));
+	if (!nm)
+		return -ENOMEM;
+	p->maps = nm;
+	addr = mmap(NULL, len, PROT_READ, MAP_SHARED, f->fd, (off_t)start);
+	if (addr == MAP_FAILED)
+		return -errno;
+	p->maps[p->n_maps++] = (host_map){addr, len};
+	out->data = (const uint8_t *)addr + (w->offset - start);
+	return 0;
+}
+
+static int map_weight(host *h, ep_subgraph *sg, const Ortmk__Weight *w, ep_weight *out)
+{
+	shm_segment *s;
+
+	out->value = w->value;
+	out->dtype = w->dtype;
+	out->rank = (int)w->n_dims;
+	memcpy(out->dims, w->dims, w->n_dims * sizeof(int64_t));
+	out->nbytes = w->nbytes;
+	out->fd = -1;
+	if (w->external)
+		return map_external(h, sg, w, out);
+	s = ipc_segtab_find(&h->segs, w->source_id);
+	if (!s || !shm_segment_contains(s, w->offset, w->nbytes))
+		return -EINVAL;
+	out->data = (uint8_t *)s->base + w->offset;
+	return 0;
+}
+
+static int build_subgraph(host *h, Ortmk__Envelope *req, ep_subgraph *sg)
+{
+	const Ortmk__LoadSubgraph *l = req->load_subgraph;
+	sg_priv *p = calloc(1, sizeof(*p));
+
+	sg->priv = p;
+	sg->id = l->subgraph_id;
+	sg->msg = l;
+	sg->threads = l->has_threads ? (int)l->threads : 1;
+	sg->graph = onnx__graph_proto__unpack(NULL, l->graph.len, l->graph.data);
+	sg->values = calloc(l->n_values ? l->n_values : 1, sizeof(*sg->values));
+	sg->weights = calloc(l->n_weights ? l->n_weights : 1, sizeof(*sg->weights));
+	if (!p || !sg->values || !sg->weights)
+		return snprintf(h->err, sizeof(h->err), "out of memory"), -ENOMEM;
+	if (!sg->graph)
+		return snprintf(h->err, sizeof(h->err), "subgraph %u: undecodable graph", sg->id), -EINVAL;
+	sg->n_values = l->n_values;
+	for (size_t i = 0; i < l->n_values; i++)
+		sg->values[i] = (ep_value){l->values[i]->name, l->values[i]->dtype};
+	sg->n_weights = l->n_weights;
+	for (size_t i = 0; i < l->n_weights; i++) {
+		int rc = map_weight(h, sg, l->weights[i], &sg->weights[i]);
+
+		if (rc)
+			return snprintf(h->err, sizeof(h->err),
+					"weight '%s': bytes outside their segment or file (%s)",
+					sg->values[l->weights[i]->value].name, strerror(-rc)), rc;
+	}
+	return 0;
+}
+
+static int on_load(host *h, Ortmk__Envelope *req, int *kept)
+{
+	ep_subgraph *sg = calloc(1, sizeof(*sg)), **nsgs;
+	Ortmk__Envelope e = ORTMK__ENVELOPE__INIT;
+	Ortmk__LoadDone body = ORTMK__LOAD_DONE__INIT;
+	uint64_t t0 = ipc_now_ns();
+	int rc;
+
+	h->err[0] = 0;
+	if (!sg)
+		return reply_error(h, req, ORTMK__ERROR_CODE__E_NOMEM, "out of memory");
+	for (size_t i = 0; i < h->n_sgs; i++)
+		if (h->sgs[i]->id == req->load_subgraph->subgraph_id) {
+			free(sg);
+			return reply_error(h, req, ORTMK__ERROR_CODE__E_INVALID, "subgraph id in use");
+		}
+	rc = build_subgraph(h, req, sg);
+	/* sg->msg points into the request: the subgraph keeps it. */
+	if (sg->priv) {
+		((sg_priv *)sg->priv)->env = req;
+		*kept = 1;
+	}
+	if (rc == 0)
+		rc = h->vt->load(h->self, sg, h->err, sizeof(h->err));
+	nsgs = rc ? NULL : realloc(h->sgs, (h->n_sgs + 1) * sizeof(*nsgs));
+	if (!nsgs) {
+		int code = rc ? ep_code(rc) : ORTMK__ERROR_CODE__E_NOMEM;
+
+		if (rc == -EINVAL || rc == -ENOMEM)
+			code = rc == -EINVAL ? ORTMK__ERROR_CODE__E_INVALID : ORTMK__ERROR_CODE__E_NOMEM;
+		reply_error(h, req, code, h->err[0] ? h->err : "load failed");
+		subgraph_free(h, sg);
+		return 0;
+	}
+	h->sgs = nsgs;
+	h->sgs[h->n_sgs++] = sg;
+	body.subgraph_id = sg->id;
+	body.has_prepack_ns = 1;
+	body.prepack_ns = ipc_now_ns() - t0;
+	e.kind = ORTMK__KIND__LOAD_DONE;
+	e.body_case = ORTMK__ENVELOPE__BODY_LOAD_DONE;
+	e.load_done = &body;
+	return reply(h, req, &e);
+}
+
+/* ---- run --------------------------------------------------------------- */
+
+static ep_subgraph *find_subgraph(host *h, uint32_t id)
+{
+	for (size_t i = 0; i < h->n_sgs; i++)
+		if (h->sgs[i]->id == id)
+			return h->sgs[i];
+	return NULL;
+}
+
+/* Resolves the run's references to pointers; the envelope check already
+ * proved every non-dynamic byte range lies inside its segment. */
+static int bind_run(host *h, const Ortmk__Run *r, const ep_subgraph *sg, ep_run *run)
+{
+	for (size_t i = 0; i < r->n_bindings; i++) {
+		const Ortmk__TensorRef *t = r->bindings[i];
+		ep_tensor *b = &run->bindings[i];
+
+		if (t->value >= sg->n_values)
+			return snprintf(h->err, sizeof(h->err), "binding %zu: value %u out of range",
+					i, t->value), -EINVAL;
+		b->value = t->value;
+		b->dtype = t->dtype;
+		b->dynamic = t->dynamic;
+		b->rank = (int)t->n_dims;
+		memcpy(b->dims, t->dims, t->n_dims * sizeof(int64_t));
+		b->nbytes = t->nbytes;
+		if (!t->dynamic)
+			b->data = (uint8_t *)ipc_segtab_find(&h->segs, t->segment_id)->base + t->offset;
+	}
+	if (r->has_dyn_segment) {
+		shm_segment *s = ipc_segtab_find(&h->segs, r->dyn_segment);
+
+		run->dyn_base = (uint8_t *)s->base + r->dyn_offset;
+		run->dyn_size = r->dyn_size;
+	}
+	return 0;
+}
+
+static int send_result(host *h, const Ortmk__Envelope *req, ep_run *run, uint64_t ns)
+{
+	const Ortmk__Run *r = req->run;
+	Ortmk__Envelope e = ORTMK__ENVELOPE__INIT;
+	Ortmk__Result body = ORTMK__RESULT__INIT;
+	Ortmk__TensorRef *refs = calloc(run->n_bindings + 1, sizeof(*refs));
+	Ortmk__TensorRef **prefs = calloc(run->n_bindings + 1, sizeof(*prefs));
+	size_t n = 0;
+	int rc;
+
+	if (!refs || !prefs) {
+		free(refs);
+		free(prefs);
+		return reply_error(h, req, ORTMK__ERROR_CODE__E_NOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < run->n_bindings; i++) {
+		ep_tensor *b = &run->bindings[i];
+		Ortmk__TensorRef *t = &refs[n];
+
+		if (!b->dynamic)
+			continue;
+		ortmk__tensor_ref__init(t);
+		t->value = b->value;
+		t->dtype = b->dtype;
+		t->n_dims = (size_t)b->rank;
+		t->dims = b->dims;
+		t->segment_id = r->dyn_segment;
+		t->offset = r->dyn_offset + (uint64_t)((uint8_t *)b->data - run->dyn_base);
+		t->nbytes = b->nbytes;
+		prefs[n++] = t;
+	}
+	body.run_id = r->run_id;
+	body.n_outputs = n;
+	body.outputs = prefs;
+	body.has_compute_ns = 1;
+	body.compute_ns = ns;
+	e.kind = ORTMK__KIND__RESULT;
+	e.body_case = ORTMK__ENVELOPE__BODY_RESULT;
+	e.result = &body;
+	rc = reply(h, req, &e);
+	free(prefs);
+	free(refs);
+	return rc;
+}
+
+static int on_run(host *h, const Ortmk__Envelope *req)
+{
+	const Ortmk__Run *r = req->run;
+	ep_subgraph *sg = find_subgraph(h, r->subgraph_id);
+	ep_run run = {.run_id = r->run_id, .n_bindings = r->n_bindings};
+	Ortmk__Envelope e = ORTMK__ENVELOPE__INIT;
+	Ortmk__Error body = ORTMK__ERROR__INIT;
+	uint64_t t0 = ipc_now_ns();
+	int rc;
+
+	h->err[0] = 0;
+	if (!sg)
+		return reply_error(h, req, ORTMK__ERROR_CODE__E_INVALID, "run of an unknown subgraph");
+	run.bindings = calloc(r->n_bindings + 1, sizeof(*run.bindings));
+	if (!run.bindings)
+		return reply_error(h, req, ORTMK__ERROR_CODE__E_NOMEM, "out of memory");
+	rc = bind_run(h, r, sg, &run);
+	if (rc == 0)
+		rc = h->vt->run(h->self, sg, &run, h->err, sizeof(h->err));
+	if (rc == 0) {
+		rc = send_result(h, req, &run, ipc_now_ns() - t0);
+		free(run.bindings);
+		return rc;
+	}
+	free(run.bindings);
+	body.code = rc == -EINVAL ? ORTMK__ERROR_CODE__E_INVALID : ep_code(rc);
+	body.message = h->err[0] ? h->err : "run failed";
+	if (rc == EP_E_DYN_OVERFLOW) {
+		body.has_needed = 1;
+		body.needed = run.dyn_needed;
+	}
+	e.kind = ORTMK__KIND__ERROR;
+	e.body_case = ORTMK__ENVELOPE__BODY_ERROR;
+	e.error = &body;
+	return reply(h, req, &e);
+}
+
+/* ---- release and the loop --------------------------------------------- */
+
+static int on_release(host *h, const Ortmk__Envelope *req)
+{
+	const Ortmk__Release *r = req->release;
+
+	if (r->has_subgraph_id) {
+		for (size_t i = 0; i < h->n_sgs; i++) {
+			if (h->sgs[i]->id == r->subgraph_id) {
+				subgraph_free(h, h->sgs[i]);
+				h->sgs[i] = h->sgs[--h->n_sgs];
+				break;
+			}
+		}
+	}
+	if (r->has_segment_id) {
+		shm_segment *s = ipc_segtab_remove(&h->segs, r->segment_id);
+
+		if (s) {
+			shm_segment_destroy(s);
+			free(s);
+		}
+	}
+	if (r->has_file_id) {
+		for (size_t i = 0; i < h->n_files; i++) {
+			if (h->files[i].id == r->file_id) {
+				close(h->files[i].fd);
+				h->files[i] = h->files[--h->n_files];
+				break;
+			}
+		}
+	}
+	return reply_ack(h, req);
+}
+
+static void fault_parse(fault *f)
+{
+	static const char *actions[] = {"", "crash-after", "hang-after", "exit-after", "garbage-after"};
+	const char *spec = getenv("ORTMK_EP_FAULT");
+	char act[32], kind[32];
+	long n;
+
+	memset(f, 0, sizeof(*f));
+	if (!spec || sscanf(spec, "%31[a-z-]:%31[a-z_]:%ld", act, kind, &n) != 3)
+		return;
+	for (int a = 1; a < 5; a++)
+		if (strcmp(act, actions[a]) == 0)
+			f->action = (enum fault_action)a;
+	for (int k = 1; k < 16; k++) {
+		char lower[32];
+		const char *name = ipc_kind_name(k);
+		size_t i;
+
+		for (i = 0; name[i] && i < sizeof(lower) - 1; i++)
+			lower[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] + 32 : name[i]);
+		lower[i] = 0;
+		if (strcmp(lower, kind) == 0)
+			f->kind = k;
+	}
+	f->after = n;
+	if (!f->kind)
+		f->action = FAULT_NONE;
+}
+
+/* Returns 1 when the fault replaced the normal handling of `req`. */
+static int fault_fire(host *h, const Ortmk__Envelope *req)
+{
+	fault *f = &h->fault;
+	uint8_t junk[64];
+
+	if (f->action == FAULT_NONE || (int)req->kind != f->kind || ++f->seen < f->after)
+		return 0;
+	ipc_log(IPC_LOG_WARN, "fault injection fires on %s #%ld", ipc_kind_name(f->kind), f->seen);
+	switch (f->action) {
+	case FAULT_CRASH:
+		raise(SIGSEGV);
+		break;
+	case FAULT_HANG:
+		for (;;)
+			pause();
+	case FAULT_EXIT:
+		_exit(3);
+	case FAULT_GARBAGE:
+		for (size_t i = 0; i < sizeof(junk); i++)
+			junk[i] = (uint8_t)rand();
+		nng_send(h->chan.sock, junk, sizeof(junk), 0);
+		return 1;
+	default:
+		break;
+	}
+	return 0;
+}
+
+/* Handles one request; 1 to stop serving. */
+static int dispatch(host *h, Ortmk__Envelope *req)
+{
+	int kept = 0, rc;
+
+	if (fault_fire(h, req)) {
+		ipc_envelope_free(req);
+		return 0;
+	}
+	switch (req->kind) {
+	case ORTMK__KIND__ADD_SEGMENT: rc = on_add_segment(h, req); break;
+	case ORTMK__KIND__ADD_FILE: rc = on_add_file(h, req); break;
+	case ORTMK__KIND__CAPABILITY_QUERY: rc = on_capability(h, req); break;
+	case ORTMK__KIND__LOAD_SUBGRAPH: rc = on_load(h, req, &kept); break;
+	case ORTMK__KIND__RUN: rc = on_run(h, req); break;
+	case ORTMK__KIND__RELEASE: rc = on_release(h, req); break;
+	case ORTMK__KIND__SHUTDOWN: rc = 1; break;
+	default:
+		rc = reply_error(h, req, ORTMK__ERROR_CODE__E_INVALID, "unexpected message kind");
+	}
+	if (!kept)
+		ipc_envelope_free(req);
+	return rc;
+}
+
+static int handshake(host *h)
+{
+	Ortmk__Envelope e = ORTMK__ENVELOPE__INIT, *ack = NULL;
+	Ortmk__Hello body = ORTMK__HELLO__INIT;
+	uint8_t token[32];
+	char detail[256] = "";
+	const char *url = getenv("ORTMK_EP_URL");
+	const char *fds = getenv("ORTMK_EP_FD");
+	int rc;
+
+	if (!url || !fds) {
+		fprintf(stderr, "%s: must be started by libortmk (ORTMK_EP_URL unset)\n", h->vt->name);
+		return -EINVAL;
+	}
+	h->chan.fd_sock = atoi(fds);
+	rc = ipc_recv_bytes(h->chan.fd_sock, token, sizeof(token), HANDSHAKE_TIMEOUT_MS);
+	if (rc == 0)
+		rc = h->vt->init(&h->self, detail, sizeof(detail));
+	if (rc == 0)
+		rc = ipc_chan_dial(&h->chan, url);
+	if (rc)
+		return rc;
+	body.protocol_version = IPC_PROTOCOL_VERSION;
+	body.token = (ProtobufCBinaryData){sizeof(token), token};
+	body.pid = (uint32_t)getpid();
+	body.provider = (char *)h->vt->name;
+	body.detail = detail;
+	e.kind = ORTMK__KIND__HELLO;
+	e.body_case = ORTMK__ENVELOPE__BODY_HELLO;
+	e.hello = &body;
+	rc = ipc_send(&h->chan, &e);
+	if (rc == 0)
+		rc = ipc_recv(&h->chan, HANDSHAKE_TIMEOUT_MS, &ack, h->err, sizeof(h->err));
+	if (rc == 0 && (ack->kind != ORTMK__KIND__HELLO_ACK || !ack->hello_ack->accepted))
+		rc = -EACCES;
+	ipc_envelope_free(ack);
+	return rc;
+}
+
+int ep_host_main(const ep_vtable *vt, int argc, char **argv)
+{
+	host h = {.vt = vt};
+	int rc, status = 0;
+
+	(void)argc;
+	(void)argv;
+	ipc_chan_init(&h.chan);
+	ipc_log_set_role(vt->name);
+	/* The core is our reason to exist: die with it. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	signal(SIGPIPE, SIG_IGN);
+	h.chan.segs = &h.segs;
+	fault_parse(&h.fault);
+	rc = handshake(&h);
+	if (rc) {
+		ipc_log(IPC_LOG_ERROR, "handshake failed: %s", strerror(-rc));
+		return 1;
+	}
+	for (;;) {
+		Ortmk__Envelope *req = NULL;
+
+		rc = ipc_recv(&h.chan, 1000, &req, h.err, sizeof(h.err));
+		if (rc == -ETIMEDOUT) {
+			if (getppid() == 1)
+				break;
+			continue;
+		}
+		if (rc == -EPROTO) {
+			/* We cannot know which request this was: answer with
+			 * reply_to 0 so the core fails whatever it waits for. */
+			Ortmk__Envelope unknown = ORTMK__ENVELOPE__INIT;
+			char msg[1100];
+
+			snprintf(msg, sizeof(msg), "provider rejected a message: %s", h.err);
+			ipc_log(IPC_LOG_ERROR, "%s", msg);
+			reply_error(&h, &unknown, ORTMK__ERROR_CODE__E_INVALID, msg);
+			continue;
+		}
+		if (rc) {
+			status = 1;
+			break;
+		}
+		if (dispatch(&h, req))
+			break;
+	}
+	while (h.n_sgs)
+		subgraph_free(&h, h.sgs[--h.n_sgs]);
+	free(h.sgs);
+	for (size_t i = 0; i < h.n_files; i++)
+		close(h.files[i].fd);
+	free(h.files);
+	for (size_t i = 0; i < h.segs.n; i++) {
+		shm_segment_destroy(h.segs.segs[i]);
+		free(h.segs.segs[i]);
+	}
+	ipc_segtab_fini(&h.segs);
+	if (vt->fini)
+		vt->fini(h.self);
+	ipc_chan_close(&h.chan);
+	return status;
+}

@@ -32,6 +32,9 @@
 extern "C" {
 #endif
 
+/* libortmk is built with hidden visibility; these are its exports. */
+#pragma GCC visibility push(default)
+
 typedef enum ortmk_status {
 	ORTMK_OK = 0,
 	ORTMK_ERR_INVALID_ARGUMENT = 1, /* a NULL handle, bad name, bad option */
@@ -88,7 +91,7 @@ ortmk_status ortmk_session_create(ortmk_env *env, const char *model_path,
 				  ortmk_session **out);
 void ortmk_session_destroy(ortmk_session *s);
 
-/* Model signature.  dims of -1 are dynamic; `dim_names` of them may be set. */
+/* Model signature.  A dim of -1 is dynamic (named or not in the model). */
 size_t ortmk_session_input_count(const ortmk_session *s);
 size_t ortmk_session_output_count(const ortmk_session *s);
 ortmk_status ortmk_session_input_info(const ortmk_session *s, size_t i,
@@ -129,6 +132,8 @@ size_t ortmk_value_nbytes(const ortmk_value *v);
 ortmk_dtype ortmk_value_dtype(const ortmk_value *v);
 size_t ortmk_value_rank(const ortmk_value *v);
 const int64_t *ortmk_value_dims(const ortmk_value *v);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,141 @@
+/*
+ * core: internal structures of libortmk shared by api.c, env.c,
+ * session.c, run.c, plan.c and partition.c.  Nothing here is public; the
+ * public surface is include/ortmk/ortmk.h.
+ */
+#ifndef ORTMK_CORE_H
+#define ORTMK_CORE_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "channel.h"
+#include "graph.h"
+#include "ortmk/ortmk.h"
+#include "shm.h"
+
+#define CORE_MAX_EPS 8
+#define CORE_HANDSHAKE_MS 10000
+#define CORE_CONTROL_MS 60000    /* deadline of control requests (load...) */
+
+/* Sets the thread-local message and returns `st`. */
+ortmk_status core_fail(ortmk_status st, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void core_clear_error(void);
+
+/* One provider process. */
+typedef struct core_ep {
+	int index;                /* in env->eps */
+	char name[16];            /* "cpu" */
+	char binary[4096];
+	pid_t pid;
+	int pidfd;
+	int fd_sock;              /* our end of the descriptor socketpair */
+	int alive;
+	char death[256];          /* how it died, once it has */
+	char detail[256];         /* from HELLO */
+	ipc_chan chan;
+	ipc_segtab segs;          /* segments this provider has mapped */
+	pthread_mutex_t lock;     /* one request at a time */
+	uint64_t next_fd_tag;
+} core_ep;
+
+struct ortmk_env {
+	char dir[256];            /* private 0700 directory of the sockets */
+	pthread_mutex_t lock;
+	core_ep *eps[CORE_MAX_EPS];
+	int n_eps;
+	uint64_t next_id;         /* segments, files, subgraphs, sessions */
+};
+
+uint64_t core_env_next_id(ortmk_env *env);
+/* The running process for provider `name`, spawned on first use. */
+ortmk_status core_env_get_ep(ortmk_env *env, const char *name, core_ep **out);
+/* Sends `req` and waits for its reply (deadline in ms, -1 none).  Maps
+ * death, timeouts, protocol violations and ERROR replies to a status with
+ * the message set.  *rep is freed by the caller (ipc_envelope_free). */
+ortmk_status core_ep_request(core_ep *ep, Ortmk__Envelope *req, int timeout_ms,
+			     Ortmk__Envelope **rep);
+/* Makes a segment known to the provider (ADD_SEGMENT with its fd);
+ * no-op when it already is. */
+ortmk_status core_ep_add_segment(core_ep *ep, shm_segment *s);
+ortmk_status core_ep_release_segment(core_ep *ep, uint64_t id);
+ortmk_status core_ep_add_file(core_ep *ep, uint64_t file_id, int fd, uint64_t size);
+
+struct ortmk_value {
+	ortmk_env *env;
+	shm_segment seg;
+	int32_t dtype;
+	size_t rank;
+	int64_t dims[GRAPH_MAX_RANK];
+	size_t nbytes;
+};
+
+struct ortmk_session_options {
+	char providers[256];
+	int threads;
+	int run_timeout_ms;
+};
+
+/* A run of consecutive nodes (topological order) on one provider. */
+typedef struct core_step {
+	int ep;                   /* index into session->eps */
+	size_t first, last;       /* nodes [first, last) */
+	uint32_t subgraph_id;
+	int *values;              /* graph value index per subgraph value */
+	size_t n_values;
+} core_step;
+
+/* Per input-shape signature: inferred shapes and arena offsets. */
+#define PLAN_NONE UINT64_MAX
+typedef struct core_plan {
+	int64_t *sig;
+	size_t n_sig;
+	graph_tinfo *tinfo;       /* per value */
+	uint64_t *offset;         /* arena offset per value, PLAN_NONE if not planned */
+	uint64_t *nbytes;
+	uint64_t arena_size;
+} core_plan;
+
+struct ortmk_session {
+	ortmk_env *env;
+	uint64_t id;
+	graph *g;
+	core_ep *eps[CORE_MAX_EPS];
+	int n_eps;
+	size_t nodes_per_ep[CORE_MAX_EPS];
+	int threads;
+	int run_timeout_ms;
+	graph_tinfo *tinfo0;      /* load-time (symbolic) inference */
+	core_step *steps;
+	size_t n_steps;
+	shm_segment weights;      /* inline initializers, copied once */
+	uint64_t *weight_off;     /* per value */
+	uint64_t *file_ids;       /* per graph file */
+	core_plan **plans;
+	size_t n_plans;
+	shm_segment *arena;
+	shm_segment *dyn;
+	uint64_t next_run;
+	int *last_step;           /* last step naming each value, -1 if none */
+	pthread_mutex_t lock;
+	int64_t (*io_dims)[GRAPH_MAX_RANK];  /* inputs then outputs, -1 = dynamic */
+};
+
+/* partition.c: asks each provider which nodes it takes; fills steps. */
+ortmk_status core_partition(ortmk_session *s);
+/* plan.c */
+ortmk_status core_plan_build(const ortmk_session *s, const int64_t *const *in_dims,
+			     const size_t *in_rank, core_plan **out);
+void core_plan_free(core_plan *p);
+/* run.c */
+ortmk_status core_session_run(ortmk_session *s, const char *const *input_names,
+			      const ortmk_value *const *inputs, size_t n_inputs,
+			      const char *const *output_names, size_t n_outputs,
+			      ortmk_value **outputs);
+ortmk_status core_session_fill_info(ortmk_session *s);
+ortmk_status core_value_new(ortmk_env *env, int32_t dtype, const int64_t *dims,
+			    size_t rank, ortmk_value **out);
+
+#endif

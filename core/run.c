@@ -1,0 +1,438 @@
+/*
+ * run: one inference.  Inputs are checked against the model's signature,
+ * the plan for their shapes is found (or built and cached), the arena and
+ * the dynamic region are made known to the providers, and each step is sent
+ * as one RUN whose bindings say where every tensor it touches lives.  A
+ * provider that dies fails the run with ORTMK_ERR_PROVIDER_DIED; dynamic
+ * outputs that did not fit make the region grow and the step run again.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core.h"
+
+#define DYN_INITIAL (1u << 20)
+#define MAX_PLANS 16
+
+/* Where a value is for this run. */
+typedef struct loc {
+	shm_segment *seg;
+	uint64_t offset, nbytes;
+	int32_t dtype;
+	int rank;
+	const int64_t *dims;
+	int64_t dyn_dims[GRAPH_MAX_RANK];
+} loc;
+
+typedef struct run_ctx {
+	ortmk_session *s;
+	core_plan *plan;
+	loc *locs;
+	uint64_t dyn_used;
+	Ortmk__TensorRef *refs;
+	Ortmk__TensorRef **prefs;
+} run_ctx;
+
+static int find_input(const graph *g, const char *name)
+{
+	for (size_t i = 0; i < g->n_inputs; i++)
+		if (strcmp(g->values[g->inputs[i]].name, name) == 0)
+			return (int)i;
+	return -1;
+}
+
+static ortmk_status check_input(const ortmk_session *s, size_t i, const ortmk_value *v)
+{
+	const graph_value *gv = &s->g->values[s->g->inputs[i]];
+	int32_t want = gv->elem_type;
+
+	if (!v)
+		return core_fail(ORTMK_ERR_INPUT, "input '%s': NULL value", gv->name);
+	if (want && v->dtype != want)
+		return core_fail(ORTMK_ERR_INPUT, "input '%s': expected %s, got %s", gv->name,
+				 graph_dtype_name(want), graph_dtype_name(v->dtype));
+	if (gv->rank >= 0 && (size_t)gv->rank != v->rank)
+		return core_fail(ORTMK_ERR_INPUT, "input '%s': expected rank %d, got rank %zu",
+				 gv->name, gv->rank, v->rank);
+	for (int d = 0; gv->rank >= 0 && d < gv->rank; d++)
+		if (gv->dims[d] >= 0 && gv->dims[d] != v->dims[d])
+			return core_fail(ORTMK_ERR_INPUT, "input '%s': dim %d is %lld, the model needs %lld",
+					 gv->name, d, (long long)v->dims[d], (long long)gv->dims[d]);
+	return ORTMK_OK;
+}
+
+static ortmk_status bind_inputs(ortmk_session *s, const char *const *names,
+				const ortmk_value *const *inputs, size_t n,
+				const ortmk_value **bound)
+{
+	const graph *g = s->g;
+
+	for (size_t i = 0; i < n; i++) {
+		int k = names && names[i] ? find_input(g, names[i]) : -1;
+		ortmk_status st;
+
+		if (k < 0)
+			return core_fail(ORTMK_ERR_INPUT, "'%s' is not an input of the model",
+					 names && names[i] ? names[i] : "(null)");
+		if (bound[k])
+			return core_fail(ORTMK_ERR_INPUT, "input '%s' given twice", names[i]);
+		st = check_input(s, (size_t)k, inputs[i]);
+		if (st)
+			return st;
+		bound[k] = inputs[i];
+	}
+	for (size_t i = 0; i < g->n_inputs; i++)
+		if (!bound[i])
+			return core_fail(ORTMK_ERR_INPUT, "input '%s' is missing",
+					 g->values[g->inputs[i]].name);
+	return ORTMK_OK;
+}
+
+static int sig_equal(const core_plan *p, const ortmk_value **bound, size_t n_in)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n_in; i++) {
+		if (k >= p->n_sig || p->sig[k++] != (int64_t)bound[i]->rank)
+			return 0;
+		for (size_t d = 0; d < bound[i]->rank; d++)
+			if (k >= p->n_sig || p->sig[k++] != bound[i]->dims[d])
+				return 0;
+	}
+	return k == p->n_sig;
+}
+
+static ortmk_status get_plan(ortmk_session *s, const ortmk_value **bound, core_plan **out)
+{
+	size_t n_in = s->g->n_inputs;
+	const int64_t **pd;
+	size_t *pr;
+	core_plan *p;
+	ortmk_status st;
+
+	for (size_t i = 0; i < s->n_plans; i++) {
+		if (sig_equal(s->plans[i], bound, n_in)) {
+			*out = s->plans[i];
+			return ORTMK_OK;
+		}
+	}
+	/* A new shape signature: plan once, cache (oldest evicted). */
+	pd = malloc((n_in + 1) * sizeof(*pd));
+	pr = malloc((n_in + 1) * sizeof(*pr));
+	for (size_t i = 0; pd && pr && i < n_in; i++) {
+		pd[i] = bound[i]->dims;
+		pr[i] = bound[i]->rank;
+	}
+	st = pd && pr ? core_plan_build(s, pd, pr, &p) : core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
+	free(pd);
+	free(pr);
+	if (st)
+		return st;
+	if (!s->plans)
+		s->plans = calloc(MAX_PLANS, sizeof(*s->plans));
+	if (!s->plans) {
+		core_plan_free(p);
+		return core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
+	}
+	if (s->n_plans == MAX_PLANS) {
+		core_plan_free(s->plans[0]);
+		memmove(s->plans, s->plans + 1, (MAX_PLANS - 1) * sizeof(*s->plans));
+		s->n_plans--;
+	}
+	s->plans[s->n_plans++] = p;
+	*out = p;
+	return ORTMK_OK;
+}
+
+/* Replaces a session segment with a larger one; providers drop the old. */
+static ortmk_status grow_segment(ortmk_session *s, shm_segment **seg, uint64_t size,
+				 const char *name)
+{
+	shm_segment *n;
+
+	if (*seg && (*seg)->size >= size)
+		return ORTMK_OK;
+	n = calloc(1, sizeof(*n));
+	if (!n || shm_segment_create(name, size ? size : 1, core_env_next_id(s->env), n)) {
+		free(n);
+		return core_fail(ORTMK_ERR_NO_MEMORY, "cannot create %llu bytes of shared memory (%s)",
+				 (unsigned long long)size, name);
+	}
+	if (*seg) {
+		for (int e = 0; e < s->n_eps; e++)
+			if (ipc_segtab_find(&s->eps[e]->segs, (*seg)->id))
+				core_ep_release_segment(s->eps[e], (*seg)->id);
+		shm_segment_destroy(*seg);
+		free(*seg);
+	}
+	*seg = n;
+	return ORTMK_OK;
+}
+
+static void set_loc(loc *l, shm_segment *seg, uint64_t off, uint64_t nbytes,
+		    int32_t dtype, int rank, const int64_t *dims)
+{
+	l->seg = seg;
+	l->offset = off;
+	l->nbytes = nbytes;
+	l->dtype = dtype;
+	l->rank = rank;
+	memcpy(l->dyn_dims, dims, sizeof(int64_t) * (size_t)rank);
+	l->dims = l->dyn_dims;
+}
+
+/* The binding for value v in step i, or 0 when the provider keeps it. */
+static int make_ref(run_ctx *c, size_t step, int v, Ortmk__TensorRef *r)
+{
+	ortmk_session *s = c->s;
+	const graph_value *gv = &s->g->values[v];
+	const loc *l = &c->locs[v];
+
+	ortmk__tensor_ref__init(r);
+	r->dtype = c->plan->tinfo[v].elem_type ? c->plan->tinfo[v].elem_type : gv->elem_type;
+	if (l->seg) {
+		r->dtype = l->dtype;
+		r->n_dims = (size_t)l->rank;
+		r->dims = (int64_t *)l->dims;
+		r->segment_id = l->seg->id;
+		r->offset = l->offset;
+		r->nbytes = l->nbytes;
+		return 1;
+	}
+	if (gv->kind != GRAPH_VALUE_ACTIVATION || !gv->is_tensor)
+		return 0;
+	if (c->plan->offset[v] != PLAN_NONE) {
+		r->n_dims = (size_t)c->plan->tinfo[v].rank;
+		r->dims = c->plan->tinfo[v].dims;
+		r->segment_id = s->arena->id;
+		r->offset = c->plan->offset[v];
+		r->nbytes = c->plan->nbytes[v];
+		return 1;
+	}
+	/* Unknown shape: only what leaves the step needs a place in shm. */
+	if (!gv->is_graph_output && s->last_step[v] <= (int)step)
+		return 0;
+	r->dynamic = 1;
+	r->has_dynamic = 1;
+	r->segment_id = s->dyn->id;
+	return 1;
+}
+
+static ortmk_status send_run(run_ctx *c, size_t i, Ortmk__Envelope **rep)
+{
+	ortmk_session *s = c->s;
+	core_step *st = &s->steps[i];
+	Ortmk__Envelope e = ORTMK__ENVELOPE__INIT;
+	Ortmk__Run run = ORTMK__RUN__INIT;
+	size_t n = 0;
+
+	for (size_t j = 0; j < st->n_values; j++) {
+		if (make_ref(c, i, st->values[j], &c->refs[n])) {
+			c->refs[n].value = (uint32_t)j;
+			c->prefs[n] = &c->refs[n];
+			n++;
+		}
+	}
+	run.subgraph_id = st->subgraph_id;
+	run.run_id = ++s->next_run;
+	run.n_bindings = n;
+	run.bindings = c->prefs;
+	run.has_dyn_segment = run.has_dyn_offset = run.has_dyn_size = 1;
+	run.dyn_segment = s->dyn->id;
+	run.dyn_offset = c->dyn_used;
+	run.dyn_size = s->dyn->size - c->dyn_used;
+	e.kind = ORTMK__KIND__RUN;
+	e.body_case = ORTMK__ENVELOPE__BODY_RUN;
+	e.run = &run;
+	e.has_session = 1;
+	e.session = s->id;
+	return core_ep_request(s->eps[st->ep], &e, s->run_timeout_ms ? s->run_timeout_ms : -1, rep);
+}
+
+static ortmk_status take_result(run_ctx *c, size_t i, const Ortmk__Result *r)
+{
+	core_step *st = &c->s->steps[i];
+
+	for (size_t k = 0; k < r->n_outputs; k++) {
+		const Ortmk__TensorRef *t = r->outputs[k];
+		int v;
+
+		if (t->value >= st->n_values || t->segment_id != c->s->dyn->id ||
+		    t->offset < c->dyn_used)
+			return core_fail(ORTMK_ERR_PROTOCOL, "provider '%s': result names a tensor it was not given",
+					 c->s->eps[st->ep]->name);
+		v = st->values[t->value];
+		set_loc(&c->locs[v], c->s->dyn, t->offset, t->nbytes, t->dtype, (int)t->n_dims, t->dims);
+	}
+	for (size_t k = 0; k < r->n_outputs; k++) {
+		const Ortmk__TensorRef *t = r->outputs[k];
+
+		if (t->offset + t->nbytes > c->dyn_used)
+			c->dyn_used = (t->offset + t->nbytes + SHM_ALIGN - 1) & ~(uint64_t)(SHM_ALIGN - 1);
+	}
+	return ORTMK_OK;
+}
+
+static ortmk_status run_step(run_ctx *c, size_t i)
+{
+	ortmk_session *s = c->s;
+	core_ep *ep = s->eps[s->steps[i].ep];
+
+	for (int attempt = 0; attempt < 4; attempt++) {
+		Ortmk__Envelope *rep = NULL;
+		ortmk_status st = send_run(c, i, &rep);
+		uint64_t need;
+
+		if (st == ORTMK_OK) {
+			st = rep->kind == ORTMK__KIND__RESULT ? take_result(c, i, rep->result) :
+				core_fail(ORTMK_ERR_PROTOCOL, "provider '%s': expected RESULT, got %s",
+					  ep->name, ipc_kind_name(rep->kind));
+			ipc_envelope_free(rep);
+			return st;
+		}
+		if (!rep || rep->kind != ORTMK__KIND__ERROR ||
+		    rep->error->code != ORTMK__ERROR_CODE__E_DYN_OVERFLOW || !rep->error->has_needed) {
+			ipc_envelope_free(rep);
+			return st;
+		}
+		/* Grow the dynamic region, keeping what earlier steps put there. */
+		need = c->dyn_used + rep->error->needed;
+		ipc_envelope_free(rep);
+		if (c->dyn_used)
+			return core_fail(ORTMK_ERR_INTERNAL, "dynamic outputs of several steps overflow");
+		st = grow_segment(s, &s->dyn, need * 2, "ortmk-dynamic");
+		if (st == ORTMK_OK)
+			st = core_ep_add_segment(ep, s->dyn);
+		if (st)
+			return st;
+	}
+	return core_fail(ORTMK_ERR_INTERNAL, "dynamic region keeps overflowing");
+}
+
+static ortmk_status prepare_memory(run_ctx *c, const ortmk_value **bound)
+{
+	ortmk_session *s = c->s;
+	ortmk_status st = grow_segment(s, &s->arena, c->plan->arena_size, "ortmk-arena");
+
+	if (st == ORTMK_OK && !s->dyn)
+		st = grow_segment(s, &s->dyn, DYN_INITIAL, "ortmk-dynamic");
+	for (int e = 0; e < s->n_eps && st == ORTMK_OK; e++) {
+		if (!s->nodes_per_ep[e])
+			continue;
+		st = core_ep_add_segment(s->eps[e], s->arena);
+		if (st == ORTMK_OK)
+			st = core_ep_add_segment(s->eps[e], s->dyn);
+		for (size_t i = 0; i < s->g->n_inputs && st == ORTMK_OK; i++)
+			st = core_ep_add_segment(s->eps[e], (shm_segment *)&bound[i]->seg);
+	}
+	for (size_t i = 0; i < s->g->n_inputs && st == ORTMK_OK; i++) {
+		const ortmk_value *v = bound[i];
+
+		set_loc(&c->locs[s->g->inputs[i]], (shm_segment *)&v->seg, 0, v->nbytes, v->dtype,
+			(int)v->rank, v->dims);
+	}
+	return st;
+}
+
+static ortmk_status copy_outputs(run_ctx *c, const char *const *names, size_t n,
+				 ortmk_value **outputs)
+{
+	const graph *g = c->s->g;
+
+	for (size_t i = 0; i < n; i++) {
+		int v = graph_find_value(g, names[i]);
+		const loc *l;
+		ortmk_status st;
+
+		if (v < 0 || !g->values[v].is_graph_output)
+			return core_fail(ORTMK_ERR_INPUT, "'%s' is not an output of the model", names[i]);
+		l = &c->locs[v];
+		if (!l->seg && c->plan->offset[v] != PLAN_NONE)
+			set_loc(&c->locs[v], c->s->arena, c->plan->offset[v], c->plan->nbytes[v],
+				c->plan->tinfo[v].elem_type, c->plan->tinfo[v].rank, c->plan->tinfo[v].dims);
+		if (!l->seg)
+			return core_fail(ORTMK_ERR_INTERNAL, "output '%s' was not produced", names[i]);
+		st = core_value_new(c->s->env, l->dtype, l->dims, (size_t)l->rank, &outputs[i]);
+		if (st)
+			return st;
+		if (outputs[i]->nbytes != l->nbytes || !shm_segment_contains(l->seg, l->offset, l->nbytes))
+			return core_fail(ORTMK_ERR_PROTOCOL, "output '%s': size does not match its shape",
+					 names[i]);
+		memcpy(outputs[i]->seg.base, (uint8_t *)l->seg->base + l->offset, l->nbytes);
+	}
+	return ORTMK_OK;
+}
+
+static void lock_eps(ortmk_session *s, int lock)
+{
+	/* Always in env order so two sessions sharing providers cannot deadlock. */
+	for (int k = 0; k < CORE_MAX_EPS; k++)
+		for (int e = 0; e < s->n_eps; e++)
+			if (s->eps[e]->index == (lock ? k : CORE_MAX_EPS - 1 - k)) {
+				if (lock)
+					pthread_mutex_lock(&s->eps[e]->lock);
+				else
+					pthread_mutex_unlock(&s->eps[e]->lock);
+			}
+}
+
+static ortmk_status run_locked(run_ctx *c, const ortmk_value **bound,
+			       const char *const *onames, size_t n_out, ortmk_value **outputs)
+{
+	ortmk_session *s = c->s;
+	size_t nv = s->g->n_values;
+	ortmk_status st;
+
+	c->locs = calloc(nv + 1, sizeof(*c->locs));
+	c->refs = calloc(nv + 1, sizeof(*c->refs));
+	c->prefs = calloc(nv + 1, sizeof(*c->prefs));
+	if (!c->locs || !c->refs || !c->prefs)
+		return core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
+	st = get_plan(s, bound, &c->plan);
+	if (st == ORTMK_OK)
+		st = prepare_memory(c, bound);
+	for (size_t i = 0; i < s->n_steps && st == ORTMK_OK; i++)
+		st = run_step(c, i);
+	if (st == ORTMK_OK)
+		st = copy_outputs(c, onames, n_out, outputs);
+	return st;
+}
+
+ortmk_status core_session_run(ortmk_session *s, const char *const *input_names,
+			      const ortmk_value *const *inputs, size_t n_inputs,
+			      const char *const *output_names, size_t n_outputs,
+			      ortmk_value **outputs)
+{
+	const ortmk_value **bound;
+	run_ctx c = {.s = s};
+	ortmk_status st;
+
+	if (!s || (n_inputs && (!input_names || !inputs)) || (n_outputs && (!output_names || !outputs)))
+		return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "run: NULL argument");
+	for (size_t i = 0; i < n_outputs; i++)
+		outputs[i] = NULL;
+	bound = calloc(s->g->n_inputs + 1, sizeof(*bound));
+	if (!bound)
+		return core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
+	pthread_mutex_lock(&s->lock);
+	st = bind_inputs(s, input_names, inputs, n_inputs, bound);
+	if (st == ORTMK_OK) {
+		lock_eps(s, 1);
+		st = run_locked(&c, bound, output_names, n_outputs, outputs);
+		lock_eps(s, 0);
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (st) {
+		for (size_t i = 0; i < n_outputs; i++) {
+			ortmk_value_destroy(outputs[i]);
+			outputs[i] = NULL;
+		}
+	}
+	free(c.locs);
+	free(c.refs);
+	free(c.prefs);
+	free(bound);
+	return st;
+}

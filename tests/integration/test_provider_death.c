@@ -1,0 +1,133 @@
+/*
+ * test_provider_death: the application survives its provider.  Through the
+ * public API: the provider process is a child of the application; killing
+ * it (SIGKILL) during a run makes that run fail with
+ * ORTMK_ERR_PROVIDER_DIED and a message naming the provider and the signal,
+ * promptly, with no crash or hang; host values survive.
+ * Usage: test_provider_death SLOW_MODEL
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ortmk/ortmk.h"
+
+static int failures;
+
+#define CHECK(cond, ...) do { \
+	if (!(cond)) { \
+		fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+		fprintf(stderr, __VA_ARGS__); \
+		fprintf(stderr, "\n"); \
+		failures++; \
+	} \
+} while (0)
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int parent_of(int pid)
+{
+	char path[64], buf[512];
+	FILE *f;
+	int ppid = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fgets(buf, sizeof(buf), f)) {
+		char *p = strrchr(buf, ')');
+
+		if (p)
+			sscanf(p + 2, "%*c %d", &ppid);
+	}
+	fclose(f);
+	return ppid;
+}
+
+struct killer {
+	int pid;
+	int delay_ms;
+};
+
+static void *kill_later(void *arg)
+{
+	struct killer *k = arg;
+
+	usleep((useconds_t)k->delay_ms * 1000);
+	kill(k->pid, SIGKILL);
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	ortmk_env *env;
+	ortmk_session *s;
+	ortmk_value *x, *y = NULL;
+	int64_t dims[2] = {256, 256};
+	const char *in[] = {"x"}, *out[] = {"y"};
+	struct killer k;
+	pthread_t t;
+	double t0, ms;
+	ortmk_status st;
+	int pid;
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s SLOW_MODEL\n", argv[0]);
+		return 2;
+	}
+	if (ortmk_env_create(&env) || ortmk_session_create(env, argv[1], NULL, &s)) {
+		fprintf(stderr, "setup failed: %s\n", ortmk_last_error());
+		return 1;
+	}
+	ortmk_value_create(env, ORTMK_FLOAT, dims, 2, &x);
+	for (int i = 0; i < 256 * 256; i++)
+		((float *)ortmk_value_data(x))[i] = (float)((i % 17) - 8) / 8.0f;
+	ortmk_session_provider_pid(s, 0, &pid);
+	CHECK(pid > 0 && parent_of(pid) == getpid(), "ort-ep-cpu (pid %d) is not our child", pid);
+
+	t0 = now_ms();
+	st = ortmk_session_run(s, in, (const ortmk_value *const[]){x}, 1, out, 1, &y);
+	ms = now_ms() - t0;
+	CHECK(st == ORTMK_OK, "first run failed: %s", ortmk_last_error());
+	ortmk_value_destroy(y);
+	y = NULL;
+	fprintf(stderr, "one run takes %.1f ms\n", ms);
+
+	k.pid = pid;
+	k.delay_ms = (int)(ms / 3) + 1;
+	pthread_create(&t, NULL, kill_later, &k);
+	t0 = now_ms();
+	st = ortmk_session_run(s, in, (const ortmk_value *const[]){x}, 1, out, 1, &y);
+	ms = now_ms() - t0;
+	pthread_join(t, NULL);
+	CHECK(st == ORTMK_ERR_PROVIDER_DIED, "run during kill: status %s (%s)",
+	      ortmk_status_name(st), ortmk_last_error());
+	CHECK(strstr(ortmk_last_error(), "provider 'cpu'") && strstr(ortmk_last_error(), "signal 9"),
+	      "message does not name the provider and signal: %s", ortmk_last_error());
+	CHECK(y == NULL, "output set by a failed run");
+	CHECK(ms < 5000, "death noticed only after %.0f ms", ms);
+	fprintf(stderr, "run failed after %.1f ms: %s\n", ms, ortmk_last_error());
+
+	/* The next run fails cleanly too (restart comes with supervision). */
+	st = ortmk_session_run(s, in, (const ortmk_value *const[]){x}, 1, out, 1, &y);
+	CHECK(st == ORTMK_ERR_PROVIDER_DIED, "run after death: %s", ortmk_status_name(st));
+	/* Host values survive the provider. */
+	CHECK(((float *)ortmk_value_data(x))[9] == (float)((9 % 17) - 8) / 8.0f, "input corrupted");
+
+	ortmk_session_destroy(s);
+	ortmk_value_destroy(x);
+	ortmk_env_destroy(env);
+	printf("%d passed, %d failed\n", failures ? 0 : 1, failures ? 1 : 0);
+	return failures ? 1 : 0;
+}

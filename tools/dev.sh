@@ -1,0 +1,51 @@
+#!/bin/sh
+# dev.sh: the two commands of the README.
+#   tools/dev.sh example   install what is missing, build, run the example model
+#   tools/dev.sh test      install what is missing, build, run every test
+# BUILD_DIR (default: build) chooses the build directory.
+set -eu
+
+cd "$(dirname "$0")/.."
+BUILD_DIR=${BUILD_DIR:-build}
+
+# Debian packages the build and the tests need.
+PACKAGES="gcc pkg-config cmake meson ninja-build protobuf-c-compiler libprotobuf-c-dev
+libnng-dev libcmocka-dev libonnx-dev python3 python3-numpy python3-onnx"
+
+install_missing() {
+	missing=""
+	for p in $PACKAGES; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+			missing="$missing $p"
+	done
+	[ -z "$missing" ] && return 0
+	echo "dev.sh: installing$missing"
+	SUDO=""
+	[ "$(id -u)" -eq 0 ] || SUDO=sudo
+	$SUDO apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing
+}
+
+build() {
+	if [ ! -f "$BUILD_DIR/build.ninja" ]; then
+		meson setup "$BUILD_DIR"
+	fi
+	meson compile -C "$BUILD_DIR"
+}
+
+case "${1:-}" in
+example)
+	install_missing
+	build
+	exec "$BUILD_DIR/tools/ort-run" "$BUILD_DIR/examples/cnn_example.onnx" --iters 20
+	;;
+test)
+	install_missing
+	build
+	exec meson test -C "$BUILD_DIR" --print-errorlogs
+	;;
+*)
+	echo "usage: tools/dev.sh example|test" >&2
+	exit 2
+	;;
+esac
