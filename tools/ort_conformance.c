@@ -47,6 +47,7 @@ typedef struct conf_case {
 
 typedef struct options {
 	const char *data, *filter, *tsv, *expect;
+	char *suite_list;        /* owns the strings suites[] points into */
 	const char *suites[MAX_SUITES];
 	size_t n_suites;
 	conf_settings set;
@@ -105,10 +106,12 @@ static double now_s(void)
 
 /* ---- command line -------------------------------------------------------- */
 
-static void split_suites(options *o, char *list)
+static void split_suites(options *o, const char *list)
 {
+	free(o->suite_list);
+	o->suite_list = xstrdup(list);
 	o->n_suites = 0;
-	for (char *save, *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+	for (char *save, *tok = strtok_r(o->suite_list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		if (o->n_suites == MAX_SUITES || strchr(tok, '/')) {
 			fprintf(stderr, "ort-conformance: bad --suite list\n");
 			exit(2);
@@ -133,7 +136,7 @@ static void parse_args(int argc, char **argv, options *o)
 
 	*o = (options){.data = DEFAULT_DATA, .jobs = cores > 0 ? cores : 1,
 		       .timeout_s = 20, .set.threads = "1"};
-	split_suites(o, xstrdup(DEFAULT_SUITES));
+	split_suites(o, DEFAULT_SUITES);
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
@@ -148,7 +151,7 @@ static void parse_args(int argc, char **argv, options *o)
 		} else if (!strcmp(a, "--data")) {
 			o->data = v;
 		} else if (!strcmp(a, "--suite")) {
-			split_suites(o, xstrdup(v));
+			split_suites(o, v);
 		} else if (!strcmp(a, "--filter")) {
 			o->filter = v;
 		} else if (!strcmp(a, "--provider")) {
@@ -275,9 +278,10 @@ static void worker_main(const options *o, const conf_case *c, int fd)
 	} else {
 		r = conf_run_case(env, c->dir, &o->set, reason, sizeof reason);
 	}
+	/* One write of less than PIPE_BUF bytes (reason is shorter than
+	 * REASON_MAX): the parent reads all of it or none. */
 	n = snprintf(line, sizeof line, "%d %s\n", (int)r, reason);
-	/* One write under PIPE_BUF bytes: the parent sees all of it or none. */
-	if (write(fd, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1) < 0)
+	if (write(fd, line, (size_t)n) != n)
 		_exit(3);
 	ortmk_env_destroy(env);
 	_exit(0);
@@ -327,11 +331,23 @@ static void print_case(const conf_case *c)
 	fflush(stdout);
 }
 
-/* Reaps the worker and records its case.  `why` (timeout, interrupt)
- * overrides what the worker said. */
+/* The worker's line "<result> <reason>" (without its newline) into c. */
+static bool take_reply(conf_case *c, char *line)
+{
+	char *sp = strchr(line, ' ');
+
+	if (!sp || sp != line + 1 || line[0] < '0' || line[0] > '2')
+		return false;
+	set_result(c, (conf_result)(line[0] - '0'), sp + 1);
+	return true;
+}
+
+/* Reaps the worker and records its case.  `why` (timeout, interrupted)
+ * overrides what the worker said, and so does a crash: a worker that dies
+ * after reporting (in teardown) is still a bug of the library. */
 static void slot_finish(slot *sl, const options *o, const char *why)
 {
-	char msg[REASON_MAX + 64], *sp;
+	char msg[REASON_MAX + 96], crash[64];
 	int status = 0;
 	bool said = sl->len > 0 && sl->buf[sl->len - 1] == '\n';
 
@@ -340,24 +356,25 @@ static void slot_finish(slot *sl, const options *o, const char *why)
 	while (waitpid(sl->pid, &status, 0) < 0 && errno == EINTR)
 		;
 	close(sl->fd);
-	sl->c->secs = now_s() - sl->start;
-	if (said) {
-		sl->buf[sl->len - 1] = '\0';
-		sp = strchr(sl->buf, ' ');
-		set_result(sl->c, (conf_result)atoi(sl->buf), sp ? sp + 1 : "");
-	}
-	if (why)
-		snprintf(msg, sizeof msg, "%s%s%s", why, said ? " after: " : "", said ? sl->buf : "");
-	else if (WIFSIGNALED(status))
-		snprintf(msg, sizeof msg, "crashed (signal %d)%s%s", WTERMSIG(status),
-			 said ? " after: " : "", said ? sl->buf : "");
-	else if (!said || WEXITSTATUS(status) != 0)
-		snprintf(msg, sizeof msg, "crashed (exit %d)", WEXITSTATUS(status));
-	else
-		msg[0] = '\0';
-	if (msg[0])
-		set_result(sl->c, CONF_ERROR, msg);
 	sl->pid = 0;
+	sl->c->secs = now_s() - sl->start;
+	sl->buf[said ? sl->len - 1 : sl->len] = '\0';
+	said = said && take_reply(sl->c, sl->buf);
+	if (!why && WIFSIGNALED(status))
+		snprintf(crash, sizeof crash, "crashed (signal %d)", WTERMSIG(status));
+	else if (!why && (!said || WEXITSTATUS(status) != 0))
+		snprintf(crash, sizeof crash, "crashed (exit %d)", WEXITSTATUS(status));
+	else
+		crash[0] = '\0';
+	if (!why && crash[0])
+		why = crash;
+	if (why && said)
+		snprintf(msg, sizeof msg, "%s after the case ended (%s: %s)", why,
+			 conf_result_name(sl->c->result), sl->c->reason);
+	else if (why)
+		snprintf(msg, sizeof msg, "%s", why);
+	if (why)
+		set_result(sl->c, CONF_ERROR, msg);
 	if (o->verbose)
 		print_case(sl->c);
 }
@@ -407,12 +424,17 @@ static void pool_step(slot *slots, size_t jobs, const options *o)
 static void run_pool(const options *o, case_list *l)
 {
 	size_t jobs = (size_t)o->jobs, next = 0, running;
-	slot slots[MAX_JOBS] = {0};
+	slot *slots = calloc(jobs, sizeof *slots);
 
+	if (!slots) {
+		fputs("ort-conformance: out of memory\n", stderr);
+		exit(1);
+	}
 	for (;;) {
 		running = 0;
 		for (size_t i = 0; i < jobs; i++) {
-			if (!slots[i].pid && next < l->n && !stop_requested)
+			/* A case whose worker cannot start is recorded as an error. */
+			while (!slots[i].pid && next < l->n && !stop_requested)
 				slot_start(&slots[i], o, &l->v[next++]);
 			running += slots[i].pid != 0;
 		}
@@ -420,6 +442,7 @@ static void run_pool(const options *o, case_list *l)
 			break;
 		pool_step(slots, jobs, o);
 	}
+	free(slots);
 }
 
 /* --jobs 0: in this process, one env for every case, no timeout. */
@@ -488,7 +511,7 @@ static void write_tsv(const char *path, const case_list *l)
 	fputs("suite\tcase\tresult\treason\n", f);
 	for (size_t i = 0; i < l->n; i++)
 		fprintf(f, "%s\t%s\t%s\t%s\n", l->v[i].suite, l->v[i].name,
-			conf_result_name(l->v[i].result), l->v[i].reason ? l->v[i].reason : "");
+			conf_result_name(l->v[i].result), l->v[i].reason ? l->v[i].reason : "not run");
 	if (fclose(f)) {
 		fprintf(stderr, "ort-conformance: cannot write %s\n", path);
 		exit(1);
@@ -577,6 +600,16 @@ static int check_expected(const options *o, const case_list *l)
 	return failed ? 1 : 0;
 }
 
+static void free_cases(case_list *l)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		free(l->v[i].name);
+		free(l->v[i].dir);
+		free(l->v[i].reason);
+	}
+	free(l->v);
+}
+
 int main(int argc, char **argv)
 {
 	options o;
@@ -600,5 +633,7 @@ int main(int argc, char **argv)
 	       stop_requested ? " (interrupted)" : "");
 	if (o.expect)
 		rc = check_expected(&o, &l);
+	free_cases(&l);
+	free(o.suite_list);
 	return stop_requested ? 130 : rc;
 }

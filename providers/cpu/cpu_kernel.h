@@ -1,6 +1,6 @@
 /*
  * cpu_kernel: the contract between the CPU provider's executor (cpu_ep.c)
- * and its operators (ops/*.c).
+ * and its operators (the files in ops/).
  *
  * An operator has an XNNPACK-like life: `prepare` runs once when a subgraph
  * is loaded (parse attributes, look at constant inputs, pack weights into
@@ -59,7 +59,8 @@ typedef struct cpu_op {
 	const char *domain;      /* "" = ai.onnx */
 	int min_opset, max_opset;/* opset versions of `domain` this entry covers */
 	/* Optional: refuse a node at capability-query time (attributes or dtypes
-	 * this kernel does not handle).  Writes the reason into why. */
+	 * this kernel does not handle).  Returns 1 to accept; 0 to refuse, with
+	 * the reason in why.  in_dtypes[i] is CPU_UNDEFINED when unknown. */
 	int (*supports)(const Onnx__NodeProto *node, int64_t opset,
 			const int32_t *in_dtypes, int n_in, char *why, size_t n);
 	/* Optional: parse attributes, pack constant inputs.  node->consts[i] is
@@ -91,7 +92,9 @@ typedef struct cpu_ctx {
 
 /* Returns the output tensor i with this dtype and shape, or NULL (with the
  * error set: shape mismatch against the plan, out of memory).  Output i may
- * be omitted in the graph: then a scratch tensor is returned all the same. */
+ * be omitted in the graph: then a scratch tensor is returned all the same.
+ * After a NULL from cpu_output or cpu_scratch the kernel returns any nonzero
+ * status; the executor reports the status recorded by the failed call. */
 cpu_tensor *cpu_output(cpu_ctx *ctx, int i, int32_t dtype, int rank, const int64_t *dims);
 /* Scratch memory valid until compute returns. */
 void *cpu_scratch(cpu_ctx *ctx, size_t nbytes);
@@ -108,6 +111,40 @@ int64_t cpu_attr_int(const Onnx__NodeProto *n, const char *name, int64_t dflt);
 float cpu_attr_float(const Onnx__NodeProto *n, const char *name, float dflt);
 size_t cpu_attr_ints(const Onnx__NodeProto *n, const char *name, const int64_t **v);
 const char *cpu_attr_string(const Onnx__NodeProto *n, const char *name, const char *dflt);
+
+/* Input i, or NULL when the node omits it (empty name or past its inputs). */
+const cpu_tensor *cpu_input(const cpu_ctx *ctx, int i);
+/* Constant input i known at prepare time, or NULL. */
+const cpu_tensor *cpu_node_const(const cpu_node *node, int i);
+/* "[2,3,4]" into buf (a scalar is "[]"); returns buf. */
+const char *cpu_shape_str(int rank, const int64_t *dims, char *buf, size_t n);
+/* Product of dims; -1 when a dim is negative or the product overflows. */
+int64_t cpu_shape_numel(int rank, const int64_t *dims);
+
+/* Attribute helpers.  Protobuf strings are not NUL-terminated, so
+ * cpu_attr_str copies one into buf (truncating) and returns 1 when present;
+ * cpu_attr_string returns a thread-local copy valid until its next call. */
+int cpu_attr_str(const Onnx__NodeProto *n, const char *name, char *buf, size_t size);
+size_t cpu_attr_floats(const Onnx__NodeProto *n, const char *name, const float **v);
+const Onnx__TensorProto *cpu_attr_tensor(const Onnx__NodeProto *n, const char *name);
+
+/* Converts a TensorProto (raw_data or the typed fields; little-endian) into
+ * one malloc'ed block: the cpu_tensor header followed by its data, 64-byte
+ * aligned.  Release it with free().  NULL with the reason in err for
+ * external data, strings, sparse or inconsistent element counts. */
+cpu_tensor *cpu_tensor_from_proto(const Onnx__TensorProto *tp, char *err, size_t n);
+
+/* Element access across dtypes for the paths that are not hot: a value is
+ * read as double or int64 and written back with C conversion (float to int
+ * saturates, NaN becomes 0; bool stores x != 0). */
+double cpu_get_f64(int32_t dtype, const void *base, int64_t i);
+int64_t cpu_get_i64(int32_t dtype, const void *base, int64_t i);
+void cpu_set_f64(int32_t dtype, void *base, int64_t i, double v);
+void cpu_set_i64(int32_t dtype, void *base, int64_t i, int64_t v);
+int cpu_dtype_is_float(int32_t dtype);   /* float16/32/64, bfloat16 */
+int cpu_dtype_is_signed(int32_t dtype);  /* int8/16/32/64 */
+float cpu_f16_to_f32(uint16_t h);
+uint16_t cpu_f32_to_f16(float f);        /* round to nearest even */
 
 /* Registry (ops/registry.c). */
 const cpu_op *cpu_op_find(const char *op_type, const char *domain, int64_t opset);

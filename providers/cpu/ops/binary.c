@@ -1,0 +1,289 @@
+/*
+ * binary: elementwise ops with numpy broadcasting — Add, Sub, Mul, Div, Pow,
+ * Max, Min (variadic) and the comparisons Equal, Less, Greater.  float32 runs
+ * a vectorizable loop per broadcast row; float64 and int32/int64 go through
+ * cpu_get_/cpu_set_ element access (int Div truncates like C and refuses a
+ * zero divisor).  Before opset 7 the `broadcast`/`axis` attributes decide
+ * how B lines up with A.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cpu_ops.h"
+
+enum binop { OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_POW, OP_MAX, OP_MIN, OP_EQ, OP_LT, OP_GT };
+
+typedef struct bin_run {
+	int op, yk;                 /* yk: index of the output's offset in off[] */
+	int32_t adt, bdt, ydt;
+	const void *a, *b;
+	void *y;
+} bin_run;
+
+static int op_of(const char *t)
+{
+	static const char *const names[] = {
+		"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Equal", "Less", "Greater",
+	};
+	for (int i = 0; i < (int)(sizeof(names) / sizeof(names[0])); i++)
+		if (strcmp(t, names[i]) == 0)
+			return i;
+	return -1;
+}
+
+static inline double f64_op(int op, double x, double y)
+{
+	switch (op) {
+	case OP_ADD: return x + y;
+	case OP_SUB: return x - y;
+	case OP_MUL: return x * y;
+	case OP_DIV: return x / y;
+	case OP_POW: return pow(x, y);
+	case OP_MAX: return (x > y || x != x) ? x : y;   /* NaN propagates */
+	case OP_MIN: return (x < y || x != x) ? x : y;
+	case OP_EQ: return x == y;
+	case OP_LT: return x < y;
+	default: return x > y;
+	}
+}
+
+static int64_t ipow(int64_t x, int64_t e)
+{
+	uint64_t r = 1, b = (uint64_t)x;
+	if (e < 0)   /* integer result of x^-n: only |x| == 1 survives */
+		return x == 1 ? 1 : x == -1 ? ((e & 1) ? -1 : 1) : 0;
+	for (; e; e >>= 1, b *= b)
+		if (e & 1)
+			r *= b;
+	return (int64_t)r;
+}
+
+/* Integer semantics: wrap on overflow (computed unsigned), C truncation. */
+static inline int64_t i64_op(int op, int64_t x, int64_t y)
+{
+	switch (op) {
+	case OP_ADD: return (int64_t)((uint64_t)x + (uint64_t)y);
+	case OP_SUB: return (int64_t)((uint64_t)x - (uint64_t)y);
+	case OP_MUL: return (int64_t)((uint64_t)x * (uint64_t)y);
+	case OP_DIV: return y == -1 ? (int64_t)(0 - (uint64_t)x) : x / y;
+	case OP_POW: return ipow(x, y);
+	case OP_MAX: return x > y ? x : y;
+	case OP_MIN: return x < y ? x : y;
+	case OP_EQ: return x == y;
+	case OP_LT: return x < y;
+	default: return x > y;
+	}
+}
+
+/* op is a constant after inlining, so each case is one vectorizable loop. */
+static inline __attribute__((always_inline)) void
+f32_loop(int op, const float *a, int64_t sa, const float *b, int64_t sb, float *y, int64_t n)
+{
+	if (sa == 1 && sb == 1) {
+		for (int64_t i = 0; i < n; i++)
+			y[i] = (float)f64_op(op, a[i], b[i]);
+	} else if (sa == 1 && sb == 0) {
+		double bv = b[0];
+		for (int64_t i = 0; i < n; i++)
+			y[i] = (float)f64_op(op, a[i], bv);
+	} else if (sa == 0 && sb == 1) {
+		double av = a[0];
+		for (int64_t i = 0; i < n; i++)
+			y[i] = (float)f64_op(op, av, b[i]);
+	} else {
+		for (int64_t i = 0; i < n; i++)
+			y[i] = (float)f64_op(op, a[i * sa], b[i * sb]);
+	}
+}
+
+static void f32_row(int op, const float *a, int64_t sa, const float *b, int64_t sb, float *y,
+		    int64_t n)
+{
+	switch (op) {
+	case OP_ADD: f32_loop(OP_ADD, a, sa, b, sb, y, n); break;
+	case OP_SUB: f32_loop(OP_SUB, a, sa, b, sb, y, n); break;
+	case OP_MUL: f32_loop(OP_MUL, a, sa, b, sb, y, n); break;
+	case OP_DIV: f32_loop(OP_DIV, a, sa, b, sb, y, n); break;
+	case OP_MAX: f32_loop(OP_MAX, a, sa, b, sb, y, n); break;
+	case OP_MIN: f32_loop(OP_MIN, a, sa, b, sb, y, n); break;
+	default:
+		for (int64_t i = 0; i < n; i++)
+			y[i] = powf(a[i * sa], b[i * sb]);
+		break;
+	}
+}
+
+static int bin_row(void *arg, int64_t n, const int64_t *off, const int64_t *st)
+{
+	bin_run *r = arg;
+	int ints = !cpu_dtype_is_float(r->adt) && !cpu_dtype_is_float(r->bdt);
+	if (r->adt == CPU_FLOAT && r->bdt == CPU_FLOAT && r->ydt == CPU_FLOAT) {
+		f32_row(r->op, (const float *)r->a + off[0], st[0], (const float *)r->b + off[1],
+			st[1], (float *)r->y + off[r->yk], n);
+		return 0;
+	}
+	for (int64_t i = 0; i < n; i++) {
+		int64_t ia = off[0] + i * st[0], ib = off[1] + i * st[1];
+		if (ints) {
+			int64_t x = cpu_get_i64(r->adt, r->a, ia), v = cpu_get_i64(r->bdt, r->b, ib);
+			if (r->op == OP_DIV && v == 0)
+				return CPU_E_INVALID;
+			cpu_set_i64(r->ydt, r->y, off[r->yk] + i, i64_op(r->op, x, v));
+		} else {
+			double x = cpu_get_f64(r->adt, r->a, ia), v = cpu_get_f64(r->bdt, r->b, ib);
+			cpu_set_f64(r->ydt, r->y, off[r->yk] + i, f64_op(r->op, x, v));
+		}
+	}
+	return 0;
+}
+
+/* Shape B takes in the pre-opset-7 broadcast: explicit axis alignment. */
+static int legacy_b_shape(cpu_ctx *ctx, const cpu_tensor *A, const cpu_tensor *B, int *rank,
+			  int64_t *dims)
+{
+	const Onnx__NodeProto *p = ctx->node->proto;
+	int64_t axis;
+	*rank = B->rank;
+	memcpy(dims, B->dims, sizeof(int64_t) * (size_t)B->rank);
+	if (ctx->node->opset >= 7 || !cpu_attr_int(p, "broadcast", 0)) {
+		if (ctx->node->opset >= 7 || (A->rank == B->rank &&
+		    !memcmp(A->dims, B->dims, sizeof(int64_t) * (size_t)A->rank)))
+			return 0;
+		return cpu_fail(ctx, CPU_E_INVALID, "shapes differ and broadcast=0 (opset %lld)",
+				(long long)ctx->node->opset);
+	}
+	if (!cpu_attr(p, "axis"))
+		return 0;
+	axis = cpu_attr_int(p, "axis", 0);
+	if (axis < 0)
+		axis += A->rank;
+	if (axis < 0 || axis + B->rank > A->rank)
+		return cpu_fail(ctx, CPU_E_INVALID, "broadcast axis %lld does not fit", (long long)axis);
+	for (int64_t d = axis + B->rank; d < A->rank; d++)
+		dims[(*rank)++] = 1;
+	return 0;
+}
+
+/* Y = A op B.  When *Y is already allocated (Max/Min folding) it takes part
+ * in the broadcast as a third shape, so A and B spread over all of it. */
+static int bin_apply(cpu_ctx *ctx, int op, const cpu_tensor *A, const cpu_tensor *B,
+		     int brank, const int64_t *bdims, int32_t ydt, cpu_tensor **Y)
+{
+	int ranks[3] = {A->rank, brank, *Y ? (*Y)->rank : 0};
+	const int64_t *dims[3] = {A->dims, bdims, *Y ? (*Y)->dims : NULL};
+	const cpu_tensor *ts[2] = {A, B};
+	cpu_bcast bc;
+	bin_run r;
+	int rc;
+	if (cpu_bcast_init(&bc, *Y ? 3 : 2, ranks, dims) != 0) {
+		cpu_bcast_error(ctx, 2, ts);
+		return CPU_E_INVALID;
+	}
+	if (!*Y && !(*Y = cpu_output(ctx, 0, ydt, bc.out_rank, bc.out_dims)))
+		return CPU_E_NOMEM;
+	r.op = op;
+	r.yk = bc.n;
+	r.adt = A->dtype;
+	r.bdt = B->dtype;
+	r.ydt = ydt;
+	r.a = A->data;
+	r.b = B->data;
+	r.y = (*Y)->data;
+	rc = cpu_bcast_each(&bc, bin_row, &r);
+	if (rc)
+		return cpu_fail(ctx, rc, "integer division by zero");
+	return 0;
+}
+
+static uint32_t types_of(int op)
+{
+	if (op == OP_EQ)
+		return CPU_TYPES_NUMERIC | CPU_BIT(CPU_BOOL);
+	return CPU_TYPES_NUMERIC;
+}
+
+static int bin_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
+			char *why, size_t n)
+{
+	int op = op_of(p->op_type);
+	(void)opset;
+	for (int i = 0; i < n_in; i++)
+		if (!cpu_supports_dtype(dt, n_in, i, types_of(op), why, n))
+			return 0;
+	return 1;
+}
+
+/* Max/Min: fold the inputs into an output of their common shape. */
+static int variadic_compute(cpu_ctx *ctx, int op)
+{
+	cpu_tensor *Y = NULL, acc;
+	int ranks[2];
+	const int64_t *dims[2];
+	cpu_bcast bc;
+	int rc = 0;
+	const cpu_tensor *X0 = cpu_require(ctx, 0, &rc);
+	if (!X0)
+		return rc;
+	acc = *X0;
+	for (int i = 1; i < ctx->n_in; i++) {
+		const cpu_tensor *X = cpu_require(ctx, i, &rc);
+		if (!X || (rc = cpu_check_dtype(ctx, X, i, CPU_TYPES_NUMERIC)) != 0)
+			return rc;
+		if (X->dtype != X0->dtype)
+			return cpu_fail(ctx, CPU_E_INVALID, "input %d is %s, input 0 %s", i,
+					cpu_dtype_name(X->dtype), cpu_dtype_name(X0->dtype));
+		ranks[0] = acc.rank;
+		ranks[1] = X->rank;
+		dims[0] = acc.dims;
+		dims[1] = X->dims;
+		if (cpu_bcast_init(&bc, 2, ranks, dims) != 0)
+			return cpu_fail(ctx, CPU_E_INVALID, "input %d does not broadcast", i);
+		acc.rank = bc.out_rank;
+		memcpy(acc.dims, bc.out_dims, sizeof(acc.dims));
+	}
+	if (!(Y = cpu_output(ctx, 0, X0->dtype, acc.rank, acc.dims)))
+		return CPU_E_NOMEM;
+	/* Y = X0 broadcast (X0 op X0 is X0 for Max/Min), then Y = Y op Xi */
+	rc = bin_apply(ctx, op, X0, X0, X0->rank, X0->dims, X0->dtype, &Y);
+	for (int i = 1; !rc && i < ctx->n_in; i++)
+		rc = bin_apply(ctx, op, Y, ctx->in[i], ctx->in[i]->rank, ctx->in[i]->dims,
+			       X0->dtype, &Y);
+	return rc;
+}
+
+static int bin_compute(cpu_ctx *ctx)
+{
+	int op = op_of(ctx->node->proto->op_type), brank, rc = 0;
+	const cpu_tensor *A, *B;
+	cpu_tensor *Y = NULL;
+	int64_t bdims[CPU_MAX_RANK];
+	int32_t ydt;
+
+	if (op < 0)
+		return cpu_fail(ctx, CPU_E_INTERNAL, "unknown binary op");
+	if (!(A = cpu_require(ctx, 0, &rc)) || (rc = cpu_check_dtype(ctx, A, 0, types_of(op))))
+		return rc;
+	if (op == OP_MAX || op == OP_MIN)
+		return variadic_compute(ctx, op);
+	if (!(B = cpu_require(ctx, 1, &rc)) || (rc = cpu_check_dtype(ctx, B, 1, types_of(op))))
+		return rc;
+	if (op != OP_POW && A->dtype != B->dtype)
+		return cpu_fail(ctx, CPU_E_INVALID, "operands are %s and %s",
+				cpu_dtype_name(A->dtype), cpu_dtype_name(B->dtype));
+	if ((rc = legacy_b_shape(ctx, A, B, &brank, bdims)) != 0)
+		return rc;
+	ydt = op >= OP_EQ ? CPU_BOOL : A->dtype;
+	return bin_apply(ctx, op, A, B, brank, bdims, ydt, &Y);
+}
+
+const cpu_op cpu_op_add = { "Add", "", 1, CPU_OPSET_MAX, bin_supports, NULL, bin_compute, NULL };
+const cpu_op cpu_op_sub = { "Sub", "", 1, CPU_OPSET_MAX, bin_supports, NULL, bin_compute, NULL };
+const cpu_op cpu_op_mul = { "Mul", "", 1, CPU_OPSET_MAX, bin_supports, NULL, bin_compute, NULL };
+const cpu_op cpu_op_div = { "Div", "", 1, CPU_OPSET_MAX, bin_supports, NULL, bin_compute, NULL };
+const cpu_op cpu_op_pow = { "Pow", "", 1, CPU_OPSET_MAX, bin_supports, NULL, bin_compute, NULL };
+const cpu_op cpu_op_max = { "Max", "", 1, CPU_OPSET_MAX, bin_supports, NULL, bin_compute, NULL };
+const cpu_op cpu_op_min = { "Min", "", 1, CPU_OPSET_MAX, bin_supports, NULL, bin_compute, NULL };
+const cpu_op cpu_op_equal = { "Equal", "", 1, CPU_OPSET_MAX, bin_supports, NULL, bin_compute, NULL };
+const cpu_op cpu_op_less = { "Less", "", 1, CPU_OPSET_MAX, bin_supports, NULL, bin_compute, NULL };
+const cpu_op cpu_op_greater = { "Greater", "", 1, CPU_OPSET_MAX, bin_supports, NULL, bin_compute, NULL };

@@ -1,0 +1,79 @@
+/*
+ * cast: ONNX Cast between float32, float64, float16, bfloat16, bool and the
+ * 8- to 64-bit integers.  Floating sources convert through double
+ * (float to int saturates, NaN gives 0), integer sources through int64
+ * (wrapping like C); float32 <-> float16 and same-type casts have direct
+ * loops.  Before opset 6 `to` is a type name string.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cpu_ops.h"
+
+#define CAST_TYPES (CPU_TYPES_ALL & ~CPU_BIT(CPU_STRING))
+
+static int32_t cast_target(const Onnx__NodeProto *p)
+{
+	static const char *const names[] = {
+		"UNDEFINED", "FLOAT", "UINT8", "INT8", "UINT16", "INT16", "INT32", "INT64",
+		"STRING", "BOOL", "FLOAT16", "DOUBLE", "UINT32", "UINT64", "COMPLEX64",
+		"COMPLEX128", "BFLOAT16",
+	};
+	char s[32];
+	if (!cpu_attr_str(p, "to", s, sizeof(s)))
+		return (int32_t)cpu_attr_int(p, "to", 0);
+	for (int i = 0; i < (int)(sizeof(names) / sizeof(names[0])); i++)
+		if (strcmp(s, names[i]) == 0)
+			return i;
+	return 0;
+}
+
+static int cast_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
+			 char *why, size_t n)
+{
+	int32_t to = cast_target(p);
+	(void)opset;
+	if (to <= 0 || to >= 32 || !(CAST_TYPES & CPU_BIT(to))) {
+		snprintf(why, n, "cast to %s (%d) is not supported", cpu_dtype_name(to), (int)to);
+		return 0;
+	}
+	return cpu_supports_dtype(dt, n_in, 0, CAST_TYPES, why, n);
+}
+
+static int cast_compute(cpu_ctx *ctx)
+{
+	const cpu_tensor *X;
+	int32_t to = cast_target(ctx->node->proto), from;
+	cpu_tensor *Y;
+	int64_t n;
+	int rc = 0;
+
+	if (!(X = cpu_require(ctx, 0, &rc)) || (rc = cpu_check_dtype(ctx, X, 0, CAST_TYPES)))
+		return rc;
+	if (to <= 0 || to >= 32 || !(CAST_TYPES & CPU_BIT(to)))
+		return cpu_fail(ctx, CPU_E_UNSUPPORTED, "cast to %s (%d) is not supported",
+				cpu_dtype_name(to), (int)to);
+	if (!(Y = cpu_output(ctx, 0, to, X->rank, X->dims)))
+		return CPU_E_NOMEM;
+	n = cpu_numel(X);
+	from = X->dtype;
+	if (from == to) {
+		if (n)
+			memcpy(Y->data, X->data, (size_t)n * cpu_dtype_size(to));
+	} else if (from == CPU_FLOAT && to == CPU_FLOAT16) {
+		for (int64_t i = 0; i < n; i++)
+			((uint16_t *)Y->data)[i] = cpu_f32_to_f16(((const float *)X->data)[i]);
+	} else if (from == CPU_FLOAT16 && to == CPU_FLOAT) {
+		for (int64_t i = 0; i < n; i++)
+			((float *)Y->data)[i] = cpu_f16_to_f32(((const uint16_t *)X->data)[i]);
+	} else if (cpu_dtype_is_float(from) || cpu_dtype_is_float(to)) {
+		for (int64_t i = 0; i < n; i++)
+			cpu_set_f64(to, Y->data, i, cpu_get_f64(from, X->data, i));
+	} else {
+		for (int64_t i = 0; i < n; i++)
+			cpu_set_i64(to, Y->data, i, cpu_get_i64(from, X->data, i));
+	}
+	return 0;
+}
+
+const cpu_op cpu_op_cast = { "Cast", "", 1, CPU_OPSET_MAX, cast_supports, NULL, cast_compute, NULL };

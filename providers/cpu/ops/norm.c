@@ -1,0 +1,178 @@
+/*
+ * norm: LayerNormalization (opset 17; Scale and B broadcast onto the
+ * normalised dims, optional Mean and InvStdDev outputs) and
+ * BatchNormalization in inference mode (all opsets: per-channel statistics,
+ * or the per-activation ones of spatial=0 before opset 9).  float32; means
+ * and variances accumulate in double.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cpu_ops.h"
+
+static int f32_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
+			char *why, size_t n)
+{
+	(void)opset;
+	if (!strcmp(p->op_type, "BatchNormalization") && cpu_attr_int(p, "training_mode", 0)) {
+		snprintf(why, n, "training_mode=1 is not supported");
+		return 0;
+	}
+	return cpu_supports_dtype(dt, n_in, 0, CPU_TYPES_F32, why, n);
+}
+
+/* Spreads t (broadcastable onto dims) into a dense float block of their
+ * shape; returns t's data itself when it already has that many elements. */
+static const float *spread(cpu_ctx *ctx, const cpu_tensor *t, int idx, int rank,
+			   const int64_t *dims, int *rc)
+{
+	int ranks[2] = {t->rank, rank};
+	const int64_t *ds[2] = {t->dims, dims};
+	cpu_bcast bc;
+	float *out;
+	if ((*rc = cpu_check_dtype(ctx, t, idx, CPU_TYPES_F32)) != 0)
+		return NULL;
+	if (cpu_bcast_init(&bc, 2, ranks, ds) != 0 || bc.out_rank != rank ||
+	    memcmp(bc.out_dims, dims, sizeof(int64_t) * (size_t)rank) != 0) {
+		*rc = cpu_fail(ctx, CPU_E_INVALID, "input %d does not broadcast onto the "
+			       "normalized dims", idx);
+		return NULL;
+	}
+	if (cpu_numel(t) == cpu_shape_numel(rank, dims))
+		return t->data;
+	out = cpu_scratch(ctx, (size_t)cpu_shape_numel(rank, dims) * sizeof(float) + 1);
+	if (!out) {
+		*rc = CPU_E_NOMEM;
+		return NULL;
+	}
+	cpu_copy_strided(out, t->data, sizeof(float), bc.rank, bc.dims, bc.strides[0]);
+	return out;
+}
+
+static void ln_row(const float *x, float *y, int64_t n, const float *scale, const float *bias,
+		   float eps, float *mean_out, float *inv_out)
+{
+	double s = 0.0, v = 0.0;
+	float mean, inv;
+	for (int64_t i = 0; i < n; i++)
+		s += x[i];
+	mean = n ? (float)(s / (double)n) : 0.0f;
+	for (int64_t i = 0; i < n; i++)
+		v += (double)(x[i] - mean) * (double)(x[i] - mean);
+	inv = (float)(1.0 / sqrt((n ? v / (double)n : 0.0) + (double)eps));
+	for (int64_t i = 0; i < n; i++)
+		y[i] = (x[i] - mean) * inv * scale[i] + (bias ? bias[i] : 0.0f);
+	*mean_out = mean;
+	*inv_out = inv;
+}
+
+static int layernorm_compute(cpu_ctx *ctx)
+{
+	const Onnx__NodeProto *p = ctx->node->proto;
+	const cpu_tensor *X, *S, *B = cpu_input(ctx, 2);
+	const float *scale, *bias = NULL;
+	cpu_tensor *Y, *M = NULL, *I = NULL;
+	int64_t sdims[CPU_MAX_RANK], outer = 1, inner = 1;
+	float eps = cpu_attr_float(p, "epsilon", 1e-5f), m, v;
+	int axis, rc = 0;
+
+	if (!(X = cpu_require(ctx, 0, &rc)) || !(S = cpu_require(ctx, 1, &rc)))
+		return rc;
+	if ((rc = cpu_check_dtype(ctx, X, 0, CPU_TYPES_F32)) != 0)
+		return rc;
+	axis = cpu_norm_axis(cpu_attr_int(p, "axis", -1), X->rank);
+	if (axis < 0)
+		return cpu_fail(ctx, CPU_E_INVALID, "axis %lld out of range for rank %d",
+				(long long)cpu_attr_int(p, "axis", -1), X->rank);
+	for (int d = 0; d < X->rank; d++) {
+		sdims[d] = d < axis ? X->dims[d] : 1;
+		if (d < axis)
+			outer *= X->dims[d];
+		else
+			inner *= X->dims[d];
+	}
+	if (!(scale = spread(ctx, S, 1, X->rank - axis, X->dims + axis, &rc)))
+		return rc;
+	if (B && !(bias = spread(ctx, B, 2, X->rank - axis, X->dims + axis, &rc)))
+		return rc;
+	if (!(Y = cpu_output(ctx, 0, CPU_FLOAT, X->rank, X->dims)))
+		return CPU_E_NOMEM;
+	if (ctx->n_out > 1 && !(M = cpu_output(ctx, 1, CPU_FLOAT, X->rank, sdims)))
+		return CPU_E_NOMEM;
+	if (ctx->n_out > 2 && !(I = cpu_output(ctx, 2, CPU_FLOAT, X->rank, sdims)))
+		return CPU_E_NOMEM;
+	for (int64_t o = 0; o < outer; o++) {
+		ln_row((const float *)X->data + o * inner, (float *)Y->data + o * inner, inner,
+		       scale, bias, eps, &m, &v);
+		if (M)
+			((float *)M->data)[o] = m;
+		if (I)
+			((float *)I->data)[o] = v;
+	}
+	return 0;
+}
+
+/* Parameter t at channel c, spatial position i (per channel or per activation). */
+static float bn_param(const cpu_tensor *t, int64_t C, int64_t c, int64_t sp, int64_t i)
+{
+	return ((const float *)t->data)[cpu_numel(t) == C ? c : c * sp + i];
+}
+
+static void bn_plane(const float *x, float *y, const cpu_tensor *const *t, int64_t C,
+		     int64_t c, int64_t sp, float eps, int per_channel)
+{
+	if (per_channel) {
+		float g = bn_param(t[0], C, c, sp, 0) / sqrtf(bn_param(t[3], C, c, sp, 0) + eps);
+		float h = bn_param(t[1], C, c, sp, 0) - bn_param(t[2], C, c, sp, 0) * g;
+		for (int64_t i = 0; i < sp; i++)
+			y[i] = x[i] * g + h;
+		return;
+	}
+	for (int64_t i = 0; i < sp; i++) {
+		float g = bn_param(t[0], C, c, sp, i) / sqrtf(bn_param(t[3], C, c, sp, i) + eps);
+		y[i] = (x[i] - bn_param(t[2], C, c, sp, i)) * g + bn_param(t[1], C, c, sp, i);
+	}
+}
+
+static int batchnorm_compute(cpu_ctx *ctx)
+{
+	const cpu_tensor *X, *t[4];
+	cpu_tensor *Y;
+	float eps = cpu_attr_float(ctx->node->proto, "epsilon", 1e-5f);
+	int64_t C, sp = 1;
+	int rc = 0, per_channel = 1;
+
+	if (!(X = cpu_require(ctx, 0, &rc)) || (rc = cpu_check_dtype(ctx, X, 0, CPU_TYPES_F32)))
+		return rc;
+	if (ctx->node->opset >= 14 && cpu_attr_int(ctx->node->proto, "training_mode", 0))
+		return cpu_fail(ctx, CPU_E_UNSUPPORTED, "training_mode=1 is not supported");
+	if (X->rank < 2)
+		return cpu_fail(ctx, CPU_E_INVALID, "X has rank %d (need N, C, ...)", X->rank);
+	C = X->dims[1];
+	for (int d = 2; d < X->rank; d++)
+		sp *= X->dims[d];
+	for (int i = 0; i < 4; i++) {
+		if (!(t[i] = cpu_require(ctx, i + 1, &rc)) ||
+		    (rc = cpu_check_dtype(ctx, t[i], i + 1, CPU_TYPES_F32)))
+			return rc;
+		/* per channel, or per activation (spatial=0 before opset 9) */
+		if (cpu_numel(t[i]) != C && cpu_numel(t[i]) != C * sp)
+			return cpu_fail(ctx, CPU_E_INVALID, "input %d has %lld elements for %lld "
+					"channels", i + 1, (long long)cpu_numel(t[i]), (long long)C);
+		per_channel &= cpu_numel(t[i]) == C;
+	}
+	if (!(Y = cpu_output(ctx, 0, CPU_FLOAT, X->rank, X->dims)))
+		return CPU_E_NOMEM;
+	for (int64_t p = 0; p < X->dims[0] * C; p++)
+		bn_plane((const float *)X->data + p * sp, (float *)Y->data + p * sp, t, C, p % C,
+			 sp, eps, per_channel);
+	return 0;
+}
+
+const cpu_op cpu_op_layernorm = {
+	"LayerNormalization", "", 17, CPU_OPSET_MAX, f32_supports, NULL, layernorm_compute, NULL,
+};
+const cpu_op cpu_op_batchnorm = {
+	"BatchNormalization", "", 1, CPU_OPSET_MAX, f32_supports, NULL, batchnorm_compute, NULL,
+};
