@@ -67,17 +67,31 @@ static const cpu_op *const ops[] = {
 	&cpu_op_where,
 };
 
+/* Family tables (ops/<family>/registry_<family>.c), each NULL-terminated. */
+extern const cpu_op *const cpu_ops_math[];
+extern const cpu_op *const cpu_ops_tensor[];
+extern const cpu_op *const cpu_ops_nn[];
+
+static int op_matches(const cpu_op *op, const char *op_type, const char *domain, int64_t opset)
+{
+	return strcmp(op->op_type, op_type) == 0 && strcmp(op->domain, domain) == 0 &&
+	       opset >= op->min_opset && opset <= op->max_opset;
+}
+
 const cpu_op *cpu_op_find(const char *op_type, const char *domain, int64_t opset)
 {
+	const cpu_op *const *families[] = {cpu_ops_math, cpu_ops_tensor, cpu_ops_nn};
+
 	if (!op_type)
 		return NULL;
 	if (!domain || !strcmp(domain, "ai.onnx"))
 		domain = "";
-	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
-		const cpu_op *op = ops[i];
-		if (strcmp(op->op_type, op_type) == 0 && strcmp(op->domain, domain) == 0 &&
-		    opset >= op->min_opset && opset <= op->max_opset)
-			return op;
-	}
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		if (op_matches(ops[i], op_type, domain, opset))
+			return ops[i];
+	for (size_t f = 0; f < sizeof(families) / sizeof(families[0]); f++)
+		for (size_t i = 0; families[f][i]; i++)
+			if (op_matches(families[f][i], op_type, domain, opset))
+				return families[f][i];
 	return NULL;
 }
