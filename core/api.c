@@ -112,6 +112,21 @@ ortmk_status ortmk_session_options_set(ortmk_session_options *o, const char *key
 			return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "run_timeout_ms: bad value '%s'", value);
 		return ORTMK_OK;
 	}
+	if (strcmp(key, "retry") == 0) {
+		if (parse_int(value, 0, 1, &o->retry))
+			return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "retry: '%s' is not 0 or 1", value);
+		return ORTMK_OK;
+	}
+	if (strcmp(key, "crash_loop_n") == 0) {
+		if (parse_int(value, 1, 1000, &o->crash_loop_n))
+			return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "crash_loop_n: '%s' is not 1..1000", value);
+		return ORTMK_OK;
+	}
+	if (strcmp(key, "crash_loop_window_ms") == 0) {
+		if (parse_int(value, 1, 86400000, &o->crash_loop_window_ms))
+			return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "crash_loop_window_ms: bad value '%s'", value);
+		return ORTMK_OK;
+	}
 	return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "unknown session option '%s'", key);
 }
 
@@ -189,7 +204,7 @@ void ortmk_value_destroy(ortmk_value *v)
 		core_ep *ep = v->env->eps[i];
 
 		pthread_mutex_lock(&ep->lock);
-		if (ipc_segtab_find(&ep->segs, v->seg.id))
+		if (ipc_segtab_find(&ep->p.segs, v->seg.id))
 			core_ep_release_segment(ep, v->seg.id);
 		pthread_mutex_unlock(&ep->lock);
 	}

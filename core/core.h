@@ -24,11 +24,8 @@ ortmk_status core_fail(ortmk_status st, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void core_clear_error(void);
 
-/* One provider process. */
-typedef struct core_ep {
-	int index;                /* in env->eps */
-	char name[16];            /* "cpu" */
-	char binary[4096];
+/* One running provider process: what a restart or a swap replaces. */
+typedef struct core_proc {
 	pid_t pid;
 	int pidfd;
 	int fd_sock;              /* our end of the descriptor socketpair */
@@ -36,9 +33,48 @@ typedef struct core_ep {
 	char death[256];          /* how it died, once it has */
 	char detail[256];         /* from HELLO */
 	ipc_chan chan;
-	ipc_segtab segs;          /* segments this provider has mapped */
-	pthread_mutex_t lock;     /* one request at a time */
+	ipc_segtab segs;          /* segments this process has mapped */
 	uint64_t next_fd_tag;
+	uint64_t exec_id;         /* distinguishes socket paths of successive processes */
+} core_proc;
+
+/* State replayed into every new process of a provider. */
+typedef struct core_file_rec {
+	uint64_t id;
+	int fd;                   /* owned by the session's graph */
+	uint64_t size;
+} core_file_rec;
+
+typedef struct core_sg_rec {
+	uint32_t id;
+	uint64_t session;
+	uint8_t *bytes;           /* packed LoadSubgraph */
+	size_t len;
+} core_sg_rec;
+
+#define CORE_FAIL_HISTORY 64
+
+enum core_ep_state { CORE_EP_RUNNING, CORE_EP_DEAD, CORE_EP_STOPPED };
+
+/* One provider (by name) of an environment and its current process. */
+typedef struct core_ep {
+	int index;                /* in env->eps */
+	char name[16];            /* "cpu" */
+	char binary[4096];
+	ortmk_env *env;
+	core_proc p;
+	pthread_mutex_t lock;     /* one request at a time; held across a run */
+	core_file_rec *files;
+	size_t n_files;
+	core_sg_rec *sgs;
+	size_t n_sgs;
+	/* supervision */
+	unsigned restarts, swaps, failures;
+	uint64_t fail_ns[CORE_FAIL_HISTORY];  /* ring of failure times */
+	char last_failure[1100];
+	double last_restart_ms;   /* death noticed -> ready again */
+	uint64_t died_ns;         /* when the current death was noticed */
+	unsigned backoff_ms;
 } core_ep;
 
 struct ortmk_env {
@@ -62,6 +98,25 @@ ortmk_status core_ep_request(core_ep *ep, Ortmk__Envelope *req, int timeout_ms,
 ortmk_status core_ep_add_segment(core_ep *ep, shm_segment *s);
 ortmk_status core_ep_release_segment(core_ep *ep, uint64_t id);
 ortmk_status core_ep_add_file(core_ep *ep, uint64_t file_id, int fd, uint64_t size);
+ortmk_status core_ep_forget_file(core_ep *ep, uint64_t file_id);
+/* Loads a subgraph and remembers it for replay; forget releases it. */
+ortmk_status core_ep_load(core_ep *ep, uint64_t session, Ortmk__LoadSubgraph *l);
+ortmk_status core_ep_forget_subgraph(core_ep *ep, uint32_t id);
+
+/* supervise.c: restart a dead provider (with back-off) and replay its
+ * state; kill a hung or misbehaving one; hot swap its binary. */
+ortmk_status core_ep_ensure(core_ep *ep);
+void core_ep_kill(core_ep *ep, const char *why);
+void core_ep_healthy(core_ep *ep);
+/* Failures of this provider within the last window_ms. */
+unsigned core_ep_recent_failures(const core_ep *ep, unsigned window_ms);
+/* env.c internals used by supervise.c */
+ortmk_status core_proc_start(core_ep *ep, core_proc *p, const char *binary);
+void core_proc_stop(core_ep *ep, core_proc *p);
+ortmk_status core_proc_request(core_ep *ep, core_proc *p, Ortmk__Envelope *req,
+			       int timeout_ms, Ortmk__Envelope **rep);
+ortmk_status core_proc_add_segment(core_ep *ep, core_proc *p, shm_segment *s);
+ortmk_status core_proc_add_file(core_ep *ep, core_proc *p, uint64_t id, int fd, uint64_t size);
 
 struct ortmk_value {
 	ortmk_env *env;
@@ -76,6 +131,9 @@ struct ortmk_session_options {
 	char providers[256];
 	int threads;
 	int run_timeout_ms;
+	int retry;
+	int crash_loop_n;
+	int crash_loop_window_ms;
 };
 
 /* A run of consecutive nodes (topological order) on one provider. */
@@ -107,6 +165,12 @@ struct ortmk_session {
 	size_t nodes_per_ep[CORE_MAX_EPS];
 	int threads;
 	int run_timeout_ms;
+	int retry;
+	int crash_loop_n;
+	int crash_loop_window_ms;
+	int disabled[CORE_MAX_EPS];   /* crash-looped: not used by this session */
+	unsigned runs, failed_runs, retried_runs;
+	char broken[2048];        /* set when no provider is left: runs fail */
 	graph_tinfo *tinfo0;      /* load-time (symbolic) inference */
 	core_step *steps;
 	size_t n_steps;
@@ -123,6 +187,8 @@ struct ortmk_session {
 	int64_t (*io_dims)[GRAPH_MAX_RANK];  /* inputs then outputs, -1 = dynamic */
 };
 
+/* session.c: after disabling a provider, partitions and loads again. */
+ortmk_status core_session_repartition(ortmk_session *s);
 /* partition.c: asks each provider which nodes it takes; fills steps. */
 ortmk_status core_partition(ortmk_session *s);
 /* plan.c */

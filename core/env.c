@@ -65,70 +65,86 @@ ortmk_status ortmk_env_create(ortmk_env **out)
 	return ORTMK_OK;
 }
 
-static void ep_reap(core_ep *ep, int block)
+static void proc_reap(core_proc *p, int block)
 {
 	int status;
 	pid_t r;
 
-	if (ep->pid <= 0)
+	if (p->pid <= 0)
 		return;
-	r = waitpid(ep->pid, &status, block ? 0 : WNOHANG);
-	if (r != ep->pid)
+	r = waitpid(p->pid, &status, block ? 0 : WNOHANG);
+	if (r != p->pid)
 		return;
 	if (WIFSIGNALED(status))
-		snprintf(ep->death, sizeof(ep->death), "killed by signal %d (%s)",
+		snprintf(p->death, sizeof(p->death), "killed by signal %d (%s)",
 			 WTERMSIG(status), strsignal(WTERMSIG(status)));
 	else if (WIFEXITED(status))
-		snprintf(ep->death, sizeof(ep->death), "exited with status %d", WEXITSTATUS(status));
-	ep->pid = 0;
+		snprintf(p->death, sizeof(p->death), "exited with status %d", WEXITSTATUS(status));
+	p->pid = 0;
 }
 
-static void ep_destroy(core_ep *ep)
+static void sock_path(const core_ep *ep, const core_proc *p, char *out, size_t n)
 {
-	if (!ep)
-		return;
-	if (ep->alive && ep->chan.open) {
+	snprintf(out, n, "%s/%s-%llu.sock", ep->env->dir, ep->name,
+		 (unsigned long long)p->exec_id);
+}
+
+/* Stops a process (politely, then SIGKILL) and frees what it held. */
+void core_proc_stop(core_ep *ep, core_proc *p)
+{
+	char path[512];
+
+	if (p->alive && p->chan.open) {
 		Ortmk__Envelope e = ORTMK__ENVELOPE__INIT;
 		Ortmk__Shutdown body = ORTMK__SHUTDOWN__INIT;
 
 		e.kind = ORTMK__KIND__SHUTDOWN;
 		e.body_case = ORTMK__ENVELOPE__BODY_SHUTDOWN;
 		e.shutdown = &body;
-		ipc_send(&ep->chan, &e);
+		ipc_send(&p->chan, &e);
 	}
-	if (ep->pid > 0) {
-		/* Give it a moment to exit on its own, then make sure. */
-		for (int i = 0; i < 100 && ep->pid > 0; i++) {
-			ep_reap(ep, 0);
-			if (ep->pid > 0)
-				usleep(2000);
-		}
-		if (ep->pid > 0) {
-			kill(ep->pid, SIGKILL);
-			ep_reap(ep, 1);
-		}
+	for (int i = 0; i < 100 && p->pid > 0 && p->alive; i++) {
+		proc_reap(p, 0);
+		if (p->pid > 0)
+			usleep(1000);
 	}
-	ipc_chan_close(&ep->chan);
-	if (ep->fd_sock >= 0)
-		close(ep->fd_sock);
-	if (ep->pidfd >= 0)
-		close(ep->pidfd);
-	ipc_segtab_fini(&ep->segs);
+	if (p->pid > 0) {
+		kill(p->pid, SIGKILL);
+		proc_reap(p, 1);
+	}
+	p->alive = 0;
+	ipc_chan_close(&p->chan);
+	if (p->fd_sock >= 0)
+		close(p->fd_sock);
+	if (p->pidfd >= 0)
+		close(p->pidfd);
+	p->fd_sock = p->pidfd = -1;
+	ipc_segtab_fini(&p->segs);
+	if (p->exec_id) {
+		sock_path(ep, p, path, sizeof(path));
+		unlink(path);
+	}
+}
+
+static void ep_destroy(core_ep *ep)
+{
+	if (!ep)
+		return;
+	core_proc_stop(ep, &ep->p);
+	for (size_t i = 0; i < ep->n_sgs; i++)
+		free(ep->sgs[i].bytes);
+	free(ep->sgs);
+	free(ep->files);
 	pthread_mutex_destroy(&ep->lock);
 	free(ep);
 }
 
 void ortmk_env_destroy(ortmk_env *env)
 {
-	char path[512];
-
 	if (!env)
 		return;
-	for (int i = 0; i < env->n_eps; i++) {
-		snprintf(path, sizeof(path), "%s/%s.sock", env->dir, env->eps[i]->name);
+	for (int i = 0; i < env->n_eps; i++)
 		ep_destroy(env->eps[i]);
-		unlink(path);
-	}
 	rmdir(env->dir);
 	pthread_mutex_destroy(&env->lock);
 	free(env);
@@ -179,10 +195,10 @@ static char **child_environ(const char *url)
 	return env;
 }
 
-static int spawn_child(core_ep *ep, const char *url, int child_fd)
+static int spawn_child(core_proc *p, const char *binary, const char *url, int child_fd)
 {
 	posix_spawn_file_actions_t fa;
-	char *argv[] = {ep->binary, NULL};
+	char *argv[] = {(char *)binary, NULL};
 	char **env = child_environ(url);
 	int rc;
 
@@ -191,7 +207,7 @@ static int spawn_child(core_ep *ep, const char *url, int child_fd)
 	posix_spawn_file_actions_init(&fa);
 	/* dup2 onto fd 3 clears close-on-exec for the child's copy only. */
 	posix_spawn_file_actions_adddup2(&fa, child_fd, 3);
-	rc = posix_spawn(&ep->pid, ep->binary, &fa, NULL, argv, env);
+	rc = posix_spawn(&p->pid, binary, &fa, NULL, argv, env);
 	posix_spawn_file_actions_destroy(&fa);
 	for (size_t i = 0; env[i]; i++)
 		if (strncmp(env[i], "ORTMK_EP_URL=", 13) == 0)
@@ -200,37 +216,43 @@ static int spawn_child(core_ep *ep, const char *url, int child_fd)
 	return -rc;
 }
 
-static ortmk_status accept_hello(core_ep *ep, const uint8_t token[32])
+static int hello_ok(const core_ep *ep, const core_proc *p, const Ortmk__Envelope *m,
+		    const uint8_t token[32])
+{
+	uint8_t diff = 0;
+
+	if (m->kind != ORTMK__KIND__HELLO)
+		return 0;
+	/* Constant-time compare is moot for a local peer but costs nothing. */
+	for (int i = 0; i < 32; i++)
+		diff |= m->hello->token.data[i] ^ token[i];
+	return diff == 0 && (pid_t)m->hello->pid == p->pid &&
+	       ipc_last_peer_pid(&p->chan) == p->pid &&
+	       m->hello->protocol_version == IPC_PROTOCOL_VERSION &&
+	       strcmp(m->hello->provider, ep->name) == 0;
+}
+
+static ortmk_status accept_hello(core_ep *ep, core_proc *p, const char *binary,
+				 const uint8_t token[32])
 {
 	Ortmk__Envelope *hello = NULL, e = ORTMK__ENVELOPE__INIT;
 	Ortmk__HelloAck ack = ORTMK__HELLO_ACK__INIT;
 	char err[256] = "";
 	int rc, ok;
 
-	rc = ipc_recv(&ep->chan, CORE_HANDSHAKE_MS, &hello, err, sizeof(err));
+	rc = ipc_recv(&p->chan, CORE_HANDSHAKE_MS, &hello, err, sizeof(err));
 	if (rc == -ECHILD) {
-		ep_reap(ep, 1);
+		proc_reap(p, 1);
 		return core_fail(ORTMK_ERR_PROVIDER_DIED, "provider '%s' (%s) died during its handshake: %s",
-				 ep->name, ep->binary, ep->death);
+				 ep->name, binary, p->death);
 	}
 	if (rc)
 		return core_fail(rc == -ETIMEDOUT ? ORTMK_ERR_TIMEOUT : ORTMK_ERR_PROTOCOL,
-				 "provider '%s' (%s): no valid HELLO: %s", ep->name, ep->binary,
+				 "provider '%s' (%s): no valid HELLO: %s", ep->name, binary,
 				 rc == -ETIMEDOUT ? "timed out" : err);
-	/* Constant-time compare is moot for a local peer but costs nothing. */
-	ok = hello->kind == ORTMK__KIND__HELLO;
-	if (ok) {
-		uint8_t diff = 0;
-
-		for (int i = 0; i < 32; i++)
-			diff |= hello->hello->token.data[i] ^ token[i];
-		ok = diff == 0 && (pid_t)hello->hello->pid == ep->pid &&
-		     ipc_last_peer_pid(&ep->chan) == ep->pid &&
-		     hello->hello->protocol_version == IPC_PROTOCOL_VERSION &&
-		     strcmp(hello->hello->provider, ep->name) == 0;
-	}
+	ok = hello_ok(ep, p, hello, token);
 	if (ok && hello->hello->detail)
-		snprintf(ep->detail, sizeof(ep->detail), "%s", hello->hello->detail);
+		snprintf(p->detail, sizeof(p->detail), "%s", hello->hello->detail);
 	ack.accepted = ok;
 	ack.reason = ok ? "" : "token, pid, version or provider mismatch";
 	e.kind = ORTMK__KIND__HELLO_ACK;
@@ -239,47 +261,65 @@ static ortmk_status accept_hello(core_ep *ep, const uint8_t token[32])
 	e.has_reply_to = 1;
 	e.reply_to = hello->seq;
 	ipc_envelope_free(hello);
-	rc = ipc_send(&ep->chan, &e);
+	rc = ipc_send(&p->chan, &e);
 	if (!ok)
 		return core_fail(ORTMK_ERR_PROTOCOL, "provider '%s': handshake refused (%s)",
 				 ep->name, ack.reason);
 	return rc ? core_fail(ORTMK_ERR_IO, "provider '%s': cannot answer HELLO", ep->name) : ORTMK_OK;
 }
 
-static ortmk_status ep_start(ortmk_env *env, core_ep *ep)
+static void proc_init(core_proc *p)
+{
+	memset(p, 0, sizeof(*p));
+	ipc_chan_init(&p->chan);
+	p->chan.segs = &p->segs;
+	p->pidfd = -1;
+	p->fd_sock = -1;
+}
+
+/* Spawns `binary` as a new process of `ep` and completes the handshake.
+ * On failure the process is gone and *p holds nothing. */
+ortmk_status core_proc_start(core_ep *ep, core_proc *p, const char *binary)
 {
 	char url[512];
 	uint8_t token[32];
 	int sv[2], rc;
+	ortmk_status st;
 
-	snprintf(url, sizeof(url), "ipc://%s/%s.sock", env->dir, ep->name);
-	unlink(url + 6);
+	proc_init(p);
+	p->exec_id = core_env_next_id(ep->env);
+	sock_path(ep, p, url + 6, sizeof(url) - 6);
+	memcpy(url, "ipc://", 6);
 	if (getrandom(token, sizeof(token), 0) != (ssize_t)sizeof(token))
 		return core_fail(ORTMK_ERR_IO, "getrandom failed");
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
 		return core_fail(ORTMK_ERR_IO, "socketpair: %s", strerror(errno));
-	ep->fd_sock = sv[0];
-	if (ipc_chan_listen(&ep->chan, url)) {
+	p->fd_sock = sv[0];
+	if (ipc_chan_listen(&p->chan, url)) {
 		close(sv[1]);
+		core_proc_stop(ep, p);
 		return core_fail(ORTMK_ERR_IO, "cannot listen on %s", url);
 	}
-	rc = spawn_child(ep, url, sv[1]);
+	rc = spawn_child(p, binary, url, sv[1]);
 	close(sv[1]);
-	if (rc)
-		return core_fail(ORTMK_ERR_IO, "cannot start %s: %s", ep->binary, strerror(-rc));
-	ep->pidfd = (int)syscall(SYS_pidfd_open, ep->pid, 0);
-	ep->chan.peer_pidfd = ep->pidfd;
-	snprintf(ep->chan.peer, sizeof(ep->chan.peer), "ort-ep-%s[%d]", ep->name, (int)ep->pid);
+	if (rc) {
+		core_proc_stop(ep, p);
+		return core_fail(ORTMK_ERR_IO, "cannot start %s: %s", binary, strerror(-rc));
+	}
+	p->pidfd = (int)syscall(SYS_pidfd_open, p->pid, 0);
+	p->chan.peer_pidfd = p->pidfd;
+	snprintf(p->chan.peer, sizeof(p->chan.peer), "ort-ep-%s[%d]", ep->name, (int)p->pid);
 	/* The token goes over the inherited socketpair, never argv or env. */
-	if (ipc_send_bytes(ep->fd_sock, token, sizeof(token)))
-		return core_fail(ORTMK_ERR_IO, "cannot send the token to %s", ep->binary);
-	ep->alive = 1;
-	rc = accept_hello(ep, token);
-	if (rc)
-		ep->alive = 0;
-	else
-		ipc_log(IPC_LOG_INFO, "provider %s started: pid %d, %s", ep->name, (int)ep->pid, ep->detail);
-	return rc;
+	st = ipc_send_bytes(p->fd_sock, token, sizeof(token)) ?
+		core_fail(ORTMK_ERR_IO, "cannot send the token to %s", binary) :
+		accept_hello(ep, p, binary, token);
+	if (st) {
+		core_proc_stop(ep, p);
+		return st;
+	}
+	p->alive = 1;
+	ipc_log(IPC_LOG_INFO, "provider %s started: pid %d, %s", ep->name, (int)p->pid, p->detail);
+	return ORTMK_OK;
 }
 
 ortmk_status core_env_get_ep(ortmk_env *env, const char *name, core_ep **out)
@@ -295,26 +335,19 @@ ortmk_status core_env_get_ep(ortmk_env *env, const char *name, core_ep **out)
 			return ORTMK_OK;
 		}
 	}
-	st = ORTMK_ERR_INVALID_ARGUMENT;
 	ep = env->n_eps < CORE_MAX_EPS && strlen(name) < 16 ? calloc(1, sizeof(*ep)) : NULL;
 	if (!ep) {
 		pthread_mutex_unlock(&env->lock);
-		return core_fail(st, "provider '%s': cannot add another provider", name);
+		return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "provider '%s': cannot add another provider", name);
 	}
-	ipc_chan_init(&ep->chan);
-	ep->chan.segs = &ep->segs;
-	ep->pidfd = -1;
-	ep->fd_sock = -1;
+	ep->env = env;
+	proc_init(&ep->p);
 	pthread_mutex_init(&ep->lock, NULL);
 	snprintf(ep->name, sizeof(ep->name), "%s", name);
-	if (find_binary(name, ep->binary, sizeof(ep->binary))) {
-		ep_destroy(ep);
-		pthread_mutex_unlock(&env->lock);
-		return core_fail(ORTMK_ERR_INVALID_ARGUMENT,
-				 "unknown provider '%s': no ort-ep-%s binary found (set ORTMK_EP_DIR)",
-				 name, name);
-	}
-	st = ep_start(env, ep);
+	st = find_binary(name, ep->binary, sizeof(ep->binary)) ?
+		core_fail(ORTMK_ERR_INVALID_ARGUMENT,
+			  "unknown provider '%s': no ort-ep-%s binary found (set ORTMK_EP_DIR)", name, name) :
+		core_proc_start(ep, &ep->p, ep->binary);
 	if (st) {
 		ep_destroy(ep);
 		pthread_mutex_unlock(&env->lock);
@@ -329,18 +362,31 @@ ortmk_status core_env_get_ep(ortmk_env *env, const char *name, core_ep **out)
 
 /* ---- requests ----------------------------------------------------------- */
 
-static ortmk_status died(core_ep *ep)
+/* Records a failure of the current process and makes sure it is gone. */
+static ortmk_status proc_failed(core_ep *ep, core_proc *p, ortmk_status st)
 {
-	int pid = (int)ep->pid;
+	int pid = (int)p->pid;
+	char msg[1024];
 
-	ep->alive = 0;
-	/* A provider whose connection broke is not trusted to be idle: end it. */
-	ep_reap(ep, 0);
-	if (ep->pid > 0)
-		kill(ep->pid, SIGKILL);
-	ep_reap(ep, 1);
-	return core_fail(ORTMK_ERR_PROVIDER_DIED, "provider '%s' (pid %d) died: %s",
-			 ep->name, pid, ep->death[0] ? ep->death : "connection lost");
+	snprintf(msg, sizeof(msg), "%s", ortmk_last_error());
+	p->alive = 0;
+	/* A provider that broke the protocol or a deadline is not trusted to be
+	 * idle: end it.  One that died is reaped to learn how. */
+	proc_reap(p, 0);
+	if (p->pid > 0)
+		kill(p->pid, SIGKILL);
+	proc_reap(p, 1);
+	if (st == ORTMK_ERR_PROVIDER_DIED)
+		snprintf(msg, sizeof(msg), "provider '%s' (pid %d) died: %s", ep->name, pid,
+			 p->death[0] ? p->death : "connection lost");
+	if (p == &ep->p) {
+		ep->failures++;
+		ep->fail_ns[ep->failures % CORE_FAIL_HISTORY] = ipc_now_ns();
+		ep->died_ns = ipc_now_ns();
+		snprintf(ep->last_failure, sizeof(ep->last_failure), "%s", msg);
+	}
+	ipc_log(IPC_LOG_WARN, "%s", msg);
+	return core_fail(st, "%s", msg);
 }
 
 static ortmk_status error_reply(core_ep *ep, const Ortmk__Error *e)
@@ -354,93 +400,111 @@ static ortmk_status error_reply(core_ep *ep, const Ortmk__Error *e)
 	return core_fail(st, "provider '%s': %s", ep->name, e->message);
 }
 
-ortmk_status core_ep_request(core_ep *ep, Ortmk__Envelope *req, int timeout_ms,
-			     Ortmk__Envelope **rep)
+static int left_ms(uint64_t deadline)
+{
+	uint64_t now = ipc_now_ns();
+
+	if (deadline == UINT64_MAX)
+		return -1;
+	return now >= deadline ? 0 : (int)((deadline - now) / 1000000u);
+}
+
+ortmk_status core_proc_request(core_ep *ep, core_proc *p, Ortmk__Envelope *req,
+			       int timeout_ms, Ortmk__Envelope **rep)
 {
 	uint64_t deadline = timeout_ms < 0 ? UINT64_MAX :
 		ipc_now_ns() + (uint64_t)timeout_ms * 1000000u;
+	Ortmk__Envelope *m = NULL;
 	char err[512] = "";
 	int rc;
 
 	*rep = NULL;
-	if (!ep->alive)
+	if (!p->alive)
 		return core_fail(ORTMK_ERR_PROVIDER_DIED, "provider '%s' is not running (%s)",
-				 ep->name, ep->death[0] ? ep->death : "stopped");
-	rc = ipc_send(&ep->chan, req);
+				 ep->name, p->death[0] ? p->death : "stopped");
+	rc = ipc_send(&p->chan, req);
 	if (rc)
-		return rc == -EPIPE ? died(ep) : core_fail(ORTMK_ERR_IO, "provider '%s': send failed", ep->name);
-	for (;;) {
-		Ortmk__Envelope *m = NULL;
-		int left = -1;
-
-		if (deadline != UINT64_MAX) {
-			uint64_t now = ipc_now_ns();
-
-			left = now >= deadline ? 0 : (int)((deadline - now) / 1000000u);
-		}
-		rc = ipc_recv(&ep->chan, left, &m, err, sizeof(err));
-		if (rc == -ECHILD || rc == -EPIPE)
-			return died(ep);
-		if (rc == -ETIMEDOUT)
-			return core_fail(ORTMK_ERR_TIMEOUT, "provider '%s': no reply to %s within %d ms",
-					 ep->name, ipc_kind_name(req->kind), timeout_ms);
-		if (rc)
-			return core_fail(ORTMK_ERR_PROTOCOL, "provider '%s' sent an invalid message: %s",
-					 ep->name, err);
-		if (m->has_reply_to && m->reply_to == req->seq) {
-			if (m->kind == ORTMK__KIND__ERROR) {
-				ortmk_status st = error_reply(ep, m->error);
-
-				*rep = m;
-				return st;
-			}
-			*rep = m;
-			return ORTMK_OK;
-		}
-		if (m->kind == ORTMK__KIND__ERROR && (!m->has_reply_to || m->reply_to == 0)) {
-			ortmk_status st = error_reply(ep, m->error);
-
-			ipc_envelope_free(m);
-			return st;
-		}
-		/* A reply to an earlier request we stopped waiting for: drop it. */
-		ipc_log(IPC_LOG_WARN, "provider %s: dropped a stray %s", ep->name, ipc_kind_name(m->kind));
+		return proc_failed(ep, p, rc == -EPIPE ? ORTMK_ERR_PROVIDER_DIED :
+				   core_fail(ORTMK_ERR_IO, "provider '%s': send failed", ep->name));
+	rc = ipc_recv(&p->chan, left_ms(deadline), &m, err, sizeof(err));
+	if (rc == -ECHILD || rc == -EPIPE)
+		return proc_failed(ep, p, ORTMK_ERR_PROVIDER_DIED);
+	if (rc == -ETIMEDOUT)
+		return proc_failed(ep, p, core_fail(ORTMK_ERR_TIMEOUT,
+			"provider '%s' (pid %d): no reply to %s within %d ms; killed",
+			ep->name, (int)p->pid, ipc_kind_name(req->kind), timeout_ms));
+	if (rc)
+		return proc_failed(ep, p, core_fail(ORTMK_ERR_PROTOCOL,
+			"provider '%s' (pid %d) sent an invalid message: %s", ep->name, (int)p->pid, err));
+	/* One request is outstanding at a time, so any other reply_to is a
+	 * broken provider (an unknown-request ERROR has reply_to 0). */
+	if (!m->has_reply_to || (m->reply_to != req->seq && m->reply_to != 0) ||
+	    (m->reply_to == 0 && m->kind != ORTMK__KIND__ERROR)) {
 		ipc_envelope_free(m);
+		return proc_failed(ep, p, core_fail(ORTMK_ERR_PROTOCOL,
+			"provider '%s' (pid %d) answered a request it was not asked", ep->name, (int)p->pid));
 	}
+	*rep = m;
+	return m->kind == ORTMK__KIND__ERROR ? error_reply(ep, m->error) : ORTMK_OK;
 }
 
-static ortmk_status expect_ack(core_ep *ep, Ortmk__Envelope *req)
+ortmk_status core_ep_request(core_ep *ep, Ortmk__Envelope *req, int timeout_ms,
+			     Ortmk__Envelope **rep)
+{
+	ortmk_status st = core_ep_ensure(ep);
+
+	*rep = NULL;
+	return st ? st : core_proc_request(ep, &ep->p, req, timeout_ms, rep);
+}
+
+static ortmk_status expect_ack(core_ep *ep, core_proc *p, Ortmk__Envelope *req)
 {
 	Ortmk__Envelope *rep = NULL;
-	ortmk_status st = core_ep_request(ep, req, CORE_CONTROL_MS, &rep);
+	ortmk_status st = core_proc_request(ep, p, req, CORE_CONTROL_MS, &rep);
 
 	if (st == ORTMK_OK && rep->kind != ORTMK__KIND__ACK)
-		st = core_fail(ORTMK_ERR_PROTOCOL, "provider '%s': expected ACK, got %s",
-			       ep->name, ipc_kind_name(rep->kind));
+		st = proc_failed(ep, p, core_fail(ORTMK_ERR_PROTOCOL, "provider '%s': expected ACK, got %s",
+						  ep->name, ipc_kind_name(rep->kind)));
 	ipc_envelope_free(rep);
 	return st;
 }
 
-ortmk_status core_ep_add_segment(core_ep *ep, shm_segment *s)
+static ortmk_status send_fd(core_ep *ep, core_proc *p, int fd, uint64_t tag)
+{
+	if (!p->alive)
+		return core_fail(ORTMK_ERR_PROVIDER_DIED, "provider '%s' is not running", ep->name);
+	if (ipc_send_fd(p->fd_sock, fd, tag))
+		return proc_failed(ep, p, ORTMK_ERR_PROVIDER_DIED);
+	return ORTMK_OK;
+}
+
+ortmk_status core_proc_add_segment(core_ep *ep, core_proc *p, shm_segment *s)
 {
 	Ortmk__Envelope e = ORTMK__ENVELOPE__INIT;
 	Ortmk__AddSegment body = ORTMK__ADD_SEGMENT__INIT;
 	ortmk_status st;
 
-	if (ipc_segtab_find(&ep->segs, s->id))
+	if (ipc_segtab_find(&p->segs, s->id))
 		return ORTMK_OK;
 	body.segment_id = s->id;
 	body.size = s->size;
-	body.fd_tag = ++ep->next_fd_tag;
+	body.fd_tag = ++p->next_fd_tag;
 	e.kind = ORTMK__KIND__ADD_SEGMENT;
 	e.body_case = ORTMK__ENVELOPE__BODY_ADD_SEGMENT;
 	e.add_segment = &body;
-	if (ipc_send_fd(ep->fd_sock, s->fd, body.fd_tag))
-		return ep->alive ? died(ep) : core_fail(ORTMK_ERR_PROVIDER_DIED, "provider '%s' is not running", ep->name);
-	st = expect_ack(ep, &e);
-	if (st == ORTMK_OK && ipc_segtab_add(&ep->segs, s))
+	st = send_fd(ep, p, s->fd, body.fd_tag);
+	if (st == ORTMK_OK)
+		st = expect_ack(ep, p, &e);
+	if (st == ORTMK_OK && ipc_segtab_add(&p->segs, s))
 		st = core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
 	return st;
+}
+
+ortmk_status core_ep_add_segment(core_ep *ep, shm_segment *s)
+{
+	ortmk_status st = core_ep_ensure(ep);
+
+	return st ? st : core_proc_add_segment(ep, &ep->p, s);
 }
 
 ortmk_status core_ep_release_segment(core_ep *ep, uint64_t id)
@@ -448,29 +512,29 @@ ortmk_status core_ep_release_segment(core_ep *ep, uint64_t id)
 	Ortmk__Envelope e = ORTMK__ENVELOPE__INIT;
 	Ortmk__Release body = ORTMK__RELEASE__INIT;
 
-	ipc_segtab_remove(&ep->segs, id);
-	if (!ep->alive)
+	ipc_segtab_remove(&ep->p.segs, id);
+	if (!ep->p.alive)
 		return ORTMK_OK;
 	body.has_segment_id = 1;
 	body.segment_id = id;
 	e.kind = ORTMK__KIND__RELEASE;
 	e.body_case = ORTMK__ENVELOPE__BODY_RELEASE;
 	e.release = &body;
-	return expect_ack(ep, &e);
+	return expect_ack(ep, &ep->p, &e);
 }
 
-ortmk_status core_ep_add_file(core_ep *ep, uint64_t file_id, int fd, uint64_t size)
+ortmk_status core_proc_add_file(core_ep *ep, core_proc *p, uint64_t id, int fd, uint64_t size)
 {
 	Ortmk__Envelope e = ORTMK__ENVELOPE__INIT;
 	Ortmk__AddFile body = ORTMK__ADD_FILE__INIT;
+	ortmk_status st;
 
-	body.file_id = file_id;
+	body.file_id = id;
 	body.size = size;
-	body.fd_tag = ++ep->next_fd_tag;
+	body.fd_tag = ++p->next_fd_tag;
 	e.kind = ORTMK__KIND__ADD_FILE;
 	e.body_case = ORTMK__ENVELOPE__BODY_ADD_FILE;
 	e.add_file = &body;
-	if (ipc_send_fd(ep->fd_sock, fd, body.fd_tag))
-		return ep->alive ? died(ep) : core_fail(ORTMK_ERR_PROVIDER_DIED, "provider '%s' is not running", ep->name);
-	return expect_ack(ep, &e);
+	st = send_fd(ep, p, fd, body.fd_tag);
+	return st ? st : expect_ack(ep, p, &e);
 }

@@ -101,6 +101,6 @@ ortmk_status ortmk_session_provider_pid(const ortmk_session *s, size_t i, int *p
 {
 	if (!s || i >= (size_t)s->n_eps || !pid)
 		return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "provider index %zu out of range", i);
-	*pid = s->eps[i]->alive ? (int)s->eps[i]->pid : -1;
+	*pid = s->eps[i]->p.alive ? (int)s->eps[i]->p.pid : -1;
 	return ORTMK_OK;
 }

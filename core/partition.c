@@ -129,8 +129,10 @@ ortmk_status core_partition(ortmk_session *s)
 	}
 	for (size_t k = 0; k < nn; k++)
 		owner[k] = -1;
+	memset(s->nodes_per_ep, 0, sizeof(s->nodes_per_ep));
 	for (int e = 0; e < s->n_eps && st == ORTMK_OK && nn; e++)
-		st = query_one(s, e, owner, reason);
+		if (!s->disabled[e])
+			st = query_one(s, e, owner, reason);
 	if (st == ORTMK_OK)
 		st = unclaimed(s, owner, reason);
 	if (st == ORTMK_OK)

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core.h"
+#include "log.h"
 
 #define DYN_INITIAL (1u << 20)
 #define MAX_PLANS 16
@@ -162,7 +163,7 @@ static ortmk_status grow_segment(ortmk_session *s, shm_segment **seg, uint64_t s
 	}
 	if (*seg) {
 		for (int e = 0; e < s->n_eps; e++)
-			if (ipc_segtab_find(&s->eps[e]->segs, (*seg)->id))
+			if (ipc_segtab_find(&s->eps[e]->p.segs, (*seg)->id))
 				core_ep_release_segment(s->eps[e], (*seg)->id);
 		shm_segment_destroy(*seg);
 		free(*seg);
@@ -385,18 +386,103 @@ static ortmk_status run_locked(run_ctx *c, const ortmk_value **bound,
 	size_t nv = s->g->n_values;
 	ortmk_status st;
 
+	c->dyn_used = 0;
 	c->locs = calloc(nv + 1, sizeof(*c->locs));
 	c->refs = calloc(nv + 1, sizeof(*c->refs));
 	c->prefs = calloc(nv + 1, sizeof(*c->prefs));
 	if (!c->locs || !c->refs || !c->prefs)
-		return core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
-	st = get_plan(s, bound, &c->plan);
+		st = core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
+	else
+		st = get_plan(s, bound, &c->plan);
 	if (st == ORTMK_OK)
 		st = prepare_memory(c, bound);
 	for (size_t i = 0; i < s->n_steps && st == ORTMK_OK; i++)
 		st = run_step(c, i);
 	if (st == ORTMK_OK)
 		st = copy_outputs(c, onames, n_out, outputs);
+	free(c->locs);
+	free(c->refs);
+	free(c->prefs);
+	c->locs = NULL;
+	c->refs = NULL;
+	c->prefs = NULL;
+	return st;
+}
+
+/* Failures that restarting the provider can cure. */
+static int provider_failure(ortmk_status st)
+{
+	return st == ORTMK_ERR_PROVIDER_DIED || st == ORTMK_ERR_TIMEOUT || st == ORTMK_ERR_PROTOCOL;
+}
+
+/* Disables providers that failed too often and moves their nodes on. */
+static ortmk_status check_crash_loop(ortmk_session *s)
+{
+	int changed = 0, left = 0;
+
+	for (int e = 0; e < s->n_eps; e++) {
+		unsigned n = core_ep_recent_failures(s->eps[e], (unsigned)s->crash_loop_window_ms);
+
+		if (!s->disabled[e] && s->nodes_per_ep[e] && n >= (unsigned)s->crash_loop_n) {
+			s->disabled[e] = 1;
+			changed = 1;
+			ipc_log(IPC_LOG_WARN, "provider %s disabled for session %llu: %u failures within %d ms (last: %s)",
+				s->eps[e]->name, (unsigned long long)s->id, n, s->crash_loop_window_ms,
+				s->eps[e]->last_failure);
+		}
+		left += !s->disabled[e];
+	}
+	if (!changed)
+		return ORTMK_OK;
+	if (!left) {
+		snprintf(s->broken, sizeof(s->broken),
+			 "no provider left for this session: every provider failed %d times within %d ms (last: %s)",
+			 s->crash_loop_n, s->crash_loop_window_ms, s->eps[0]->last_failure);
+		return core_fail(ORTMK_ERR_PROVIDER, "%s", s->broken);
+	}
+	if (core_session_repartition(s)) {
+		snprintf(s->broken, sizeof(s->broken), "re-partitioning after a crash loop failed: %s",
+			 ortmk_last_error());
+		return core_fail(ORTMK_ERR_PROVIDER, "%s", s->broken);
+	}
+	return ORTMK_OK;
+}
+
+static void clear_outputs(ortmk_value **outputs, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		ortmk_value_destroy(outputs[i]);
+		outputs[i] = NULL;
+	}
+}
+
+static ortmk_status run_with_recovery(ortmk_session *s, const ortmk_value **bound,
+				      const char *const *onames, size_t n_out,
+				      ortmk_value **outputs)
+{
+	ortmk_status st = ORTMK_OK;
+
+	for (int attempt = 0; attempt < 2; attempt++) {
+		run_ctx c = {.s = s};
+		char keep[1024];
+
+		if (s->broken[0])
+			return core_fail(ORTMK_ERR_PROVIDER, "%s", s->broken);
+		lock_eps(s, 1);
+		st = run_locked(&c, bound, onames, n_out, outputs);
+		if (st == ORTMK_OK)
+			for (int e = 0; e < s->n_eps; e++)
+				core_ep_healthy(s->eps[e]);
+		lock_eps(s, 0);
+		if (st == ORTMK_OK || !provider_failure(st))
+			return st;
+		clear_outputs(outputs, n_out);
+		snprintf(keep, sizeof(keep), "%s", ortmk_last_error());
+		if (check_crash_loop(s) || !s->retry || attempt == 1)
+			return core_fail(st, "%s", keep);
+		s->retried_runs++;
+		ipc_log(IPC_LOG_INFO, "retrying a run: %s", keep);
+	}
 	return st;
 }
 
@@ -406,7 +492,6 @@ ortmk_status core_session_run(ortmk_session *s, const char *const *input_names,
 			      ortmk_value **outputs)
 {
 	const ortmk_value **bound;
-	run_ctx c = {.s = s};
 	ortmk_status st;
 
 	if (!s || (n_inputs && (!input_names || !inputs)) || (n_outputs && (!output_names || !outputs)))
@@ -418,21 +503,23 @@ ortmk_status core_session_run(ortmk_session *s, const char *const *input_names,
 		return core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
 	pthread_mutex_lock(&s->lock);
 	st = bind_inputs(s, input_names, inputs, n_inputs, bound);
-	if (st == ORTMK_OK) {
-		lock_eps(s, 1);
-		st = run_locked(&c, bound, output_names, n_outputs, outputs);
-		lock_eps(s, 0);
-	}
+	if (st == ORTMK_OK)
+		st = run_with_recovery(s, bound, output_names, n_outputs, outputs);
+	s->runs++;
+	s->failed_runs += st != ORTMK_OK;
 	pthread_mutex_unlock(&s->lock);
-	if (st) {
-		for (size_t i = 0; i < n_outputs; i++) {
-			ortmk_value_destroy(outputs[i]);
-			outputs[i] = NULL;
-		}
-	}
-	free(c.locs);
-	free(c.refs);
-	free(c.prefs);
+	if (st)
+		clear_outputs(outputs, n_outputs);
 	free(bound);
 	return st;
+}
+
+ortmk_status ortmk_session_get_stats(const ortmk_session *s, ortmk_session_stats *out)
+{
+	if (!s || !out)
+		return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "stats: NULL argument");
+	out->runs = s->runs;
+	out->failed_runs = s->failed_runs;
+	out->retried_runs = s->retried_runs;
+	return ORTMK_OK;
 }

@@ -134,20 +134,7 @@ static void fill_weight(ortmk_session *s, int v, uint32_t idx, Ortmk__Weight *w)
 
 static ortmk_status send_load(ortmk_session *s, core_step *st, Ortmk__LoadSubgraph *l)
 {
-	core_ep *ep = s->eps[st->ep];
-	Ortmk__Envelope e = ORTMK__ENVELOPE__INIT, *rep = NULL;
-	ortmk_status rc;
-
-	e.kind = ORTMK__KIND__LOAD_SUBGRAPH;
-	e.body_case = ORTMK__ENVELOPE__BODY_LOAD_SUBGRAPH;
-	e.load_subgraph = l;
-	e.has_session = 1;
-	e.session = s->id;
-	rc = core_ep_request(ep, &e, CORE_CONTROL_MS, &rep);
-	if (rc == ORTMK_OK && rep->kind != ORTMK__KIND__LOAD_DONE)
-		rc = core_fail(ORTMK_ERR_PROTOCOL, "provider '%s': expected LOAD_DONE", ep->name);
-	ipc_envelope_free(rep);
-	return rc;
+	return core_ep_load(s->eps[st->ep], s->id, l);
 }
 
 static ortmk_status load_step(ortmk_session *s, core_step *st)
@@ -255,6 +242,7 @@ static ortmk_status load_all(ortmk_session *s)
 			st = share_files(s, s->eps[e]);
 		pthread_mutex_unlock(&s->eps[e]->lock);
 	}
+	free(s->last_step);
 	s->last_step = malloc((s->g->n_values + 1) * sizeof(int));
 	if (!s->last_step)
 		return core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
@@ -296,6 +284,9 @@ ortmk_status ortmk_session_create(ortmk_env *env, const char *model_path,
 	pthread_mutex_init(&s->lock, NULL);
 	s->threads = opts && opts->threads > 0 ? opts->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
 	s->run_timeout_ms = opts ? opts->run_timeout_ms : 0;
+	s->retry = opts ? opts->retry : 0;
+	s->crash_loop_n = opts && opts->crash_loop_n ? opts->crash_loop_n : 5;
+	s->crash_loop_window_ms = opts && opts->crash_loop_window_ms ? opts->crash_loop_window_ms : 10000;
 	rc = graph_load(model_path, &s->g, err, sizeof(err));
 	if (rc) {
 		ortmk_session_destroy(s);
@@ -323,31 +314,15 @@ ortmk_status ortmk_session_create(ortmk_env *env, const char *model_path,
 	return ORTMK_OK;
 }
 
-static void release_on(core_ep *ep, Ortmk__Release *body)
-{
-	Ortmk__Envelope e = ORTMK__ENVELOPE__INIT, *rep = NULL;
-
-	if (!ep->alive)
-		return;
-	e.kind = ORTMK__KIND__RELEASE;
-	e.body_case = ORTMK__ENVELOPE__BODY_RELEASE;
-	e.release = body;
-	core_ep_request(ep, &e, CORE_CONTROL_MS, &rep);
-	ipc_envelope_free(rep);
-}
-
 static void release_provider_state(ortmk_session *s)
 {
 	for (size_t i = 0; i < s->n_steps; i++) {
-		Ortmk__Release r = ORTMK__RELEASE__INIT;
 		core_ep *ep = s->eps[s->steps[i].ep];
 
 		if (!s->steps[i].subgraph_id)
 			continue;
-		r.has_subgraph_id = 1;
-		r.subgraph_id = s->steps[i].subgraph_id;
 		pthread_mutex_lock(&ep->lock);
-		release_on(ep, &r);
+		core_ep_forget_subgraph(ep, s->steps[i].subgraph_id);
 		pthread_mutex_unlock(&ep->lock);
 	}
 	for (int e = 0; e < s->n_eps; e++) {
@@ -356,17 +331,39 @@ static void release_provider_state(ortmk_session *s)
 
 		pthread_mutex_lock(&ep->lock);
 		for (int i = 0; i < 3; i++)
-			if (segs[i] && segs[i]->fd >= 0 && ipc_segtab_find(&ep->segs, segs[i]->id))
+			if (segs[i] && segs[i]->fd >= 0 && ipc_segtab_find(&ep->p.segs, segs[i]->id))
 				core_ep_release_segment(ep, segs[i]->id);
-		for (size_t f = 0; s->file_ids && f < s->g->n_files && s->nodes_per_ep[e]; f++) {
-			Ortmk__Release r = ORTMK__RELEASE__INIT;
-
-			r.has_file_id = 1;
-			r.file_id = s->file_ids[f];
-			release_on(ep, &r);
-		}
+		for (size_t f = 0; s->file_ids && f < s->g->n_files; f++)
+			core_ep_forget_file(ep, s->file_ids[f]);
 		pthread_mutex_unlock(&ep->lock);
 	}
+}
+
+static void free_steps(ortmk_session *s)
+{
+	for (size_t i = 0; i < s->n_steps; i++)
+		free(s->steps[i].values);
+	free(s->steps);
+	s->steps = NULL;
+	s->n_steps = 0;
+}
+
+ortmk_status core_session_repartition(ortmk_session *s)
+{
+	ortmk_status st;
+
+	for (size_t i = 0; i < s->n_steps; i++) {
+		core_ep *ep = s->eps[s->steps[i].ep];
+
+		pthread_mutex_lock(&ep->lock);
+		core_ep_forget_subgraph(ep, s->steps[i].subgraph_id);
+		pthread_mutex_unlock(&ep->lock);
+	}
+	free_steps(s);
+	st = core_partition(s);
+	if (st == ORTMK_OK)
+		st = load_all(s);
+	return st;
 }
 
 void ortmk_session_destroy(ortmk_session *s)
@@ -377,9 +374,7 @@ void ortmk_session_destroy(ortmk_session *s)
 	for (size_t i = 0; i < s->n_plans; i++)
 		core_plan_free(s->plans[i]);
 	free(s->plans);
-	for (size_t i = 0; i < s->n_steps; i++)
-		free(s->steps[i].values);
-	free(s->steps);
+	free_steps(s);
 	if (s->arena) {
 		shm_segment_destroy(s->arena);
 		free(s->arena);

@@ -3,7 +3,8 @@
  * public API: the provider process is a child of the application; killing
  * it (SIGKILL) during a run makes that run fail with
  * ORTMK_ERR_PROVIDER_DIED and a message naming the provider and the signal,
- * promptly, with no crash or hang; host values survive.
+ * promptly, with no crash or hang; host values survive; the next run
+ * restarts the provider, replays its state and gives the same output.
  * Usage: test_provider_death SLOW_MODEL
  */
 #include <pthread.h>
@@ -73,7 +74,7 @@ int main(int argc, char **argv)
 {
 	ortmk_env *env;
 	ortmk_session *s;
-	ortmk_value *x, *y = NULL;
+	ortmk_value *x, *y = NULL, *first = NULL;
 	int64_t dims[2] = {256, 256};
 	const char *in[] = {"x"}, *out[] = {"y"};
 	struct killer k;
@@ -100,7 +101,7 @@ int main(int argc, char **argv)
 	st = ortmk_session_run(s, in, (const ortmk_value *const[]){x}, 1, out, 1, &y);
 	ms = now_ms() - t0;
 	CHECK(st == ORTMK_OK, "first run failed: %s", ortmk_last_error());
-	ortmk_value_destroy(y);
+	first = y;
 	y = NULL;
 	fprintf(stderr, "one run takes %.1f ms\n", ms);
 
@@ -127,9 +128,22 @@ int main(int argc, char **argv)
 	CHECK(ms < 5000, "death noticed only after %.0f ms", ms);
 	fprintf(stderr, "run failed after %.1f ms: %s\n", ms, ortmk_last_error());
 
-	/* The next run fails cleanly too (restart comes with supervision). */
+	/* The next run restarts the provider and works, with the same output. */
 	st = ortmk_session_run(s, in, (const ortmk_value *const[]){x}, 1, out, 1, &y);
-	CHECK(st == ORTMK_ERR_PROVIDER_DIED, "run after death: %s", ortmk_status_name(st));
+	CHECK(st == ORTMK_OK, "run after death: %s (%s)", ortmk_status_name(st), ortmk_last_error());
+	if (st == ORTMK_OK) {
+		ortmk_provider_status ps;
+
+		CHECK(memcmp(ortmk_value_data(y), ortmk_value_data(first), 256 * 256 * 4) == 0,
+		      "output after restart differs");
+		ortmk_session_provider_status(s, 0, &ps);
+		CHECK(ps.restarts == 1 && ps.pid > 0 && ps.pid != pid && !strcmp(ps.state, "running"),
+		      "status after restart: restarts %u pid %d state %s", ps.restarts, ps.pid, ps.state);
+		CHECK(strstr(ps.last_failure, "signal 9") != NULL, "last failure: %s", ps.last_failure);
+		fprintf(stderr, "restarted as pid %d, crash-to-ready %.1f ms\n", ps.pid, ps.last_restart_ms);
+		ortmk_value_destroy(y);
+	}
+	ortmk_value_destroy(first);
 	/* Host values survive the provider. */
 	CHECK(((float *)ortmk_value_data(x))[9] == (float)((9 % 17) - 8) / 8.0f, "input corrupted");
 

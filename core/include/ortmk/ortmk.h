@@ -78,7 +78,14 @@ void ortmk_env_destroy(ortmk_env *env);
 /* Session options.  Keys:
  *   "providers"     comma-separated list in priority order ("cpu")
  *   "threads"       intra-op threads per provider (default: cores)
- *   "run_timeout_ms" deadline of one run (default 0: none)
+ *   "run_timeout_ms" deadline of one run (default 0: none); a provider past
+ *                   it is killed (and restarted on next use)
+ *   "retry"         "1": a run that failed because its provider died, hung
+ *                   or broke the protocol is run once more, transparently
+ *   "crash_loop_n", "crash_loop_window_ms"  a provider failing n times
+ *                   within the window (default 5 in 10000 ms) is disabled
+ *                   for the session, which moves its nodes to the next
+ *                   provider of its list (cpu last)
  */
 ortmk_status ortmk_session_options_create(ortmk_session_options **out);
 void ortmk_session_options_destroy(ortmk_session_options *o);
@@ -107,6 +114,39 @@ ortmk_status ortmk_session_provider_nodes(const ortmk_session *s, size_t i,
 					  const char **provider, size_t *nodes);
 /* Process id of the provider process serving provider i (for tools). */
 ortmk_status ortmk_session_provider_pid(const ortmk_session *s, size_t i, int *pid);
+
+/* What a provider process is doing and what happened to it.  Strings stay
+ * valid until the environment is destroyed; last_failure is overwritten by
+ * the next failure. */
+typedef struct ortmk_provider_status {
+	const char *name;          /* "cpu" */
+	const char *binary;        /* the executable now serving it */
+	int pid;                   /* -1 when not running */
+	const char *state;         /* "running", "dead" (restarts on next use),
+	                              "disabled" (session only: crash loop) */
+	unsigned restarts;         /* processes started after a failure */
+	unsigned swaps;            /* hot swaps done */
+	unsigned failures;         /* deaths, timeouts, protocol violations */
+	const char *last_failure;  /* "" when none */
+	double last_restart_ms;    /* failure noticed -> replayed and ready */
+} ortmk_provider_status;
+
+size_t ortmk_env_provider_count(const ortmk_env *env);
+ortmk_status ortmk_env_provider_status(ortmk_env *env, size_t i, ortmk_provider_status *out);
+/* As seen by a session: state is "disabled" once the session gave up on it. */
+ortmk_status ortmk_session_provider_status(const ortmk_session *s, size_t i,
+					   ortmk_provider_status *out);
+/* Hot swap: starts `binary` as the new process of `provider`, replays the
+ * provider's state into it (segments, external-data files, subgraphs),
+ * switches between runs and stops the old process.  A run in progress
+ * finishes on the old process; none fails because of the swap. */
+ortmk_status ortmk_env_swap_provider(ortmk_env *env, const char *provider, const char *binary);
+
+/* Counters of a session's runs. */
+typedef struct ortmk_session_stats {
+	unsigned runs, failed_runs, retried_runs;
+} ortmk_session_stats;
+ortmk_status ortmk_session_get_stats(const ortmk_session *s, ortmk_session_stats *out);
 
 /* Runs the model.  outputs[i] receives a new value the caller destroys.
  * A run whose provider dies returns ORTMK_ERR_PROVIDER_DIED; the session

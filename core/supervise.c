@@ -1,0 +1,317 @@
+/*
+ * supervise: keeping providers alive.  Each provider remembers what it was
+ * given (segments, external-data files, loaded subgraphs); when its process
+ * dies, is killed for a missed deadline or for breaking the protocol, the
+ * next request restarts it, after a back-off that grows with consecutive
+ * failures, and replays that state: segments and files are handed over
+ * again as descriptors (weights are mapped again, not copied) and every
+ * subgraph is loaded again.  A hot swap starts a process of another binary,
+ * replays into it while the old one still holds the provider's lock (so it
+ * happens between runs), then stops the old one.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core.h"
+#include "log.h"
+
+#define BACKOFF_MAX_MS 2000
+
+void core_ep_kill(core_ep *ep, const char *why)
+{
+	if (!ep->p.alive)
+		return;
+	ipc_log(IPC_LOG_WARN, "killing provider %s (pid %d): %s", ep->name, (int)ep->p.pid, why);
+	kill(ep->p.pid, SIGKILL);
+}
+
+unsigned core_ep_recent_failures(const core_ep *ep, unsigned window_ms)
+{
+	uint64_t now = ipc_now_ns(), win = (uint64_t)window_ms * 1000000u;
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < CORE_FAIL_HISTORY && i < ep->failures; i++) {
+		uint64_t t = ep->fail_ns[(ep->failures - i) % CORE_FAIL_HISTORY];
+
+		if (now - t <= win)
+			n++;
+	}
+	return n;
+}
+
+/* ---- what is replayed --------------------------------------------------- */
+
+ortmk_status core_ep_add_file(core_ep *ep, uint64_t file_id, int fd, uint64_t size)
+{
+	core_file_rec *n;
+	ortmk_status st;
+
+	for (size_t i = 0; i < ep->n_files; i++)
+		if (ep->files[i].id == file_id)
+			return ORTMK_OK;
+	n = realloc(ep->files, (ep->n_files + 1) * sizeof(*n));
+	if (!n)
+		return core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
+	ep->files = n;
+	st = core_ep_ensure(ep);
+	if (st == ORTMK_OK)
+		st = core_proc_add_file(ep, &ep->p, file_id, fd, size);
+	if (st == ORTMK_OK)
+		ep->files[ep->n_files++] = (core_file_rec){file_id, fd, size};
+	return st;
+}
+
+static void release(core_ep *ep, Ortmk__Release *body)
+{
+	Ortmk__Envelope e = ORTMK__ENVELOPE__INIT, *rep = NULL;
+
+	if (!ep->p.alive)
+		return;
+	e.kind = ORTMK__KIND__RELEASE;
+	e.body_case = ORTMK__ENVELOPE__BODY_RELEASE;
+	e.release = body;
+	core_proc_request(ep, &ep->p, &e, CORE_CONTROL_MS, &rep);
+	ipc_envelope_free(rep);
+}
+
+ortmk_status core_ep_forget_file(core_ep *ep, uint64_t file_id)
+{
+	Ortmk__Release r = ORTMK__RELEASE__INIT;
+
+	for (size_t i = 0; i < ep->n_files; i++) {
+		if (ep->files[i].id == file_id) {
+			ep->files[i] = ep->files[--ep->n_files];
+			r.has_file_id = 1;
+			r.file_id = file_id;
+			release(ep, &r);
+			break;
+		}
+	}
+	return ORTMK_OK;
+}
+
+static ortmk_status load_on(core_ep *ep, core_proc *p, uint64_t session, Ortmk__LoadSubgraph *l)
+{
+	Ortmk__Envelope e = ORTMK__ENVELOPE__INIT, *rep = NULL;
+	ortmk_status st;
+
+	e.kind = ORTMK__KIND__LOAD_SUBGRAPH;
+	e.body_case = ORTMK__ENVELOPE__BODY_LOAD_SUBGRAPH;
+	e.load_subgraph = l;
+	e.has_session = 1;
+	e.session = session;
+	st = core_proc_request(ep, p, &e, CORE_CONTROL_MS, &rep);
+	if (st == ORTMK_OK && rep->kind != ORTMK__KIND__LOAD_DONE)
+		st = core_fail(ORTMK_ERR_PROTOCOL, "provider '%s': expected LOAD_DONE", ep->name);
+	ipc_envelope_free(rep);
+	return st;
+}
+
+ortmk_status core_ep_load(core_ep *ep, uint64_t session, Ortmk__LoadSubgraph *l)
+{
+	core_sg_rec *n = realloc(ep->sgs, (ep->n_sgs + 1) * sizeof(*n));
+	core_sg_rec rec = {.id = l->subgraph_id, .session = session};
+	ortmk_status st;
+
+	if (!n)
+		return core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
+	ep->sgs = n;
+	rec.len = ortmk__load_subgraph__get_packed_size(l);
+	rec.bytes = malloc(rec.len + 1);
+	if (!rec.bytes)
+		return core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
+	ortmk__load_subgraph__pack(l, rec.bytes);
+	st = core_ep_ensure(ep);
+	if (st == ORTMK_OK)
+		st = load_on(ep, &ep->p, session, l);
+	if (st) {
+		free(rec.bytes);
+		return st;
+	}
+	ep->sgs[ep->n_sgs++] = rec;
+	return ORTMK_OK;
+}
+
+ortmk_status core_ep_forget_subgraph(core_ep *ep, uint32_t id)
+{
+	Ortmk__Release r = ORTMK__RELEASE__INIT;
+
+	for (size_t i = 0; i < ep->n_sgs; i++) {
+		if (ep->sgs[i].id == id) {
+			free(ep->sgs[i].bytes);
+			ep->sgs[i] = ep->sgs[--ep->n_sgs];
+			r.has_subgraph_id = 1;
+			r.subgraph_id = id;
+			release(ep, &r);
+			break;
+		}
+	}
+	return ORTMK_OK;
+}
+
+/* ---- restart and replay --------------------------------------------------- */
+
+/* Gives process `to` everything `ep` has handed out so far. */
+static ortmk_status replay(core_ep *ep, core_proc *to, const ipc_segtab *segs)
+{
+	ortmk_status st = ORTMK_OK;
+
+	for (size_t i = 0; i < segs->n && st == ORTMK_OK; i++)
+		st = core_proc_add_segment(ep, to, segs->segs[i]);
+	for (size_t i = 0; i < ep->n_files && st == ORTMK_OK; i++)
+		st = core_proc_add_file(ep, to, ep->files[i].id, ep->files[i].fd, ep->files[i].size);
+	for (size_t i = 0; i < ep->n_sgs && st == ORTMK_OK; i++) {
+		Ortmk__LoadSubgraph *l = ortmk__load_subgraph__unpack(NULL, ep->sgs[i].len,
+								       ep->sgs[i].bytes);
+
+		if (!l)
+			return core_fail(ORTMK_ERR_INTERNAL, "cannot replay subgraph %u", ep->sgs[i].id);
+		st = load_on(ep, to, ep->sgs[i].session, l);
+		ortmk__load_subgraph__free_unpacked(l, NULL);
+	}
+	return st;
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+/* Starts a process of `binary` and replays into it; `old_segs` is the set
+ * of segments to hand over. */
+static ortmk_status start_and_replay(core_ep *ep, core_proc *np, const char *binary,
+				     const ipc_segtab *old_segs)
+{
+	ortmk_status st = core_proc_start(ep, np, binary);
+
+	if (st == ORTMK_OK)
+		st = replay(ep, np, old_segs);
+	if (st) {
+		char keep[1024];
+
+		snprintf(keep, sizeof(keep), "%s", ortmk_last_error());
+		core_proc_stop(ep, np);
+		return core_fail(st, "%s", keep);
+	}
+	return ORTMK_OK;
+}
+
+ortmk_status core_ep_ensure(core_ep *ep)
+{
+	ipc_segtab segs;
+	core_proc np;
+	ortmk_status st;
+
+	if (ep->p.alive)
+		return ORTMK_OK;
+	/* Back-off: consecutive failures wait 0, 10, 20, 40 ... ms (capped). */
+	if (ep->backoff_ms)
+		sleep_ms(ep->backoff_ms);
+	ep->backoff_ms = ep->backoff_ms ? ep->backoff_ms * 2 : 10;
+	if (ep->backoff_ms > BACKOFF_MAX_MS)
+		ep->backoff_ms = BACKOFF_MAX_MS;
+	/* The dead process's segment table is the list to replay. */
+	segs = ep->p.segs;
+	memset(&ep->p.segs, 0, sizeof(ep->p.segs));
+	core_proc_stop(ep, &ep->p);
+	st = start_and_replay(ep, &np, ep->binary, &segs);
+	ipc_segtab_fini(&segs);
+	if (st) {
+		ep->p.alive = 0;
+		return st;
+	}
+	ep->p = np;
+	ep->p.chan.segs = &ep->p.segs;
+	ep->restarts++;
+	ep->last_restart_ms = ep->died_ns ? (double)(ipc_now_ns() - ep->died_ns) / 1e6 : 0;
+	ipc_log(IPC_LOG_INFO, "provider %s restarted (pid %d) in %.1f ms", ep->name,
+		(int)ep->p.pid, ep->last_restart_ms);
+	return ORTMK_OK;
+}
+
+/* A run that completes resets the back-off. */
+void core_ep_healthy(core_ep *ep)
+{
+	ep->backoff_ms = 0;
+}
+
+/* ---- hot swap ------------------------------------------------------------- */
+
+ortmk_status ortmk_env_swap_provider(ortmk_env *env, const char *provider, const char *binary)
+{
+	core_ep *ep = NULL;
+	core_proc np;
+	ortmk_status st;
+
+	core_clear_error();
+	if (!env || !provider || !binary)
+		return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "swap: NULL argument");
+	if (access(binary, X_OK))
+		return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "swap: '%s' is not an executable", binary);
+	st = core_env_get_ep(env, provider, &ep);
+	if (st)
+		return st;
+	/* Holding the lock waits for the run in progress: the switch happens
+	 * between runs, and the old process keeps serving until then. */
+	pthread_mutex_lock(&ep->lock);
+	st = start_and_replay(ep, &np, binary, &ep->p.segs);
+	if (st == ORTMK_OK) {
+		core_proc_stop(ep, &ep->p);
+		ep->p = np;
+		ep->p.chan.segs = &ep->p.segs;
+		snprintf(ep->binary, sizeof(ep->binary), "%s", binary);
+		ep->swaps++;
+		ipc_log(IPC_LOG_INFO, "provider %s swapped to %s (pid %d)", ep->name, binary,
+			(int)ep->p.pid);
+	}
+	pthread_mutex_unlock(&ep->lock);
+	return st;
+}
+
+/* ---- status --------------------------------------------------------------- */
+
+size_t ortmk_env_provider_count(const ortmk_env *env)
+{
+	return env ? (size_t)env->n_eps : 0;
+}
+
+static void fill_status(core_ep *ep, ortmk_provider_status *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->name = ep->name;
+	out->binary = ep->binary;
+	out->pid = ep->p.alive ? (int)ep->p.pid : -1;
+	out->state = ep->p.alive ? "running" : "dead";
+	out->restarts = ep->restarts;
+	out->swaps = ep->swaps;
+	out->failures = ep->failures;
+	out->last_failure = ep->last_failure;
+	out->last_restart_ms = ep->last_restart_ms;
+}
+
+ortmk_status ortmk_env_provider_status(ortmk_env *env, size_t i, ortmk_provider_status *out)
+{
+	if (!env || !out || i >= (size_t)env->n_eps)
+		return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "provider index %zu out of range", i);
+	fill_status(env->eps[i], out);
+	return ORTMK_OK;
+}
+
+ortmk_status ortmk_session_provider_status(const ortmk_session *s, size_t i,
+					   ortmk_provider_status *out)
+{
+	if (!s || !out || i >= (size_t)s->n_eps)
+		return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "provider index %zu out of range", i);
+	fill_status(s->eps[i], out);
+	if (s->disabled[i])
+		out->state = "disabled";
+	return ORTMK_OK;
+}
