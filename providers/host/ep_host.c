@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "channel.h"
@@ -48,9 +48,14 @@ typedef struct sg_priv {
  *   hang-after:KIND:N     ... sleeps forever instead of answering
  *   exit-after:KIND:N     ... exits with status 3
  *   garbage-after:KIND:N  ... is answered with random bytes
+ *   badseq-after:KIND:N   ... is answered with a reply to another request
+ *   badref-after:KIND:N   ... is answered by a RESULT naming bytes outside
+ *                         every segment
  * KIND is a message kind in lower case (run, load_subgraph, ...).
  */
-enum fault_action { FAULT_NONE, FAULT_CRASH, FAULT_HANG, FAULT_EXIT, FAULT_GARBAGE };
+enum fault_action {
+	FAULT_NONE, FAULT_CRASH, FAULT_HANG, FAULT_EXIT, FAULT_GARBAGE, FAULT_BADSEQ, FAULT_BADREF,
+};
 
 typedef struct fault {
 	enum fault_action action;
@@ -558,7 +563,8 @@ static int on_release(host *h, const Ortmk__Envelope *req)
 
 static void fault_parse(fault *f)
 {
-	static const char *actions[] = {"", "crash-after", "hang-after", "exit-after", "garbage-after"};
+	static const char *actions[] = {"", "crash-after", "hang-after", "exit-after", "garbage-after",
+					"badseq-after", "badref-after"};
 	const char *spec = getenv("ORTMK_EP_FAULT");
 	char act[32], kind[32];
 	long n;
@@ -566,7 +572,7 @@ static void fault_parse(fault *f)
 	memset(f, 0, sizeof(*f));
 	if (!spec || sscanf(spec, "%31[a-z-]:%31[a-z_]:%ld", act, kind, &n) != 3)
 		return;
-	for (int a = 1; a < 5; a++)
+	for (int a = 1; a < 7; a++)
 		if (strcmp(act, actions[a]) == 0)
 			f->action = (enum fault_action)a;
 	for (int k = 1; k < 16; k++) {
@@ -583,6 +589,28 @@ static void fault_parse(fault *f)
 	f->after = n;
 	if (!f->kind)
 		f->action = FAULT_NONE;
+}
+
+static void fault_badref(host *h, const Ortmk__Envelope *req)
+{
+	Ortmk__Envelope e = ORTMK__ENVELOPE__INIT;
+	Ortmk__Result body = ORTMK__RESULT__INIT;
+	Ortmk__TensorRef t = ORTMK__TENSOR_REF__INIT, *pt = &t;
+	int64_t dims[1] = {4};
+
+	t.dtype = 1;
+	t.n_dims = 1;
+	t.dims = dims;
+	t.nbytes = 16;
+	t.segment_id = h->segs.n ? h->segs.segs[0]->id : 1;
+	t.offset = UINT64_C(1) << 40;
+	body.run_id = req->kind == ORTMK__KIND__RUN ? req->run->run_id : 0;
+	body.n_outputs = 1;
+	body.outputs = &pt;
+	e.kind = ORTMK__KIND__RESULT;
+	e.body_case = ORTMK__ENVELOPE__BODY_RESULT;
+	e.result = &body;
+	reply(h, req, &e);
 }
 
 /* Returns 1 when the fault replaced the normal handling of `req`. */
@@ -607,6 +635,16 @@ static int fault_fire(host *h, const Ortmk__Envelope *req)
 		for (size_t i = 0; i < sizeof(junk); i++)
 			junk[i] = (uint8_t)rand();
 		nng_send(h->chan.sock, junk, sizeof(junk), 0);
+		return 1;
+	case FAULT_BADSEQ: {
+		Ortmk__Envelope other = *req;
+
+		other.seq += 1000;
+		reply_ack(h, &other);
+		return 1;
+	}
+	case FAULT_BADREF:
+		fault_badref(h, req);
 		return 1;
 	default:
 		break;
@@ -687,8 +725,11 @@ int ep_host_main(const ep_vtable *vt, int argc, char **argv)
 	(void)argv;
 	ipc_chan_init(&h.chan);
 	ipc_log_set_role(vt->name);
-	/* The core is our reason to exist: die with it. */
-	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	/* The core is our reason to exist: watch it and leave with it.  Not
+	 * PR_SET_PDEATHSIG, which fires when the spawning *thread* exits. */
+	h.chan.peer_pidfd = (int)syscall(SYS_pidfd_open, getppid(), 0);
+	if (h.chan.peer_pidfd < 0 || getppid() == 1)
+		return 1;
 	signal(SIGPIPE, SIG_IGN);
 	h.chan.segs = &h.segs;
 	fault_parse(&h.fault);
