@@ -113,6 +113,8 @@ unsigned core_ep_recent_failures(const core_ep *ep, unsigned window_ms);
 /* env.c internals used by supervise.c */
 ortmk_status core_proc_start(core_ep *ep, core_proc *p, const char *binary);
 void core_proc_stop(core_ep *ep, core_proc *p);
+/* 1 when the process is gone (a death noticed here is recorded). */
+int core_proc_check_dead(core_ep *ep, core_proc *p);
 ortmk_status core_proc_request(core_ep *ep, core_proc *p, Ortmk__Envelope *req,
 			       int timeout_ms, Ortmk__Envelope **rep);
 ortmk_status core_proc_add_segment(core_ep *ep, core_proc *p, shm_segment *s);

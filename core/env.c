@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -60,6 +61,7 @@ ortmk_status ortmk_env_create(ortmk_env **out)
 				 base, strerror(e));
 	}
 	pthread_mutex_init(&env->lock, NULL);
+	ipc_trace_init_from_env();
 	signal(SIGPIPE, SIG_IGN);
 	*out = env;
 	return ORTMK_OK;
@@ -387,6 +389,17 @@ static ortmk_status proc_failed(core_ep *ep, core_proc *p, ortmk_status st)
 	}
 	ipc_log(IPC_LOG_WARN, "%s", msg);
 	return core_fail(st, "%s", msg);
+}
+
+int core_proc_check_dead(core_ep *ep, core_proc *p)
+{
+	struct pollfd pf = {.fd = p->pidfd, .events = POLLIN};
+
+	if (!p->alive || p->pidfd < 0 || poll(&pf, 1, 0) != 1)
+		return !p->alive;
+	proc_failed(ep, p, ORTMK_ERR_PROVIDER_DIED);
+	core_clear_error();
+	return 1;
 }
 
 static ortmk_status error_reply(core_ep *ep, const Ortmk__Error *e)

@@ -210,7 +210,9 @@ ortmk_status core_ep_ensure(core_ep *ep)
 	core_proc np;
 	ortmk_status st;
 
-	if (ep->p.alive)
+	/* A death between requests is noticed here, so the next request goes
+	 * to a new process instead of failing. */
+	if (!core_proc_check_dead(ep, &ep->p))
 		return ORTMK_OK;
 	/* Back-off: consecutive failures wait 0, 10, 20, 40 ... ms (capped). */
 	if (ep->backoff_ms)
@@ -267,7 +269,8 @@ ortmk_status ortmk_env_swap_provider(ortmk_env *env, const char *provider, const
 		core_proc_stop(ep, &ep->p);
 		ep->p = np;
 		ep->p.chan.segs = &ep->p.segs;
-		snprintf(ep->binary, sizeof(ep->binary), "%s", binary);
+		if (binary != ep->binary)
+			snprintf(ep->binary, sizeof(ep->binary), "%s", binary);
 		ep->swaps++;
 		ipc_log(IPC_LOG_INFO, "provider %s swapped to %s (pid %d)", ep->name, binary,
 			(int)ep->p.pid);

@@ -43,7 +43,12 @@ typedef struct options {
 	const char *threads;      /* NULL: the library's default */
 	long iters, warmup;
 	uint64_t seed;
-	bool json;
+	bool json, retry, keep_going;
+	const char *timeout_ms;   /* NULL: no deadline */
+	long swap_every;          /* 0: no hot swaps */
+	const char *swap_binary;  /* NULL: the provider's own binary */
+	/* results */
+	long runs, failed_runs, timed;
 	name_value inputs[MAX_ARGS], dims[MAX_ARGS], shapes[MAX_ARGS];
 	size_t n_inputs, n_dims, n_shapes;
 } options;
@@ -64,6 +69,11 @@ static void usage(FILE *f)
 "  --threads T           intra-op threads per provider (default: cores)\n"
 "  --seed S              seed of generated inputs (default 1)\n"
 "  --json                print one JSON object of results and timings\n"
+"  --retry               rerun once a run whose provider died or hung\n"
+"  --timeout-ms MS       deadline of one run; a provider past it is killed\n"
+"  --keep-going          count failed runs and go on instead of stopping\n"
+"  --swap-every N        hot-swap the first provider every N runs\n"
+"  --swap-binary PATH    the binary to swap to (default: the same one)\n"
 "Inputs not given with --input are generated from the seed: floating types\n"
 "uniform in [-1, 1), integer types uniform in [0, 8) (valid as indices of\n"
 "small axes), bool uniform.  Dynamic dims are 1 unless --dim or --shape\n"
@@ -131,6 +141,13 @@ static bool set_option(options *o, const char *key, const char *val)
 		return parse_long(val, 1, &o->iters);
 	else if (!strcmp(key, "--warmup"))
 		return parse_long(val, 0, &o->warmup);
+	else if (!strcmp(key, "--timeout-ms")) {
+		o->timeout_ms = val;
+		return parse_long(val, 1, &n);
+	} else if (!strcmp(key, "--swap-every"))
+		return parse_long(val, 1, &o->swap_every);
+	else if (!strcmp(key, "--swap-binary"))
+		o->swap_binary = val;
 	else if (!strcmp(key, "--threads")) {
 		o->threads = val;
 		return parse_long(val, 1, &n);
@@ -147,7 +164,8 @@ static bool is_value_option(const char *key)
 {
 	static const char *const keys[] = {
 		"--provider", "--output-dir", "--input", "--dim", "--shape",
-		"--iters", "--warmup", "--threads", "--seed",
+		"--iters", "--warmup", "--threads", "--seed", "--timeout-ms",
+		"--swap-every", "--swap-binary",
 	};
 	for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
 		if (!strcmp(key, keys[i]))
@@ -172,8 +190,10 @@ static int parse_args(int argc, char **argv, options *o)
 			o->model = a;
 			continue;
 		}
-		if (!strcmp(a, "--json")) {
-			o->json = true;
+		if (!strcmp(a, "--json") || !strcmp(a, "--retry") || !strcmp(a, "--keep-going")) {
+			o->json |= !strcmp(a, "--json");
+			o->retry |= !strcmp(a, "--retry");
+			o->keep_going |= !strcmp(a, "--keep-going");
 			continue;
 		}
 		/* Every other option takes a value: "--key value" or "--key=value". */
@@ -460,10 +480,25 @@ static double median(const double *sorted, size_t n)
 	return n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
 }
 
-static void print_json(ortmk_session *s, const options *o, double create_ms,
+static void print_supervision(ortmk_env *env, const options *o)
+{
+	unsigned restarts = 0, swaps = 0;
+	ortmk_provider_status ps;
+
+	for (size_t i = 0; i < ortmk_env_provider_count(env); i++) {
+		if (ortmk_env_provider_status(env, i, &ps))
+			continue;
+		restarts += ps.restarts;
+		swaps += ps.swaps;
+	}
+	printf(", \"runs\": %ld, \"failed_runs\": %ld, \"ep_restarts\": %u, \"swaps\": %u",
+	       o->runs, o->failed_runs, restarts, swaps);
+}
+
+static void print_json(ortmk_env *env, ortmk_session *s, const options *o, double create_ms,
 		       const double *times)
 {
-	size_t np = ortmk_session_provider_count(s), n = (size_t)o->iters;
+	size_t np = ortmk_session_provider_count(s), n = (size_t)o->timed;
 	const char *prov;
 	size_t nodes;
 	int pid;
@@ -477,9 +512,13 @@ static void print_json(ortmk_session *s, const options *o, double create_ms,
 		printf(", \"threads\": %s", o->threads);
 	else
 		printf(", \"threads\": %ld", sysconf(_SC_NPROCESSORS_ONLN));
-	printf(", \"iters\": %zu, \"session_create_ms\": %.3f", n, create_ms);
-	printf(", \"median_ms\": %.3f, \"p90_ms\": %.3f, \"min_ms\": %.3f",
-	       median(times, n), times[(size_t)ceil(0.9 * (double)n) - 1], times[0]);
+	printf(", \"iters\": %ld, \"session_create_ms\": %.3f", o->iters, create_ms);
+	if (n)
+		printf(", \"median_ms\": %.3f, \"p90_ms\": %.3f, \"min_ms\": %.3f",
+		       median(times, n), times[(size_t)ceil(0.9 * (double)n) - 1], times[0]);
+	else
+		printf(", \"median_ms\": null, \"p90_ms\": null, \"min_ms\": null");
+	print_supervision(env, o);
 	printf(", \"core_peak_rss_mb\": %.1f, \"ep_peak_rss_mb\": {",
 	       peak_rss_mb("self"));
 	for (size_t i = 0; i < np; i++) {
@@ -511,7 +550,7 @@ static void print_json(ortmk_session *s, const options *o, double create_ms,
 static void print_text(ortmk_session *s, const options *o, const char **onames,
 		       ortmk_value **outs, size_t nout, const double *times)
 {
-	size_t n = (size_t)o->iters;
+	size_t n = (size_t)o->timed;
 	char shape[256];
 
 	for (size_t i = 0; i < nout; i++) {
@@ -525,8 +564,11 @@ static void print_text(ortmk_session *s, const options *o, const char **onames,
 			printf(" %.6g", tfill_element(ortmk_value_data_const(outs[i]), t, k));
 		printf("%s\n", count > 8 ? " ..." : "");
 	}
-	printf("latency: median %.3f ms over %zu run%s\n",
-	       median(times, n), n, n == 1 ? "" : "s");
+	if (n)
+		printf("latency: median %.3f ms over %zu run%s\n",
+		       median(times, n), n, n == 1 ? "" : "s");
+	if (o->failed_runs)
+		printf("failed runs: %ld of %ld\n", o->failed_runs, o->runs);
 	for (size_t i = 0; i < ortmk_session_provider_count(s); i++) {
 		const char *prov;
 		size_t nodes;
@@ -603,24 +645,60 @@ static void destroy_values(ortmk_value **v, size_t n)
 	}
 }
 
-/* Warm-up and timed runs; the last run's outputs stay in outs. */
-static bool run_all(ortmk_session *s, const options *o, const char **inames,
+static bool swap_provider(ortmk_env *env, const options *o)
+{
+	char name[64];
+	ortmk_provider_status ps;
+	const char *bin = o->swap_binary;
+
+	snprintf(name, sizeof name, "%.*s", (int)strcspn(o->provider, ","), o->provider);
+	if (!bin) {
+		for (size_t i = 0; i < ortmk_env_provider_count(env); i++)
+			if (!ortmk_env_provider_status(env, i, &ps) && !strcmp(ps.name, name))
+				bin = ps.binary;
+	}
+	if (!bin || ortmk_env_swap_provider(env, name, bin)) {
+		fail("swap of provider '%s' failed: %s", name, bin ? ortmk_last_error() : "unknown");
+		return false;
+	}
+	return true;
+}
+
+/* Warm-up and timed runs; the last good run's outputs stay in outs. */
+static bool run_all(ortmk_env *env, ortmk_session *s, options *o, const char **inames,
 		    ortmk_value **ins, size_t nin, const char **onames,
 		    ortmk_value **outs, size_t nout, double *times)
 {
 	long total = o->warmup + o->iters;
+	ortmk_value **tmp = calloc(nout + 1, sizeof *tmp);
+
+	if (!tmp)
+		return fail("out of memory"), false;
 	for (long r = 0; r < total; r++) {
-		destroy_values(outs, nout);
+		if (o->swap_every && r > 0 && r % o->swap_every == 0 && !swap_provider(env, o))
+			return free(tmp), false;
 		double t0 = now_ms();
+		o->runs++;
 		if (ortmk_session_run(s, inames, (const ortmk_value *const *)ins, nin,
-				      onames, nout, outs)) {
-			fail("run failed: %s", ortmk_last_error());
-			return false;
+				      onames, nout, tmp)) {
+			o->failed_runs++;
+			if (!o->keep_going) {
+				fail("run failed: %s", ortmk_last_error());
+				return free(tmp), false;
+			}
+			continue;
 		}
 		if (r >= o->warmup)
-			times[r - o->warmup] = now_ms() - t0;
+			times[o->timed++] = now_ms() - t0;
+		destroy_values(outs, nout);
+		memcpy(outs, tmp, nout * sizeof *outs);
 	}
-	qsort(times, (size_t)o->iters, sizeof *times, cmp_double);
+	free(tmp);
+	qsort(times, (size_t)o->timed, sizeof *times, cmp_double);
+	if (!outs[0] && nout) {
+		fail("every run failed; last error: %s", ortmk_last_error());
+		return false;
+	}
 	return true;
 }
 
@@ -646,7 +724,9 @@ int main(int argc, char **argv)
 	rc = 1;
 	if (ortmk_env_create(&env) || ortmk_session_options_create(&so) ||
 	    ortmk_session_options_set(so, "providers", o.provider) ||
-	    (o.threads && ortmk_session_options_set(so, "threads", o.threads))) {
+	    (o.threads && ortmk_session_options_set(so, "threads", o.threads)) ||
+	    (o.timeout_ms && ortmk_session_options_set(so, "run_timeout_ms", o.timeout_ms)) ||
+	    (o.retry && ortmk_session_options_set(so, "retry", "1"))) {
 		fail("%s", ortmk_last_error());
 		goto out;
 	}
@@ -678,17 +758,19 @@ int main(int argc, char **argv)
 		}
 	}
 	if (!make_inputs(env, s, &o, inames, ins) ||
-	    !run_all(s, &o, inames, ins, nin, onames, outs, nout, times))
+	    !run_all(env, s, &o, inames, ins, nin, onames, outs, nout, times))
 		goto out;
 	if (o.outdir && !write_outputs(o.outdir, onames, outs, nout))
 		goto out;
 	if (o.json)
-		print_json(s, &o, create_ms, times);
+		print_json(env, s, &o, create_ms, times);
 	else
 		print_text(s, &o, onames, outs, nout, times);
 	rc = fflush(stdout) ? 1 : 0;
 	if (rc)
 		fail("cannot write to stdout: %s", strerror(errno));
+	else if (o.failed_runs)
+		rc = 1;
 out:
 	destroy_values(outs, nout);
 	destroy_values(ins, nin);
