@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include "channel.h"
+#include "ring.h"
 #include "graph.h"
 #include "ortmk/ortmk.h"
 #include "shm.h"
@@ -36,6 +37,11 @@ typedef struct core_proc {
 	ipc_segtab segs;          /* segments this process has mapped */
 	uint64_t next_fd_tag;
 	uint64_t exec_id;         /* distinguishes socket paths of successive processes */
+	/* fast path (ipc/ring.h): RUN and its reply, when negotiated */
+	int ring_on;
+	shm_segment ring_seg;
+	ipc_ring_pair ring;
+	int reply_in_ring;        /* the last reply lives in the ring's arena */
 } core_proc;
 
 /* State replayed into every new process of a provider. */
@@ -93,6 +99,8 @@ ortmk_status core_env_get_ep(ortmk_env *env, const char *name, core_ep **out);
  * the message set.  *rep is freed by the caller (ipc_envelope_free). */
 ortmk_status core_ep_request(core_ep *ep, Ortmk__Envelope *req, int timeout_ms,
 			     Ortmk__Envelope **rep);
+/* Frees a reply of core_ep_request (replies from the ring are not malloc'ed). */
+void core_ep_reply_free(core_ep *ep, Ortmk__Envelope *rep);
 /* Makes a segment known to the provider (ADD_SEGMENT with its fd);
  * no-op when it already is. */
 ortmk_status core_ep_add_segment(core_ep *ep, shm_segment *s);
@@ -113,6 +121,8 @@ unsigned core_ep_recent_failures(const core_ep *ep, unsigned window_ms);
 /* env.c internals used by supervise.c */
 ortmk_status core_proc_start(core_ep *ep, core_proc *p, const char *binary);
 void core_proc_stop(core_ep *ep, core_proc *p);
+/* Fixes a core_proc's self-pointers after it was copied. */
+void core_proc_moved(core_proc *p);
 /* 1 when the process is gone (a death noticed here is recorded). */
 int core_proc_check_dead(core_ep *ep, core_proc *p);
 ortmk_status core_proc_request(core_ep *ep, core_proc *p, Ortmk__Envelope *req,

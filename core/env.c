@@ -115,6 +115,12 @@ void core_proc_stop(core_ep *ep, core_proc *p)
 		proc_reap(p, 1);
 	}
 	p->alive = 0;
+	if (p->ring_on) {
+		ipc_ring_detach(&p->ring);
+		p->ring_on = 0;
+	}
+	if (p->ring_seg.base)
+		shm_segment_destroy(&p->ring_seg);
 	ipc_chan_close(&p->chan);
 	if (p->fd_sock >= 0)
 		close(p->fd_sock);
@@ -279,6 +285,41 @@ static void proc_init(core_proc *p)
 	p->fd_sock = -1;
 }
 
+static ortmk_status expect_ack(core_ep *ep, core_proc *p, Ortmk__Envelope *req);
+
+/* Negotiates the shared-memory fast path unless ORTMK_RING=0.  A provider
+ * that refuses it (ERROR) stays on nng; only a dead one is a failure. */
+static ortmk_status ring_setup(core_ep *ep, core_proc *p)
+{
+	const char *env = getenv("ORTMK_RING");
+	Ortmk__Envelope e = ORTMK__ENVELOPE__INIT;
+	Ortmk__RingSetup body = ORTMK__RING_SETUP__INIT;
+	ortmk_status st;
+
+	if (env && strcmp(env, "0") == 0)
+		return ORTMK_OK;
+	if (shm_segment_create("ortmk-ring", IPC_RING_SEGMENT, core_env_next_id(ep->env), &p->ring_seg))
+		return ORTMK_OK;
+	ipc_ring_format(p->ring_seg.base);
+	if (ipc_ring_attach(&p->ring, p->ring_seg.base, p->ring_seg.size)) {
+		shm_segment_destroy(&p->ring_seg);
+		return ORTMK_OK;
+	}
+	st = core_proc_add_segment(ep, p, &p->ring_seg);
+	/* The ring is the fast path's, not a tensor's: keep it out of replay. */
+	ipc_segtab_remove(&p->segs, p->ring_seg.id);
+	body.segment_id = p->ring_seg.id;
+	e.kind = ORTMK__KIND__RING_SETUP;
+	e.body_case = ORTMK__ENVELOPE__BODY_RING_SETUP;
+	e.ring_setup = &body;
+	if (st == ORTMK_OK)
+		st = expect_ack(ep, p, &e);
+	p->ring_on = st == ORTMK_OK;
+	if (!p->ring_on)
+		ipc_ring_detach(&p->ring);
+	return p->alive ? ORTMK_OK : st;
+}
+
 /* Spawns `binary` as a new process of `ep` and completes the handshake.
  * On failure the process is gone and *p holds nothing. */
 ortmk_status core_proc_start(core_ep *ep, core_proc *p, const char *binary)
@@ -320,7 +361,13 @@ ortmk_status core_proc_start(core_ep *ep, core_proc *p, const char *binary)
 		return st;
 	}
 	p->alive = 1;
-	ipc_log(IPC_LOG_INFO, "provider %s started: pid %d, %s", ep->name, (int)p->pid, p->detail);
+	st = ring_setup(ep, p);
+	if (st) {
+		core_proc_stop(ep, p);
+		return st;
+	}
+	ipc_log(IPC_LOG_INFO, "provider %s started: pid %d, %s%s", ep->name, (int)p->pid, p->detail,
+		p->ring_on ? ", shared-memory fast path" : "");
 	return ORTMK_OK;
 }
 
@@ -422,6 +469,9 @@ static int left_ms(uint64_t deadline)
 	return now >= deadline ? 0 : (int)((deadline - now) / 1000000u);
 }
 
+static ortmk_status ring_request(core_ep *ep, core_proc *p, Ortmk__Envelope *req,
+				 uint64_t deadline, int timeout_ms, Ortmk__Envelope **rep);
+
 ortmk_status core_proc_request(core_ep *ep, core_proc *p, Ortmk__Envelope *req,
 			       int timeout_ms, Ortmk__Envelope **rep)
 {
@@ -432,9 +482,16 @@ ortmk_status core_proc_request(core_ep *ep, core_proc *p, Ortmk__Envelope *req,
 	int rc;
 
 	*rep = NULL;
+	p->reply_in_ring = 0;
 	if (!p->alive)
 		return core_fail(ORTMK_ERR_PROVIDER_DIED, "provider '%s' is not running (%s)",
 				 ep->name, p->death[0] ? p->death : "stopped");
+	if (p->ring_on && req->kind == ORTMK__KIND__RUN) {
+		ortmk_status st = ring_request(ep, p, req, deadline, timeout_ms, rep);
+
+		if (st != ORTMK_ERR_INTERNAL || *rep)
+			return st;
+	}
 	rc = ipc_send(&p->chan, req);
 	if (rc)
 		return proc_failed(ep, p, rc == -EPIPE ? ORTMK_ERR_PROVIDER_DIED :
@@ -459,6 +516,55 @@ ortmk_status core_proc_request(core_ep *ep, core_proc *p, Ortmk__Envelope *req,
 	}
 	*rep = m;
 	return m->kind == ORTMK__KIND__ERROR ? error_reply(ep, m->error) : ORTMK_OK;
+}
+
+void core_proc_moved(core_proc *p)
+{
+	p->chan.segs = &p->segs;
+	p->ring.alloc.allocator_data = &p->ring;
+}
+
+void core_ep_reply_free(core_ep *ep, Ortmk__Envelope *rep)
+{
+	if (rep && !ep->p.reply_in_ring)
+		ipc_envelope_free(rep);
+}
+
+/* The fast path: RUN over the ring.  The wait is sliced so the peer's
+ * pidfd is checked every few milliseconds: a ring knows nothing of a dead
+ * process. */
+static ortmk_status ring_request(core_ep *ep, core_proc *p, Ortmk__Envelope *req,
+				 uint64_t deadline, int timeout_ms, Ortmk__Envelope **rep)
+{
+	char err[512] = "";
+	int rc = ipc_ring_send(&p->ring, &p->ring.req, req, &p->chan.next_seq);
+
+	if (rc)
+		return ORTMK_ERR_INTERNAL;  /* caller falls back to nng */
+	for (;;) {
+		int left = left_ms(deadline);
+
+		rc = ipc_ring_recv(&p->ring, &p->ring.rep, left < 0 || left > 5 ? 5 : left,
+				   &p->segs, rep, err, sizeof(err));
+		if (rc == 0)
+			break;
+		if (rc == -EPROTO)
+			return proc_failed(ep, p, core_fail(ORTMK_ERR_PROTOCOL,
+				"provider '%s' (pid %d) sent an invalid message: %s", ep->name, (int)p->pid, err));
+		if (core_proc_check_dead(ep, p))
+			return core_fail(ORTMK_ERR_PROVIDER_DIED, "%s", ep->last_failure);
+		if (left == 0)
+			return proc_failed(ep, p, core_fail(ORTMK_ERR_TIMEOUT,
+				"provider '%s' (pid %d): no reply to %s within %d ms; killed",
+				ep->name, (int)p->pid, ipc_kind_name(req->kind), timeout_ms));
+	}
+	p->reply_in_ring = 1;
+	if ((*rep)->reply_to != req->seq) {
+		*rep = NULL;
+		return proc_failed(ep, p, core_fail(ORTMK_ERR_PROTOCOL,
+			"provider '%s' (pid %d) answered a request it was not asked", ep->name, (int)p->pid));
+	}
+	return (*rep)->kind == ORTMK__KIND__ERROR ? error_reply(ep, (*rep)->error) : ORTMK_OK;
 }
 
 ortmk_status core_ep_request(core_ep *ep, Ortmk__Envelope *req, int timeout_ms,

@@ -290,17 +290,17 @@ static ortmk_status run_step(run_ctx *c, size_t i)
 			st = rep->kind == ORTMK__KIND__RESULT ? take_result(c, i, rep->result) :
 				core_fail(ORTMK_ERR_PROTOCOL, "provider '%s': expected RESULT, got %s",
 					  ep->name, ipc_kind_name(rep->kind));
-			ipc_envelope_free(rep);
+			core_ep_reply_free(ep, rep);
 			return st;
 		}
 		if (!rep || rep->kind != ORTMK__KIND__ERROR ||
 		    rep->error->code != ORTMK__ERROR_CODE__E_DYN_OVERFLOW || !rep->error->has_needed) {
-			ipc_envelope_free(rep);
+			core_ep_reply_free(ep, rep);
 			return st;
 		}
 		/* Grow the dynamic region, keeping what earlier steps put there. */
 		need = c->dyn_used + rep->error->needed;
-		ipc_envelope_free(rep);
+		core_ep_reply_free(ep, rep);
 		if (c->dyn_used)
 			return core_fail(ORTMK_ERR_INTERNAL, "dynamic outputs of several steps overflow");
 		st = grow_segment(s, &s->dyn, need * 2, "ortmk-dynamic");

@@ -231,7 +231,7 @@ ortmk_status core_ep_ensure(core_ep *ep)
 		return st;
 	}
 	ep->p = np;
-	ep->p.chan.segs = &ep->p.segs;
+	core_proc_moved(&ep->p);
 	ep->restarts++;
 	ep->last_restart_ms = ep->died_ns ? (double)(ipc_now_ns() - ep->died_ns) / 1e6 : 0;
 	ipc_log(IPC_LOG_INFO, "provider %s restarted (pid %d) in %.1f ms", ep->name,
@@ -268,7 +268,7 @@ ortmk_status ortmk_env_swap_provider(ortmk_env *env, const char *provider, const
 	if (st == ORTMK_OK) {
 		core_proc_stop(ep, &ep->p);
 		ep->p = np;
-		ep->p.chan.segs = &ep->p.segs;
+		core_proc_moved(&ep->p);
 		if (binary != ep->binary)
 			snprintf(ep->binary, sizeof(ep->binary), "%s", binary);
 		ep->swaps++;

@@ -74,7 +74,7 @@ void ipc_segtab_fini(ipc_segtab *t)
 static const char *const kind_names[] = {
 	"UNSPECIFIED", "HELLO", "HELLO_ACK", "ADD_SEGMENT", "CAPABILITY_QUERY",
 	"CAPABILITY_REPLY", "LOAD_SUBGRAPH", "LOAD_DONE", "RUN", "RESULT",
-	"ERROR", "SHUTDOWN", "RELEASE", "ACK", "ADD_FILE",
+	"ERROR", "SHUTDOWN", "RELEASE", "ACK", "ADD_FILE", "RING_SETUP",
 };
 #define N_KINDS ((int)(sizeof(kind_names) / sizeof(kind_names[0])))
 
@@ -102,6 +102,7 @@ static const Ortmk__Envelope__BodyCase kind_body[] = {
 	ORTMK__ENVELOPE__BODY_RELEASE,
 	ORTMK__ENVELOPE__BODY_ACK,
 	ORTMK__ENVELOPE__BODY_ADD_FILE,
+	ORTMK__ENVELOPE__BODY_RING_SETUP,
 };
 
 size_t ipc_dtype_size(int32_t dtype)

@@ -11,6 +11,8 @@
 #include "ep_host.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +23,7 @@
 
 #include "channel.h"
 #include "log.h"
+#include "ring.h"
 
 #define HANDSHAKE_TIMEOUT_MS 10000
 #define FD_TIMEOUT_MS 5000
@@ -74,6 +77,12 @@ typedef struct host {
 	ep_subgraph **sgs;
 	size_t n_sgs;
 	char err[1024];
+	/* fast path: a second thread serves RUN from the shared-memory ring */
+	pthread_mutex_t mu;           /* one request handled at a time */
+	ipc_ring_pair ring;
+	int ring_on, cur_ring;        /* cur_ring: the request came by ring */
+	pthread_t ring_thread;
+	atomic_int stopping;
 } host;
 
 int64_t ep_subgraph_opset(const ep_subgraph *sg, const char *domain)
@@ -104,12 +113,35 @@ void *ep_run_dyn_alloc(ep_run *r, uint64_t nbytes)
 
 /* ---- replies ---------------------------------------------------------- */
 
+static int reply_small_error(host *h, const Ortmk__Envelope *req, const char *msg)
+{
+	Ortmk__Envelope e = ORTMK__ENVELOPE__INIT;
+	Ortmk__Error body = ORTMK__ERROR__INIT;
+
+	body.code = ORTMK__ERROR_CODE__E_INTERNAL;
+	body.message = (char *)msg;
+	e.kind = ORTMK__KIND__ERROR;
+	e.body_case = ORTMK__ENVELOPE__BODY_ERROR;
+	e.error = &body;
+	e.has_reply_to = 1;
+	e.reply_to = req->seq;
+	return ipc_ring_send(&h->ring, &h->ring.rep, &e, &h->chan.next_seq);
+}
+
 static int reply(host *h, const Ortmk__Envelope *req, Ortmk__Envelope *e)
 {
 	e->has_reply_to = 1;
 	e->reply_to = req->seq;
 	e->has_session = req->has_session;
 	e->session = req->session;
+	if (h->cur_ring) {
+		int rc = ipc_ring_send(&h->ring, &h->ring.rep, e, &h->chan.next_seq);
+
+		if (rc == 0)
+			return 0;
+		/* The core waits on the ring: say why there, in a few bytes. */
+		return reply_small_error(h, req, "reply too large for the ring");
+	}
 	return ipc_send(&h->chan, e);
 }
 
@@ -634,6 +666,16 @@ static int fault_fire(host *h, const Ortmk__Envelope *req)
 	case FAULT_GARBAGE:
 		for (size_t i = 0; i < sizeof(junk); i++)
 			junk[i] = (uint8_t)rand();
+		if (h->cur_ring) {
+			/* On the ring, garbage is an envelope of an unknown kind. */
+			Ortmk__Envelope bad = ORTMK__ENVELOPE__INIT;
+
+			bad.kind = 99;
+			bad.has_reply_to = 1;
+			bad.reply_to = req->seq;
+			ipc_ring_send(&h->ring, &h->ring.rep, &bad, &h->chan.next_seq);
+			return 1;
+		}
 		nng_send(h->chan.sock, junk, sizeof(junk), 0);
 		return 1;
 	case FAULT_BADSEQ: {
@@ -653,12 +695,17 @@ static int fault_fire(host *h, const Ortmk__Envelope *req)
 }
 
 /* Handles one request; 1 to stop serving. */
+static int on_ring_setup(host *h, const Ortmk__Envelope *req);
+
+/* Handles one request; 1 to stop serving.  Ring requests live in the
+ * ring's arena and are not freed here. */
 static int dispatch(host *h, Ortmk__Envelope *req)
 {
-	int kept = 0, rc;
+	int kept = h->cur_ring, rc;
 
 	if (fault_fire(h, req)) {
-		ipc_envelope_free(req);
+		if (!kept)
+			ipc_envelope_free(req);
 		return 0;
 	}
 	switch (req->kind) {
@@ -668,6 +715,7 @@ static int dispatch(host *h, Ortmk__Envelope *req)
 	case ORTMK__KIND__LOAD_SUBGRAPH: rc = on_load(h, req, &kept); break;
 	case ORTMK__KIND__RUN: rc = on_run(h, req); break;
 	case ORTMK__KIND__RELEASE: rc = on_release(h, req); break;
+	case ORTMK__KIND__RING_SETUP: rc = on_ring_setup(h, req); break;
 	case ORTMK__KIND__SHUTDOWN: rc = 1; break;
 	default:
 		rc = reply_error(h, req, ORTMK__ERROR_CODE__E_INVALID, "unexpected message kind");
@@ -675,6 +723,47 @@ static int dispatch(host *h, Ortmk__Envelope *req)
 	if (!kept)
 		ipc_envelope_free(req);
 	return rc;
+}
+
+static void *ring_main(void *arg)
+{
+	host *h = arg;
+	char err[512];
+
+	while (!atomic_load(&h->stopping)) {
+		Ortmk__Envelope *req = NULL;
+		int rc = ipc_ring_recv(&h->ring, &h->ring.req, 1000, &h->segs, &req, err, sizeof(err));
+
+		if (rc == -ETIMEDOUT)
+			continue;
+		if (rc == -EPIPE)
+			break;
+		pthread_mutex_lock(&h->mu);
+		if (rc == 0) {
+			h->cur_ring = 1;
+			if (dispatch(h, req))
+				atomic_store(&h->stopping, 1);
+			h->cur_ring = 0;
+		} else {
+			ipc_log(IPC_LOG_ERROR, "rejected a ring message: %s", err);
+		}
+		pthread_mutex_unlock(&h->mu);
+	}
+	return NULL;
+}
+
+static int on_ring_setup(host *h, const Ortmk__Envelope *req)
+{
+	shm_segment *s = ipc_segtab_find(&h->segs, req->ring_setup->segment_id);
+
+	if (h->ring_on || !s || ipc_ring_attach(&h->ring, s->base, s->size))
+		return reply_error(h, req, ORTMK__ERROR_CODE__E_INVALID, "ring segment unusable");
+	if (pthread_create(&h->ring_thread, NULL, ring_main, h)) {
+		ipc_ring_detach(&h->ring);
+		return reply_error(h, req, ORTMK__ERROR_CODE__E_INTERNAL, "cannot start the ring thread");
+	}
+	h->ring_on = 1;
+	return reply_ack(h, req);
 }
 
 static int handshake(host *h)
@@ -718,7 +807,7 @@ static int handshake(host *h)
 
 int ep_host_main(const ep_vtable *vt, int argc, char **argv)
 {
-	host h = {.vt = vt};
+	host h = {.vt = vt, .mu = PTHREAD_MUTEX_INITIALIZER};
 	int rc, status = 0;
 
 	(void)argc;
@@ -762,8 +851,17 @@ int ep_host_main(const ep_vtable *vt, int argc, char **argv)
 			status = 1;
 			break;
 		}
-		if (dispatch(&h, req))
+		pthread_mutex_lock(&h.mu);
+		rc = dispatch(&h, req);
+		pthread_mutex_unlock(&h.mu);
+		if (rc || atomic_load(&h.stopping))
 			break;
+	}
+	if (h.ring_on) {
+		atomic_store(&h.stopping, 1);
+		ipc_ring_close(&h.ring.req);
+		pthread_join(h.ring_thread, NULL);
+		ipc_ring_detach(&h.ring);
 	}
 	while (h.n_sgs)
 		subgraph_free(&h, h.sgs[--h.n_sgs]);
