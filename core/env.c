@@ -61,7 +61,6 @@ ortmk_status ortmk_env_create(ortmk_env **out)
 				 base, strerror(e));
 	}
 	pthread_mutex_init(&env->lock, NULL);
-	ipc_trace_init_from_env();
 	signal(SIGPIPE, SIG_IGN);
 	*out = env;
 	return ORTMK_OK;
