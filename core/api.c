@@ -132,6 +132,49 @@ ortmk_status ortmk_session_options_set(ortmk_session_options *o, const char *key
 
 /* ---- values ------------------------------------------------------------- */
 
+/* A pooled segment at least `n` bytes and not much larger; 1 if found. */
+static int pool_take(ortmk_env *env, size_t n, shm_segment *out)
+{
+	int found = 0;
+
+	pthread_mutex_lock(&env->lock);
+	for (int i = 0; i < env->n_pool; i++) {
+		size_t sz = env->pool[i].size;
+
+		if (sz >= n && sz <= 2 * n + 4096) {
+			*out = env->pool[i];
+			env->pool[i] = env->pool[--env->n_pool];
+			env->pool_bytes -= sz;
+			found = 1;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&env->lock);
+	return found;
+}
+
+/* Keeps a destroyed value's segment for reuse; 1 if kept. */
+static int pool_put(ortmk_env *env, shm_segment *seg)
+{
+	int kept = 0;
+
+	pthread_mutex_lock(&env->lock);
+	if (env->n_pool < CORE_VALUE_POOL && env->pool_bytes + seg->size <= CORE_VALUE_POOL_BYTES) {
+		env->pool[env->n_pool++] = *seg;
+		env->pool_bytes += seg->size;
+		kept = 1;
+	}
+	pthread_mutex_unlock(&env->lock);
+	return kept;
+}
+
+void core_value_pool_drain(ortmk_env *env)
+{
+	while (env->n_pool > 0)
+		shm_segment_destroy(&env->pool[--env->n_pool]);
+	env->pool_bytes = 0;
+}
+
 ortmk_status core_value_new(ortmk_env *env, int32_t dtype, const int64_t *dims,
 			    size_t rank, ortmk_value **out)
 {
@@ -152,7 +195,8 @@ ortmk_status core_value_new(ortmk_env *env, int32_t dtype, const int64_t *dims,
 	v = calloc(1, sizeof(*v));
 	if (!v)
 		return core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
-	rc = shm_segment_create("ortmk-value", n ? n : 1, core_env_next_id(env), &v->seg);
+	rc = pool_take(env, n ? n : 1, &v->seg) ? 0 :
+		shm_segment_create("ortmk-value", n ? n : 1, core_env_next_id(env), &v->seg);
 	if (rc) {
 		free(v);
 		return core_fail(ORTMK_ERR_NO_MEMORY, "value: cannot create %zu bytes of shared memory: %s",
@@ -199,6 +243,12 @@ void ortmk_value_destroy(ortmk_value *v)
 {
 	if (!v)
 		return;
+	/* A pooled segment stays mapped in the providers; its next value
+	 * overwrites every byte it uses before a provider reads it. */
+	if (v->env && pool_put(v->env, &v->seg)) {
+		free(v);
+		return;
+	}
 	/* Providers that mapped the segment are told to drop it. */
 	for (int i = 0; v->env && i < v->env->n_eps; i++) {
 		core_ep *ep = v->env->eps[i];

@@ -17,6 +17,8 @@
 #include "shm.h"
 
 #define CORE_MAX_EPS 8
+#define CORE_VALUE_POOL 32
+#define CORE_VALUE_POOL_BYTES (256u << 20)
 #define CORE_HANDSHAKE_MS 10000
 #define CORE_CONTROL_MS 60000    /* deadline of control requests (load...) */
 
@@ -89,6 +91,12 @@ struct ortmk_env {
 	core_ep *eps[CORE_MAX_EPS];
 	int n_eps;
 	uint64_t next_id;         /* segments, files, subgraphs, sessions */
+	/* Segments of destroyed values, kept for the next values: creating a
+	 * memfd and mapping it costs more than a small run.  Providers keep
+	 * them mapped, so a recycled input needs no ADD_SEGMENT either. */
+	shm_segment pool[CORE_VALUE_POOL];
+	int n_pool;
+	uint64_t pool_bytes;
 };
 
 uint64_t core_env_next_id(ortmk_env *env);
@@ -213,6 +221,7 @@ ortmk_status core_session_run(ortmk_session *s, const char *const *input_names,
 			      const char *const *output_names, size_t n_outputs,
 			      ortmk_value **outputs);
 ortmk_status core_session_fill_info(ortmk_session *s);
+void core_value_pool_drain(ortmk_env *env);
 ortmk_status core_value_new(ortmk_env *env, int32_t dtype, const int64_t *dims,
 			    size_t rank, ortmk_value **out);
 
