@@ -152,6 +152,7 @@ void ortmk_env_destroy(ortmk_env *env)
 		return;
 	for (int i = 0; i < env->n_eps; i++)
 		ep_destroy(env->eps[i]);
+	core_value_pool_drain(env);
 	rmdir(env->dir);
 	pthread_mutex_destroy(&env->lock);
 	free(env);
