@@ -141,7 +141,8 @@ ortmk_status core_proc_add_file(core_ep *ep, core_proc *p, uint64_t id, int fd, 
 struct ortmk_value {
 	ortmk_env *env;
 	shm_segment seg;
-	int32_t dtype;
+	ortmk_value_kind kind;    /* tensor, sequence or empty optional */
+	int32_t dtype;            /* element type (of the elements, for a sequence) */
 	size_t rank;
 	int64_t dims[GRAPH_MAX_RANK];
 	size_t nbytes;
@@ -224,5 +225,13 @@ ortmk_status core_session_fill_info(ortmk_session *s);
 void core_value_pool_drain(ortmk_env *env);
 ortmk_status core_value_new(ortmk_env *env, int32_t dtype, const int64_t *dims,
 			    size_t rank, ortmk_value **out);
+/* A value of `nbytes` raw bytes whose layout is value_codec's (strings,
+ * sequence, none); the caller fills it. */
+ortmk_status core_value_new_blob(ortmk_env *env, ortmk_value_kind kind, int32_t dtype,
+				 const int64_t *dims, size_t rank, uint64_t nbytes,
+				 ortmk_value **out);
+/* Checks a blob's layout against kind/dtype/dims (provider-written bytes). */
+int core_value_blob_ok(ortmk_value_kind kind, int32_t dtype, const int64_t *dims, size_t rank,
+		       const void *data, uint64_t nbytes);
 
 #endif

@@ -21,6 +21,7 @@
 typedef struct loc {
 	shm_segment *seg;
 	uint64_t offset, nbytes;
+	int kind;                 /* ortmk_value_kind */
 	int32_t dtype;
 	int rank;
 	const int64_t *dims;
@@ -44,13 +45,34 @@ static int find_input(const graph *g, const char *name)
 	return -1;
 }
 
+/* Which value kinds a declared type accepts (bit per ortmk_value_kind). */
+static unsigned accepted_kinds(const Onnx__TypeProto *t)
+{
+	if (!t)
+		return 1u << ORTMK_VALUE_TENSOR;
+	switch (t->value_case) {
+	case ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE:
+		return 1u << ORTMK_VALUE_SEQUENCE;
+	case ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE:
+		return (1u << ORTMK_VALUE_NONE) | accepted_kinds(t->optional_type->elem_type);
+	default:
+		return 1u << ORTMK_VALUE_TENSOR;
+	}
+}
+
 static ortmk_status check_input(const ortmk_session *s, size_t i, const ortmk_value *v)
 {
 	const graph_value *gv = &s->g->values[s->g->inputs[i]];
 	int32_t want = gv->elem_type;
+	static const char *kinds[] = {"a tensor", "a sequence", "an empty optional"};
 
 	if (!v)
 		return core_fail(ORTMK_ERR_INPUT, "input '%s': NULL value", gv->name);
+	if (!(accepted_kinds(gv->type) & (1u << v->kind)))
+		return core_fail(ORTMK_ERR_INPUT, "input '%s': the model does not take %s here",
+				 gv->name, kinds[v->kind]);
+	if (v->kind != ORTMK_VALUE_TENSOR || !gv->is_tensor)
+		return ORTMK_OK;
 	if (want && v->dtype != want)
 		return core_fail(ORTMK_ERR_INPUT, "input '%s': expected %s, got %s", gv->name,
 				 graph_dtype_name(want), graph_dtype_name(v->dtype));
@@ -172,10 +194,11 @@ static ortmk_status grow_segment(ortmk_session *s, shm_segment **seg, uint64_t s
 	return ORTMK_OK;
 }
 
-static void set_loc(loc *l, shm_segment *seg, uint64_t off, uint64_t nbytes,
+static void set_loc(loc *l, shm_segment *seg, uint64_t off, uint64_t nbytes, int kind,
 		    int32_t dtype, int rank, const int64_t *dims)
 {
 	l->seg = seg;
+	l->kind = kind;
 	l->offset = off;
 	l->nbytes = nbytes;
 	l->dtype = dtype;
@@ -195,6 +218,8 @@ static int make_ref(run_ctx *c, size_t step, int v, Ortmk__TensorRef *r)
 	r->dtype = c->plan->tinfo[v].elem_type ? c->plan->tinfo[v].elem_type : gv->elem_type;
 	if (l->seg) {
 		r->dtype = l->dtype;
+		r->has_kind = l->kind != 0;
+		r->kind = (Ortmk__ValueKind)l->kind;
 		r->n_dims = (size_t)l->rank;
 		r->dims = (int64_t *)l->dims;
 		r->segment_id = l->seg->id;
@@ -265,7 +290,8 @@ static ortmk_status take_result(run_ctx *c, size_t i, const Ortmk__Result *r)
 			return core_fail(ORTMK_ERR_PROTOCOL, "provider '%s': result names a tensor it was not given",
 					 c->s->eps[st->ep]->name);
 		v = st->values[t->value];
-		set_loc(&c->locs[v], c->s->dyn, t->offset, t->nbytes, t->dtype, (int)t->n_dims, t->dims);
+		set_loc(&c->locs[v], c->s->dyn, t->offset, t->nbytes, t->has_kind ? (int)t->kind : 0,
+			t->dtype, (int)t->n_dims, t->dims);
 	}
 	for (size_t k = 0; k < r->n_outputs; k++) {
 		const Ortmk__TensorRef *t = r->outputs[k];
@@ -331,7 +357,7 @@ static ortmk_status prepare_memory(run_ctx *c, const ortmk_value **bound)
 	for (size_t i = 0; i < s->g->n_inputs && st == ORTMK_OK; i++) {
 		const ortmk_value *v = bound[i];
 
-		set_loc(&c->locs[s->g->inputs[i]], (shm_segment *)&v->seg, 0, v->nbytes, v->dtype,
+		set_loc(&c->locs[s->g->inputs[i]], (shm_segment *)&v->seg, 0, v->nbytes, v->kind, v->dtype,
 			(int)v->rank, v->dims);
 	}
 	return st;
@@ -351,16 +377,19 @@ static ortmk_status copy_outputs(run_ctx *c, const char *const *names, size_t n,
 			return core_fail(ORTMK_ERR_INPUT, "'%s' is not an output of the model", names[i]);
 		l = &c->locs[v];
 		if (!l->seg && c->plan->offset[v] != PLAN_NONE)
-			set_loc(&c->locs[v], c->s->arena, c->plan->offset[v], c->plan->nbytes[v],
+			set_loc(&c->locs[v], c->s->arena, c->plan->offset[v], c->plan->nbytes[v], 0,
 				c->plan->tinfo[v].elem_type, c->plan->tinfo[v].rank, c->plan->tinfo[v].dims);
 		if (!l->seg)
 			return core_fail(ORTMK_ERR_INTERNAL, "output '%s' was not produced", names[i]);
-		st = core_value_new(c->s->env, l->dtype, l->dims, (size_t)l->rank, &outputs[i]);
+		if (!shm_segment_contains(l->seg, l->offset, l->nbytes) ||
+		    !core_value_blob_ok(l->kind, l->dtype, l->dims, (size_t)l->rank,
+					(uint8_t *)l->seg->base + l->offset, l->nbytes))
+			return core_fail(ORTMK_ERR_PROTOCOL, "output '%s': its bytes do not match its type and shape",
+					 names[i]);
+		st = core_value_new_blob(c->s->env, l->kind, l->dtype, l->dims, (size_t)l->rank,
+					 l->nbytes, &outputs[i]);
 		if (st)
 			return st;
-		if (outputs[i]->nbytes != l->nbytes || !shm_segment_contains(l->seg, l->offset, l->nbytes))
-			return core_fail(ORTMK_ERR_PROTOCOL, "output '%s': size does not match its shape",
-					 names[i]);
 		memcpy(outputs[i]->seg.base, (uint8_t *)l->seg->base + l->offset, l->nbytes);
 	}
 	return ORTMK_OK;

@@ -143,12 +143,14 @@ int ipc_tensor_ref_check(const Ortmk__TensorRef *t, const ipc_segtab *segs,
 	size_t elem = ipc_dtype_size(t->dtype);
 	shm_segment *s;
 
-	if (!dtype_known(t->dtype))
-		return fail(err, errlen, "tensor ref %u: unknown dtype %d", t->value, t->dtype);
 	if (t->n_dims > IPC_MAX_RANK)
 		return fail(err, errlen, "tensor ref %u: rank %zu exceeds %d",
 			    t->value, t->n_dims, IPC_MAX_RANK);
-	if (!t->dynamic && elem) {
+	if (t->kind != ORTMK__VALUE_KIND__VALUE_TENSOR && t->dtype == 0)
+		; /* an empty sequence or a none has no element type */
+	else if (!dtype_known(t->dtype))
+		return fail(err, errlen, "tensor ref %u: unknown dtype %d", t->value, t->dtype);
+	if (!t->dynamic && elem && t->kind == ORTMK__VALUE_KIND__VALUE_TENSOR) {
 		int64_t want = dims_bytes(t->dims, t->n_dims, elem);
 
 		if (want < 0)

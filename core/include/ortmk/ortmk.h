@@ -166,6 +166,32 @@ ortmk_status ortmk_value_create_copy(ortmk_env *env, ortmk_dtype dtype,
 				     const void *data, size_t nbytes,
 				     ortmk_value **out);
 void ortmk_value_destroy(ortmk_value *v);
+
+/* Values other than numeric tensors (ONNX string tensors, sequences,
+ * optionals).  A numeric or string tensor is ORTMK_VALUE_TENSOR. */
+typedef enum ortmk_value_kind {
+	ORTMK_VALUE_TENSOR = 0,
+	ORTMK_VALUE_SEQUENCE = 1,
+	ORTMK_VALUE_NONE = 2,          /* an optional holding nothing */
+} ortmk_value_kind;
+
+ortmk_value_kind ortmk_value_kind_of(const ortmk_value *v);
+/* A tensor of strings (dtype ORTMK_STRING), copied from strs (numel of
+ * them, row-major; NULL entries become ""). */
+ortmk_status ortmk_value_create_strings(ortmk_env *env, const int64_t *dims, size_t rank,
+					const char *const *strs, ortmk_value **out);
+/* String i of a string tensor, NULL when out of range or not strings. */
+const char *ortmk_value_string(const ortmk_value *v, size_t i);
+/* A sequence holding copies of n tensors of one element type (n may be 0). */
+ortmk_status ortmk_value_create_sequence(ortmk_env *env, ortmk_dtype elem_dtype,
+					 const ortmk_value *const *items, size_t n,
+					 ortmk_value **out);
+size_t ortmk_value_sequence_length(const ortmk_value *v);
+/* A copy of element i of a sequence. */
+ortmk_status ortmk_value_sequence_get(const ortmk_value *v, size_t i, ortmk_value **out);
+/* An optional that holds nothing (an optional that holds a value is passed
+ * as that value itself). */
+ortmk_status ortmk_value_create_none(ortmk_env *env, ortmk_value **out);
 void *ortmk_value_data(ortmk_value *v);
 const void *ortmk_value_data_const(const ortmk_value *v);
 size_t ortmk_value_nbytes(const ortmk_value *v);
