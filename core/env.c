@@ -61,6 +61,7 @@ ortmk_status ortmk_env_create(ortmk_env **out)
 				 base, strerror(e));
 	}
 	pthread_mutex_init(&env->lock, NULL);
+	ipc_trace_init_from_env();
 	signal(SIGPIPE, SIG_IGN);
 	*out = env;
 	return ORTMK_OK;
@@ -307,7 +308,7 @@ static ortmk_status ring_setup(core_ep *ep, core_proc *p)
 	}
 	st = core_proc_add_segment(ep, p, &p->ring_seg);
 	/* The ring is the fast path's, not a tensor's: keep it out of replay. */
-	ipc_segtab_remove(&p->segs, p->ring_seg.id);
+	ipc_segtab_remove(&p->segs, p->ring_seg.id, NULL);
 	body.segment_id = p->ring_seg.id;
 	e.kind = ORTMK__KIND__RING_SETUP;
 	e.body_case = ORTMK__ENVELOPE__BODY_RING_SETUP;
@@ -631,7 +632,7 @@ ortmk_status core_ep_release_segment(core_ep *ep, uint64_t id)
 	Ortmk__Envelope e = ORTMK__ENVELOPE__INIT;
 	Ortmk__Release body = ORTMK__RELEASE__INIT;
 
-	ipc_segtab_remove(&ep->p.segs, id);
+	ipc_segtab_remove(&ep->p.segs, id, NULL);
 	if (!ep->p.alive)
 		return ORTMK_OK;
 	body.has_segment_id = 1;

@@ -132,7 +132,8 @@ ortmk_status core_plan_build(const ortmk_session *s, const int64_t *const *in_di
 		graph_tinfo *t = &p->tinfo[g->inputs[i]];
 
 		t->rank = (int)in_rank[i];
-		memcpy(t->dims, in_dims[i], in_rank[i] * sizeof(int64_t));
+		if (in_rank[i])
+			memcpy(t->dims, in_dims[i], in_rank[i] * sizeof(int64_t));
 	}
 	if (shape_infer(g, p->tinfo, 1, &next_sym, err, sizeof(err))) {
 		core_plan_free(p);

@@ -203,7 +203,8 @@ static void set_loc(loc *l, shm_segment *seg, uint64_t off, uint64_t nbytes, int
 	l->nbytes = nbytes;
 	l->dtype = dtype;
 	l->rank = rank;
-	memcpy(l->dyn_dims, dims, sizeof(int64_t) * (size_t)rank);
+	if (rank > 0)
+		memcpy(l->dyn_dims, dims, sizeof(int64_t) * (size_t)rank);
 	l->dims = l->dyn_dims;
 }
 

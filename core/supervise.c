@@ -162,7 +162,7 @@ static ortmk_status replay(core_ep *ep, core_proc *to, const ipc_segtab *segs)
 	ortmk_status st = ORTMK_OK;
 
 	for (size_t i = 0; i < segs->n && st == ORTMK_OK; i++)
-		st = core_proc_add_segment(ep, to, segs->segs[i]);
+		st = core_proc_add_segment(ep, to, &segs->segs[i]);
 	for (size_t i = 0; i < ep->n_files && st == ORTMK_OK; i++)
 		st = core_proc_add_file(ep, to, ep->files[i].id, ep->files[i].fd, ep->files[i].size);
 	for (size_t i = 0; i < ep->n_sgs && st == ORTMK_OK; i++) {

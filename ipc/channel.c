@@ -96,6 +96,8 @@ int ipc_send(ipc_chan *c, Ortmk__Envelope *e)
 	if (!buf)
 		return -ENOMEM;
 	ortmk__envelope__pack(e, buf);
+	if (ipc_trace_on())
+		ipc_trace_message(c, IPC_TRACE_SEND, e, n);
 	/* NNG_FLAG_ALLOC hands the buffer to nng, which frees it. */
 	rv = nng_send(c->sock, buf, n, NNG_FLAG_ALLOC);
 	if (rv) {
@@ -166,14 +168,23 @@ int ipc_recv(ipc_chan *c, int timeout_ms, Ortmk__Envelope **out,
 
 	*out = NULL;
 	rc = wait_msg(c, timeout_ms, &msg);
-	if (rc)
+	if (rc) {
+		if (ipc_trace_on())
+			ipc_trace_recv_failed(c, rc, timeout_ms);
 		return rc;
+	}
 	pipe = nng_msg_get_pipe(msg);
 	/* nng exposes the peer pid (SO_PEERCRED) as a uint64 option. */
 	if (nng_pipe_get_uint64(pipe, NNG_OPT_IPC_PEER_PID, &pid) == 0)
 		c->peer_pid = (pid_t)pid;
 	rc = ipc_envelope_decode(nng_msg_body(msg), nng_msg_len(msg), c->segs, out,
 				 err, errlen);
+	if (ipc_trace_on()) {
+		if (rc == 0)
+			ipc_trace_message(c, IPC_TRACE_RECV, *out, nng_msg_len(msg));
+		else
+			ipc_trace_invalid(c, nng_msg_len(msg), err && errlen ? err : NULL);
+	}
 	nng_msg_free(msg);
 	return rc;
 }

@@ -27,42 +27,42 @@ static int fail(char *err, size_t n, const char *fmt, ...)
 	return -EPROTO;
 }
 
-int ipc_segtab_add(ipc_segtab *t, shm_segment *s)
+int ipc_segtab_add(ipc_segtab *t, const shm_segment *s)
 {
 	if (ipc_segtab_find(t, s->id))
 		return -EEXIST;
 	if (t->n == t->cap) {
 		size_t cap = t->cap ? t->cap * 2 : 8;
-		shm_segment **p = realloc(t->segs, cap * sizeof(*p));
+		shm_segment *p = realloc(t->segs, cap * sizeof(*p));
 
 		if (!p)
 			return -ENOMEM;
 		t->segs = p;
 		t->cap = cap;
 	}
-	t->segs[t->n++] = s;
+	t->segs[t->n++] = *s;
 	return 0;
 }
 
 shm_segment *ipc_segtab_find(const ipc_segtab *t, uint64_t id)
 {
 	for (size_t i = 0; t && i < t->n; i++)
-		if (t->segs[i]->id == id)
-			return t->segs[i];
+		if (t->segs[i].id == id)
+			return &t->segs[i];
 	return NULL;
 }
 
-shm_segment *ipc_segtab_remove(ipc_segtab *t, uint64_t id)
+int ipc_segtab_remove(ipc_segtab *t, uint64_t id, shm_segment *out)
 {
 	for (size_t i = 0; i < t->n; i++) {
-		if (t->segs[i]->id == id) {
-			shm_segment *s = t->segs[i];
-
+		if (t->segs[i].id == id) {
+			if (out)
+				*out = t->segs[i];
 			t->segs[i] = t->segs[--t->n];
-			return s;
+			return 1;
 		}
 	}
-	return NULL;
+	return 0;
 }
 
 void ipc_segtab_fini(ipc_segtab *t)

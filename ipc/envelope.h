@@ -19,16 +19,20 @@
 #define IPC_MAX_MESSAGE (256u << 20)  /* the largest message accepted */
 #define IPC_MAX_RANK 16
 
-/* Segments one side has mapped, by id (the validator's view of memory). */
+/* Segments one side has mapped, by id (the validator's view of memory).
+ * The table holds copies of the descriptors (base, size, fd, id): whoever
+ * owns a mapping keeps it alive while it is in a table, and a pointer from
+ * find() is valid until the next add or remove. */
 typedef struct ipc_segtab {
-	shm_segment **segs;
+	shm_segment *segs;
 	size_t n, cap;
 } ipc_segtab;
 
-int ipc_segtab_add(ipc_segtab *t, shm_segment *s);
+int ipc_segtab_add(ipc_segtab *t, const shm_segment *s);
 shm_segment *ipc_segtab_find(const ipc_segtab *t, uint64_t id);
-/* Removes (does not destroy) the segment with this id; returns it or NULL. */
-shm_segment *ipc_segtab_remove(ipc_segtab *t, uint64_t id);
+/* Removes the entry with this id, copying it to *out (may be NULL);
+ * 1 if it was there.  Nothing is unmapped. */
+int ipc_segtab_remove(ipc_segtab *t, uint64_t id, shm_segment *out);
 void ipc_segtab_fini(ipc_segtab *t);
 
 const char *ipc_kind_name(int kind);

@@ -122,6 +122,19 @@ void cpu_node_fini(cpu_node *node)
 	memset(node, 0, sizeof(*node));
 }
 
+/* Even an empty tensor's non-zero dims must multiply (times an element
+ * size) without overflow: kernels compute strides and byte offsets. */
+static int dims_bounded(const cpu_tensor *t)
+{
+	int64_t nz = 1;
+	for (int d = 0; d < t->rank; d++) {
+		if (t->dims[d] > 0 && nz > (INT64_MAX / 16) / t->dims[d])
+			return 0;
+		nz *= t->dims[d] > 0 ? t->dims[d] : 1;
+	}
+	return 1;
+}
+
 /* The executor hands tensors over shared memory: check that each describes
  * itself consistently before a kernel trusts its dims and nbytes. */
 static int check_inputs(cpu_ctx *ctx)
@@ -139,7 +152,7 @@ static int check_inputs(cpu_ctx *ctx)
 			return cpu_fail(ctx, CPU_E_UNSUPPORTED, "input %d: dtype %s is not supported",
 					i, cpu_dtype_name(t->dtype));
 		numel = cpu_numel(t);
-		if (numel < 0 || (uint64_t)numel > SIZE_MAX / es)
+		if (numel < 0 || (uint64_t)numel > SIZE_MAX / es || !dims_bounded(t))
 			return cpu_fail(ctx, CPU_E_INVALID, "input %d: invalid dims", i);
 		if (t->nbytes < (size_t)numel * es || (numel > 0 && !t->data))
 			return cpu_fail(ctx, CPU_E_INVALID, "input %d: %zu bytes for %lld %s elements",

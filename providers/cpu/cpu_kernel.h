@@ -118,7 +118,8 @@ const cpu_tensor *cpu_input(const cpu_ctx *ctx, int i);
 const cpu_tensor *cpu_node_const(const cpu_node *node, int i);
 /* "[2,3,4]" into buf (a scalar is "[]"); returns buf. */
 const char *cpu_shape_str(int rank, const int64_t *dims, char *buf, size_t n);
-/* Product of dims; -1 when a dim is negative or the product overflows. */
+/* Product of dims; -1 when a dim is negative or the product of the
+ * non-zero dims overflows (so an empty tensor's strides still fit). */
 int64_t cpu_shape_numel(int rank, const int64_t *dims);
 
 /* Attribute helpers.  Protobuf strings are not NUL-terminated, so

@@ -58,15 +58,20 @@ int cpu_dtype_is_signed(int32_t dtype)
 
 int64_t cpu_shape_numel(int rank, const int64_t *dims)
 {
-	int64_t n = 1;
+	int64_t nz = 1;   /* product of the non-zero dims */
+	int empty = 0;
 	for (int i = 0; i < rank; i++) {
 		if (dims[i] < 0)
 			return -1;
-		if (dims[i] && n > INT64_MAX / dims[i])
+		if (dims[i] == 0) {
+			empty = 1;
+			continue;
+		}
+		if (nz > INT64_MAX / dims[i])
 			return -1;
-		n *= dims[i];
+		nz *= dims[i];
 	}
-	return n;
+	return empty ? 0 : nz;
 }
 
 int64_t cpu_numel(const cpu_tensor *t)

@@ -54,7 +54,8 @@ typedef struct sg_priv {
  *   badseq-after:KIND:N   ... is answered with a reply to another request
  *   badref-after:KIND:N   ... is answered by a RESULT naming bytes outside
  *                         every segment
- * KIND is a message kind in lower case (run, load_subgraph, ...).
+ * KIND is a message kind in lower case (run, load_subgraph, ...).  A
+ * "PROVIDER/" prefix (vulkan/crash-after:run:1) limits it to one provider.
  */
 enum fault_action {
 	FAULT_NONE, FAULT_CRASH, FAULT_HANG, FAULT_EXIT, FAULT_GARBAGE, FAULT_BADSEQ, FAULT_BADREF,
@@ -186,20 +187,16 @@ static int ep_code(int st)
 static int on_add_segment(host *h, const Ortmk__Envelope *req)
 {
 	const Ortmk__AddSegment *a = req->add_segment;
-	shm_segment *s = calloc(1, sizeof(*s));
+	shm_segment s = {.fd = -1};
 	int fd, rc;
 
-	if (!s)
-		return reply_error(h, req, ORTMK__ERROR_CODE__E_NOMEM, "out of memory");
 	rc = ipc_recv_fd(h->chan.fd_sock, a->fd_tag, FD_TIMEOUT_MS, &fd);
 	if (rc == 0)
-		rc = shm_segment_map_fd_take(fd, a->size, a->segment_id, s);
+		rc = shm_segment_map_fd_take(fd, a->size, a->segment_id, &s);
 	if (rc == 0)
-		rc = ipc_segtab_add(&h->segs, s);
+		rc = ipc_segtab_add(&h->segs, &s);
 	if (rc) {
-		if (s->base)
-			shm_segment_destroy(s);
-		free(s);
+		shm_segment_destroy(&s);
 		snprintf(h->err, sizeof(h->err), "segment %llu: cannot map (%s)",
 			 (unsigned long long)a->segment_id, strerror(-rc));
 		return reply_error(h, req, ORTMK__ERROR_CODE__E_IO, h->err);
@@ -349,7 +346,8 @@ static int map_weight(host *h, ep_subgraph *sg, const Ortmk__Weight *w, ep_weigh
 	out->value = w->value;
 	out->dtype = w->dtype;
 	out->rank = (int)w->n_dims;
-	memcpy(out->dims, w->dims, w->n_dims * sizeof(int64_t));
+	if (w->n_dims)
+		memcpy(out->dims, w->dims, w->n_dims * sizeof(int64_t));
 	out->nbytes = w->nbytes;
 	out->fd = -1;
 	if (w->external)
@@ -462,7 +460,8 @@ static int bind_run(host *h, const Ortmk__Run *r, const ep_subgraph *sg, ep_run 
 		b->dtype = t->dtype;
 		b->dynamic = t->dynamic;
 		b->rank = (int)t->n_dims;
-		memcpy(b->dims, t->dims, t->n_dims * sizeof(int64_t));
+		if (t->n_dims)
+			memcpy(b->dims, t->dims, t->n_dims * sizeof(int64_t));
 		b->nbytes = t->nbytes;
 		if (!t->dynamic)
 			b->data = (uint8_t *)ipc_segtab_find(&h->segs, t->segment_id)->base + t->offset;
@@ -574,12 +573,10 @@ static int on_release(host *h, const Ortmk__Envelope *req)
 		}
 	}
 	if (r->has_segment_id) {
-		shm_segment *s = ipc_segtab_remove(&h->segs, r->segment_id);
+		shm_segment s;
 
-		if (s) {
-			shm_segment_destroy(s);
-			free(s);
-		}
+		if (ipc_segtab_remove(&h->segs, r->segment_id, &s))
+			shm_segment_destroy(&s);
 	}
 	if (r->has_file_id) {
 		for (size_t i = 0; i < h->n_files; i++) {
@@ -593,15 +590,25 @@ static int on_release(host *h, const Ortmk__Envelope *req)
 	return reply_ack(h, req);
 }
 
-static void fault_parse(fault *f)
+/* An optional "PROVIDER/" prefix aims the fault at one provider only
+ * (ORTMK_EP_FAULT=vulkan/crash-after:run:1); without it every provider
+ * process fires. */
+static void fault_parse(fault *f, const char *provider)
 {
 	static const char *actions[] = {"", "crash-after", "hang-after", "exit-after", "garbage-after",
 					"badseq-after", "badref-after"};
-	const char *spec = getenv("ORTMK_EP_FAULT");
+	const char *spec = getenv("ORTMK_EP_FAULT"), *slash;
 	char act[32], kind[32];
 	long n;
 
 	memset(f, 0, sizeof(*f));
+	slash = spec ? strchr(spec, '/') : NULL;
+	if (slash) {
+		if ((size_t)(slash - spec) != strlen(provider) ||
+		    strncmp(spec, provider, (size_t)(slash - spec)) != 0)
+			return;
+		spec = slash + 1;
+	}
 	if (!spec || sscanf(spec, "%31[a-z-]:%31[a-z_]:%ld", act, kind, &n) != 3)
 		return;
 	for (int a = 1; a < 7; a++)
@@ -634,7 +641,7 @@ static void fault_badref(host *h, const Ortmk__Envelope *req)
 	t.n_dims = 1;
 	t.dims = dims;
 	t.nbytes = 16;
-	t.segment_id = h->segs.n ? h->segs.segs[0]->id : 1;
+	t.segment_id = h->segs.n ? h->segs.segs[0].id : 1;
 	t.offset = UINT64_C(1) << 40;
 	body.run_id = req->kind == ORTMK__KIND__RUN ? req->run->run_id : 0;
 	body.n_outputs = 1;
@@ -754,7 +761,7 @@ static void *ring_main(void *arg)
 
 static int on_ring_setup(host *h, const Ortmk__Envelope *req)
 {
-	shm_segment *s = ipc_segtab_find(&h->segs, req->ring_setup->segment_id);
+	const shm_segment *s = ipc_segtab_find(&h->segs, req->ring_setup->segment_id);
 
 	if (h->ring_on || !s || ipc_ring_attach(&h->ring, s->base, s->size))
 		return reply_error(h, req, ORTMK__ERROR_CODE__E_INVALID, "ring segment unusable");
@@ -821,7 +828,7 @@ int ep_host_main(const ep_vtable *vt, int argc, char **argv)
 		return 1;
 	signal(SIGPIPE, SIG_IGN);
 	h.chan.segs = &h.segs;
-	fault_parse(&h.fault);
+	fault_parse(&h.fault, vt->name);
 	rc = handshake(&h);
 	if (rc) {
 		ipc_log(IPC_LOG_ERROR, "handshake failed: %s", strerror(-rc));
@@ -869,10 +876,8 @@ int ep_host_main(const ep_vtable *vt, int argc, char **argv)
 	for (size_t i = 0; i < h.n_files; i++)
 		close(h.files[i].fd);
 	free(h.files);
-	for (size_t i = 0; i < h.segs.n; i++) {
-		shm_segment_destroy(h.segs.segs[i]);
-		free(h.segs.segs[i]);
-	}
+	for (size_t i = 0; i < h.segs.n; i++)
+		shm_segment_destroy(&h.segs.segs[i]);
 	ipc_segtab_fini(&h.segs);
 	if (vt->fini)
 		vt->fini(h.self);

@@ -1,0 +1,294 @@
+/*
+ * resize_apply: the interpolation half of Resize/Upsample (resize.c holds
+ * the attributes and geometry).
+ *
+ * Each resized axis gets a tap table: for every output coordinate, the
+ * input indices and weights that make it (one tap for nearest, 2 or 4 for
+ * linear and cubic, more for antialiased downsampling) or a mark meaning
+ * "extrapolation value" (tf_crop_and_resize outside the input).  Indices
+ * are clamped to the input as the reference's edge padding does.
+ *
+ * nearest copies elements by size, so it works for every dtype exactly.
+ * linear and cubic are separable: one pass per resized axis over a double
+ * buffer, then one conversion to the output dtype (integers saturate).
+ * Doing the axes one after another gives the same values as the
+ * reference's N-D recursion, since every axis's weights sum to one.
+ */
+#include <math.h>
+
+#include "resize.h"
+
+typedef struct rs_taps {
+	int64_t n;            /* taps per output coordinate */
+	int64_t *idx;         /* out * n clamped input indices */
+	double *w;            /* out * n weights (0 = skip) */
+	unsigned char *extrap;/* out flags: use the extrapolation value */
+	int identity;         /* output j is input j: nothing to do */
+} rs_taps;
+
+static double coord(const resize_params *p, const resize_geom *g, int d, int64_t j)
+{
+	double s = g->scale[d], in = (double)g->in[d], len = g->len[d], x = (double)j;
+	double st = g->roi_start[d], en = g->roi_end[d], adj;
+
+	switch (p->ctm) {
+	case CT_ALIGN_CORNERS:
+		return len == 1 ? 0 : x * (in - 1) / (len - 1);
+	case CT_ASYMMETRIC:
+		return x / s;
+	case CT_TF_HALF_PIXEL_FOR_NN:
+		return (x + 0.5) / s;
+	case CT_PYTORCH_HALF_PIXEL:
+		return g->out[d] > 1 ? (x + 0.5) / s - 0.5 : 0;
+	case CT_TF_CROP_AND_RESIZE:
+		return len > 1 ? st * (in - 1) + x * (en - st) * (in - 1) / (len - 1)
+			       : 0.5 * (st + en) * (in - 1);
+	case CT_HALF_PIXEL_SYMMETRIC:
+		adj = (double)g->out[d] / len;
+		return in / 2 * (1 - adj) + (x + 0.5) / s - 0.5;
+	default:
+		return (x + 0.5) / s - 0.5;
+	}
+}
+
+static int64_t clamp_idx(int64_t i, int64_t n)
+{
+	return i < 0 ? 0 : i >= n ? n - 1 : i;
+}
+
+static int64_t nearest_idx(int mode, double x, double s)
+{
+	double f = floor(x), r = x - f;
+	if (r == 0)
+		return (int64_t)f;
+	switch (mode) {
+	case NM_ROUND_PREFER_CEIL: return (int64_t)(r < 0.5 ? f : f + 1);
+	case NM_FLOOR: return (int64_t)f;
+	case NM_CEIL: return (int64_t)f + 1;
+	case NM_SIMPLE: return (int64_t)(s < 1 ? ceil(x) : trunc(x));
+	default: return (int64_t)(r <= 0.5 ? f : f + 1);
+	}
+}
+
+static double kernel(const resize_params *p, double t)
+{
+	double a = p->cubic_a;
+	t = fabs(t);
+	if (p->mode == RS_LINEAR)
+		return t < 1 ? 1 - t : 0;
+	if (t <= 1)
+		return ((a + 2) * t - (a + 3)) * t * t + 1;
+	if (t < 2)
+		return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a;
+	return 0;
+}
+
+/* First tap offset and tap count of linear/cubic at this scale: 0/2 and
+ * -1/4, widened by 1/scale when antialiasing a downsample. */
+static int64_t tap_start(const resize_params *p, double s)
+{
+	double support = p->mode == RS_LINEAR ? 1 : 2;
+	if (!p->antialias || s >= 1)
+		return p->mode == RS_LINEAR ? 0 : -1;
+	return (int64_t)floor(-support / s) + 1;
+}
+
+/* Taps of output coordinate x (input space) on an axis of n inputs. */
+static void interp_taps(const resize_params *p, double x, double s, int64_t n, int64_t start,
+			int64_t nt, int64_t *idx, double *w)
+{
+	double f, r, sum = 0, ss = p->antialias && s < 1 ? s : 1;
+	if (x < -1e15 || x > 1e15)
+		x = x < 0 ? -1e15 : 1e15;
+	f = floor(x);
+	r = x - f;
+	if (r == 0) {     /* the reference takes the left neighbour at ratio 1 */
+		f -= 1;
+		r = 1;
+	}
+	for (int64_t t = 0; t < nt; t++) {
+		int64_t i = (int64_t)f + start + t;
+		w[t] = kernel(p, (double)(start + t - r) * ss);
+		if (p->exclude_outside && (i < 0 || i >= n))
+			w[t] = 0;
+		sum += w[t];
+		idx[t] = clamp_idx(i, n);
+	}
+	if ((p->antialias || p->exclude_outside) && sum != 0)
+		for (int64_t t = 0; t < nt; t++)
+			w[t] /= sum;
+}
+
+/* Builds axis d's table in scratch memory. */
+static int build_taps(cpu_ctx *ctx, const resize_params *p, const resize_geom *g, int d,
+		      rs_taps *a)
+{
+	int64_t out = g->out[d], in = g->in[d], start = 0;
+	double s = g->scale[d];
+
+	a->n = 1;
+	if (p->mode != RS_NEAREST) {
+		start = tap_start(p, s);
+		a->n = 2 - 2 * start;
+		if (start < -(1 << 20))
+			return cpu_fail(ctx, CPU_E_UNSUPPORTED, "antialias scale %g needs too many "
+					"taps", s);
+	}
+	a->idx = cpu_scratch(ctx, sizeof(int64_t) * (size_t)(out * a->n) + 1);
+	a->w = cpu_scratch(ctx, sizeof(double) * (size_t)(out * a->n) + 1);
+	a->extrap = cpu_scratch(ctx, (size_t)out + 1);
+	if (!a->idx || !a->w || !a->extrap)
+		return CPU_E_NOMEM;
+	a->identity = in == out;
+	for (int64_t j = 0; j < out; j++) {
+		double x = coord(p, g, d, j);
+		int64_t *ix = a->idx + j * a->n;
+		double *w = a->w + j * a->n;
+		a->extrap[j] = p->ctm == CT_TF_CROP_AND_RESIZE && (x < 0 || x > (double)(in - 1));
+		if (a->extrap[j]) {
+			a->identity = 0;
+			continue;
+		}
+		if (p->mode == RS_NEAREST) {
+			double xc = x < -1 ? -1 : x > (double)in ? (double)in : x;
+			ix[0] = clamp_idx(nearest_idx(p->nearest, xc, s), in);
+			w[0] = 1;
+		} else {
+			interp_taps(p, x, s, in, start, a->n, ix, w);
+		}
+		for (int64_t t = 0; t < a->n && a->identity; t++)
+			if (w[t] != 0 && (ix[t] != j || w[t] != 1))
+				a->identity = 0;
+	}
+	return 0;
+}
+
+/* nearest: every output element is one input element (or the
+ * extrapolation value), copied by size. */
+static void run_nearest(const resize_geom *g, const rs_taps *t, const cpu_tensor *X,
+			cpu_tensor *Y, const void *extrap)
+{
+	int64_t xs[CPU_MAX_RANK], pos[CPU_MAX_RANK] = {0}, rows = 1;
+	int r = g->rank, last = r - 1;
+	size_t es = cpu_dtype_size(X->dtype);
+	char *y = Y->data;
+
+	tensor_strides(r, X->dims, xs);
+	for (int d = 0; d < last; d++)
+		rows *= g->out[d];
+	for (int64_t row = 0; row < rows; row++) {
+		int64_t off = 0;
+		int outside = 0;
+		for (int d = 0; d < last; d++) {
+			outside |= t[d].extrap[pos[d]];
+			off += t[d].idx[pos[d]] * xs[d];
+		}
+		for (int64_t j = 0; j < g->out[last]; j++, y += es) {
+			if (outside || t[last].extrap[j])
+				memcpy(y, extrap, es);
+			else
+				tensor_copy_elem(y, (const char *)X->data +
+						 (size_t)(off + t[last].idx[j]) * es, es);
+		}
+		for (int d = last - 1; d >= 0 && ++pos[d] == g->out[d]; d--)
+			pos[d] = 0;
+	}
+}
+
+/* One separable pass along an axis: src is [outer, nin, inner], dst
+ * [outer, nout, inner]. */
+static void run_pass(const double *src, double *dst, int64_t outer, int64_t nin, int64_t nout,
+		     int64_t inner, const rs_taps *a, double extrap)
+{
+	for (int64_t o = 0; o < outer; o++)
+		for (int64_t j = 0; j < nout; j++) {
+			double *y = dst + (o * nout + j) * inner;
+			if (a->extrap[j]) {
+				for (int64_t e = 0; e < inner; e++)
+					y[e] = extrap;
+				continue;
+			}
+			memset(y, 0, sizeof(double) * (size_t)inner);
+			for (int64_t t = 0; t < a->n; t++) {
+				double w = a->w[j * a->n + t];
+				const double *x = src + (o * nin + a->idx[j * a->n + t]) * inner;
+				if (w == 0)
+					continue;
+				for (int64_t e = 0; e < inner; e++)
+					y[e] += w * x[e];
+			}
+		}
+}
+
+/* Largest intermediate of the passes, in elements. */
+static int64_t max_intermediate(const resize_geom *g)
+{
+	int64_t best = 1, cur[CPU_MAX_RANK];
+	memcpy(cur, g->in, sizeof(int64_t) * (size_t)g->rank);
+	for (int d = -1; d < g->rank; d++) {
+		int64_t n;
+		if (d >= 0)
+			cur[d] = g->out[d];
+		n = cpu_shape_numel(g->rank, cur);
+		if (n < 0)
+			return -1;
+		if (n > best)
+			best = n;
+	}
+	return best;
+}
+
+static int run_interp(cpu_ctx *ctx, const resize_params *p, const resize_geom *g,
+		      const rs_taps *t, const cpu_tensor *X, cpu_tensor *Y)
+{
+	int64_t cap = max_intermediate(g), cur[CPU_MAX_RANK], n = cpu_numel(X);
+	double *a, *b;
+
+	if (cap < 0 || (uint64_t)cap > SIZE_MAX / sizeof(double) / 2)
+		return cpu_fail(ctx, CPU_E_NOMEM, "intermediate too large");
+	if (!(a = cpu_scratch(ctx, sizeof(double) * (size_t)cap)) ||
+	    !(b = cpu_scratch(ctx, sizeof(double) * (size_t)cap)))
+		return CPU_E_NOMEM;
+	for (int64_t i = 0; i < n; i++)
+		a[i] = cpu_get_f64(X->dtype, X->data, i);
+	memcpy(cur, g->in, sizeof(int64_t) * (size_t)g->rank);
+	for (int d = 0; d < g->rank; d++) {
+		int64_t outer = 1, inner = 1;
+		double *swap;
+		if (t[d].identity)
+			continue;
+		for (int k = 0; k < d; k++)
+			outer *= cur[k];
+		for (int k = d + 1; k < g->rank; k++)
+			inner *= cur[k];
+		run_pass(a, b, outer, cur[d], g->out[d], inner, &t[d], p->extrapolation);
+		cur[d] = g->out[d];
+		swap = a;
+		a = b;
+		b = swap;
+	}
+	n = cpu_numel(Y);
+	for (int64_t i = 0; i < n; i++)
+		tensor_store_f64(Y->dtype, Y->data, i, a[i]);
+	return 0;
+}
+
+int resize_run(cpu_ctx *ctx, const resize_params *p, const resize_geom *g,
+	       const cpu_tensor *X, cpu_tensor *Y)
+{
+	rs_taps t[CPU_MAX_RANK];
+	unsigned char extrap[16] = {0};
+	int rc;
+
+	if (cpu_numel(Y) == 0)
+		return 0;
+	for (int d = 0; d < g->rank; d++)
+		if ((rc = build_taps(ctx, p, g, d, &t[d])) != 0)
+			return rc;
+	if (p->mode == RS_NEAREST) {
+		tensor_store_f64(X->dtype, extrap, 0, p->extrapolation);
+		run_nearest(g, t, X, Y, extrap);
+		return 0;
+	}
+	return run_interp(ctx, p, g, t, X, Y);
+}

@@ -1,0 +1,113 @@
+/*
+ * vk_ep: ort-ep-vulkan, the Vulkan execution provider process.  It fills
+ * the ep_host vtable: `init` opens the device (vk_device.c), `supported`
+ * asks the op registry (vk_util.c and the vk_ops_*.c tables), `load` and
+ * `run` are vk_exec.c and vk_run.c.  A machine without a usable Vulkan
+ * device still gets a provider that starts and refuses every node (with
+ * the reason), so `--provider vulkan,cpu` runs everything on cpu there.
+ *
+ * `ort-ep-vulkan --probe` lists the devices, marks the one it would use
+ * and exits 0, or 77 when there is none (the tests' skip code).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ep_host.h"
+#include "log.h"
+#include "vk_exec.h"
+
+static int vk_init(void **self, char *detail, size_t n)
+{
+	vk_ep *ep = calloc(1, sizeof(*ep));
+
+	*self = ep;
+	if (!ep)
+		return -1;
+	if (vk_dev_open(&ep->dev, ep->why, sizeof(ep->why))) {
+		ipc_log(IPC_LOG_WARN, "no Vulkan device: %s; every node goes to the next provider",
+			ep->why);
+		snprintf(detail, n, "vulkan: no device (%s)", ep->why);
+		return 0;
+	}
+	ep->ok = 1;
+	vk_heap_init(&ep->heap, &ep->dev, VK_BLOCK_SIZE);
+	vk_dev_describe(&ep->dev, detail, n);
+	ipc_log(IPC_LOG_INFO, "device: %s", detail);
+	return 0;
+}
+
+static void vk_fini(void *self)
+{
+	vk_ep *ep = self;
+
+	if (!ep)
+		return;
+	if (ep->ok) {
+		vkDeviceWaitIdle(ep->dev.dev);
+		vk_pipes_fini(&ep->dev, &ep->pipes);
+		vk_staging_fini(&ep->dev, &ep->staging);
+		vk_heap_fini(&ep->heap);
+		vk_dev_close(&ep->dev);
+	}
+	free(ep);
+}
+
+static int vk_supported(void *self, const Onnx__NodeProto *node, int64_t opset,
+			const int32_t *in_dtypes, int n_in, char *why, size_t n)
+{
+	vk_ep *ep = self;
+	const vk_op *op;
+
+	if (!ep->ok) {
+		snprintf(why, n, "no Vulkan device (%s)", ep->why);
+		return 0;
+	}
+	op = vk_op_find(node->op_type, node->domain, opset);
+	if (!op) {
+		snprintf(why, n, "%s (opset %lld) is not implemented for Vulkan", node->op_type,
+			 (long long)opset);
+		return 0;
+	}
+	if (n_in < (int)node->n_input) {
+		snprintf(why, n, "input dtypes unknown");
+		return 0;
+	}
+	return op->supports(node, opset, in_dtypes, n_in, why, n);
+}
+
+static int vk_load(void *self, ep_subgraph *sg, char *err, size_t n)
+{
+	vk_ep *ep = self;
+
+	if (!ep->ok)
+		return snprintf(err, n, "no Vulkan device (%s)", ep->why), EP_E_UNSUPPORTED;
+	return vk_exec_load(ep, sg, err, n);
+}
+
+static int vk_run(void *self, ep_subgraph *sg, ep_run *r, char *err, size_t n)
+{
+	return vk_exec_run(self, sg, r, err, n);
+}
+
+static void vk_unload(void *self, ep_subgraph *sg)
+{
+	vk_exec_unload(self, sg);
+}
+
+static const ep_vtable vk_vtable = {
+	.name = "vulkan",
+	.init = vk_init,
+	.supported = vk_supported,
+	.load = vk_load,
+	.run = vk_run,
+	.unload = vk_unload,
+	.fini = vk_fini,
+};
+
+int main(int argc, char **argv)
+{
+	if (argc == 2 && strcmp(argv[1], "--probe") == 0)
+		return vk_dev_probe();
+	return ep_host_main(&vk_vtable, argc, argv);
+}

@@ -1,0 +1,409 @@
+/*
+ * vk_exec: loading a subgraph onto the device and planning its runs (see
+ * vk_exec.h); the recording and submission are in vk_record.c.
+ */
+#include "vk_exec.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "vk_cache.h"
+
+void *vk_list_push(vk_list *l)
+{
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 32;
+		void *nv = realloc(l->v, cap * l->size);
+
+		if (!nv)
+			return NULL;
+		l->v = nv;
+		l->cap = cap;
+	}
+	memset((char *)l->v + l->n * l->size, 0, l->size);
+	return (char *)l->v + l->n++ * l->size;
+}
+
+static int value_index(const ep_subgraph *sg, const char *name)
+{
+	for (size_t i = 0; i < sg->n_values; i++)
+		if (strcmp(sg->values[i].name, name) == 0)
+			return (int)i;
+	return -1;
+}
+
+/* ---- load --------------------------------------------------------------- */
+
+static void exec_free(vk_exec *ex)
+{
+	vk_heap *h = &ex->ep->heap;
+
+	for (size_t k = 0; ex->nodes && k < ex->n_nodes; k++) {
+		free(ex->nodes[k].in);
+		free(ex->nodes[k].out);
+		free(ex->nodes[k].state);
+		vk_heap_free(h, &ex->nodes[k].keep);
+	}
+	for (size_t v = 0; ex->own && v < ex->n_values; v++)
+		vk_heap_free(h, &ex->own[v]);
+	for (size_t i = 0; i < ex->temps.n; i++)
+		vk_heap_free(h, &((vk_buf *)ex->temps.v)[i]);
+	for (size_t i = 0; i < ex->htemps.n; i++)
+		free(((void **)ex->htemps.v)[i]);
+	free(ex->nodes);
+	free(ex->consts);
+	free(ex->own);
+	free(ex->producer);
+	free(ex->vals);
+	free(ex->bound);
+	free(ex->in);
+	free(ex->disp.v);
+	free(ex->up.v);
+	free(ex->down.v);
+	free(ex->temps.v);
+	free(ex->htemps.v);
+	free(ex);
+}
+
+static int alloc_tables(vk_exec *ex)
+{
+	size_t nv = ex->n_values + 1, nn = ex->n_nodes + 1;
+
+	ex->nodes = calloc(nn, sizeof(*ex->nodes));
+	ex->consts = calloc(nv, sizeof(*ex->consts));
+	ex->own = calloc(nv, sizeof(*ex->own));
+	ex->producer = calloc(nv, sizeof(int));
+	ex->vals = calloc(nv, sizeof(*ex->vals));
+	ex->bound = calloc(nv, sizeof(int));
+	if (!ex->nodes || !ex->consts || !ex->own || !ex->producer || !ex->vals || !ex->bound)
+		return -1;
+	for (size_t v = 0; v < nv; v++) {
+		ex->own[v].block = -1;
+		ex->producer[v] = -1;
+		ex->consts[v].dev.block = -1;
+	}
+	for (size_t k = 0; k < nn; k++)
+		ex->nodes[k].keep.block = -1;
+	ex->disp.size = sizeof(vk_dispatch);
+	ex->up.size = ex->down.size = sizeof(vk_xfer);
+	ex->temps.size = sizeof(vk_buf);
+	ex->htemps.size = sizeof(void *);
+	return 0;
+}
+
+static int map_names(const ep_subgraph *sg, char **names, size_t cnt, int **out,
+		     char *err, size_t n)
+{
+	*out = calloc(cnt + 1, sizeof(int));
+	if (!*out)
+		return snprintf(err, n, "out of memory"), EP_E_NOMEM;
+	for (size_t i = 0; i < cnt; i++) {
+		(*out)[i] = names[i][0] ? value_index(sg, names[i]) : -1;
+		if (names[i][0] && (*out)[i] < 0)
+			return snprintf(err, n, "value '%s' is not in the subgraph", names[i]),
+			       EP_E_INVALID;
+	}
+	return 0;
+}
+
+static int load_node(vk_exec *ex, size_t k, size_t *max_in, char *err, size_t n)
+{
+	const ep_subgraph *sg = ex->sg;
+	const Onnx__NodeProto *p = sg->graph->node[k];
+	vk_node *nd = &ex->nodes[k];
+	const char *domain = p->domain ? p->domain : "";
+	int rc;
+
+	nd->proto = p;
+	nd->opset = ep_subgraph_opset(sg, domain);
+	nd->op = vk_op_find(p->op_type, domain, nd->opset);
+	if (!nd->op)
+		return snprintf(err, n, "node '%s': %s (opset %lld) is not a Vulkan op", p->name,
+				p->op_type, (long long)nd->opset), EP_E_UNSUPPORTED;
+	nd->n_in = (int)p->n_input;
+	nd->n_out = (int)p->n_output;
+	rc = map_names(sg, p->input, p->n_input, &nd->in, err, n);
+	if (!rc)
+		rc = map_names(sg, p->output, p->n_output, &nd->out, err, n);
+	if (!rc && nd->op->prepare)
+		rc = nd->op->prepare(nd, err, n);
+	if (rc)
+		return rc;
+	ex->prepared = (int)k + 1;
+	for (int i = 0; i < nd->n_out; i++)
+		if (nd->out[i] >= 0)
+			ex->producer[nd->out[i]] = (int)k;
+	if (p->n_input > *max_in)
+		*max_in = p->n_input;
+	for (int id = 0; id < VKP_COUNT; id++)
+		if ((nd->op->pipes & VK_PIPE(id)) &&
+		    !vk_pipe_get(&ex->ep->dev, &ex->ep->pipes, id, err, n))
+			return EP_E_INTERNAL;
+	return 0;
+}
+
+static int load_weights(vk_exec *ex, char *err, size_t n)
+{
+	vk_uploader u = {.ep = ex->ep, .pending = {.size = sizeof(vk_xfer)}};
+	int rc = 0;
+
+	for (size_t i = 0; i < ex->sg->n_weights && rc == 0; i++) {
+		const ep_weight *w = &ex->sg->weights[i];
+		vk_val *c = &ex->consts[w->value];
+
+		c->dtype = w->dtype;
+		c->rank = w->rank;
+		memcpy(c->dims, w->dims, sizeof(int64_t) * (size_t)w->rank);
+		c->numel = vk_numel(w->rank, w->dims);
+		c->nbytes = w->nbytes;
+		c->host = w->data;
+		c->is_const = 1;
+		c->ready = 1;
+		/* Only float32 tensors are read by shaders; int64 ones (shapes,
+		 * axes, indices) stay on the host. */
+		if (w->dtype != VK_FLOAT)
+			continue;
+		rc = vk_heap_alloc(&ex->ep->heap, w->nbytes, &ex->own[w->value], err, n);
+		if (rc == 0 && w->nbytes)
+			rc = vk_upload_chunked(&u, w, &ex->own[w->value], err, n);
+		c->dev = ex->own[w->value];
+	}
+	if (rc == 0)
+		rc = vk_upload_flush(&u, err, n);
+	free(u.pending.v);
+	return rc ? EP_E_NOMEM : 0;
+}
+
+int vk_exec_load(vk_ep *ep, ep_subgraph *sg, char *err, size_t n)
+{
+	vk_exec *ex = calloc(1, sizeof(*ex));
+	size_t max_in = 1;
+	int rc = 0;
+
+	if (!ex)
+		return snprintf(err, n, "out of memory"), EP_E_NOMEM;
+	ex->ep = ep;
+	ex->sg = sg;
+	ex->n_values = sg->n_values;
+	ex->n_nodes = sg->graph->n_node;
+	if (alloc_tables(ex)) {
+		exec_free(ex);
+		return snprintf(err, n, "out of memory"), EP_E_NOMEM;
+	}
+	for (size_t k = 0; k < ex->n_nodes && rc == 0; k++)
+		rc = load_node(ex, k, &max_in, err, n);
+	if (rc == 0)
+		rc = load_weights(ex, err, n);
+	ex->in = calloc(max_in + 1, sizeof(*ex->in));
+	if (rc == 0 && !ex->in)
+		rc = snprintf(err, n, "out of memory"), EP_E_NOMEM;
+	if (rc) {
+		exec_free(ex);
+		return rc;
+	}
+	vk_cache_save(&ep->dev);
+	sg->impl = ex;
+	return 0;
+}
+
+void vk_exec_unload(vk_ep *ep, ep_subgraph *sg)
+{
+	(void)ep;
+	if (sg->impl)
+		exec_free(sg->impl);
+	sg->impl = NULL;
+}
+
+/* ---- the ops' side ------------------------------------------------------ */
+
+int vk_fail(vk_ctx *c, int code, const char *fmt, ...)
+{
+	const Onnx__NodeProto *p = c->node->proto;
+	int at = snprintf(c->err, c->errlen, "node '%s' (%s): ", p->name ? p->name : "",
+			  p->op_type);
+	va_list ap;
+
+	c->status = code;
+	if (at < 0 || (size_t)at >= c->errlen)
+		return code;
+	va_start(ap, fmt);
+	vsnprintf(c->err + at, c->errlen - (size_t)at, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+const vk_val *vk_in(const vk_ctx *c, int i)
+{
+	return i < c->n_in ? c->in[i] : NULL;
+}
+
+/* Checks a shape against the binding the core planned for value v. */
+static int check_planned(vk_ctx *c, int v, int rank, const int64_t *dims)
+{
+	vk_exec *ex = c->ex;
+	const ep_tensor *b;
+	char s1[128], s2[128];
+
+	if (ex->bound[v] < 0)
+		return 0;
+	b = &ex->run->bindings[ex->bound[v]];
+	if (b->dynamic)
+		return 0;
+	if (b->rank != rank || memcmp(b->dims, dims, sizeof(int64_t) * (size_t)rank))
+		return vk_fail(c, EP_E_SHAPE, "output '%s' is %s but the core planned %s",
+			       ex->sg->values[v].name, vk_shape_str(rank, dims, s1, sizeof(s1)),
+			       vk_shape_str(b->rank, b->dims, s2, sizeof(s2)));
+	return 0;
+}
+
+static vk_val *out_value(vk_ctx *c, int i, int rank, const int64_t *dims, int *rc)
+{
+	int v = i < c->node->n_out ? c->node->out[i] : -1;
+	int64_t numel = vk_numel(rank, dims);
+
+	if (v < 0)
+		*rc = vk_fail(c, EP_E_INTERNAL, "output %d is not in the graph", i);
+	else if (rank > EP_MAX_RANK || numel < 0 || numel >= VK_MAX_ELEMS)
+		*rc = vk_fail(c, EP_E_UNSUPPORTED, "output of %lld elements is too large",
+			      (long long)numel);
+	else
+		*rc = check_planned(c, v, rank, dims);
+	return *rc ? NULL : &c->ex->vals[v];
+}
+
+const vk_val *vk_out(vk_ctx *c, int i, int rank, const int64_t *dims)
+{
+	int rc;
+	vk_val *o = out_value(c, i, rank, dims, &rc);
+	vk_exec *ex = c->ex;
+	int v;
+	uint64_t nbytes;
+
+	if (!o)
+		return NULL;
+	v = c->node->out[i];
+	nbytes = (uint64_t)vk_numel(rank, dims) * 4;
+	if (ex->own[v].block < 0 || ex->own[v].size < nbytes) {
+		vk_heap_free(&ex->ep->heap, &ex->own[v]);
+		if (vk_heap_alloc(&ex->ep->heap, nbytes, &ex->own[v], c->err, c->errlen)) {
+			c->status = EP_E_NOMEM;
+			return NULL;
+		}
+	}
+	memset(o, 0, sizeof(*o));
+	o->dtype = VK_FLOAT;
+	o->rank = rank;
+	memcpy(o->dims, dims, sizeof(int64_t) * (size_t)rank);
+	o->numel = vk_numel(rank, dims);
+	o->nbytes = nbytes;
+	o->dev = ex->own[v];
+	o->ready = 1;
+	return o;
+}
+
+int vk_out_alias(vk_ctx *c, int i, const vk_val *src, int rank, const int64_t *dims)
+{
+	int rc;
+	vk_val *o = out_value(c, i, rank, dims, &rc);
+	vk_val copy = *src;
+
+	if (!o)
+		return rc;
+	if (vk_numel(rank, dims) != src->numel)
+		return vk_fail(c, EP_E_INVALID, "cannot view %lld elements as %lld",
+			       (long long)src->numel, (long long)vk_numel(rank, dims));
+	copy.rank = rank;
+	memcpy(copy.dims, dims, sizeof(int64_t) * (size_t)rank);
+	copy.is_const = 0;
+	*o = copy;
+	return 0;
+}
+
+int vk_emit(vk_ctx *c, int pipe, const vk_buf *bufs, int n_bufs, uint32_t writes,
+	    const void *push, size_t push_bytes, uint32_t gx, uint32_t gy, uint32_t gz)
+{
+	vk_dispatch *d;
+
+	if (gx == 0 || gy == 0 || gz == 0)
+		return 0;
+	if (n_bufs != vk_pipe_bindings(pipe) || push_bytes > VK_PUSH_BYTES)
+		return vk_fail(c, EP_E_INTERNAL, "bad dispatch of pipeline %d", pipe);
+	d = vk_list_push(&c->ex->disp);
+	if (!d)
+		return vk_fail(c, EP_E_NOMEM, "out of memory");
+	d->pipe = pipe;
+	d->n_bufs = n_bufs;
+	memcpy(d->bufs, bufs, sizeof(*bufs) * (size_t)n_bufs);
+	d->writes = writes;
+	memcpy(d->push, push, push_bytes);
+	d->groups[0] = gx;
+	d->groups[1] = gy;
+	d->groups[2] = gz;
+	return 0;
+}
+
+int vk_emit_1d(vk_ctx *c, int pipe, const vk_buf *bufs, int n_bufs, uint32_t writes,
+	       const void *push, size_t push_bytes, uint64_t threads)
+{
+	uint64_t groups = (threads + 63) / 64, gx = groups < 65535 ? groups : 65535;
+
+	if (threads == 0)
+		return 0;
+	return vk_emit(c, pipe, bufs, n_bufs, writes, push, push_bytes, (uint32_t)gx,
+		       (uint32_t)((groups + gx - 1) / gx), 1);
+}
+
+static int upload(vk_ctx *c, const void *data, uint64_t nbytes, vk_buf *dst)
+{
+	vk_exec *ex = c->ex;
+	void *copy = malloc(nbytes ? nbytes : 1), **slot = vk_list_push(&ex->htemps);
+	vk_xfer *x;
+
+	if (!copy || !slot) {
+		free(copy);
+		if (slot)
+			ex->htemps.n--;
+		return vk_fail(c, EP_E_NOMEM, "out of memory");
+	}
+	memcpy(copy, data, nbytes);
+	*slot = copy;
+	x = vk_list_push(&ex->up);
+	if (!x)
+		return vk_fail(c, EP_E_NOMEM, "out of memory");
+	x->dev = *dst;
+	x->host = copy;
+	x->nbytes = nbytes;
+	return 0;
+}
+
+int vk_upload_temp(vk_ctx *c, const void *data, uint64_t nbytes, vk_buf *out)
+{
+	vk_buf *t = vk_list_push(&c->ex->temps);
+
+	if (!t)
+		return vk_fail(c, EP_E_NOMEM, "out of memory");
+	if (vk_heap_alloc(&c->ex->ep->heap, nbytes, t, c->err, c->errlen)) {
+		c->ex->temps.n--;
+		return EP_E_NOMEM;
+	}
+	*out = *t;
+	return upload(c, data, nbytes, out);
+}
+
+int vk_upload_keep(vk_ctx *c, const void *data, uint64_t nbytes, vk_buf *out)
+{
+	vk_node *nd = c->node;
+
+	if (nd->keep.block >= 0) {
+		*out = nd->keep;
+		return 0;
+	}
+	if (vk_heap_alloc(&c->ex->ep->heap, nbytes, &nd->keep, c->err, c->errlen))
+		return EP_E_NOMEM;
+	nd->keep_fresh = 1;
+	*out = nd->keep;
+	return upload(c, data, nbytes, out);
+}

@@ -1,0 +1,154 @@
+/*
+ * vk_ops: the contract between the Vulkan provider's executor (vk_exec.c)
+ * and its operators (vk_ops_*.c).
+ *
+ * An operator answers `supports` at capability-query time from the node
+ * alone (op, opset, attributes, input dtypes): it must refuse everything it
+ * does not compute exactly, so those nodes fall to the next provider.
+ * `prepare` (optional) parses attributes once at load into node->state.
+ * `plan` runs on the host once per node per run, before anything is
+ * recorded: it reads its inputs' shapes (and, for shape-like int64 inputs,
+ * their host bytes), computes the output shapes, asks the executor for the
+ * outputs (vk_out allocates device memory, vk_out_alias makes a view of an
+ * input: Reshape and friends copy nothing) and appends its dispatches.
+ * The executor then records every node's dispatches into one command
+ * buffer.
+ *
+ * Tensors on the device are float32, dense, row-major.
+ */
+#ifndef ORTMK_VK_OPS_H
+#define ORTMK_VK_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ep_host.h"
+#include "onnx.pb-c.h"
+#include "vk_mem.h"
+#include "vk_pipe.h"
+
+enum { VK_FLOAT = 1, VK_INT32 = 6, VK_INT64 = 7, VK_FLOAT16 = 10 };
+
+/* Largest element count a shader indexes (32-bit indices). */
+#define VK_MAX_ELEMS ((int64_t)1 << 31)
+
+typedef struct vk_val {
+	int32_t dtype;
+	int rank;
+	int64_t dims[EP_MAX_RANK];
+	int64_t numel;
+	uint64_t nbytes;
+	vk_buf dev;             /* where it is on the device; block < 0: not there */
+	const void *host;       /* its bytes on the host when known, else NULL */
+	int is_const;           /* a weight: same bytes in every run */
+	int ready;              /* has a value in this run */
+} vk_val;
+
+typedef struct vk_node {
+	const struct vk_op *op;
+	const Onnx__NodeProto *proto;
+	int64_t opset;
+	int n_in, n_out;
+	int *in, *out;          /* value indexes; -1 for an omitted one */
+	void *state;            /* the op's, freed with free() */
+	vk_buf keep;            /* the op's device buffer kept across runs */
+	int keep_fresh;         /* `keep` is uploaded by the run in progress */
+} vk_node;
+
+struct vk_exec;
+
+typedef struct vk_ctx {
+	struct vk_exec *ex;
+	vk_node *node;
+	const vk_val **in;      /* n_in entries, NULL for an omitted input */
+	int n_in;
+	char *err;
+	size_t errlen;
+	int status;             /* the code of the last vk_fail */
+} vk_ctx;
+
+typedef struct vk_op {
+	const char *op_type;
+	int min_opset, max_opset;
+	int (*supports)(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
+			char *why, size_t n);
+	int (*prepare)(vk_node *node, char *err, size_t n);
+	int (*plan)(vk_ctx *ctx);
+	uint32_t pipes;         /* bit i: needs pipeline i (created at load) */
+} vk_op;
+
+/* ---- what an op's plan calls ------------------------------------------ */
+
+/* Input i, or NULL when omitted. */
+const vk_val *vk_in(const vk_ctx *c, int i);
+/* Output i as a new float32 device tensor of this shape (checked against
+ * the core's plan when the core planned it); NULL with the error set and
+ * its code in c->status. */
+const vk_val *vk_out(vk_ctx *c, int i, int rank, const int64_t *dims);
+/* Output i as a view of `src` with another shape (same element count). */
+int vk_out_alias(vk_ctx *c, int i, const vk_val *src, int rank, const int64_t *dims);
+/* Appends a dispatch of pipeline `pipe` over `bufs` (bit k of `writes`
+ * set for those it writes) with `push` as push constants. */
+int vk_emit(vk_ctx *c, int pipe, const vk_buf *bufs, int n_bufs, uint32_t writes,
+	    const void *push, size_t push_bytes, uint32_t gx, uint32_t gy, uint32_t gz);
+/* The same over `threads` invocations of a 64-wide 1-D shader (the groups
+ * spread over x and y; see shaders/common.glsl). */
+int vk_emit_1d(vk_ctx *c, int pipe, const vk_buf *bufs, int n_bufs, uint32_t writes,
+	       const void *push, size_t push_bytes, uint64_t threads);
+/* Device memory holding a copy of `nbytes` of host data for this run only. */
+int vk_upload_temp(vk_ctx *c, const void *data, uint64_t nbytes, vk_buf *out);
+/* The same kept in node->keep for every later run (for data derived from
+ * weights): uploaded the first time only. */
+int vk_upload_keep(vk_ctx *c, const void *data, uint64_t nbytes, vk_buf *out);
+/* Formats the error, sets c->status; returns `code`. */
+int vk_fail(vk_ctx *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* ---- helpers (vk_util.c) ---------------------------------------------- */
+
+const Onnx__AttributeProto *vk_attr(const Onnx__NodeProto *p, const char *name);
+int64_t vk_attr_int(const Onnx__NodeProto *p, const char *name, int64_t dflt);
+float vk_attr_float(const Onnx__NodeProto *p, const char *name, float dflt);
+/* Count of ints (-1 when absent). */
+int vk_attr_ints(const Onnx__NodeProto *p, const char *name, const int64_t **v);
+/* 1 when the string attribute is present and equals `want`. */
+int vk_attr_is(const Onnx__NodeProto *p, const char *name, const char *want);
+/* 1 when the node has an attribute not in the NULL-terminated `known`. */
+int vk_attr_unknown(const Onnx__NodeProto *p, const char *const *known, char *why, size_t n);
+
+/* 1 when inputs [first, first + count) present are all float32 (count -1:
+ * all); else 0 with the reason. */
+int vk_need_float(const Onnx__NodeProto *p, const int32_t *dt, int n_in, int first, int count,
+		  char *why, size_t n);
+/* Outputs the node names (non-empty). */
+int vk_n_outputs(const Onnx__NodeProto *p);
+
+int64_t vk_numel(int rank, const int64_t *dims);
+const char *vk_shape_str(int rank, const int64_t *dims, char *buf, size_t n);
+/* Reads element i of an int32/int64 host tensor. */
+int64_t vk_get_int(const vk_val *v, int64_t i);
+/* Normalises axis into [0, rank); -1 when out of range. */
+int vk_axis(int64_t axis, int rank);
+
+/* Numpy broadcast of a and b into out; -1 when they do not broadcast. */
+int vk_broadcast(int ra, const int64_t *a, int rb, const int64_t *b, int *ro, int64_t *out);
+
+/* The registry: every op the provider runs, by type and opset. */
+const vk_op *vk_op_find(const char *op_type, const char *domain, int64_t opset);
+
+/* The op tables of each family. */
+extern const vk_op vk_ops_elem[];
+extern const vk_op vk_ops_linalg[];
+extern const vk_op vk_ops_nn[];
+extern const vk_op vk_ops_shape[];
+extern const vk_op vk_ops_reduce[];
+
+/* Codes of the unary and binary shaders (shaders/unary.comp, binary.comp). */
+enum vk_unary {
+	VK_U_RELU, VK_U_SIGMOID, VK_U_TANH, VK_U_SQRT, VK_U_ERF, VK_U_GELU, VK_U_GELU_TANH,
+	VK_U_ABS, VK_U_NEG, VK_U_LEAKY_RELU,
+};
+enum vk_binary { VK_B_ADD, VK_B_SUB, VK_B_MUL, VK_B_DIV, VK_B_POW };
+
+#define VK_PIPE(id) (1u << (id))
+
+#endif

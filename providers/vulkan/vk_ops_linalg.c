@@ -1,0 +1,217 @@
+/*
+ * vk_ops_linalg: MatMul (numpy semantics: 1-D operands promoted, batch
+ * dims broadcast) and Gemm (transA/transB, alpha, beta, C broadcast one
+ * way) on the tiled shaders/gemm.comp.  Transposes never move data: they
+ * are the strides the shader reads A and B with.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "vk_ops.h"
+
+#define MAX_BATCH 4
+#define TILE 32
+
+typedef struct gemm_push {
+	uint32_t M, N, K;
+	uint32_t a_rs, a_cs, b_rs, b_cs;
+	uint32_t c_rs, c_cs;
+	uint32_t flags;
+	float alpha, beta;
+	uint32_t nb;
+	uint32_t bdims[MAX_BATCH], a_bs[MAX_BATCH], b_bs[MAX_BATCH];
+} gemm_push;
+
+_Static_assert(sizeof(gemm_push) <= VK_PUSH_BYTES, "gemm push constants");
+
+static int matmul_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
+			   char *why, size_t n)
+{
+	static const char *const none[] = {NULL};
+
+	(void)opset;
+	if (p->n_input != 2 || p->n_output != 1)
+		return snprintf(why, n, "expects two inputs and one output"), 0;
+	if (vk_attr_unknown(p, none, why, n))
+		return 0;
+	return vk_need_float(p, dt, n_in, 0, -1, why, n);
+}
+
+/* Strides of x's batch dims aligned to the output's nb batch dims (0
+ * where x broadcasts); x's own dims are its rank minus its two matrix
+ * dims. */
+static void batch_strides(const int64_t *xd, int xr, int nb, const int64_t *bd, int64_t *st)
+{
+	int64_t s = xd[xr - 1] * xd[xr - 2];
+
+	for (int i = nb - 1; i >= 0; i--) {
+		int xi = i - (nb - (xr - 2));
+		int64_t d = xi >= 0 ? xd[xi] : 1;
+
+		st[i] = d == 1 && bd[i] != 1 ? 0 : s;
+		s *= d;
+	}
+}
+
+/* Folds the batch dims into push (drops 1s, merges neighbours). */
+static int fold_batch(gemm_push *p, int nb, const int64_t *bd, const int64_t *sa,
+		      const int64_t *sb)
+{
+	int64_t d[EP_MAX_RANK], a[EP_MAX_RANK], b[EP_MAX_RANK];
+	int k = 0;
+
+	for (int i = 0; i < nb; i++) {
+		if (bd[i] == 1)
+			continue;
+		if (k && a[k - 1] == sa[i] * bd[i] && b[k - 1] == sb[i] * bd[i]) {
+			d[k - 1] *= bd[i];
+			a[k - 1] = sa[i];
+			b[k - 1] = sb[i];
+			continue;
+		}
+		d[k] = bd[i];
+		a[k] = sa[i];
+		b[k] = sb[i];
+		k++;
+	}
+	if (k > MAX_BATCH)
+		return -1;
+	p->nb = (uint32_t)k;
+	for (int i = 0; i < k; i++) {
+		p->bdims[i] = (uint32_t)d[i];
+		p->a_bs[i] = (uint32_t)a[i];
+		p->b_bs[i] = (uint32_t)b[i];
+	}
+	return 0;
+}
+
+static int emit_gemm(vk_ctx *c, const gemm_push *p, const vk_buf *a, const vk_buf *b,
+		     const vk_buf *bias, const vk_buf *y, int64_t batches)
+{
+	int64_t gx = ((int64_t)p->N + TILE - 1) / TILE, gy = ((int64_t)p->M + TILE - 1) / TILE;
+
+	if (gx > 65535 || gy > 65535 || batches > 65535)
+		return vk_fail(c, EP_E_UNSUPPORTED, "matrix %ux%u x %lld batches is too large",
+			       p->M, p->N, (long long)batches);
+	return vk_emit(c, VKP_GEMM, (vk_buf[]){*a, *b, *bias, *y}, 4, 8u, p, sizeof(*p),
+		       (uint32_t)gx, (uint32_t)gy, (uint32_t)batches);
+}
+
+static int matmul_plan(vk_ctx *c)
+{
+	const vk_val *A = vk_in(c, 0), *B = vk_in(c, 1), *y;
+	int64_t da[EP_MAX_RANK + 1], db[EP_MAX_RANK + 1], bd[EP_MAX_RANK], od[EP_MAX_RANK];
+	int64_t sa[EP_MAX_RANK], sb[EP_MAX_RANK];
+	gemm_push p = {.alpha = 1.0f};
+	int ra, rb, nb, r;
+	char s1[128], s2[128];
+
+	if (!A || !B || A->dtype != VK_FLOAT || B->dtype != VK_FLOAT || !A->rank || !B->rank)
+		return vk_fail(c, EP_E_INVALID, "needs float32 operands of rank >= 1");
+	ra = A->rank + (A->rank == 1);
+	rb = B->rank + (B->rank == 1);
+	da[0] = 1;
+	memcpy(da + (A->rank == 1), A->dims, sizeof(int64_t) * (size_t)A->rank);
+	memcpy(db, B->dims, sizeof(int64_t) * (size_t)B->rank);
+	db[rb - 1] = B->rank == 1 ? 1 : db[rb - 1];
+	if (da[ra - 1] != db[rb - 2] ||
+	    vk_broadcast(ra - 2, da, rb - 2, db, &nb, bd))
+		return vk_fail(c, EP_E_INVALID, "%s x %s do not multiply",
+			       vk_shape_str(A->rank, A->dims, s1, sizeof(s1)),
+			       vk_shape_str(B->rank, B->dims, s2, sizeof(s2)));
+	memcpy(od, bd, sizeof(int64_t) * (size_t)nb);
+	r = nb;
+	if (A->rank > 1)
+		od[r++] = da[ra - 2];
+	if (B->rank > 1)
+		od[r++] = db[rb - 1];
+	y = vk_out(c, 0, r, od);
+	if (!y)
+		return c->status;
+	p.M = (uint32_t)da[ra - 2];
+	p.K = (uint32_t)da[ra - 1];
+	p.N = (uint32_t)db[rb - 1];
+	p.a_rs = p.K;
+	p.a_cs = 1;
+	p.b_rs = p.N;
+	p.b_cs = 1;
+	batch_strides(da, ra, nb, bd, sa);
+	batch_strides(db, rb, nb, bd, sb);
+	if (fold_batch(&p, nb, bd, sa, sb))
+		return vk_fail(c, EP_E_UNSUPPORTED, "batch dims fold to more than %d", MAX_BATCH);
+	if (!y->numel)
+		return 0;
+	return emit_gemm(c, &p, &A->dev, &B->dev, &A->dev, &y->dev, vk_numel(nb, bd));
+}
+
+static int gemm_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
+			 char *why, size_t n)
+{
+	static const char *const known[] = {"alpha", "beta", "transA", "transB", NULL};
+
+	(void)opset;
+	if (p->n_input < 2 || p->n_input > 3 || p->n_output != 1)
+		return snprintf(why, n, "expects 2 or 3 inputs and one output"), 0;
+	if (vk_attr_unknown(p, known, why, n))
+		return 0;
+	return vk_need_float(p, dt, n_in, 0, -1, why, n);
+}
+
+/* Strides of Gemm's C broadcast to [M, N]; -1 when it does not. */
+static int bias_strides(const vk_val *C, int64_t M, int64_t N, gemm_push *p)
+{
+	int64_t d0 = C->rank == 2 ? C->dims[0] : 1;
+	int64_t d1 = C->rank >= 1 ? C->dims[C->rank - 1] : 1;
+
+	if (C->rank > 2 || (d0 != M && d0 != 1) || (d1 != N && d1 != 1))
+		return -1;
+	p->c_cs = d1 == 1 ? 0 : 1;
+	p->c_rs = d0 == 1 ? 0 : (uint32_t)d1;
+	p->flags = 1;
+	return 0;
+}
+
+static int gemm_plan(vk_ctx *c)
+{
+	const Onnx__NodeProto *pr = c->node->proto;
+	const vk_val *A = vk_in(c, 0), *B = vk_in(c, 1), *C = vk_in(c, 2), *y;
+	int ta = vk_attr_int(pr, "transA", 0) != 0, tb = vk_attr_int(pr, "transB", 0) != 0;
+	gemm_push p = {.alpha = vk_attr_float(pr, "alpha", 1.0f), .beta = vk_attr_float(pr, "beta", 1.0f)};
+	int64_t M, N, K, dims[2];
+	char s1[128], s2[128];
+
+	if (!A || !B || A->rank != 2 || B->rank != 2 || A->dtype != VK_FLOAT || B->dtype != VK_FLOAT)
+		return vk_fail(c, EP_E_INVALID, "A and B must be 2-D float32");
+	M = A->dims[ta];
+	K = A->dims[!ta];
+	N = B->dims[!tb];
+	if (B->dims[tb] != K)
+		return vk_fail(c, EP_E_INVALID, "%s x %s do not multiply (transA=%d, transB=%d)",
+			       vk_shape_str(2, A->dims, s1, sizeof(s1)),
+			       vk_shape_str(2, B->dims, s2, sizeof(s2)), ta, tb);
+	if (C && (C->dtype != VK_FLOAT || bias_strides(C, M, N, &p)))
+		return vk_fail(c, EP_E_INVALID, "C %s does not broadcast to [%lld,%lld]",
+			       vk_shape_str(C->rank, C->dims, s1, sizeof(s1)), (long long)M,
+			       (long long)N);
+	dims[0] = M;
+	dims[1] = N;
+	y = vk_out(c, 0, 2, dims);
+	if (!y)
+		return c->status;
+	p.M = (uint32_t)M;
+	p.N = (uint32_t)N;
+	p.K = (uint32_t)K;
+	p.a_rs = ta ? 1 : (uint32_t)K;
+	p.a_cs = ta ? (uint32_t)M : 1;
+	p.b_rs = tb ? 1 : (uint32_t)N;
+	p.b_cs = tb ? (uint32_t)K : 1;
+	if (!y->numel)
+		return 0;
+	return emit_gemm(c, &p, &A->dev, &B->dev, C ? &C->dev : &A->dev, &y->dev, 1);
+}
+
+const vk_op vk_ops_linalg[] = {
+	{"MatMul", 1, 22, matmul_supports, NULL, matmul_plan, VK_PIPE(VKP_GEMM)},
+	{"Gemm", 7, 22, gemm_supports, NULL, gemm_plan, VK_PIPE(VKP_GEMM)},
+	{0},
+};
