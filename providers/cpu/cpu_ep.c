@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cpu_exec.h"
+#include "cpu_io.h"
 #include "cpu_kernel.h"
 #include "ep_host.h"
 
@@ -37,6 +38,7 @@ typedef struct cpu_sg {
 	int max_in, max_out;
 	int bound_index_size;
 	int *bound;               /* value -> binding index or -1 */
+	cpu_arena *arena;         /* strings and sequences of one run */
 } cpu_sg;
 
 static int value_index(const ep_subgraph *sg, const char *name)
@@ -90,6 +92,7 @@ static void cpu_sg_free(cpu_sg *c)
 	free(c->out);
 	free(c->out_heap);
 	free(c->bound);
+	cpu_arena_free(c->arena);
 	free(c);
 }
 
@@ -191,7 +194,7 @@ static int cpu_load(void *self, ep_subgraph *sg, char *err, size_t n)
 	int rc;
 
 	(void)self;
-	if (!c || alloc_tables(c, sg->n_values, sg->graph->n_node)) {
+	if (!c || alloc_tables(c, sg->n_values, sg->graph->n_node) || !(c->arena = cpu_arena_new())) {
 		cpu_sg_free(c);
 		return snprintf(err, n, "out of memory"), EP_E_NOMEM;
 	}
@@ -238,13 +241,21 @@ static int bind_values(cpu_sg *c, const ep_subgraph *sg, ep_run *r, char *err, s
 		ep_tensor *b = &r->bindings[i];
 		cpu_tensor *t = &c->vals[b->value];
 
-		if (b->dtype != sg->values[b->value].dtype && sg->values[b->value].dtype)
+		if (b->kind == 0 && b->dtype != sg->values[b->value].dtype && sg->values[b->value].dtype)
 			return snprintf(err, n, "value '%s': bound as %d, loaded as %d",
 					sg->values[b->value].name, b->dtype,
 					sg->values[b->value].dtype), EP_E_INVALID;
 		c->bound[b->value] = (int)i;
 		if (b->dynamic)
 			continue;
+		if (cpu_io_special(b)) {
+			int rc = cpu_io_decode(c->arena, b, t, err, n);
+
+			if (rc)
+				return rc;
+			c->have[b->value] = 1;
+			continue;
+		}
 		t->dtype = b->dtype;
 		t->rank = b->rank;
 		memcpy(t->dims, b->dims, sizeof(int64_t) * (size_t)b->rank);
@@ -276,7 +287,7 @@ static int run_node(cpu_sg *c, const ep_subgraph *sg, ep_run *r, size_t k,
 		c->planned[i] = b >= 0 && !r->bindings[b].dynamic ? &c->vals[v] : NULL;
 		c->out_heap[i] = 0;
 	}
-	rc = cpu_node_run(node, c->in, c->planned, c->out, c->out_heap, threads, err, n);
+	rc = cpu_node_run_in(node, c->arena, c->in, c->planned, c->out, c->out_heap, threads, err, n);
 	if (rc)
 		return rc;
 	for (int i = 0; i < node->n_out; i++) {
@@ -290,7 +301,7 @@ static int run_node(cpu_sg *c, const ep_subgraph *sg, ep_run *r, size_t k,
 		release_heap(c, v);
 		c->vals[v] = c->out[i];
 		c->heap[v] = c->out_heap[i];
-		c->have[v] = c->out[i].data != NULL;
+		c->have[v] = c->out[i].data != NULL || c->out[i].dtype == CPU_NONE;
 	}
 	return 0;
 }
@@ -310,16 +321,15 @@ static int publish_dynamic(cpu_sg *c, const ep_subgraph *sg, ep_run *r, char *er
 		if (!c->have[b->value])
 			return snprintf(err, n, "output '%s' was not produced",
 					sg->values[b->value].name), EP_E_INVALID;
-		dst = ep_run_dyn_alloc(r, t->nbytes);
+		dst = ep_run_dyn_alloc(r, cpu_io_size(t));
 		if (!dst) {
 			overflow = 1;
 			continue;
 		}
-		memcpy(dst, t->data, t->nbytes);
+		if (cpu_io_encode(t, dst, cpu_io_size(t), b))
+			return snprintf(err, n, "output '%s' cannot be encoded",
+					sg->values[b->value].name), EP_E_INTERNAL;
 		b->data = dst;
-		b->nbytes = t->nbytes;
-		b->rank = t->rank;
-		memcpy(b->dims, t->dims, sizeof(int64_t) * (size_t)t->rank);
 	}
 	if (overflow)
 		return snprintf(err, n, "dynamic outputs need %llu bytes, region has %llu",
@@ -363,6 +373,7 @@ static int cpu_run(void *self, ep_subgraph *sg, ep_run *r, char *err, size_t n)
 		rc = publish_dynamic(c, sg, r, err, n);
 	for (size_t v = 0; v < c->n_values; v++)
 		release_heap(c, (int)v);
+	cpu_arena_reset(c->arena);
 	return rc;
 }
 

@@ -143,8 +143,13 @@ static int check_inputs(cpu_ctx *ctx)
 		const cpu_tensor *t = ctx->in[i];
 		size_t es;
 		int64_t numel;
-		if (!t)
+		if (!t || t->dtype == CPU_NONE)
 			continue;
+		if (t->dtype == CPU_SEQUENCE) {
+			if (!t->data)
+				return cpu_fail(ctx, CPU_E_INVALID, "input %d: sequence without items", i);
+			continue;
+		}
 		if (t->rank < 0 || t->rank > CPU_MAX_RANK)
 			return cpu_fail(ctx, CPU_E_INVALID, "input %d: rank %d out of range", i, t->rank);
 		es = cpu_dtype_size(t->dtype);
@@ -175,6 +180,13 @@ static void run_cleanup(exec_run *run)
 int cpu_node_run(cpu_node *node, const cpu_tensor **in, const cpu_tensor **planned,
 		 cpu_tensor *out, int *out_heap, int threads, char *err, size_t n)
 {
+	return cpu_node_run_in(node, NULL, in, planned, out, out_heap, threads, err, n);
+}
+
+int cpu_node_run_in(cpu_node *node, cpu_arena *arena, const cpu_tensor **in,
+		    const cpu_tensor **planned, cpu_tensor *out, int *out_heap, int threads,
+		    char *err, size_t n)
+{
 	exec_run run;
 	cpu_ctx ctx;
 	int rc;
@@ -199,6 +211,7 @@ int cpu_node_run(cpu_node *node, const cpu_tensor **in, const cpu_tensor **plann
 	ctx.n_in = node->n_in;
 	ctx.n_out = node->n_out;
 	ctx.in = in;
+	ctx.arena = arena;
 	ctx.exec = &run;
 	ctx.threads = threads > 0 ? threads : 1;
 	ctx.err = err;
@@ -302,7 +315,7 @@ cpu_tensor *cpu_output(cpu_ctx *ctx, int i, int32_t dtype, int rank, const int64
 	cpu_tensor *t;
 	char msg[200], cs[160];
 
-	if (i < 0 || rank < 0 || rank > CPU_MAX_RANK || es == 0)
+	if (i < 0 || rank < 0 || rank > CPU_MAX_RANK || es == 0 || i >= ctx->n_out)
 		return output_fail(ctx, CPU_E_INTERNAL, "bad output request");
 	numel = cpu_shape_numel(rank, dims);
 	if (numel < 0 || (uint64_t)numel > (SIZE_MAX / 4) / es) {
@@ -338,4 +351,96 @@ cpu_tensor *cpu_output(cpu_ctx *ctx, int i, int32_t dtype, int rank, const int64
 		t->dims[d] = dims[d];
 	t->nbytes = bytes;
 	return t;
+}
+
+/* ---- values that are not numeric tensors ---- */
+
+static void *arena_or_fail(cpu_ctx *ctx, size_t nbytes)
+{
+	void *p = ctx->arena ? cpu_arena_alloc(ctx->arena, nbytes ? nbytes : 1) : NULL;
+
+	if (!p)
+		output_fail(ctx, ctx->arena ? CPU_E_NOMEM : CPU_E_UNSUPPORTED,
+			    ctx->arena ? "out of memory" : "strings and sequences need a run arena");
+	return p;
+}
+
+/* Claims output i for a value the kernel builds itself. */
+static cpu_tensor *claim_output(cpu_ctx *ctx, int i, int32_t dtype)
+{
+	exec_run *run = ctx->exec;
+	cpu_tensor *t;
+
+	if (i < 0 || i >= ctx->n_out)
+		return output_fail(ctx, CPU_E_INTERNAL, "bad output request");
+	if (run->given[i])
+		return output_fail(ctx, CPU_E_INTERNAL, "output requested twice");
+	if (run->planned && run->planned[i])
+		return output_fail(ctx, CPU_E_SHAPE, "a sequence or optional output was planned as a tensor");
+	t = &run->out[i];
+	memset(t, 0, sizeof(*t));
+	t->dtype = dtype;
+	run->given[i] = 1;
+	run->out_heap[i] = 0;
+	return t;
+}
+
+cpu_seq *cpu_output_sequence(cpu_ctx *ctx, int i, int32_t elem_dtype, size_t n)
+{
+	cpu_tensor *t;
+	cpu_seq *s;
+
+	if (n > (SIZE_MAX / 4) / sizeof(cpu_tensor)) {
+		output_fail(ctx, CPU_E_INVALID, "sequence too long");
+		return NULL;
+	}
+	s = arena_or_fail(ctx, sizeof(*s) + n * sizeof(cpu_tensor));
+	t = s ? claim_output(ctx, i, CPU_SEQUENCE) : NULL;
+	if (!t)
+		return NULL;
+	memset(s, 0, sizeof(*s) + n * sizeof(cpu_tensor));
+	s->elem_dtype = elem_dtype;
+	s->n = n;
+	s->items = (cpu_tensor *)(s + 1);
+	t->data = s;
+	t->nbytes = sizeof(*s);
+	return s;
+}
+
+int cpu_output_none(cpu_ctx *ctx, int i)
+{
+	return claim_output(ctx, i, CPU_NONE) ? 0 : CPU_E_INTERNAL;
+}
+
+cpu_tensor *cpu_seq_item(cpu_ctx *ctx, cpu_seq *s, size_t i, int32_t dtype, int rank,
+			 const int64_t *dims)
+{
+	size_t es = cpu_dtype_size(dtype);
+	int64_t numel = cpu_shape_numel(rank, dims);
+	cpu_tensor *t;
+
+	if (!s || i >= s->n || rank < 0 || rank > CPU_MAX_RANK || !es || numel < 0 ||
+	    (uint64_t)numel > (SIZE_MAX / 4) / es)
+		return output_fail(ctx, CPU_E_INVALID, "bad sequence item");
+	t = &s->items[i];
+	t->data = arena_or_fail(ctx, (size_t)numel * es);
+	if (!t->data)
+		return NULL;
+	t->dtype = dtype;
+	t->rank = rank;
+	for (int d = 0; d < rank; d++)
+		t->dims[d] = dims[d];
+	t->nbytes = (size_t)numel * es;
+	return t;
+}
+
+char *cpu_string_new(cpu_ctx *ctx, const char *s, size_t len)
+{
+	char *p = arena_or_fail(ctx, len + 1);
+
+	if (!p)
+		return NULL;
+	memcpy(p, s, len);
+	p[len] = 0;
+	return p;
 }

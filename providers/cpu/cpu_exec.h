@@ -39,5 +39,10 @@ void cpu_node_fini(cpu_node *node);
  * out[i].data == NULL.  Returns 0 or a cpu_status with err filled. */
 int cpu_node_run(cpu_node *node, const cpu_tensor **in, const cpu_tensor **planned,
 		 cpu_tensor *out, int *out_heap, int threads, char *err, size_t n);
+/* The same with the run's arena, where kernels put strings and sequences
+ * (cpu_kernel.h); outputs built there have out_heap 0. */
+int cpu_node_run_in(cpu_node *node, cpu_arena *arena, const cpu_tensor **in,
+		    const cpu_tensor **planned, cpu_tensor *out, int *out_heap, int threads,
+		    char *err, size_t n);
 
 #endif

@@ -51,6 +51,33 @@ typedef struct cpu_tensor {
 	size_t nbytes;
 } cpu_tensor;
 
+/*
+ * Values that are not numeric tensors.
+ *  - A string tensor (CPU_STRING) holds numel `const char *`, NUL-terminated.
+ *    The strings themselves live in the run's arena (cpu_string_new) or in
+ *    shared memory, and stay valid until the run ends, so kernels may copy
+ *    the pointers as they would copy int64s.
+ *  - A sequence has dtype CPU_SEQUENCE, rank 0, and data -> cpu_seq; its
+ *    struct and items live in the run's arena (cpu_output_sequence).
+ *  - An empty optional has dtype CPU_NONE and no data (cpu_output_none).
+ *    An optional holding a value is that value.
+ */
+#define CPU_SEQUENCE 0x1000
+#define CPU_NONE 0x1001
+
+typedef struct cpu_seq {
+	int32_t elem_dtype;          /* CPU_UNDEFINED for an empty, untyped one */
+	size_t n;
+	cpu_tensor *items;
+} cpu_seq;
+
+/* A bump allocator whose memory lives until reset: one per run. */
+typedef struct cpu_arena cpu_arena;
+cpu_arena *cpu_arena_new(void);
+void *cpu_arena_alloc(cpu_arena *a, size_t nbytes);   /* 64-byte aligned */
+void cpu_arena_reset(cpu_arena *a);                   /* keeps one block */
+void cpu_arena_free(cpu_arena *a);
+
 struct cpu_node;
 struct cpu_ctx;
 
@@ -83,6 +110,7 @@ typedef struct cpu_ctx {
 	cpu_node *node;
 	int n_in, n_out;
 	const cpu_tensor **in;       /* NULL for an omitted optional input */
+	cpu_arena *arena;            /* the run's arena (strings, sequences) */
 	/* executor-private */
 	void *exec;
 	int threads;
@@ -96,6 +124,16 @@ typedef struct cpu_ctx {
  * After a NULL from cpu_output or cpu_scratch the kernel returns any nonzero
  * status; the executor reports the status recorded by the failed call. */
 cpu_tensor *cpu_output(cpu_ctx *ctx, int i, int32_t dtype, int rank, const int64_t *dims);
+/* Output i as a sequence of n items (zeroed; fill each with
+ * cpu_seq_item), or as an empty optional. */
+cpu_seq *cpu_output_sequence(cpu_ctx *ctx, int i, int32_t elem_dtype, size_t n);
+int cpu_output_none(cpu_ctx *ctx, int i);
+/* Item i of a sequence made by cpu_output_sequence, with room for its data
+ * in the run's arena. */
+cpu_tensor *cpu_seq_item(cpu_ctx *ctx, cpu_seq *s, size_t i, int32_t dtype, int rank,
+			 const int64_t *dims);
+/* A copy of s[0..len) that lives until the end of the run. */
+char *cpu_string_new(cpu_ctx *ctx, const char *s, size_t len);
 /* Scratch memory valid until compute returns. */
 void *cpu_scratch(cpu_ctx *ctx, size_t nbytes);
 /* Formats a message into ctx->err; returns `code` for `return cpu_fail(...)`. */

@@ -19,6 +19,7 @@ size_t cpu_dtype_size(int32_t dtype)
 	case CPU_INT16: case CPU_UINT16: case CPU_FLOAT16: case CPU_BFLOAT16: return 2;
 	case CPU_FLOAT: case CPU_INT32: case CPU_UINT32: return 4;
 	case CPU_DOUBLE: case CPU_INT64: case CPU_UINT64: return 8;
+	case CPU_STRING: return sizeof(const char *);
 	default: return 0;
 	}
 }
@@ -40,6 +41,8 @@ const char *cpu_dtype_name(int32_t dtype)
 	case CPU_UINT32: return "uint32";
 	case CPU_UINT64: return "uint64";
 	case CPU_BFLOAT16: return "bfloat16";
+	case CPU_SEQUENCE: return "sequence";
+	case CPU_NONE: return "none";
 	default: return "unknown dtype";
 	}
 }

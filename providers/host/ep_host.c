@@ -459,6 +459,7 @@ static int bind_run(host *h, const Ortmk__Run *r, const ep_subgraph *sg, ep_run 
 		b->value = t->value;
 		b->dtype = t->dtype;
 		b->dynamic = t->dynamic;
+		b->kind = t->has_kind ? (int)t->kind : 0;
 		b->rank = (int)t->n_dims;
 		if (t->n_dims)
 			memcpy(b->dims, t->dims, t->n_dims * sizeof(int64_t));
@@ -499,6 +500,8 @@ static int send_result(host *h, const Ortmk__Envelope *req, ep_run *run, uint64_
 		ortmk__tensor_ref__init(t);
 		t->value = b->value;
 		t->dtype = b->dtype;
+		t->has_kind = b->kind != 0;
+		t->kind = (Ortmk__ValueKind)b->kind;
 		t->n_dims = (size_t)b->rank;
 		t->dims = b->dims;
 		t->segment_id = r->dyn_segment;

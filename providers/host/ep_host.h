@@ -61,6 +61,7 @@ typedef struct ep_tensor {
 	void *data;
 	uint64_t nbytes;
 	int dynamic;
+	int kind;               /* Ortmk__ValueKind: tensor, sequence, none */
 } ep_tensor;
 
 typedef struct ep_run {
