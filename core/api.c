@@ -112,6 +112,11 @@ ortmk_status ortmk_session_options_set(ortmk_session_options *o, const char *key
 			return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "run_timeout_ms: bad value '%s'", value);
 		return ORTMK_OK;
 	}
+	if (strcmp(key, "save_prepacked") == 0) {
+		if (parse_int(value, 0, 1, &o->save_prepacked))
+			return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "save_prepacked: '%s' is not 0 or 1", value);
+		return ORTMK_OK;
+	}
 	if (strcmp(key, "retry") == 0) {
 		if (parse_int(value, 0, 1, &o->retry))
 			return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "retry: '%s' is not 0 or 1", value);

@@ -116,7 +116,13 @@ ortmk_status core_ep_release_segment(core_ep *ep, uint64_t id);
 ortmk_status core_ep_add_file(core_ep *ep, uint64_t file_id, int fd, uint64_t size);
 ortmk_status core_ep_forget_file(core_ep *ep, uint64_t file_id);
 /* Loads a subgraph and remembers it for replay; forget releases it. */
-ortmk_status core_ep_load(core_ep *ep, uint64_t session, Ortmk__LoadSubgraph *l);
+typedef struct core_load_stats {
+	uint64_t prepack_ns;
+	unsigned prepack_hits, prepack_misses;
+	int prepack_written;
+} core_load_stats;
+ortmk_status core_ep_load(core_ep *ep, uint64_t session, Ortmk__LoadSubgraph *l,
+			  core_load_stats *stats);
 ortmk_status core_ep_forget_subgraph(core_ep *ep, uint32_t id);
 
 /* supervise.c: restart a dead provider (with back-off) and replay its
@@ -155,6 +161,7 @@ struct ortmk_session_options {
 	int retry;
 	int crash_loop_n;
 	int crash_loop_window_ms;
+	int save_prepacked;
 };
 
 /* A run of consecutive nodes (topological order) on one provider. */
@@ -164,6 +171,9 @@ typedef struct core_step {
 	uint32_t subgraph_id;
 	int *values;              /* graph value index per subgraph value */
 	size_t n_values;
+	/* pre-pack cache files handed to the provider (0 / -1 when none) */
+	uint64_t cache_in_id, cache_out_id;
+	int cache_in_fd, cache_out_fd;
 } core_step;
 
 /* Per input-shape signature: inferred shapes and arena offsets. */
@@ -191,6 +201,9 @@ struct ortmk_session {
 	int crash_loop_window_ms;
 	int disabled[CORE_MAX_EPS];   /* crash-looped: not used by this session */
 	unsigned runs, failed_runs, retried_runs;
+	int save_prepacked;
+	core_load_stats load;     /* summed over the steps */
+	char *model_path;
 	char broken[2048];        /* set when no provider is left: runs fail */
 	graph_tinfo *tinfo0;      /* load-time (symbolic) inference */
 	core_step *steps;

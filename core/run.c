@@ -551,5 +551,8 @@ ortmk_status ortmk_session_get_stats(const ortmk_session *s, ortmk_session_stats
 	out->runs = s->runs;
 	out->failed_runs = s->failed_runs;
 	out->retried_runs = s->retried_runs;
+	out->prepack_ms = (double)s->load.prepack_ns / 1e6;
+	out->prepack_hits = s->load.prepack_hits;
+	out->prepack_misses = s->load.prepack_misses;
 	return ORTMK_OK;
 }

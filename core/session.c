@@ -7,6 +7,8 @@
  * loads one subgraph per step.  Running is in run.c.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -132,9 +134,75 @@ static void fill_weight(ortmk_session *s, int v, uint32_t idx, Ortmk__Weight *w)
 	}
 }
 
+/* The pre-pack cache beside the model, one per step (docs/PREPACK.md). */
+static void cache_path(const ortmk_session *s, const core_step *st, char *out, size_t n)
+{
+	snprintf(out, n, "%s.%s%zu.ortmk-prepack", s->model_path, s->eps[st->ep]->name,
+		 (size_t)(st - s->steps));
+}
+
+/* Hands the provider the cache to read (if any) and, when saving, a fresh
+ * file to write; the provider never opens a path. */
+static void offer_cache(ortmk_session *s, core_step *st, Ortmk__LoadSubgraph *l,
+			char *tmp, size_t n)
+{
+	core_ep *ep = s->eps[st->ep];
+	char path[4200];
+	struct stat sb;
+	int fd;
+
+	cache_path(s, st, path, sizeof(path));
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0 &&
+	    core_ep_add_file(ep, st->cache_in_id = core_env_next_id(s->env), fd,
+			     (uint64_t)sb.st_size) == ORTMK_OK) {
+		l->has_prepack_in = 1;
+		l->prepack_in = st->cache_in_id;
+		st->cache_in_fd = fd;
+	} else if (fd >= 0) {
+		close(fd);
+	}
+	tmp[0] = 0;
+	if (!s->save_prepacked)
+		return;
+	snprintf(tmp, n, "%s.tmp%d", path, (int)getpid());
+	fd = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0 || core_ep_add_file(ep, st->cache_out_id = core_env_next_id(s->env), fd, 0)) {
+		ipc_log(IPC_LOG_WARN, "cannot write a pre-pack cache at %s", tmp);
+		if (fd >= 0)
+			close(fd);
+		unlink(tmp);
+		tmp[0] = 0;
+		return;
+	}
+	l->has_prepack_out = 1;
+	l->prepack_out = st->cache_out_id;
+	st->cache_out_fd = fd;
+}
+
 static ortmk_status send_load(ortmk_session *s, core_step *st, Ortmk__LoadSubgraph *l)
 {
-	return core_ep_load(s->eps[st->ep], s->id, l);
+	core_load_stats ls = {0};
+	char tmp[4300], path[4200];
+	ortmk_status rc;
+
+	offer_cache(s, st, l, tmp, sizeof(tmp));
+	rc = core_ep_load(s->eps[st->ep], s->id, l, &ls);
+	if (tmp[0]) {
+		/* The fresh cache replaces the old one atomically, or goes away. */
+		cache_path(s, st, path, sizeof(path));
+		if (rc == ORTMK_OK && ls.prepack_written)
+			rename(tmp, path);
+		else
+			unlink(tmp);
+		core_ep_forget_file(s->eps[st->ep], st->cache_out_id);
+		close(st->cache_out_fd);
+		st->cache_out_fd = -1;
+	}
+	s->load.prepack_ns += ls.prepack_ns;
+	s->load.prepack_hits += ls.prepack_hits;
+	s->load.prepack_misses += ls.prepack_misses;
+	return rc;
 }
 
 static ortmk_status load_step(ortmk_session *s, core_step *st)
@@ -287,7 +355,9 @@ ortmk_status ortmk_session_create(ortmk_env *env, const char *model_path,
 	s->retry = opts ? opts->retry : 0;
 	s->crash_loop_n = opts && opts->crash_loop_n ? opts->crash_loop_n : 5;
 	s->crash_loop_window_ms = opts && opts->crash_loop_window_ms ? opts->crash_loop_window_ms : 10000;
-	rc = graph_load(model_path, &s->g, err, sizeof(err));
+	s->save_prepacked = opts ? opts->save_prepacked : 0;
+	s->model_path = strdup(model_path);
+	rc = s->model_path ? graph_load(model_path, &s->g, err, sizeof(err)) : -ENOMEM;
 	if (rc) {
 		ortmk_session_destroy(s);
 		return core_fail(rc == -ENOENT || rc == -EACCES ? ORTMK_ERR_IO : ORTMK_ERR_MODEL, "%s", err);
@@ -341,8 +411,17 @@ static void release_provider_state(ortmk_session *s)
 
 static void free_steps(ortmk_session *s)
 {
-	for (size_t i = 0; i < s->n_steps; i++)
-		free(s->steps[i].values);
+	for (size_t i = 0; i < s->n_steps; i++) {
+		core_step *st = &s->steps[i];
+
+		if (st->cache_in_fd > 0) {
+			pthread_mutex_lock(&s->eps[st->ep]->lock);
+			core_ep_forget_file(s->eps[st->ep], st->cache_in_id);
+			pthread_mutex_unlock(&s->eps[st->ep]->lock);
+			close(st->cache_in_fd);
+		}
+		free(st->values);
+	}
 	free(s->steps);
 	s->steps = NULL;
 	s->n_steps = 0;
@@ -389,6 +468,7 @@ void ortmk_session_destroy(ortmk_session *s)
 	free(s->file_ids);
 	free(s->last_step);
 	free(s->io_dims);
+	free(s->model_path);
 	free(s->tinfo0);
 	graph_free(s->g);
 	pthread_mutex_destroy(&s->lock);

@@ -95,7 +95,8 @@ ortmk_status core_ep_forget_file(core_ep *ep, uint64_t file_id)
 	return ORTMK_OK;
 }
 
-static ortmk_status load_on(core_ep *ep, core_proc *p, uint64_t session, Ortmk__LoadSubgraph *l)
+static ortmk_status load_on(core_ep *ep, core_proc *p, uint64_t session, Ortmk__LoadSubgraph *l,
+			    core_load_stats *stats)
 {
 	Ortmk__Envelope e = ORTMK__ENVELOPE__INIT, *rep = NULL;
 	ortmk_status st;
@@ -108,11 +109,18 @@ static ortmk_status load_on(core_ep *ep, core_proc *p, uint64_t session, Ortmk__
 	st = core_proc_request(ep, p, &e, CORE_CONTROL_MS, &rep);
 	if (st == ORTMK_OK && rep->kind != ORTMK__KIND__LOAD_DONE)
 		st = core_fail(ORTMK_ERR_PROTOCOL, "provider '%s': expected LOAD_DONE", ep->name);
+	if (st == ORTMK_OK && stats) {
+		stats->prepack_ns = rep->load_done->prepack_ns;
+		stats->prepack_hits = rep->load_done->prepack_hits;
+		stats->prepack_misses = rep->load_done->prepack_misses;
+		stats->prepack_written = rep->load_done->prepack_written;
+	}
 	ipc_envelope_free(rep);
 	return st;
 }
 
-ortmk_status core_ep_load(core_ep *ep, uint64_t session, Ortmk__LoadSubgraph *l)
+ortmk_status core_ep_load(core_ep *ep, uint64_t session, Ortmk__LoadSubgraph *l,
+			  core_load_stats *stats)
 {
 	core_sg_rec *n = realloc(ep->sgs, (ep->n_sgs + 1) * sizeof(*n));
 	core_sg_rec rec = {.id = l->subgraph_id, .session = session};
@@ -121,14 +129,20 @@ ortmk_status core_ep_load(core_ep *ep, uint64_t session, Ortmk__LoadSubgraph *l)
 	if (!n)
 		return core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
 	ep->sgs = n;
+	/* A replay reads the cache it was given but writes no new one. */
+	int out = l->has_prepack_out;
+
+	l->has_prepack_out = 0;
 	rec.len = ortmk__load_subgraph__get_packed_size(l);
 	rec.bytes = malloc(rec.len + 1);
+	if (rec.bytes)
+		ortmk__load_subgraph__pack(l, rec.bytes);
+	l->has_prepack_out = out;
 	if (!rec.bytes)
 		return core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
-	ortmk__load_subgraph__pack(l, rec.bytes);
 	st = core_ep_ensure(ep);
 	if (st == ORTMK_OK)
-		st = load_on(ep, &ep->p, session, l);
+		st = load_on(ep, &ep->p, session, l, stats);
 	if (st) {
 		free(rec.bytes);
 		return st;
@@ -171,7 +185,7 @@ static ortmk_status replay(core_ep *ep, core_proc *to, const ipc_segtab *segs)
 
 		if (!l)
 			return core_fail(ORTMK_ERR_INTERNAL, "cannot replay subgraph %u", ep->sgs[i].id);
-		st = load_on(ep, to, ep->sgs[i].session, l);
+		st = load_on(ep, to, ep->sgs[i].session, l, NULL);
 		ortmk__load_subgraph__free_unpacked(l, NULL);
 	}
 	return st;

@@ -43,7 +43,7 @@ typedef struct options {
 	const char *threads;      /* NULL: the library's default */
 	long iters, warmup;
 	uint64_t seed;
-	bool json, retry, keep_going;
+	bool json, retry, keep_going, save_prepacked;
 	const char *timeout_ms;   /* NULL: no deadline */
 	long swap_every;          /* 0: no hot swaps */
 	const char *swap_binary;  /* NULL: the provider's own binary */
@@ -70,6 +70,7 @@ static void usage(FILE *f)
 "  --seed S              seed of generated inputs (default 1)\n"
 "  --json                print one JSON object of results and timings\n"
 "  --retry               rerun once a run whose provider died or hung\n"
+"  --save-prepacked      write pre-packed weights to a cache beside the model\n"
 "  --timeout-ms MS       deadline of one run; a provider past it is killed\n"
 "  --keep-going          count failed runs and go on instead of stopping\n"
 "  --swap-every N        hot-swap the first provider every N runs\n"
@@ -190,7 +191,9 @@ static int parse_args(int argc, char **argv, options *o)
 			o->model = a;
 			continue;
 		}
-		if (!strcmp(a, "--json") || !strcmp(a, "--retry") || !strcmp(a, "--keep-going")) {
+		if (!strcmp(a, "--json") || !strcmp(a, "--retry") || !strcmp(a, "--keep-going") ||
+		    !strcmp(a, "--save-prepacked")) {
+			o->save_prepacked |= !strcmp(a, "--save-prepacked");
 			o->json |= !strcmp(a, "--json");
 			o->retry |= !strcmp(a, "--retry");
 			o->keep_going |= !strcmp(a, "--keep-going");
@@ -495,6 +498,16 @@ static void print_supervision(ortmk_env *env, const options *o)
 	       o->runs, o->failed_runs, restarts, swaps);
 }
 
+static void print_prepack(ortmk_session *s)
+{
+	ortmk_session_stats st;
+
+	if (ortmk_session_get_stats(s, &st))
+		return;
+	printf(", \"prepack_ms\": %.3f, \"prepack_cache\": {\"hits\": %u, \"misses\": %u}",
+	       st.prepack_ms, st.prepack_hits, st.prepack_misses);
+}
+
 static void print_json(ortmk_env *env, ortmk_session *s, const options *o, double create_ms,
 		       const double *times)
 {
@@ -519,6 +532,7 @@ static void print_json(ortmk_env *env, ortmk_session *s, const options *o, doubl
 	else
 		printf(", \"median_ms\": null, \"p90_ms\": null, \"min_ms\": null");
 	print_supervision(env, o);
+	print_prepack(s);
 	printf(", \"core_peak_rss_mb\": %.1f, \"ep_peak_rss_mb\": {",
 	       peak_rss_mb("self"));
 	for (size_t i = 0; i < np; i++) {
@@ -726,7 +740,8 @@ int main(int argc, char **argv)
 	    ortmk_session_options_set(so, "providers", o.provider) ||
 	    (o.threads && ortmk_session_options_set(so, "threads", o.threads)) ||
 	    (o.timeout_ms && ortmk_session_options_set(so, "run_timeout_ms", o.timeout_ms)) ||
-	    (o.retry && ortmk_session_options_set(so, "retry", "1"))) {
+	    (o.retry && ortmk_session_options_set(so, "retry", "1")) ||
+	    (o.save_prepacked && ortmk_session_options_set(so, "save_prepacked", "1"))) {
 		fail("%s", ortmk_last_error());
 		goto out;
 	}

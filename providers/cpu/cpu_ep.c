@@ -16,6 +16,7 @@
 
 #include "cpu_exec.h"
 #include "cpu_io.h"
+#include "cpu_prepack.h"
 #include "cpu_kernel.h"
 #include "ep_host.h"
 
@@ -39,6 +40,7 @@ typedef struct cpu_sg {
 	int bound_index_size;
 	int *bound;               /* value -> binding index or -1 */
 	cpu_arena *arena;         /* strings and sequences of one run */
+	cpu_pack_cache *pack;     /* pre-packed weights of this subgraph */
 } cpu_sg;
 
 static int value_index(const ep_subgraph *sg, const char *name)
@@ -93,6 +95,7 @@ static void cpu_sg_free(cpu_sg *c)
 	free(c->out_heap);
 	free(c->bound);
 	cpu_arena_free(c->arena);
+	cpu_pack_cache_close(c->pack);
 	free(c);
 }
 
@@ -181,8 +184,9 @@ static int load_node(cpu_sg *c, const ep_subgraph *sg, size_t k, char *err, size
 		c->max_in = (int)p->n_input;
 	if ((int)p->n_output > c->max_out)
 		c->max_out = (int)p->n_output;
-	rc = cpu_node_init(&c->nodes[k], p, ep_subgraph_opset(sg, p->domain ? p->domain : ""),
-			   c->node_consts[k], (int)p->n_input, (int)p->n_output, err, n);
+	rc = cpu_node_init_cached(&c->nodes[k], c->pack, p,
+				  ep_subgraph_opset(sg, p->domain ? p->domain : ""),
+				  c->node_consts[k], (int)p->n_input, (int)p->n_output, err, n);
 	if (rc == 0)
 		c->inited = (int)k + 1;
 	return rc;
@@ -199,6 +203,12 @@ static int cpu_load(void *self, ep_subgraph *sg, char *err, size_t n)
 		return snprintf(err, n, "out of memory"), EP_E_NOMEM;
 	}
 	load_weights(c, sg);
+	c->pack = cpu_pack_cache_open(sg->prepack_in_fd, sg->prepack_in_size,
+				      cpu_pack_hash(sg->msg->graph.data, sg->msg->graph.len));
+	if (!c->pack) {
+		cpu_sg_free(c);
+		return snprintf(err, n, "out of memory"), EP_E_NOMEM;
+	}
 	for (size_t k = 0; k < c->n_nodes; k++) {
 		rc = load_node(c, sg, k, err, n);
 		if (rc) {
@@ -214,6 +224,10 @@ static int cpu_load(void *self, ep_subgraph *sg, char *err, size_t n)
 		cpu_sg_free(c);
 		return snprintf(err, n, "out of memory"), EP_E_NOMEM;
 	}
+	cpu_pack_cache_stats(c->pack, &sg->prepack_hits, &sg->prepack_misses, &sg->prepack_ns);
+	/* A fresh cache only when something was packed: hits-only is current. */
+	if (sg->prepack_out_fd >= 0 && (sg->prepack_misses || sg->prepack_in_fd < 0))
+		sg->prepack_written = cpu_pack_cache_write(c->pack, sg->prepack_out_fd) == 0;
 	sg->impl = c;
 	return 0;
 }

@@ -77,11 +77,19 @@ int cpu_node_supported(const Onnx__NodeProto *p, int64_t opset, const int32_t *i
 int cpu_node_init(cpu_node *node, const Onnx__NodeProto *p, int64_t opset,
 		  const cpu_tensor **consts, int n_in, int n_out, char *err, size_t n)
 {
+	return cpu_node_init_cached(node, NULL, p, opset, consts, n_in, n_out, err, n);
+}
+
+int cpu_node_init_cached(cpu_node *node, struct cpu_pack_cache *pack, const Onnx__NodeProto *p,
+			 int64_t opset, const cpu_tensor **consts, int n_in, int n_out,
+			 char *err, size_t n)
+{
 	const cpu_op *op;
 	int rc;
 	if (err && n)
 		err[0] = '\0';
 	memset(node, 0, sizeof(*node));
+	node->pack = pack;
 	if (!p || !p->op_type || n_in < 0 || n_out < 0) {
 		snprintf(err, n, "invalid node");
 		return CPU_E_INVALID;
@@ -107,9 +115,7 @@ int cpu_node_init(cpu_node *node, const Onnx__NodeProto *p, int64_t opset,
 	if (rc > 0)
 		rc = CPU_E_INTERNAL;
 	prefix_err(p, rc, err, n);
-	if (op->release)
-		op->release(node);
-	memset(node, 0, sizeof(*node));
+	cpu_node_fini(node);
 	return rc;
 }
 
@@ -119,6 +125,9 @@ void cpu_node_fini(cpu_node *node)
 		return;
 	if (node->op && node->op->release)
 		node->op->release(node);
+	for (int i = 0; i < node->n_packed; i++)
+		free(node->packed[i]);
+	free(node->packed);
 	memset(node, 0, sizeof(*node));
 }
 

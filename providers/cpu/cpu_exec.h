@@ -27,6 +27,10 @@ int cpu_node_supported(const Onnx__NodeProto *p, int64_t opset, const int32_t *i
  * cpu_status with err filled. */
 int cpu_node_init(cpu_node *node, const Onnx__NodeProto *p, int64_t opset,
 		  const cpu_tensor **consts, int n_in, int n_out, char *err, size_t n);
+/* The same with the subgraph's pre-pack cache (cpu_prepack.h). */
+int cpu_node_init_cached(cpu_node *node, struct cpu_pack_cache *pack, const Onnx__NodeProto *p,
+			 int64_t opset, const cpu_tensor **consts, int n_in, int n_out,
+			 char *err, size_t n);
 void cpu_node_fini(cpu_node *node);
 
 /* Runs one node.  in: n_in inputs (NULL = omitted).  planned: n_out entries;

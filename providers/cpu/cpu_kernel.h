@@ -104,7 +104,21 @@ typedef struct cpu_node {
 	int n_in, n_out;
 	const cpu_tensor **consts;   /* n_in entries, NULL where not constant */
 	void *state;                 /* owned by the op (prepare/release) */
+	struct cpu_pack_cache *pack; /* the subgraph's pre-pack cache, or NULL */
+	void **packed;               /* blobs cpu_prepack allocated (freed at fini) */
+	int n_packed;
 } cpu_node;
+
+/*
+ * Pre-packed weights.  In prepare, a kernel asks for the packed form of its
+ * constant input `input` in a named format of `size` bytes; fill() packs it
+ * when the pre-pack cache (docs/PREPACK.md) has no valid copy.  The result
+ * is read-only and lives as long as the node: either in the cache file's
+ * read-only mapping (shared by every process) or owned by the node.
+ */
+typedef int (*cpu_pack_fn)(void *dst, size_t size, void *arg);
+const void *cpu_prepack(cpu_node *node, int input, const char *format, size_t size,
+			cpu_pack_fn fill, void *arg, char *err, size_t n);
 
 typedef struct cpu_ctx {
 	cpu_node *node;

@@ -368,6 +368,17 @@ static int build_subgraph(host *h, Ortmk__Envelope *req, ep_subgraph *sg)
 	sg->id = l->subgraph_id;
 	sg->msg = l;
 	sg->threads = l->has_threads ? (int)l->threads : 1;
+	sg->prepack_in_fd = sg->prepack_out_fd = -1;
+	if (l->has_prepack_in) {
+		host_file *f = find_file(h, l->prepack_in);
+
+		if (f) {
+			sg->prepack_in_fd = f->fd;
+			sg->prepack_in_size = f->size;
+		}
+	}
+	if (l->has_prepack_out && find_file(h, l->prepack_out))
+		sg->prepack_out_fd = find_file(h, l->prepack_out)->fd;
 	sg->graph = onnx__graph_proto__unpack(NULL, l->graph.len, l->graph.data);
 	sg->values = calloc(l->n_values ? l->n_values : 1, sizeof(*sg->values));
 	sg->weights = calloc(l->n_weights ? l->n_weights : 1, sizeof(*sg->weights));
@@ -427,8 +438,13 @@ static int on_load(host *h, Ortmk__Envelope *req, int *kept)
 	h->sgs = nsgs;
 	h->sgs[h->n_sgs++] = sg;
 	body.subgraph_id = sg->id;
-	body.has_prepack_ns = 1;
-	body.prepack_ns = ipc_now_ns() - t0;
+	body.has_prepack_ns = body.has_prepack_hits = body.has_prepack_misses = 1;
+	body.prepack_ns = sg->prepack_ns;
+	body.prepack_hits = sg->prepack_hits;
+	body.prepack_misses = sg->prepack_misses;
+	body.has_prepack_written = 1;
+	body.prepack_written = sg->prepack_written;
+	(void)t0;
 	e.kind = ORTMK__KIND__LOAD_DONE;
 	e.body_case = ORTMK__ENVELOPE__BODY_LOAD_DONE;
 	e.load_done = &body;

@@ -44,6 +44,13 @@ typedef struct ep_subgraph {
 	ep_weight *weights;
 	size_t n_weights;
 	int threads;
+	/* pre-pack cache files (-1 when none): read in place / write fresh */
+	int prepack_in_fd, prepack_out_fd;
+	uint64_t prepack_in_size;
+	/* filled by load */
+	unsigned prepack_hits, prepack_misses;
+	uint64_t prepack_ns;
+	int prepack_written;
 	void *impl;                     /* the provider's compiled form */
 	/* host-private */
 	void *priv;

@@ -82,6 +82,9 @@ void ortmk_env_destroy(ortmk_env *env);
  *                   it is killed (and restarted on next use)
  *   "retry"         "1": a run that failed because its provider died, hung
  *                   or broke the protocol is run once more, transparently
+ *   "save_prepacked" "1": write the weights kernels pre-pack to a cache
+ *                   file beside the model (MODEL.<provider><step>.ortmk-prepack),
+ *                   used in place by later sessions (docs/PREPACK.md)
  *   "crash_loop_n", "crash_loop_window_ms"  a provider failing n times
  *                   within the window (default 5 in 10000 ms) is disabled
  *                   for the session, which moves its nodes to the next
@@ -145,6 +148,9 @@ ortmk_status ortmk_env_swap_provider(ortmk_env *env, const char *provider, const
 /* Counters of a session's runs. */
 typedef struct ortmk_session_stats {
 	unsigned runs, failed_runs, retried_runs;
+	double prepack_ms;             /* spent packing weights at creation */
+	unsigned prepack_hits;         /* packed weights found in the cache */
+	unsigned prepack_misses;       /* packed at creation */
 } ortmk_session_stats;
 ortmk_status ortmk_session_get_stats(const ortmk_session *s, ortmk_session_stats *out);
 
