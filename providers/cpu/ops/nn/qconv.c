@@ -63,31 +63,39 @@ static void qconv_release(cpu_node *node)
 	node->state = NULL;
 }
 
-/* col[(c, kd, kh, kw), (od, oh, ow)] for the C channels at x; zero outside. */
+/* One im2col row: kernel tap (kd, kh, kw) of channel plane x at every
+ * output position, zero where the window lies in the padding. */
+static void im2col_tap(int32_t *dst, const int32_t *x, const cpu_geom *g, int64_t kd,
+		       int64_t kh, int64_t kw)
+{
+	for (int64_t od = 0; od < g->out[0]; od++) {
+		int64_t id = od * g->s[0] - g->pb[0] + kd * g->d[0];
+		for (int64_t oh = 0; oh < g->out[1]; oh++, dst += g->out[2]) {
+			int64_t ih = oh * g->s[1] - g->pb[1] + kh * g->d[1];
+			const int32_t *src;
+			if (id < 0 || id >= g->in[0] || ih < 0 || ih >= g->in[1]) {
+				memset(dst, 0, (size_t)g->out[2] * sizeof(int32_t));
+				continue;
+			}
+			src = x + (id * g->in[1] + ih) * g->in[2];
+			for (int64_t ow = 0; ow < g->out[2]; ow++) {
+				int64_t iw = ow * g->s[2] - g->pb[2] + kw * g->d[2];
+				dst[ow] = iw >= 0 && iw < g->in[2] ? src[iw] : 0;
+			}
+		}
+	}
+}
+
+/* col[(c, kd, kh, kw), (od, oh, ow)] for the C channels at x. */
 static void im2col_i32(const int32_t *x, int64_t C, const cpu_geom *g, int32_t *col)
 {
-	int64_t osz = g->out[0] * g->out[1] * g->out[2];
+	int64_t isz = g->in[0] * g->in[1] * g->in[2], osz = g->out[0] * g->out[1] * g->out[2];
 
 	for (int64_t c = 0; c < C; c++)
 		for (int64_t kd = 0; kd < g->k[0]; kd++)
 			for (int64_t kh = 0; kh < g->k[1]; kh++)
-				for (int64_t kw = 0; kw < g->k[2]; kw++, col += osz) {
-					int32_t *dst = col;
-					for (int64_t od = 0; od < g->out[0]; od++) {
-						int64_t id = od * g->s[0] - g->pb[0] + kd * g->d[0];
-						for (int64_t oh = 0; oh < g->out[1]; oh++) {
-							int64_t ih = oh * g->s[1] - g->pb[1] + kh * g->d[1];
-							int row_ok = id >= 0 && id < g->in[0] && ih >= 0 &&
-								     ih < g->in[1];
-							const int32_t *src = x + ((c * g->in[0] + (row_ok ? id : 0)) *
-										  g->in[1] + (row_ok ? ih : 0)) * g->in[2];
-							for (int64_t ow = 0; ow < g->out[2]; ow++, dst++) {
-								int64_t iw = ow * g->s[2] - g->pb[2] + kw * g->d[2];
-								*dst = row_ok && iw >= 0 && iw < g->in[2] ? src[iw] : 0;
-							}
-						}
-					}
-				}
+				for (int64_t kw = 0; kw < g->k[2]; kw++, col += osz)
+					im2col_tap(col, x + c * isz, g, kd, kh, kw);
 }
 
 /* Checks shapes and dtypes, resolves the geometry and allocates Y. */

@@ -188,7 +188,9 @@ static int dql_compute(cpu_ctx *ctx)
 				cpu_dtype_name(x->dtype), cpu_dtype_name(z->dtype));
 	if ((rc = qparams_load(ctx, x, 1, cpu_attr_int(ctx->node->proto, "axis", 1), &q)))
 		return rc;
-	odt = s->dtype;
+	odt = (int32_t)cpu_attr_int(ctx->node->proto, "output_dtype", s->dtype);
+	if (odt != CPU_FLOAT && odt != CPU_FLOAT16)
+		return cpu_fail(ctx, CPU_E_UNSUPPORTED, "output type %d is not supported", odt);
 	if (!(y = cpu_output(ctx, 0, odt, x->rank, x->dims)))
 		return CPU_E_NOMEM;
 	for (int64_t o = 0, i = 0; o < q.outer; o++)
