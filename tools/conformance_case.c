@@ -214,7 +214,8 @@ static bool tensor_fill(tensor *t, const Onnx__TensorProto *p, char *err, size_t
 				 p->raw_data.len, t->nbytes);
 			return false;
 		}
-		memcpy(t->data, p->raw_data.data, t->nbytes);
+		if (t->nbytes)
+			memcpy(t->data, p->raw_data.data, t->nbytes);
 		return true;
 	}
 	src = typed_field(p, t->dtype, &n, &esize);
