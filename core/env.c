@@ -24,6 +24,7 @@
 
 #include "core.h"
 #include "log.h"
+#include "trace.h"
 
 extern char **environ;
 
@@ -306,6 +307,7 @@ static ortmk_status ring_setup(core_ep *ep, core_proc *p)
 		shm_segment_destroy(&p->ring_seg);
 		return ORTMK_OK;
 	}
+	p->ring.trace = &p->chan;
 	st = core_proc_add_segment(ep, p, &p->ring_seg);
 	/* The ring is the fast path's, not a tensor's: keep it out of replay. */
 	ipc_segtab_remove(&p->segs, p->ring_seg.id, NULL);
@@ -353,6 +355,8 @@ ortmk_status core_proc_start(core_ep *ep, core_proc *p, const char *binary)
 	p->pidfd = (int)syscall(SYS_pidfd_open, p->pid, 0);
 	p->chan.peer_pidfd = p->pidfd;
 	snprintf(p->chan.peer, sizeof(p->chan.peer), "ort-ep-%s[%d]", ep->name, (int)p->pid);
+	ipc_chan_set_trace_identity(&p->chan, ep->name, (int)p->pid);
+	ipc_trace_event(ep->name, (int)p->pid, "spawn", binary);
 	/* The token goes over the inherited socketpair, never argv or env. */
 	st = ipc_send_bytes(p->fd_sock, token, sizeof(token)) ?
 		core_fail(ORTMK_ERR_IO, "cannot send the token to %s", binary) :
@@ -436,6 +440,7 @@ static ortmk_status proc_failed(core_ep *ep, core_proc *p, ortmk_status st)
 		snprintf(ep->last_failure, sizeof(ep->last_failure), "%s", msg);
 	}
 	ipc_log(IPC_LOG_WARN, "%s", msg);
+	ipc_trace_event(ep->name, pid, "died", msg);
 	return core_fail(st, "%s", msg);
 }
 
@@ -522,6 +527,7 @@ ortmk_status core_proc_request(core_ep *ep, core_proc *p, Ortmk__Envelope *req,
 void core_proc_moved(core_proc *p)
 {
 	p->chan.segs = &p->segs;
+	p->ring.trace = &p->chan;
 	p->ring.alloc.allocator_data = &p->ring;
 }
 

@@ -13,6 +13,7 @@
 
 #include "core.h"
 #include "log.h"
+#include "trace.h"
 
 #define DYN_INITIAL (1u << 20)
 #define MAX_PLANS 16
@@ -456,6 +457,8 @@ static ortmk_status check_crash_loop(ortmk_session *s)
 		if (!s->disabled[e] && s->nodes_per_ep[e] && n >= (unsigned)s->crash_loop_n) {
 			s->disabled[e] = 1;
 			changed = 1;
+			ipc_trace_event(s->eps[e]->name, (int)s->eps[e]->p.pid, "disabled",
+					s->eps[e]->last_failure);
 			ipc_log(IPC_LOG_WARN, "provider %s disabled for session %llu: %u failures within %d ms (last: %s)",
 				s->eps[e]->name, (unsigned long long)s->id, n, s->crash_loop_window_ms,
 				s->eps[e]->last_failure);

@@ -19,6 +19,7 @@
 
 #include "core.h"
 #include "log.h"
+#include "trace.h"
 
 #define BACKOFF_MAX_MS 2000
 
@@ -248,6 +249,7 @@ ortmk_status core_ep_ensure(core_ep *ep)
 	core_proc_moved(&ep->p);
 	ep->restarts++;
 	ep->last_restart_ms = ep->died_ns ? (double)(ipc_now_ns() - ep->died_ns) / 1e6 : 0;
+	ipc_trace_event(ep->name, (int)ep->p.pid, "restart", NULL);
 	ipc_log(IPC_LOG_INFO, "provider %s restarted (pid %d) in %.1f ms", ep->name,
 		(int)ep->p.pid, ep->last_restart_ms);
 	return ORTMK_OK;
@@ -286,6 +288,7 @@ ortmk_status ortmk_env_swap_provider(ortmk_env *env, const char *provider, const
 		if (binary != ep->binary)
 			snprintf(ep->binary, sizeof(ep->binary), "%s", binary);
 		ep->swaps++;
+		ipc_trace_event(ep->name, (int)ep->p.pid, "swap", binary);
 		ipc_log(IPC_LOG_INFO, "provider %s swapped to %s (pid %d)", ep->name, binary,
 			(int)ep->p.pid);
 	}

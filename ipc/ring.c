@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "channel.h"
+#include "trace.h"
 
 #define RING_MAGIC 0x6f72696eu   /* "orin" */
 #define RING_WRAP 0xffffffffu
@@ -142,6 +143,8 @@ int ipc_ring_send(ipc_ring_pair *p, ipc_ring *r, Ortmk__Envelope *e, uint64_t *s
 	}
 	ring_put(r, head, &len, 4);
 	ortmk__envelope__pack(e, r->data + ((head + 4) & (r->size - 1)));
+	if (ipc_trace_on() && p->trace)
+		ipc_trace_ring_message(p->trace, IPC_TRACE_SEND, e, n);
 	atomic_store_explicit(&h->head, head + ((4 + n + 7) & ~(uint64_t)7), memory_order_release);
 	atomic_fetch_add_explicit(&h->doorbell, 1, memory_order_release);
 	if (atomic_load_explicit(&h->sleeping, memory_order_acquire))
@@ -224,6 +227,12 @@ int ipc_ring_recv(ipc_ring_pair *p, ipc_ring *r, int timeout_ms, const ipc_segta
 		return -EPROTO;
 	}
 	rc = ipc_envelope_check(*out, segs, err, errlen);
+	if (ipc_trace_on() && p->trace) {
+		if (rc)
+			ipc_trace_invalid(p->trace, len, err);
+		else
+			ipc_trace_ring_message(p->trace, IPC_TRACE_RECV, *out, len);
+	}
 	if (rc)
 		*out = NULL;
 	return rc;

@@ -53,6 +53,7 @@ typedef struct ipc_ring_pair {
 	ProtobufCAllocator alloc;        /* unpack without malloc per message */
 	uint8_t *arena;
 	size_t arena_cap, arena_used;
+	struct ipc_chan *trace;          /* core side: the channel the tap names; NULL in providers */
 } ipc_ring_pair;
 
 /* Core side: lays out an empty pair in a fresh segment. */

@@ -74,12 +74,12 @@ void ipc_trace_event(const char *provider, int pid, const char *event, const cha
 void ipc_trace_message(struct ipc_chan *c, enum ipc_trace_dir dir,
 		       const Ortmk__Envelope *e, size_t size);
 void ipc_trace_invalid(struct ipc_chan *c, size_t size, const char *reason);
-/* The shared-memory fast path (ring.h) bypasses ipc_send/ipc_recv, so its
- * caller, which holds the provider's channel, reports each message:
- * after ipc_ring_send succeeded (IPC_TRACE_SEND) and after ipc_ring_recv
- * returned 0 (IPC_TRACE_RECV); a message it refused goes to
- * ipc_trace_invalid().  size 0: the packed size is computed here.  Call
- * only when ipc_trace_on(). */
+/* The shared-memory fast path (ring.c) bypasses ipc_send/ipc_recv and
+ * reports each message itself, naming the provider's channel: when sending,
+ * after packing and before publishing (IPC_TRACE_SEND); when receiving,
+ * after validation (IPC_TRACE_RECV), or ipc_trace_invalid() for a message
+ * it refused.  size 0: the packed size is computed here.  Call only when
+ * ipc_trace_on(). */
 void ipc_trace_ring_message(struct ipc_chan *c, enum ipc_trace_dir dir,
 			    const Ortmk__Envelope *e, size_t size);
 /* ipc_recv failed with rc: records a "died" event once per peer when the

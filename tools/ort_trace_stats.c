@@ -219,11 +219,13 @@ static void print_text(const stats *s, bool color)
 	       "INVALID", "ERRORS", reset);
 	for (size_t i = 0; i < s->n_provs; i++) {
 		const prov_stat *p = &s->provs[i];
-		char pids[64] = "-";
-		size_t len = 0;
+		char pids[32] = "-";
 
-		for (size_t j = 0; j < p->n_pids && len < sizeof(pids) - 12; j++)
-			len += (size_t)snprintf(pids + len, sizeof(pids) - len, "%s%u", j ? "," : "", p->pids[j]);
+		/* The first process, and how many replaced it (--json lists all). */
+		if (p->n_pids == 1)
+			snprintf(pids, sizeof(pids), "%u", p->pids[0]);
+		else if (p->n_pids > 1)
+			snprintf(pids, sizeof(pids), "%u+%zu", p->pids[0], p->n_pids - 1);
 		printf("%-10s %-14s %7llu %10s %7llu %10s %7llu %7llu %8llu %6llu %7llu %6llu\n", p->name, pids,
 		       (unsigned long long)p->msgs_to, tr_bytes(p->bytes_to, b1, sizeof(b1)),
 		       (unsigned long long)p->msgs_from, tr_bytes(p->bytes_from, b2, sizeof(b2)),

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cpu_exec.h"
+#include "cpu_graph.h"
 #include "cpu_io.h"
 #include "cpu_prepack.h"
 #include "cpu_kernel.h"
@@ -27,6 +28,7 @@ typedef struct cpu_sg {
 	cpu_node *nodes;
 	int **node_in, **node_out;
 	const cpu_tensor ***node_consts;
+	int **node_refs;          /* values a node's subgraphs read, -1 ended */
 	int *last_use;            /* last node reading each value, -1 if none */
 	int inited;               /* nodes successfully initialised */
 	/* per-run scratch, sized at load so a run does not allocate these */
@@ -41,7 +43,17 @@ typedef struct cpu_sg {
 	int *bound;               /* value -> binding index or -1 */
 	cpu_arena *arena;         /* strings and sequences of one run */
 	cpu_pack_cache *pack;     /* pre-packed weights of this subgraph */
+	cpu_opsets opsets;        /* the model's, for ops with subgraphs */
+	const char **opset_domains;
+	int64_t *opset_versions;
+	const ep_subgraph *sg;    /* for the scope of a run */
 } cpu_sg;
+
+/* The top-level values by name, for subgraphs that read them. */
+typedef struct cpu_sg_scope {
+	cpu_scope base;
+	cpu_sg *c;
+} cpu_sg_scope;
 
 static int value_index(const ep_subgraph *sg, const char *name)
 {
@@ -79,7 +91,12 @@ static void cpu_sg_free(cpu_sg *c)
 			free(c->node_out[i]);
 		if (c->node_consts)
 			free(c->node_consts[i]);
+		if (c->node_refs)
+			free(c->node_refs[i]);
 	}
+	free(c->node_refs);
+	free(c->opset_domains);
+	free(c->opset_versions);
 	free(c->node_in);
 	free(c->node_out);
 	free(c->node_consts);
@@ -136,8 +153,9 @@ static int alloc_tables(cpu_sg *c, size_t nv, size_t nn)
 	c->node_in = calloc(nn + 1, sizeof(int *));
 	c->node_out = calloc(nn + 1, sizeof(int *));
 	c->node_consts = calloc(nn + 1, sizeof(*c->node_consts));
+	c->node_refs = calloc(nn + 1, sizeof(int *));
 	if (!c->consts || !c->vals || !c->heap || !c->have || !c->bound || !c->last_use ||
-	    !c->nodes || !c->node_in || !c->node_out || !c->node_consts)
+	    !c->nodes || !c->node_in || !c->node_out || !c->node_consts || !c->node_refs)
 		return EP_E_NOMEM;
 	for (size_t i = 0; i < nv; i++)
 		c->last_use[i] = -1;
@@ -156,6 +174,56 @@ static int load_weights(cpu_sg *c, const ep_subgraph *sg)
 		t->data = (void *)w->data;
 		t->nbytes = w->nbytes;
 	}
+	return 0;
+}
+
+static int load_opsets(cpu_sg *c, const ep_subgraph *sg)
+{
+	size_t n = sg->msg ? sg->msg->n_opsets : 0;
+
+	c->opset_domains = calloc(n + 1, sizeof(*c->opset_domains));
+	c->opset_versions = calloc(n + 1, sizeof(*c->opset_versions));
+	if (!c->opset_domains || !c->opset_versions)
+		return EP_E_NOMEM;
+	for (size_t i = 0; i < n; i++) {
+		c->opset_domains[i] = sg->msg->opsets[i]->domain ? sg->msg->opsets[i]->domain : "";
+		c->opset_versions[i] = sg->msg->opsets[i]->version;
+	}
+	c->opsets.n = n;
+	c->opsets.domains = c->opset_domains;
+	c->opsets.versions = c->opset_versions;
+	return 0;
+}
+
+typedef struct refs_arg {
+	cpu_sg *c;
+	int k, n;
+	int *list;
+} refs_arg;
+
+static void note_ref(void *arg, const char *name)
+{
+	refs_arg *r = arg;
+	int v = value_index(r->c->sg, name);
+
+	if (v < 0 || r->c->last_use[v] == r->k)
+		return;   /* defined inside the subgraph, or already noted */
+	r->c->last_use[v] = r->k;
+	if ((size_t)r->n < r->c->n_values)
+		r->list[r->n++] = v;
+}
+
+/* Outer values that node k's subgraphs read (its implicit inputs) stay
+ * alive until node k has run. */
+static int map_refs(cpu_sg *c, size_t k)
+{
+	refs_arg r = {c, (int)k, 0, malloc(sizeof(int) * (c->n_values + 1))};
+
+	if (!r.list)
+		return EP_E_NOMEM;
+	cpu_graph_refs(c->sg->graph->node[k], note_ref, &r);
+	r.list[r.n] = -1;
+	c->node_refs[k] = r.list;
 	return 0;
 }
 
@@ -184,7 +252,9 @@ static int load_node(cpu_sg *c, const ep_subgraph *sg, size_t k, char *err, size
 		c->max_in = (int)p->n_input;
 	if ((int)p->n_output > c->max_out)
 		c->max_out = (int)p->n_output;
-	rc = cpu_node_init_cached(&c->nodes[k], c->pack, p,
+	if (map_refs(c, k))
+		return snprintf(err, n, "out of memory"), EP_E_NOMEM;
+	rc = cpu_node_init_opsets(&c->nodes[k], c->pack, &c->opsets, p,
 				  ep_subgraph_opset(sg, p->domain ? p->domain : ""),
 				  c->node_consts[k], (int)p->n_input, (int)p->n_output, err, n);
 	if (rc == 0)
@@ -198,10 +268,12 @@ static int cpu_load(void *self, ep_subgraph *sg, char *err, size_t n)
 	int rc;
 
 	(void)self;
-	if (!c || alloc_tables(c, sg->n_values, sg->graph->n_node) || !(c->arena = cpu_arena_new())) {
+	if (!c || alloc_tables(c, sg->n_values, sg->graph->n_node) || load_opsets(c, sg) ||
+	    !(c->arena = cpu_arena_new())) {
 		cpu_sg_free(c);
 		return snprintf(err, n, "out of memory"), EP_E_NOMEM;
 	}
+	c->sg = sg;
 	load_weights(c, sg);
 	c->pack = cpu_pack_cache_open(sg->prepack_in_fd, sg->prepack_in_size,
 				      cpu_pack_hash(sg->msg->graph.data, sg->msg->graph.len));
@@ -280,10 +352,19 @@ static int bind_values(cpu_sg *c, const ep_subgraph *sg, ep_run *r, char *err, s
 	return 0;
 }
 
+static const cpu_tensor *sg_find(const cpu_scope *s, const char *name)
+{
+	cpu_sg *c = ((const cpu_sg_scope *)s)->c;
+	int v = value_index(c->sg, name);
+
+	return v >= 0 && c->have[v] ? &c->vals[v] : NULL;
+}
+
 static int run_node(cpu_sg *c, const ep_subgraph *sg, ep_run *r, size_t k,
 		    int threads, char *err, size_t n)
 {
 	cpu_node *node = &c->nodes[k];
+	cpu_sg_scope scope = {{NULL, sg_find}, c};
 	int rc;
 
 	for (int i = 0; i < node->n_in; i++) {
@@ -301,7 +382,8 @@ static int run_node(cpu_sg *c, const ep_subgraph *sg, ep_run *r, size_t k,
 		c->planned[i] = b >= 0 && !r->bindings[b].dynamic ? &c->vals[v] : NULL;
 		c->out_heap[i] = 0;
 	}
-	rc = cpu_node_run_in(node, c->arena, c->in, c->planned, c->out, c->out_heap, threads, err, n);
+	rc = cpu_node_run_scoped(node, c->arena, &scope.base, c->in, c->planned, c->out,
+				 c->out_heap, threads, err, n);
 	if (rc)
 		return rc;
 	for (int i = 0; i < node->n_out; i++) {
@@ -361,6 +443,12 @@ static void release_dead(cpu_sg *c, size_t k)
 		int v = c->node_in[k][i];
 
 		if (v >= 0 && c->heap[v] && c->last_use[v] == (int)k && c->bound[v] < 0)
+			release_heap(c, v);
+	}
+	for (int i = 0; c->node_refs[k][i] >= 0; i++) {
+		int v = c->node_refs[k][i];
+
+		if (c->heap[v] && c->last_use[v] == (int)k && c->bound[v] < 0)
 			release_heap(c, v);
 	}
 	for (int i = 0; i < node->n_out; i++) {

@@ -84,12 +84,20 @@ int cpu_node_init_cached(cpu_node *node, struct cpu_pack_cache *pack, const Onnx
 			 int64_t opset, const cpu_tensor **consts, int n_in, int n_out,
 			 char *err, size_t n)
 {
+	return cpu_node_init_opsets(node, pack, NULL, p, opset, consts, n_in, n_out, err, n);
+}
+
+int cpu_node_init_opsets(cpu_node *node, struct cpu_pack_cache *pack, const cpu_opsets *opsets,
+			 const Onnx__NodeProto *p, int64_t opset, const cpu_tensor **consts,
+			 int n_in, int n_out, char *err, size_t n)
+{
 	const cpu_op *op;
 	int rc;
 	if (err && n)
 		err[0] = '\0';
 	memset(node, 0, sizeof(*node));
 	node->pack = pack;
+	node->opsets = opsets;
 	if (!p || !p->op_type || n_in < 0 || n_out < 0) {
 		snprintf(err, n, "invalid node");
 		return CPU_E_INVALID;
@@ -196,6 +204,13 @@ int cpu_node_run_in(cpu_node *node, cpu_arena *arena, const cpu_tensor **in,
 		    const cpu_tensor **planned, cpu_tensor *out, int *out_heap, int threads,
 		    char *err, size_t n)
 {
+	return cpu_node_run_scoped(node, arena, NULL, in, planned, out, out_heap, threads, err, n);
+}
+
+int cpu_node_run_scoped(cpu_node *node, cpu_arena *arena, const cpu_scope *scope,
+			const cpu_tensor **in, const cpu_tensor **planned, cpu_tensor *out,
+			int *out_heap, int threads, char *err, size_t n)
+{
 	exec_run run;
 	cpu_ctx ctx;
 	int rc;
@@ -221,6 +236,7 @@ int cpu_node_run_in(cpu_node *node, cpu_arena *arena, const cpu_tensor **in,
 	ctx.n_out = node->n_out;
 	ctx.in = in;
 	ctx.arena = arena;
+	ctx.scope = scope;
 	ctx.exec = &run;
 	ctx.threads = threads > 0 ? threads : 1;
 	ctx.err = err;
@@ -360,6 +376,28 @@ cpu_tensor *cpu_output(cpu_ctx *ctx, int i, int32_t dtype, int rank, const int64
 		t->dims[d] = dims[d];
 	t->nbytes = bytes;
 	return t;
+}
+
+/* ---- opsets and scopes ---- */
+
+int64_t cpu_opset_of(const cpu_opsets *m, const char *domain)
+{
+	domain = norm_domain(domain);
+	for (size_t i = 0; m && i < m->n; i++)
+		if (strcmp(norm_domain(m->domains[i]), domain) == 0)
+			return m->versions[i];
+	return 0;
+}
+
+const cpu_tensor *cpu_scope_lookup(const cpu_scope *s, const char *name)
+{
+	for (; s && name; s = s->parent) {
+		const cpu_tensor *t = s->find ? s->find(s, name) : NULL;
+
+		if (t)
+			return t;
+	}
+	return NULL;
 }
 
 /* ---- values that are not numeric tensors ---- */

@@ -31,6 +31,11 @@ int cpu_node_init(cpu_node *node, const Onnx__NodeProto *p, int64_t opset,
 int cpu_node_init_cached(cpu_node *node, struct cpu_pack_cache *pack, const Onnx__NodeProto *p,
 			 int64_t opset, const cpu_tensor **consts, int n_in, int n_out,
 			 char *err, size_t n);
+/* The same with the model's opsets (node->opsets, set before prepare), for
+ * ops that compile subgraphs; opsets may be NULL. */
+int cpu_node_init_opsets(cpu_node *node, struct cpu_pack_cache *pack, const cpu_opsets *opsets,
+			 const Onnx__NodeProto *p, int64_t opset, const cpu_tensor **consts,
+			 int n_in, int n_out, char *err, size_t n);
 void cpu_node_fini(cpu_node *node);
 
 /* Runs one node.  in: n_in inputs (NULL = omitted).  planned: n_out entries;
@@ -48,5 +53,10 @@ int cpu_node_run(cpu_node *node, const cpu_tensor **in, const cpu_tensor **plann
 int cpu_node_run_in(cpu_node *node, cpu_arena *arena, const cpu_tensor **in,
 		    const cpu_tensor **planned, cpu_tensor *out, int *out_heap, int threads,
 		    char *err, size_t n);
+/* The same with the scope the node's subgraphs read enclosing values from
+ * (ctx->scope; NULL for none). */
+int cpu_node_run_scoped(cpu_node *node, cpu_arena *arena, const cpu_scope *scope,
+			const cpu_tensor **in, const cpu_tensor **planned, cpu_tensor *out,
+			int *out_heap, int threads, char *err, size_t n);
 
 #endif

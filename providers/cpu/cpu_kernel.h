@@ -81,6 +81,27 @@ void cpu_arena_free(cpu_arena *a);
 struct cpu_node;
 struct cpu_ctx;
 
+/* The opset versions the model imports, by domain ("" is ai.onnx).  Ops
+ * with subgraphs (If, Loop, Scan...) resolve the nodes inside them with it. */
+typedef struct cpu_opsets {
+	size_t n;
+	const char *const *domains;
+	const int64_t *versions;
+} cpu_opsets;
+/* The version imported for domain ("ai.onnx" and "" are one), 0 if none. */
+int64_t cpu_opset_of(const cpu_opsets *m, const char *domain);
+
+/* Values visible by name while a graph runs, for subgraphs that read
+ * values of the graphs enclosing them.  find looks in this scope only
+ * (NULL when the name is not there or has no value yet); cpu_scope_lookup
+ * walks the chain outwards.  What it returns stays valid while the node
+ * whose ctx carries the scope runs. */
+typedef struct cpu_scope {
+	const struct cpu_scope *parent;
+	const cpu_tensor *(*find)(const struct cpu_scope *s, const char *name);
+} cpu_scope;
+const cpu_tensor *cpu_scope_lookup(const cpu_scope *s, const char *name);
+
 typedef struct cpu_op {
 	const char *op_type;
 	const char *domain;      /* "" = ai.onnx */
@@ -107,6 +128,7 @@ typedef struct cpu_node {
 	struct cpu_pack_cache *pack; /* the subgraph's pre-pack cache, or NULL */
 	void **packed;               /* blobs cpu_prepack allocated (freed at fini) */
 	int n_packed;
+	const cpu_opsets *opsets;    /* the model's (or NULL), set before prepare */
 } cpu_node;
 
 /*
@@ -125,6 +147,7 @@ typedef struct cpu_ctx {
 	int n_in, n_out;
 	const cpu_tensor **in;       /* NULL for an omitted optional input */
 	cpu_arena *arena;            /* the run's arena (strings, sequences) */
+	const cpu_scope *scope;      /* enclosing graphs' values, or NULL */
 	/* executor-private */
 	void *exec;
 	int threads;

@@ -21,10 +21,12 @@ typedef struct cache_header {
 	uint32_t format;
 	uint32_t vendor, device, driver;
 	uint8_t uuid[VK_UUID_SIZE];
-	uint32_t pad;
 	uint64_t size;
 	uint64_t checksum;
 } cache_header;
+
+/* The file layout: no padding anywhere (little-endian, 56 bytes). */
+_Static_assert(sizeof(cache_header) == 56, "pipeline cache header layout");
 
 static uint64_t fnv1a(const uint8_t *p, size_t n)
 {

@@ -177,6 +177,19 @@ static int load_weights(vk_exec *ex, char *err, size_t n)
 	return rc ? EP_E_NOMEM : 0;
 }
 
+/* "subgraph 7 loaded: 3 nodes: Conv Relu MaxPool" (tests read it). */
+static void log_loaded(const vk_exec *ex)
+{
+	char ops[1024];
+	size_t at = 0;
+
+	ops[0] = 0;
+	for (size_t k = 0; k < ex->n_nodes && at < sizeof(ops); k++)
+		at += (size_t)snprintf(ops + at, sizeof(ops) - at, " %s", ex->nodes[k].proto->op_type);
+	ipc_log(IPC_LOG_DEBUG, "subgraph %u loaded: %zu nodes:%s; device memory %llu bytes in use",
+		ex->sg->id, ex->n_nodes, ops, (unsigned long long)ex->ep->heap.used);
+}
+
 int vk_exec_load(vk_ep *ep, ep_subgraph *sg, char *err, size_t n)
 {
 	vk_exec *ex = calloc(1, sizeof(*ex));
@@ -198,14 +211,18 @@ int vk_exec_load(vk_ep *ep, ep_subgraph *sg, char *err, size_t n)
 	if (rc == 0)
 		rc = load_weights(ex, err, n);
 	ex->in = calloc(max_in + 1, sizeof(*ex->in));
-	if (rc == 0 && !ex->in)
-		rc = snprintf(err, n, "out of memory"), EP_E_NOMEM;
+	if (rc == 0 && !ex->in) {
+		snprintf(err, n, "out of memory");
+		rc = EP_E_NOMEM;
+	}
 	if (rc) {
 		exec_free(ex);
 		return rc;
 	}
 	vk_cache_save(&ep->dev);
 	sg->impl = ex;
+	if (ipc_log_enabled(IPC_LOG_DEBUG))
+		log_loaded(ex);
 	return 0;
 }
 
@@ -233,6 +250,11 @@ int vk_fail(vk_ctx *c, int code, const char *fmt, ...)
 	vsnprintf(c->err + at, c->errlen - (size_t)at, fmt, ap);
 	va_end(ap);
 	return code;
+}
+
+int vk_device_is_cpu(const vk_ctx *c)
+{
+	return c->ex->ep->dev.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
 }
 
 const vk_val *vk_in(const vk_ctx *c, int i)

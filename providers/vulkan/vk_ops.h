@@ -100,6 +100,9 @@ int vk_upload_temp(vk_ctx *c, const void *data, uint64_t nbytes, vk_buf *out);
 /* The same kept in node->keep for every later run (for data derived from
  * weights): uploaded the first time only. */
 int vk_upload_keep(vk_ctx *c, const void *data, uint64_t nbytes, vk_buf *out);
+/* 1 when the device is a CPU implementation (lavapipe, SwiftShader):
+ * kernels that trade index arithmetic for memory traffic choose by it. */
+int vk_device_is_cpu(const vk_ctx *c);
 /* Formats the error, sets c->status; returns `code`. */
 int vk_fail(vk_ctx *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
@@ -139,6 +142,7 @@ const vk_op *vk_op_find(const char *op_type, const char *domain, int64_t opset);
 extern const vk_op vk_ops_elem[];
 extern const vk_op vk_ops_linalg[];
 extern const vk_op vk_ops_nn[];
+extern const vk_op vk_ops_norm[];
 extern const vk_op vk_ops_shape[];
 extern const vk_op vk_ops_reduce[];
 
@@ -150,5 +154,13 @@ enum vk_unary {
 enum vk_binary { VK_B_ADD, VK_B_SUB, VK_B_MUL, VK_B_DIV, VK_B_POW };
 
 #define VK_PIPE(id) (1u << (id))
+
+/* shaders/reduce.comp's parameters (GlobalAveragePool uses it too). */
+#define VK_REDUCE_GROUPS 6
+typedef struct vk_reduce_push {
+	uint32_t n, count, op, nk, nr;
+	uint32_t kdims[VK_REDUCE_GROUPS], kstr[VK_REDUCE_GROUPS];
+	uint32_t rdims[VK_REDUCE_GROUPS], rstr[VK_REDUCE_GROUPS];
+} vk_reduce_push;
 
 #endif

@@ -5,6 +5,7 @@
  * are the strides the shader reads A and B with.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "vk_ops.h"
@@ -20,6 +21,7 @@ typedef struct gemm_push {
 	float alpha, beta;
 	uint32_t nb;
 	uint32_t bdims[MAX_BATCH], a_bs[MAX_BATCH], b_bs[MAX_BATCH];
+	uint32_t n;             /* gemm_direct: invocations */
 } gemm_push;
 
 _Static_assert(sizeof(gemm_push) <= VK_PUSH_BYTES, "gemm push constants");
@@ -85,11 +87,33 @@ static int fold_batch(gemm_push *p, int nb, const int64_t *bd, const int64_t *sa
 	return 0;
 }
 
-static int emit_gemm(vk_ctx *c, const gemm_push *p, const vk_buf *a, const vk_buf *b,
+/* The tiled kernel (gemm.comp) on GPUs; the direct one (gemm_direct.comp)
+ * on CPU implementations, whose barriers are expensive, and for products
+ * too thin to fill a tile.  ORTMK_VULKAN_GEMM=tiled|direct forces one. */
+static int use_tiled(const vk_ctx *c, const gemm_push *p)
+{
+	const char *e = getenv("ORTMK_VULKAN_GEMM");
+
+	if (e && !strcmp(e, "tiled"))
+		return 1;
+	if ((e && !strcmp(e, "direct")) || vk_device_is_cpu(c))
+		return 0;
+	return p->M >= 16 && p->N >= 16 && p->K >= 16;
+}
+
+static int emit_gemm(vk_ctx *c, gemm_push *p, const vk_buf *a, const vk_buf *b,
 		     const vk_buf *bias, const vk_buf *y, int64_t batches)
 {
 	int64_t gx = ((int64_t)p->N + TILE - 1) / TILE, gy = ((int64_t)p->M + TILE - 1) / TILE;
+	int64_t threads = batches * (((int64_t)p->M + 3) / 4) * (((int64_t)p->N + 3) / 4);
 
+	if (!use_tiled(c, p)) {
+		if (threads >= VK_MAX_ELEMS)
+			return vk_fail(c, EP_E_UNSUPPORTED, "product too large for one dispatch");
+		p->n = (uint32_t)threads;
+		return vk_emit_1d(c, VKP_GEMM_DIRECT, (vk_buf[]){*a, *b, *bias, *y}, 4, 8u, p,
+				  sizeof(*p), (uint64_t)threads);
+	}
 	if (gx > 65535 || gy > 65535 || batches > 65535)
 		return vk_fail(c, EP_E_UNSUPPORTED, "matrix %ux%u x %lld batches is too large",
 			       p->M, p->N, (long long)batches);
@@ -211,7 +235,7 @@ static int gemm_plan(vk_ctx *c)
 }
 
 const vk_op vk_ops_linalg[] = {
-	{"MatMul", 1, 22, matmul_supports, NULL, matmul_plan, VK_PIPE(VKP_GEMM)},
-	{"Gemm", 7, 22, gemm_supports, NULL, gemm_plan, VK_PIPE(VKP_GEMM)},
+	{"MatMul", 1, 22, matmul_supports, NULL, matmul_plan, VK_PIPE(VKP_GEMM) | VK_PIPE(VKP_GEMM_DIRECT)},
+	{"Gemm", 7, 22, gemm_supports, NULL, gemm_plan, VK_PIPE(VKP_GEMM) | VK_PIPE(VKP_GEMM_DIRECT)},
 	{0},
 };

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "log.h"
 #include "vk_exec.h"
 
 #define STAGE_ALIGN 64
@@ -106,7 +107,52 @@ static int bind_set(vk_dev *d, const vk_pipe *p, const vk_dispatch *dp, char *er
 	return 0;
 }
 
-static int record_dispatches(vk_exec *ex, char *err, size_t n)
+/* ORTMK_VULKAN_PROFILE=1: a timestamp after every dispatch, and a debug
+ * line per dispatch with its pipeline and device time. */
+static VkQueryPool profile_pool(vk_exec *ex)
+{
+	static int on = -1;
+	VkQueryPoolCreateInfo ci = {
+		.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
+		.queryType = VK_QUERY_TYPE_TIMESTAMP,
+		.queryCount = (uint32_t)ex->disp.n + 1,
+	};
+	VkQueryPool qp;
+
+	if (on < 0) {
+		const char *e = getenv("ORTMK_VULKAN_PROFILE");
+
+		on = e && strcmp(e, "1") == 0 && ex->ep->dev.props.limits.timestampComputeAndGraphics;
+	}
+	if (!on || vkCreateQueryPool(ex->ep->dev.dev, &ci, NULL, &qp) != VK_SUCCESS)
+		return VK_NULL_HANDLE;
+	vkCmdResetQueryPool(ex->ep->dev.cmd, qp, 0, ci.queryCount);
+	vkCmdWriteTimestamp(ex->ep->dev.cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, qp, 0);
+	return qp;
+}
+
+static void profile_report(vk_exec *ex, VkQueryPool qp)
+{
+	static const char *const names[VKP_COUNT] = {"unary", "binary", "gemm", "gemm_direct", "conv", "conv_direct", "pool",
+		"reduce", "softmax", "layernorm", "batchnorm", "transpose", "copy", "gather"};
+	uint64_t *t = calloc(ex->disp.n + 1, sizeof(uint64_t));
+	double ns = ex->ep->dev.props.limits.timestampPeriod;
+
+	if (t && vkGetQueryPoolResults(ex->ep->dev.dev, qp, 0, (uint32_t)ex->disp.n + 1,
+				       (ex->disp.n + 1) * sizeof(uint64_t), t, sizeof(uint64_t),
+				       VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT) == VK_SUCCESS)
+		for (size_t i = 0; i < ex->disp.n; i++) {
+			const vk_dispatch *d = &((vk_dispatch *)ex->disp.v)[i];
+
+			ipc_log(IPC_LOG_DEBUG, "dispatch %zu %-9s %5ux%ux%u groups %9.3f ms", i,
+				names[d->pipe], d->groups[0], d->groups[1], d->groups[2],
+				(double)(t[i + 1] - t[i]) * ns / 1e6);
+		}
+	free(t);
+	vkDestroyQueryPool(ex->ep->dev.dev, qp, NULL);
+}
+
+static int record_dispatches(vk_exec *ex, VkQueryPool qp, char *err, size_t n)
 {
 	vk_ep *ep = ex->ep;
 	hazards h = {0};
@@ -134,6 +180,9 @@ static int record_dispatches(vk_exec *ex, char *err, size_t n)
 			vkCmdPushConstants(ep->dev.cmd, p->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
 					   VK_PUSH_BYTES, dp->push);
 			vkCmdDispatch(ep->dev.cmd, dp->groups[0], dp->groups[1], dp->groups[2]);
+			if (qp)
+				vkCmdWriteTimestamp(ep->dev.cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, qp,
+						    (uint32_t)i + 1);
 			rc = note_writes(&h, dp) ? snprintf(err, n, "out of memory"), -1 : 0;
 		}
 	}
@@ -173,6 +222,7 @@ int vk_record_and_run(vk_exec *ex, char *err, size_t n)
 	vk_ep *ep = ex->ep;
 	VkCommandBuffer cmd = ep->dev.cmd;
 	VkDeviceSize need = layout_staging(&ex->down, layout_staging(&ex->up, 0));
+	VkQueryPool qp;
 
 	if (vk_staging_reserve(&ep->dev, &ep->staging, need, err, n) ||
 	    vk_dev_reset_descriptors(&ep->dev, (uint32_t)ex->disp.n, err, n) ||
@@ -189,8 +239,11 @@ int vk_record_and_run(vk_exec *ex, char *err, size_t n)
 			VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
 			VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
 			VK_ACCESS_TRANSFER_READ_BIT);
-	if (record_dispatches(ex, err, n)) {
+	qp = profile_pool(ex);
+	if (record_dispatches(ex, qp, err, n)) {
 		vkEndCommandBuffer(cmd);
+		if (qp)
+			vkDestroyQueryPool(ep->dev.dev, qp, NULL);
 		return EP_E_INTERNAL;
 	}
 	if (ex->down.n) {
@@ -200,8 +253,13 @@ int vk_record_and_run(vk_exec *ex, char *err, size_t n)
 		barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
 			VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
 	}
-	if (vk_dev_submit_wait(&ep->dev, err, n))
+	if (vk_dev_submit_wait(&ep->dev, err, n)) {
+		if (qp)
+			vkDestroyQueryPool(ep->dev.dev, qp, NULL);
 		return EP_E_INTERNAL;
+	}
+	if (qp)
+		profile_report(ex, qp);
 	for (size_t i = 0; i < ex->down.n; i++) {
 		const vk_xfer *x = &((const vk_xfer *)ex->down.v)[i];
 

@@ -6,8 +6,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "log.h"
 #include "vk_exec.h"
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
 
 static void reset_run(vk_exec *ex, ep_run *r)
 {
@@ -113,6 +123,8 @@ static int plan_node(vk_exec *ex, size_t k, char *err, size_t n)
 				       ex->sg->values[v].name);
 		ex->in[i] = &ex->vals[v];
 	}
+	if (!nd->n_in || !ex->in[0])
+		return vk_fail(&c, EP_E_INVALID, "input 0 is missing");
 	rc = nd->op->plan(&c);
 	if (rc)
 		return rc < 0 ? rc : EP_E_INTERNAL;
@@ -186,6 +198,7 @@ static int collect_downloads(vk_exec *ex, char *err, size_t n)
 int vk_exec_run(vk_ep *ep, ep_subgraph *sg, ep_run *r, char *err, size_t n)
 {
 	vk_exec *ex = sg->impl;
+	double t0 = now_ms(), t1;
 	int rc;
 
 	(void)ep;
@@ -195,8 +208,13 @@ int vk_exec_run(vk_ep *ep, ep_subgraph *sg, ep_run *r, char *err, size_t n)
 		rc = plan_node(ex, k, err, n);
 	if (rc == 0)
 		rc = collect_downloads(ex, err, n);
+	t1 = now_ms();
 	if (rc == 0)
 		rc = vk_record_and_run(ex, err, n);
+	if (ipc_log_enabled(IPC_LOG_DEBUG))
+		ipc_log(IPC_LOG_DEBUG, "run of %zu nodes: %zu dispatches, %zu uploads, %zu downloads; "
+			"plan %.3f ms, record+submit+wait %.3f ms", ex->n_nodes, ex->disp.n, ex->up.n,
+			ex->down.n, t1 - t0, now_ms() - t1);
 	end_run(ex, rc == 0);
 	return rc;
 }

@@ -1,5 +1,5 @@
 /*
- * vk_spirv: the compute shaders, compiled from shaders/*.comp by glslc at
+ * vk_spirv: the compute shaders, compiled from the GLSL in shaders/ by glslc at
  * build time and embedded by gen_spirv.py (the generated vk_spirv.c).
  */
 #ifndef ORTMK_VK_SPIRV_H

@@ -143,8 +143,8 @@ int vk_broadcast(int ra, const int64_t *a, int rb, const int64_t *b, int *ro, in
 
 const vk_op *vk_op_find(const char *op_type, const char *domain, int64_t opset)
 {
-	static const vk_op *const tables[] = {vk_ops_elem, vk_ops_linalg, vk_ops_nn, vk_ops_shape,
-					      vk_ops_reduce};
+	static const vk_op *const tables[] = {vk_ops_elem, vk_ops_linalg, vk_ops_nn, vk_ops_norm,
+					      vk_ops_shape, vk_ops_reduce};
 
 	if (domain && domain[0] && strcmp(domain, "ai.onnx") != 0)
 		return NULL;

@@ -1,10 +1,12 @@
 /*
  * binary: elementwise ops with numpy broadcasting — Add, Sub, Mul, Div, Pow,
- * Max, Min (variadic) and the comparisons Equal, Less, Greater.  float32 runs
- * a vectorizable loop per broadcast row; float64 and int32/int64 go through
- * cpu_get_/cpu_set_ element access (int Div truncates like C and refuses a
- * zero divisor).  Before opset 7 the `broadcast`/`axis` attributes decide
- * how B lines up with A.
+ * Max, Min (variadic) and the comparisons Equal, Less, Greater, LessOrEqual,
+ * GreaterOrEqual.  float32 runs a vectorizable loop per broadcast row; the
+ * other types go through cpu_get_/cpu_set_ element access (int Div truncates
+ * like C and refuses a zero divisor).  uint64 travels as int64 bits: the
+ * wrapping +, -, * are the same, order and division are done unsigned.
+ * Before opset 7 the `broadcast`/`axis` attributes decide how B lines up
+ * with A.
  */
 #include <math.h>
 #include <stdio.h>
@@ -12,7 +14,10 @@
 
 #include "cpu_ops.h"
 
-enum binop { OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_POW, OP_MAX, OP_MIN, OP_EQ, OP_LT, OP_GT };
+/* The comparisons come last: op >= OP_EQ means a bool output. */
+enum binop {
+	OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_POW, OP_MAX, OP_MIN, OP_EQ, OP_LT, OP_GT, OP_LE, OP_GE,
+};
 
 typedef struct bin_run {
 	int op, yk;                 /* yk: index of the output's offset in off[] */
@@ -25,6 +30,7 @@ static int op_of(const char *t)
 {
 	static const char *const names[] = {
 		"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Equal", "Less", "Greater",
+		"LessOrEqual", "GreaterOrEqual",
 	};
 	for (int i = 0; i < (int)(sizeof(names) / sizeof(names[0])); i++)
 		if (strcmp(t, names[i]) == 0)
@@ -44,17 +50,20 @@ static inline double f64_op(int op, double x, double y)
 	case OP_MIN: return (x < y || x != x) ? x : y;
 	case OP_EQ: return x == y;
 	case OP_LT: return x < y;
-	default: return x > y;
+	case OP_GT: return x > y;
+	case OP_LE: return x <= y;
+	default: return x >= y;
 	}
 }
 
-static int64_t ipow(int64_t x, int64_t e)
+/* x^e with wrapping multiplication; e_unsigned reads e as a uint64. */
+static int64_t ipow(int64_t x, int64_t e, int e_unsigned)
 {
-	uint64_t r = 1, b = (uint64_t)x;
-	if (e < 0)   /* integer result of x^-n: only |x| == 1 survives */
+	uint64_t r = 1, b = (uint64_t)x, ue = (uint64_t)e;
+	if (e < 0 && !e_unsigned)   /* integer result of x^-n: only |x| == 1 survives */
 		return x == 1 ? 1 : x == -1 ? ((e & 1) ? -1 : 1) : 0;
-	for (; e; e >>= 1, b *= b)
-		if (e & 1)
+	for (; ue; ue >>= 1, b *= b)
+		if (ue & 1)
 			r *= b;
 	return (int64_t)r;
 }
@@ -67,12 +76,31 @@ static inline int64_t i64_op(int op, int64_t x, int64_t y)
 	case OP_SUB: return (int64_t)((uint64_t)x - (uint64_t)y);
 	case OP_MUL: return (int64_t)((uint64_t)x * (uint64_t)y);
 	case OP_DIV: return y == -1 ? (int64_t)(0 - (uint64_t)x) : x / y;
-	case OP_POW: return ipow(x, y);
+	case OP_POW: return ipow(x, y, 0);
 	case OP_MAX: return x > y ? x : y;
 	case OP_MIN: return x < y ? x : y;
 	case OP_EQ: return x == y;
 	case OP_LT: return x < y;
-	default: return x > y;
+	case OP_GT: return x > y;
+	case OP_LE: return x <= y;
+	default: return x >= y;
+	}
+}
+
+/* uint64 operands held as int64 bits: where the sign matters, look again. */
+static inline int64_t u64_op(int op, int64_t sx, int64_t sy)
+{
+	uint64_t x = (uint64_t)sx, y = (uint64_t)sy;
+	switch (op) {
+	case OP_DIV: return (int64_t)(x / y);
+	case OP_POW: return ipow(sx, sy, 1);
+	case OP_MAX: return (int64_t)(x > y ? x : y);
+	case OP_MIN: return (int64_t)(x < y ? x : y);
+	case OP_LT: return x < y;
+	case OP_GT: return x > y;
+	case OP_LE: return x <= y;
+	case OP_GE: return x >= y;
+	default: return i64_op(op, sx, sy);
 	}
 }
 
@@ -118,6 +146,8 @@ static int bin_row(void *arg, int64_t n, const int64_t *off, const int64_t *st)
 {
 	bin_run *r = arg;
 	int ints = !cpu_dtype_is_float(r->adt) && !cpu_dtype_is_float(r->bdt);
+	/* Pow: only the exponent's type says how to read it */
+	int uns = (r->op == OP_POW ? r->bdt : r->adt) == CPU_UINT64;
 	if (r->adt == CPU_FLOAT && r->bdt == CPU_FLOAT && r->ydt == CPU_FLOAT) {
 		f32_row(r->op, (const float *)r->a + off[0], st[0], (const float *)r->b + off[1],
 			st[1], (float *)r->y + off[r->yk], n);
@@ -129,7 +159,8 @@ static int bin_row(void *arg, int64_t n, const int64_t *off, const int64_t *st)
 			int64_t x = cpu_get_i64(r->adt, r->a, ia), v = cpu_get_i64(r->bdt, r->b, ib);
 			if (r->op == OP_DIV && v == 0)
 				return CPU_E_INVALID;
-			cpu_set_i64(r->ydt, r->y, off[r->yk] + i, i64_op(r->op, x, v));
+			cpu_set_i64(r->ydt, r->y, off[r->yk] + i,
+				    uns ? u64_op(r->op, x, v) : i64_op(r->op, x, v));
 		} else {
 			double x = cpu_get_f64(r->adt, r->a, ia), v = cpu_get_f64(r->bdt, r->b, ib);
 			cpu_set_f64(r->ydt, r->y, off[r->yk] + i, f64_op(r->op, x, v));
@@ -198,9 +229,8 @@ static int bin_apply(cpu_ctx *ctx, int op, const cpu_tensor *A, const cpu_tensor
 
 static uint32_t types_of(int op)
 {
-	if (op == OP_EQ)
-		return CPU_TYPES_NUMERIC | CPU_BIT(CPU_BOOL);
-	return CPU_TYPES_NUMERIC;
+	uint32_t t = CPU_TYPES_NUMERIC | CPU_BIT(CPU_UINT64);
+	return op == OP_EQ ? t | CPU_BIT(CPU_BOOL) : t;
 }
 
 static int bin_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
@@ -228,7 +258,7 @@ static int variadic_compute(cpu_ctx *ctx, int op)
 	acc = *X0;
 	for (int i = 1; i < ctx->n_in; i++) {
 		const cpu_tensor *X = cpu_require(ctx, i, &rc);
-		if (!X || (rc = cpu_check_dtype(ctx, X, i, CPU_TYPES_NUMERIC)) != 0)
+		if (!X || (rc = cpu_check_dtype(ctx, X, i, types_of(op))) != 0)
 			return rc;
 		if (X->dtype != X0->dtype)
 			return cpu_fail(ctx, CPU_E_INVALID, "input %d is %s, input 0 %s", i,
@@ -287,3 +317,9 @@ const cpu_op cpu_op_min = { "Min", "", 1, CPU_OPSET_MAX, bin_supports, NULL, bin
 const cpu_op cpu_op_equal = { "Equal", "", 1, CPU_OPSET_MAX, bin_supports, NULL, bin_compute, NULL };
 const cpu_op cpu_op_less = { "Less", "", 1, CPU_OPSET_MAX, bin_supports, NULL, bin_compute, NULL };
 const cpu_op cpu_op_greater = { "Greater", "", 1, CPU_OPSET_MAX, bin_supports, NULL, bin_compute, NULL };
+const cpu_op cpu_op_lessorequal = {
+	"LessOrEqual", "", 12, CPU_OPSET_MAX, bin_supports, NULL, bin_compute, NULL,
+};
+const cpu_op cpu_op_greaterorequal = {
+	"GreaterOrEqual", "", 12, CPU_OPSET_MAX, bin_supports, NULL, bin_compute, NULL,
+};

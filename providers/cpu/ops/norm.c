@@ -1,12 +1,13 @@
 /*
  * norm: LayerNormalization (opset 17; Scale and B broadcast onto the
  * normalised dims, optional Mean and InvStdDev outputs) and
- * BatchNormalization in inference mode (all opsets: per-channel statistics,
- * or the per-activation ones of spatial=0 before opset 9).  float32; means
- * and variances accumulate in double.
+ * BatchNormalization: inference mode (all opsets: per-channel statistics,
+ * or the per-activation ones of spatial=0 before opset 9) and, from opset
+ * 14, training_mode=1, which normalises with the batch's own statistics
+ * and returns the updated running ones.  float32; means and variances
+ * accumulate in double.
  */
 #include <math.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "cpu_ops.h"
@@ -14,11 +15,8 @@
 static int f32_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
 			char *why, size_t n)
 {
+	(void)p;
 	(void)opset;
-	if (!strcmp(p->op_type, "BatchNormalization") && cpu_attr_int(p, "training_mode", 0)) {
-		snprintf(why, n, "training_mode=1 is not supported");
-		return 0;
-	}
 	return cpu_supports_dtype(dt, n_in, 0, CPU_TYPES_F32, why, n);
 }
 
@@ -135,18 +133,71 @@ static void bn_plane(const float *x, float *y, const cpu_tensor *const *t, int64
 	}
 }
 
+/* Per-channel mean and population variance of X over N and the spatial
+ * dims, into mean[C] and var[C]. */
+static void bn_batch_stats(const float *x, int64_t N, int64_t C, int64_t sp, float *mean,
+			   float *var)
+{
+	int64_t cnt = N * sp;
+	for (int64_t c = 0; c < C; c++) {
+		double s = 0.0, v = 0.0, m;
+		for (int64_t b = 0; b < N; b++)
+			for (int64_t i = 0; i < sp; i++)
+				s += x[(b * C + c) * sp + i];
+		m = cnt ? s / (double)cnt : 0.0;
+		for (int64_t b = 0; b < N; b++)
+			for (int64_t i = 0; i < sp; i++) {
+				double d = x[(b * C + c) * sp + i] - m;
+				v += d * d;
+			}
+		mean[c] = (float)m;
+		var[c] = cnt ? (float)(v / (double)cnt) : 0.0f;
+	}
+}
+
+/* training_mode=1: t[2] and t[3] (the running mean and variance) are
+ * replaced by the batch's statistics for normalising, and outputs 1 and 2
+ * get running * momentum + batch * (1 - momentum). */
+static int bn_training(cpu_ctx *ctx, const cpu_tensor *X, int64_t sp, const cpu_tensor **t,
+		       cpu_tensor *stats)
+{
+	float mom = cpu_attr_float(ctx->node->proto, "momentum", 0.9f);
+	int64_t C = X->dims[1];
+	cpu_tensor *R[2] = {NULL, NULL};
+
+	if (cpu_numel(t[2]) != C || cpu_numel(t[3]) != C)
+		return cpu_fail(ctx, CPU_E_INVALID, "training_mode needs per-channel mean and var");
+	for (int k = 0; k < 2; k++) {
+		stats[k] = *t[2 + k];
+		stats[k].data = cpu_scratch(ctx, (size_t)C * sizeof(float) + 1);
+		if (!stats[k].data)
+			return CPU_E_NOMEM;
+		if (ctx->n_out > 1 + k &&
+		    !(R[k] = cpu_output(ctx, 1 + k, CPU_FLOAT, t[2 + k]->rank, t[2 + k]->dims)))
+			return CPU_E_NOMEM;
+	}
+	bn_batch_stats(X->data, X->dims[0], C, sp, stats[0].data, stats[1].data);
+	for (int k = 0; k < 2; k++) {
+		const float *run = t[2 + k]->data, *cur = stats[k].data;
+		for (int64_t c = 0; R[k] && c < C; c++)
+			((float *)R[k]->data)[c] = run[c] * mom + cur[c] * (1.0f - mom);
+		t[2 + k] = &stats[k];
+	}
+	return 0;
+}
+
 static int batchnorm_compute(cpu_ctx *ctx)
 {
 	const cpu_tensor *X, *t[4];
-	cpu_tensor *Y;
+	cpu_tensor *Y, stats[2];
 	float eps = cpu_attr_float(ctx->node->proto, "epsilon", 1e-5f);
 	int64_t C, sp = 1;
 	int rc = 0, per_channel = 1;
+	int training = ctx->node->opset >= 14 &&
+		       cpu_attr_int(ctx->node->proto, "training_mode", 0) != 0;
 
 	if (!(X = cpu_require(ctx, 0, &rc)) || (rc = cpu_check_dtype(ctx, X, 0, CPU_TYPES_F32)))
 		return rc;
-	if (ctx->node->opset >= 14 && cpu_attr_int(ctx->node->proto, "training_mode", 0))
-		return cpu_fail(ctx, CPU_E_UNSUPPORTED, "training_mode=1 is not supported");
 	if (X->rank < 2)
 		return cpu_fail(ctx, CPU_E_INVALID, "X has rank %d (need N, C, ...)", X->rank);
 	C = X->dims[1];
@@ -164,6 +215,8 @@ static int batchnorm_compute(cpu_ctx *ctx)
 	}
 	if (!(Y = cpu_output(ctx, 0, CPU_FLOAT, X->rank, X->dims)))
 		return CPU_E_NOMEM;
+	if (training && (rc = bn_training(ctx, X, sp, t, stats)) != 0)
+		return rc;
 	for (int64_t p = 0; p < X->dims[0] * C; p++)
 		bn_plane((const float *)X->data + p * sp, (float *)Y->data + p * sp, t, C, p % C,
 			 sp, eps, per_channel);

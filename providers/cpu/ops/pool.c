@@ -5,10 +5,13 @@
  * output honours storage_order.  AveragePool with count_include_pad divides
  * by the window positions inside the padded input (as PyTorch and ONNX
  * Runtime do), so a ceil_mode window hanging past the end padding is not
- * charged for the overhang.
+ * charged for the overhang.  MaxPool also takes int8 and uint8 (opset 12):
+ * their values are exact in float, so each (N, C) plane is widened to float,
+ * pooled by the float code and narrowed back, which loses nothing.
  */
 #include <float.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cpu_ops.h"
 
@@ -17,12 +20,19 @@ typedef struct pool_state {
 	int is_max, count_include_pad, storage_order;
 } pool_state;
 
+#define POOL_TYPES_I8 (CPU_BIT(CPU_INT8) | CPU_BIT(CPU_UINT8))
+
+static uint32_t pool_types(const Onnx__NodeProto *p, int64_t opset)
+{
+	if (opset >= 12 && !strcmp(p->op_type, "MaxPool"))
+		return CPU_TYPES_F32 | POOL_TYPES_I8;
+	return CPU_TYPES_F32;
+}
+
 static int pool_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt,
 			 int n_in, char *why, size_t n)
 {
-	(void)p;
-	(void)opset;
-	return cpu_supports_dtype(dt, n_in, 0, CPU_TYPES_F32, why, n);
+	return cpu_supports_dtype(dt, n_in, 0, pool_types(p, opset), why, n);
 }
 
 static int pool_prepare(cpu_node *node, char *err, size_t n)
@@ -117,18 +127,45 @@ static void pool_plane(const pool_state *st, const cpu_geom *g, const float *x, 
 			}
 }
 
+/* Pools every (N, C) plane; X and Y of another dtype than float go through
+ * float copies of one plane at a time. */
+static int pool_planes(cpu_ctx *ctx, const cpu_geom *g, const cpu_tensor *X, cpu_tensor *Y,
+		       cpu_tensor *I)
+{
+	const pool_state *st = ctx->node->state;
+	int64_t planes = X->dims[0] * X->dims[1];
+	int64_t isz = g->in[0] * g->in[1] * g->in[2], osz = g->out[0] * g->out[1] * g->out[2];
+	float *xf = NULL, *yf = NULL;
+	int wide = X->dtype != CPU_FLOAT;
+
+	if (wide && (!(xf = cpu_scratch(ctx, (size_t)isz * sizeof(float) + 1)) ||
+		     !(yf = cpu_scratch(ctx, (size_t)osz * sizeof(float) + 1))))
+		return CPU_E_NOMEM;
+	for (int64_t p = 0; p < planes; p++) {
+		const float *x = wide ? xf : (const float *)X->data + p * isz;
+		float *y = wide ? yf : (float *)Y->data + p * osz;
+		for (int64_t i = 0; wide && i < isz; i++)
+			xf[i] = (float)cpu_get_f64(X->dtype, X->data, p * isz + i);
+		pool_plane(st, g, x, y, I ? (int64_t *)I->data + p * osz : NULL, p * isz);
+		for (int64_t i = 0; wide && i < osz; i++)
+			cpu_set_f64(Y->dtype, Y->data, p * osz + i, yf[i]);
+	}
+	return 0;
+}
+
 static int pool_compute(cpu_ctx *ctx)
 {
 	const pool_state *st = ctx->node->state;
 	const cpu_tensor *X;
 	cpu_tensor *Y, *I = NULL;
-	int64_t dims[CPU_MAX_RANK], planes, isz, osz;
+	int64_t dims[CPU_MAX_RANK];
 	cpu_geom g;
 	int rc = 0;
 
 	if (!(X = cpu_require(ctx, 0, &rc)))
 		return rc;
-	if ((rc = cpu_check_dtype(ctx, X, 0, CPU_TYPES_F32)) != 0)
+	rc = cpu_check_dtype(ctx, X, 0, pool_types(ctx->node->proto, ctx->node->opset));
+	if (rc != 0)
 		return rc;
 	if (X->rank < 3)
 		return cpu_fail(ctx, CPU_E_INVALID, "X has rank %d (need N, C and spatial dims)",
@@ -140,17 +177,11 @@ static int pool_compute(cpu_ctx *ctx)
 	dims[1] = X->dims[1];
 	for (int i = 0; i < X->rank - 2; i++)
 		dims[2 + i] = g.out[3 - (X->rank - 2) + i];
-	if (!(Y = cpu_output(ctx, 0, CPU_FLOAT, X->rank, dims)))
+	if (!(Y = cpu_output(ctx, 0, X->dtype, X->rank, dims)))
 		return CPU_E_NOMEM;
 	if (st->is_max && ctx->n_out > 1 && !(I = cpu_output(ctx, 1, CPU_INT64, X->rank, dims)))
 		return CPU_E_NOMEM;
-	planes = X->dims[0] * X->dims[1];
-	isz = g.in[0] * g.in[1] * g.in[2];
-	osz = g.out[0] * g.out[1] * g.out[2];
-	for (int64_t p = 0; p < planes; p++)
-		pool_plane(st, &g, (const float *)X->data + p * isz, (float *)Y->data + p * osz,
-			   I ? (int64_t *)I->data + p * osz : NULL, p * isz);
-	return 0;
+	return pool_planes(ctx, &g, X, Y, I);
 }
 
 static int global_compute(cpu_ctx *ctx)

@@ -31,10 +31,12 @@ static const cpu_op *const ops[] = {
 	&cpu_op_globalaveragepool,
 	&cpu_op_globalmaxpool,
 	&cpu_op_greater,
+	&cpu_op_greaterorequal,
 	&cpu_op_identity,
 	&cpu_op_layernorm,
 	&cpu_op_leakyrelu,
 	&cpu_op_less,
+	&cpu_op_lessorequal,
 	&cpu_op_log,
 	&cpu_op_logsoftmax,
 	&cpu_op_matmul,
@@ -62,6 +64,7 @@ static const cpu_op *const ops[] = {
 	&cpu_op_squeeze,
 	&cpu_op_sub,
 	&cpu_op_tanh,
+	&cpu_op_tfidfvectorizer,
 	&cpu_op_transpose,
 	&cpu_op_unsqueeze,
 	&cpu_op_where,
@@ -71,6 +74,10 @@ static const cpu_op *const ops[] = {
 extern const cpu_op *const cpu_ops_math[];
 extern const cpu_op *const cpu_ops_tensor[];
 extern const cpu_op *const cpu_ops_nn[];
+extern const cpu_op *const cpu_ops_control[];
+/* Searched before the others: its Identity, Cast and CastLike also take
+ * sequences, optionals and strings, and hand plain tensors to ours. */
+extern const cpu_op *const cpu_ops_seq[];
 
 static int op_matches(const cpu_op *op, const char *op_type, const char *domain, int64_t opset)
 {
@@ -80,12 +87,15 @@ static int op_matches(const cpu_op *op, const char *op_type, const char *domain,
 
 const cpu_op *cpu_op_find(const char *op_type, const char *domain, int64_t opset)
 {
-	const cpu_op *const *families[] = {cpu_ops_math, cpu_ops_tensor, cpu_ops_nn};
+	const cpu_op *const *families[] = {cpu_ops_math, cpu_ops_tensor, cpu_ops_nn, cpu_ops_control};
 
 	if (!op_type)
 		return NULL;
 	if (!domain || !strcmp(domain, "ai.onnx"))
 		domain = "";
+	for (size_t i = 0; cpu_ops_seq[i]; i++)
+		if (op_matches(cpu_ops_seq[i], op_type, domain, opset))
+			return cpu_ops_seq[i];
 	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
 		if (op_matches(ops[i], op_type, domain, opset))
 			return ops[i];

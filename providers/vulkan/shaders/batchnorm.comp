@@ -1,9 +1,9 @@
 #version 450
 // batchnorm: BatchNormalization in inference mode, y = (x - mean[c]) /
-// sqrt(var[c] + eps) * scale[c] + bias[c], c the channel of element i of
-// an [N, C, inner] tensor.
+// sqrt(var[c] + eps) * scale[c] + bias[c].  The launch is 2-D: x runs over
+// the `inner` elements of one (image, channel) plane, y and z over the
+// planes, so the channel is found once per workgroup, not per element.
 layout(local_size_x = 64) in;
-#include "common.glsl"
 
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) readonly buffer S { float scale[]; };
@@ -12,7 +12,7 @@ layout(std430, binding = 3) readonly buffer M { float mean[]; };
 layout(std430, binding = 4) readonly buffer V { float var_[]; };
 layout(std430, binding = 5) writeonly buffer Y { float y[]; };
 layout(push_constant) uniform P {
-	uint n;
+	uint planes;
 	uint C;
 	uint inner;
 	float eps;
@@ -20,9 +20,11 @@ layout(push_constant) uniform P {
 
 void main()
 {
-	uint i = flat_id();
-	if (i >= p.n)
+	uint plane = gl_WorkGroupID.z * gl_NumWorkGroups.y + gl_WorkGroupID.y;
+	uint j = gl_GlobalInvocationID.x;
+	if (plane >= p.planes || j >= p.inner)
 		return;
-	uint c = (i / p.inner) % p.C;
-	y[i] = (x[i] - mean[c]) / sqrt(var_[c] + p.eps) * scale[c] + bias[c];
+	uint c = plane % p.C, i = plane * p.inner + j;
+	float a = scale[c] / sqrt(var_[c] + p.eps);
+	y[i] = (x[i] - mean[c]) * a + bias[c];
 }

@@ -32,11 +32,17 @@ void main()
 	if (i >= p.n)
 		return;
 	uint ia = 0u, ib = 0u, rem = i;
-	for (int d = int(p.rank) - 1; d >= 0; d--) {
-		uint k = rem % p.dims[d];
-		rem /= p.dims[d];
-		ia += k * p.sa[d];
-		ib += k * p.sb[d];
+	if (p.rank == 1u) {
+		// Same shapes, or a scalar: no division.
+		ia = p.sa[0] != 0u ? i : 0u;
+		ib = p.sb[0] != 0u ? i : 0u;
+	} else {
+		for (int d = int(p.rank) - 1; d >= 0; d--) {
+			uint k = rem % p.dims[d];
+			rem /= p.dims[d];
+			ia += k * p.sa[d];
+			ib += k * p.sb[d];
+		}
 	}
 	float x = a[ia], y = b[ib], r;
 	switch (p.op) {

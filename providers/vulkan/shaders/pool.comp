@@ -58,13 +58,16 @@ void main()
 	}
 	uint base = plane * p.D * p.H * p.W;
 	float best = -3.402823466e38, sum = 0.0;
+	bool first = true;
 	for (int kd = a[0]; kd < b[0]; kd++)
 		for (int kh = a[1]; kh < b[1]; kh++)
 			for (int kw = a[2]; kw < b[2]; kw++) {
 				int id = s[0] + kd * d[0], ih = s[1] + kh * d[1], iw = s[2] + kw * d[2];
 				float v = x[base + (uint(id) * p.H + uint(ih)) * p.W + uint(iw)];
 				sum += v;
-				best = v > best ? v : best;
+				if (first || v > best)
+					best = v;
+				first = false;
 			}
 	y[i] = is_max ? best : (cnt > 0 ? sum / float(cnt) : 0.0);
 }

@@ -1,6 +1,6 @@
 #version 450
-// reduce: ReduceSum, ReduceMean and ReduceMax, one invocation per output
-// element.  The host folds the input into alternating kept and reduced dim
+// reduce: ReduceSum, ReduceMean, ReduceMax and ReduceMin, one invocation
+// per output element (a NaN wins Max and Min, as on cpu).  The host folds the input into alternating kept and reduced dim
 // groups: the output index walks the kept dims (kdims, input strides kstr),
 // the loop walks the reduced ones (rdims, rstr).
 layout(local_size_x = 64) in;
@@ -11,7 +11,7 @@ layout(std430, binding = 1) writeonly buffer Y { float y[]; };
 layout(push_constant) uniform P {
 	uint n;                 // output elements
 	uint count;             // elements reduced into each
-	uint op;                // 0 sum, 1 mean, 2 max
+	uint op;                // 0 sum, 1 mean, 2 max, 3 min
 	uint nk, nr;
 	uint kdims[6];
 	uint kstr[6];
@@ -29,7 +29,8 @@ void main()
 		base += (rem % p.kdims[d]) * p.kstr[d];
 		rem /= p.kdims[d];
 	}
-	float sum = 0.0, best = -uintBitsToFloat(0x7f800000u);
+	float inf = uintBitsToFloat(0x7f800000u);
+	float sum = 0.0, best = p.op == 3u ? inf : -inf;
 	uint inner = p.nr > 0u ? p.rdims[p.nr - 1u] : 1u;
 	uint istr = p.nr > 0u ? p.rstr[p.nr - 1u] : 0u;
 	for (uint r = 0u; r < p.count; r += inner) {
@@ -41,8 +42,9 @@ void main()
 		for (uint j = 0u; j < inner; j++) {
 			float v = x[off + j * istr];
 			sum += v;
-			best = v > best ? v : best;
+			if (isnan(v) || (p.op == 3u ? v < best : v > best))
+				best = isnan(best) ? best : v;
 		}
 	}
-	y[i] = p.op == 2u ? best : (p.op == 1u ? sum / float(p.count) : sum);
+	y[i] = p.op >= 2u ? best : (p.op == 1u ? sum / float(p.count) : sum);
 }

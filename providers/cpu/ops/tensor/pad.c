@@ -96,7 +96,8 @@ static int pad_read(cpu_ctx *ctx, int rank, int64_t *pads)
 		if (n != 2 * rank)
 			return cpu_fail(ctx, CPU_E_INVALID, "pads has %lld values for rank %d",
 					(long long)n, rank);
-		memcpy(pads, a, sizeof(int64_t) * (size_t)n);
+		if (n)
+			memcpy(pads, a, sizeof(int64_t) * (size_t)n);
 		return 0;
 	}
 	if ((n = tensor_input_ints(ctx, 1, v, 2 * CPU_MAX_RANK, 0)) < 0 ||

@@ -30,7 +30,7 @@ static int revseq_compute(cpu_ctx *ctx)
 	es = cpu_dtype_size(X->dtype);
 	tensor_strides(X->rank, X->dims, xs);
 	inner = xs[1];
-	if (Y->data != X->data)
+	if (Y->data != X->data && cpu_numel(X))
 		memmove(Y->data, X->data, (size_t)cpu_numel(X) * es);
 	for (int64_t b = 0; b < X->dims[ba]; b++) {
 		int64_t len = cpu_get_i64(L->dtype, L->data, b);

@@ -75,7 +75,8 @@ static int parse_params(const cpu_node *node, resize_params *r, char *err, size_
 		snprintf(err, n, "axes has more than %d values", CPU_MAX_RANK);
 		return CPU_E_INVALID;
 	}
-	memcpy(r->axes, axes, sizeof(int64_t) * (size_t)r->n_axes);
+	if (r->n_axes)
+		memcpy(r->axes, axes, sizeof(int64_t) * (size_t)r->n_axes);
 	if (p->op_type[0] == 'U' && node->opset < 9) {
 		size_t ns = cpu_attr_floats(p, "scales", &sc);
 		if (ns == 0 || ns > CPU_MAX_RANK) {

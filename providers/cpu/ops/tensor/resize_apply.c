@@ -83,14 +83,16 @@ static double kernel(const resize_params *p, double t)
 	return 0;
 }
 
-/* First tap offset and tap count of linear/cubic at this scale: 0/2 and
- * -1/4, widened by 1/scale when antialiasing a downsample. */
+/* First tap offset of linear/cubic at this scale (the count is
+ * 2 - 2 * start): 0 and -1, widened by 1/scale when antialiasing a
+ * downsample; -1 << 21 when that would take too many taps. */
 static int64_t tap_start(const resize_params *p, double s)
 {
-	double support = p->mode == RS_LINEAR ? 1 : 2;
+	double support = p->mode == RS_LINEAR ? 1 : 2, start;
 	if (!p->antialias || s >= 1)
 		return p->mode == RS_LINEAR ? 0 : -1;
-	return (int64_t)floor(-support / s) + 1;
+	start = floor(-support / s) + 1;
+	return start < -(double)(1 << 20) ? -(1 << 21) : (int64_t)start;
 }
 
 /* Taps of output coordinate x (input space) on an axis of n inputs. */
@@ -220,44 +222,37 @@ static void run_pass(const double *src, double *dst, int64_t outer, int64_t nin,
 		}
 }
 
-/* Largest intermediate of the passes, in elements. */
-static int64_t max_intermediate(const resize_geom *g)
+/* Largest intermediate of the passes over axes [f, rank), in elements. */
+static int64_t max_intermediate(const resize_geom *g, int f)
 {
 	int64_t best = 1, cur[CPU_MAX_RANK];
-	memcpy(cur, g->in, sizeof(int64_t) * (size_t)g->rank);
-	for (int d = -1; d < g->rank; d++) {
-		int64_t n;
+	int n = g->rank - f;
+	memcpy(cur, g->in + f, sizeof(int64_t) * (size_t)n);
+	for (int d = -1; d < n; d++) {
+		int64_t v;
 		if (d >= 0)
-			cur[d] = g->out[d];
-		n = cpu_shape_numel(g->rank, cur);
-		if (n < 0)
+			cur[d] = g->out[f + d];
+		if ((v = cpu_shape_numel(n, cur)) < 0)
 			return -1;
-		if (n > best)
-			best = n;
+		best = v > best ? v : best;
 	}
 	return best;
 }
 
-static int run_interp(cpu_ctx *ctx, const resize_params *p, const resize_geom *g,
-		      const rs_taps *t, const cpu_tensor *X, cpu_tensor *Y)
+/* The passes over one slice [f, rank) of the tensor (the leading axes
+ * before f are not resized): a holds the slice's input as doubles; returns
+ * the buffer holding the result. */
+static double *run_slice(const resize_params *p, const resize_geom *g, const rs_taps *t, int f,
+			 double *a, double *b)
 {
-	int64_t cap = max_intermediate(g), cur[CPU_MAX_RANK], n = cpu_numel(X);
-	double *a, *b;
-
-	if (cap < 0 || (uint64_t)cap > SIZE_MAX / sizeof(double) / 2)
-		return cpu_fail(ctx, CPU_E_NOMEM, "intermediate too large");
-	if (!(a = cpu_scratch(ctx, sizeof(double) * (size_t)cap)) ||
-	    !(b = cpu_scratch(ctx, sizeof(double) * (size_t)cap)))
-		return CPU_E_NOMEM;
-	for (int64_t i = 0; i < n; i++)
-		a[i] = cpu_get_f64(X->dtype, X->data, i);
+	int64_t cur[CPU_MAX_RANK];
 	memcpy(cur, g->in, sizeof(int64_t) * (size_t)g->rank);
-	for (int d = 0; d < g->rank; d++) {
+	for (int d = f; d < g->rank; d++) {
 		int64_t outer = 1, inner = 1;
 		double *swap;
 		if (t[d].identity)
 			continue;
-		for (int k = 0; k < d; k++)
+		for (int k = f; k < d; k++)
 			outer *= cur[k];
 		for (int k = d + 1; k < g->rank; k++)
 			inner *= cur[k];
@@ -267,9 +262,36 @@ static int run_interp(cpu_ctx *ctx, const resize_params *p, const resize_geom *g
 		a = b;
 		b = swap;
 	}
-	n = cpu_numel(Y);
-	for (int64_t i = 0; i < n; i++)
-		tensor_store_f64(Y->dtype, Y->data, i, a[i]);
+	return a;
+}
+
+static int run_interp(cpu_ctx *ctx, const resize_params *p, const resize_geom *g,
+		      const rs_taps *t, const cpu_tensor *X, cpu_tensor *Y)
+{
+	int64_t cap, outer = 1, nin, nout;
+	double *a, *b;
+	int f = 0;
+
+	/* leading axes that are not resized become an outer loop, so the
+	 * double buffers hold one slice, not the whole tensor */
+	while (f < g->rank - 1 && t[f].identity)
+		outer *= g->in[f++];
+	cap = max_intermediate(g, f);
+	if (cap < 0 || (uint64_t)cap > SIZE_MAX / sizeof(double) / 2)
+		return cpu_fail(ctx, CPU_E_NOMEM, "intermediate too large");
+	if (!(a = cpu_scratch(ctx, sizeof(double) * (size_t)cap)) ||
+	    !(b = cpu_scratch(ctx, sizeof(double) * (size_t)cap)))
+		return CPU_E_NOMEM;
+	nin = cpu_shape_numel(g->rank - f, g->in + f);
+	nout = cpu_shape_numel(g->rank - f, g->out + f);
+	for (int64_t o = 0; o < outer; o++) {
+		const double *r;
+		for (int64_t i = 0; i < nin; i++)
+			a[i] = cpu_get_f64(X->dtype, X->data, o * nin + i);
+		r = run_slice(p, g, t, f, a, b);
+		for (int64_t i = 0; i < nout; i++)
+			tensor_store_f64(Y->dtype, Y->data, o * nout + i, r[i]);
+	}
 	return 0;
 }
 

@@ -108,6 +108,8 @@ static int onehot_read(cpu_ctx *ctx, const cpu_tensor *D, const cpu_tensor *V, i
 	*depth = (int64_t)d;
 	if (V->rank != 1 || V->dims[0] != 2)
 		return cpu_fail(ctx, CPU_E_INVALID, "values must be [off_value, on_value]");
+	if (V->dtype == CPU_STRING || cpu_dtype_size(V->dtype) == 0)
+		return cpu_check_dtype(ctx, V, 2, CPU_TYPES_ALL & ~CPU_BIT(CPU_STRING));
 	return 0;
 }
 

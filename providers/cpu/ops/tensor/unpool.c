@@ -138,7 +138,10 @@ static int64_t col2im_blocks(cpu_ctx *ctx, int nsp, const int64_t *img, const in
 			return -1;
 		}
 		nb[i] = (span - eff) / s[i] + 1;
-		total *= nb[i];
+		if (__builtin_mul_overflow(total, nb[i], &total)) {
+			cpu_fail(ctx, CPU_E_INVALID, "block count overflows");
+			return -1;
+		}
 	}
 	return total;
 }
@@ -191,7 +194,8 @@ static int col2im_compute(cpu_ctx *ctx)
 	if ((L = col2im_blocks(ctx, (int)nsp, img, blk, s, pads, dil, nb)) < 0)
 		return CPU_E_INVALID;
 	for (int i = 0; i < nsp; i++)
-		K *= blk[i];
+		if (__builtin_mul_overflow(K, blk[i], &K))
+			return cpu_fail(ctx, CPU_E_INVALID, "block size overflows");
 	if (X->dims[1] % K || X->dims[2] != L)
 		return cpu_fail(ctx, CPU_E_INVALID, "X is [%lld, %lld, %lld]; expected C*%lld "
 				"columns of %lld blocks", (long long)X->dims[0],

@@ -1,0 +1,365 @@
+/*
+ * driver: the GEMM's blocking loops, its split over threads, and the two
+ * entry points (gemm_compute with a packed B, gemm_sgemm without).
+ *
+ * Blocking (BLIS's loops, transposed to a row-major C whose columns are the
+ * vector lanes).  Within a row tile, the tile's rows of A (mr x kc, a few
+ * KiB) stay in L1 while the microkernel walks the NR-wide panels of a
+ * kc x NC block of packed B, which stays in L2 while the tiles of a group
+ * of MC rows sweep it.  Two loop orders around that:
+ *  - B packed ahead (weights): N block, then row group, then K block.  The
+ *    group's C (MC x NC) stays in L2 across the K blocks; the B strip is
+ *    re-read from L3 once per group.
+ *  - B packed on the fly (gemm_sgemm): N block, then K block, whose B block
+ *    the task packs into its scratch, then every row group.  B is read
+ *    once and its packed copy never leaves L2.
+ * C is finished (beta, bias, activation) by the kernel itself: beta
+ * applies on the first K block, bias and activation on the last.
+ *
+ * Rows are not padded to MR: a task's rows are cut into ceil(rows/MR)
+ * tiles of nearly equal height, so a ragged M costs a few narrower tiles
+ * rather than a mostly-empty one.  A is read in place unless it is
+ * transposed or its row stride is a multiple of 2 KiB (then a tile's rows
+ * share L1 sets and evict each other): those cases copy a group's rows of
+ * the K block into the task's scratch with a padded stride.
+ *
+ * Threads: C is cut into tm x tn rectangles (rows anywhere, columns on
+ * panel boundaries), a few per thread when there is enough work; see
+ * split().
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gemm_kern.h"
+
+/* Below this many flops per thread, waking another one costs more than it
+ * saves. */
+#define MIN_FLOPS_PER_THREAD (1 << 18)
+
+typedef struct problem {
+	int64_t M, N, K;
+	const float *A;
+	int64_t lda;
+	int transA;
+	int copy_a;              /* copy A's blocks (transposed or aliasing) */
+	int64_t lds;             /* row stride of the copy */
+	gemm_packed_view b;      /* b.data NULL: B is packed on the fly */
+	const float *B;          /* ... from here */
+	int64_t ldb;
+	int transB;
+	gemm_epilogue ep;
+	gemm_tile_ep tile;       /* the per-call part of the kernel epilogue */
+	float *C;
+	int64_t ldc;
+	int tm, tn;              /* thread grid */
+	gemm_pool *pool;         /* acquired, or NULL */
+	size_t b_floats;         /* per-task scratch: packed B block, then A */
+	float *own_scratch;      /* without a pool */
+} problem;
+
+static const gemm_epilogue default_ep = GEMM_EPILOGUE_INIT;
+
+/* Copies rows [r0, r1) x cols [k0, k0 + kc) of op(A) into dst (stride lds). */
+static void copy_a(const problem *p, int64_t r0, int64_t r1, int64_t k0, int64_t kc, float *dst)
+{
+	if (!p->transA) {
+		for (int64_t r = r0; r < r1; r++)
+			memcpy(dst + (r - r0) * p->lds, p->A + r * p->lda + k0,
+			       (size_t)kc * sizeof(float));
+		return;
+	}
+	/* op(A)[r][k] = A[k][r]: read A's rows in order. */
+	for (int64_t k = 0; k < kc; k++) {
+		const float *src = p->A + (k0 + k) * p->lda;
+		for (int64_t r = r0; r < r1; r++)
+			dst[(r - r0) * p->lds + k] = src[r];
+	}
+}
+
+/* A task's rectangle of C: rows [m0, m0 + rows) in `tiles` tiles of
+ * nearly equal height, columns up to n_end. */
+typedef struct span {
+	int64_t m0, rows, tiles, n_end;
+} span;
+
+static int64_t tile_row(const span *s, int64_t t)
+{
+	return s->m0 + t * s->rows / s->tiles;
+}
+
+/* Tiles [t0, t1) (rows from r0, A copied into `copy` if not NULL) times
+ * panels [q0, q1) of the K block at k0, whose panel q0 is at `bq0`. */
+static void tiles_x_panels(const problem *p, const span *s, int64_t t0, int64_t t1,
+			   const float *copy, int64_t r0, int64_t k0, const float *bq0,
+			   int64_t q0, int64_t q1)
+{
+	const gemm_isa_desc *d = p->b.isa;
+	int64_t nr = d->nr, kc = p->K - k0 < p->b.kc ? p->K - k0 : p->b.kc;
+	int64_t lda = copy ? p->lds : p->lda;
+	gemm_tile_ep ep = p->tile;
+
+	ep.beta = k0 == 0 ? p->ep.beta : 1.0f;
+	ep.finish = k0 + kc == p->K;
+	for (int64_t t = t0; t < t1; t++) {
+		int64_t i0 = tile_row(s, t);
+		int mr = (int)(tile_row(s, t + 1) - i0);
+		const float *a = copy ? copy + (i0 - r0) * lda : p->A + i0 * lda + k0;
+		ep.bias_row = p->tile.bias_row ? p->tile.bias_row + i0 : NULL;
+		for (int64_t q = q0; q < q1; q++) {
+			int64_t j0 = q * nr;
+			int w = (int)(s->n_end - j0 < nr ? s->n_end - j0 : nr);
+			ep.bias_col = p->tile.bias_col ? p->tile.bias_col + j0 : NULL;
+			d->kernel(kc, a, lda, bq0 + (q - q0) * kc * nr, p->C + i0 * p->ldc + j0,
+				  p->ldc, mr, w, &ep);
+		}
+	}
+}
+
+/* Row group [g, g_end) of the tiles against panels [q0, q1) of the K
+ * block at k0 (packed at bq0): copies A first when it has to. */
+static void group_block(const problem *p, const span *s, int64_t g, int64_t g_end,
+			int64_t k0, const float *bq0, int64_t q0, int64_t q1, float *acopy)
+{
+	int64_t r0 = tile_row(s, g);
+
+	if (p->copy_a)
+		copy_a(p, r0, tile_row(s, g_end), k0,
+		       p->K - k0 < p->b.kc ? p->K - k0 : p->b.kc, acopy);
+	tiles_x_panels(p, s, g, g_end, p->copy_a ? acopy : NULL, r0, k0, bq0, q0, q1);
+}
+
+static void post_group(const problem *p, const span *s, int64_t g, int64_t g_end, int64_t q0,
+		       int64_t q1)
+{
+	int64_t nr = p->b.isa->nr, r0 = tile_row(s, g), r1 = tile_row(s, g_end);
+	int64_t j0 = q0 * nr, j1 = q1 * nr < s->n_end ? q1 * nr : s->n_end;
+
+	if (p->ep.post)
+		p->ep.post(p->ep.post_ctx, p->C + r0 * p->ldc + j0, p->ldc, r0, r1 - r0, j0,
+			   j1 - j0);
+}
+
+/* Rows [m0, m1) x panels [p0, p1) of C: the loops of the file comment. */
+static void compute_block(const problem *p, int64_t m0, int64_t m1, int64_t p0, int64_t p1,
+			  float *scratch)
+{
+	const gemm_isa_desc *d = p->b.isa;
+	int64_t nr = d->nr, group = d->mc / d->mr, ncp = d->nc / nr;
+	span s = {m0, m1 - m0, (m1 - m0 + d->mr - 1) / d->mr, p1 * nr < p->N ? p1 * nr : p->N};
+	float *bbuf = scratch, *acopy = scratch ? scratch + p->b_floats : NULL;
+
+	for (int64_t q0 = p0; q0 < p1; q0 += ncp) {
+		int64_t q1 = q0 + ncp < p1 ? q0 + ncp : p1;
+		if (p->b.data) {
+			for (int64_t g = 0; g < s.tiles; g += group) {
+				int64_t g_end = g + group < s.tiles ? g + group : s.tiles;
+				for (int64_t k0 = 0; k0 < p->K; k0 += p->b.kc)
+					group_block(p, &s, g, g_end, k0,
+						    gemm_packed_panel(&p->b, k0, q0), q0, q1, acopy);
+				post_group(p, &s, g, g_end, q0, q1);
+			}
+			continue;
+		}
+		for (int64_t k0 = 0; k0 < p->K; k0 += p->b.kc) {
+			int64_t kc = p->K - k0 < p->b.kc ? p->K - k0 : p->b.kc;
+			gemm_pack_block(p->B, p->ldb, p->transB, p->N, nr, k0, kc, q0, q1, bbuf);
+			for (int64_t g = 0; g < s.tiles; g += group)
+				group_block(p, &s, g, g + group < s.tiles ? g + group : s.tiles, k0,
+					    bbuf, q0, q1, acopy);
+		}
+		for (int64_t g = 0; g < s.tiles; g += group)
+			post_group(p, &s, g, g + group < s.tiles ? g + group : s.tiles, q0, q1);
+	}
+}
+
+static float *scratch_of(const problem *p, int member)
+{
+	if (!p->copy_a && p->b.data)
+		return NULL;
+	return p->pool ? gemm_pool_scratch(p->pool, member) : p->own_scratch;
+}
+
+static void task(void *arg, int64_t i, int member)
+{
+	const problem *p = arg;
+	int64_t im = i / p->tn, in = i % p->tn;
+	int64_t m0 = p->M * im / p->tm, m1 = p->M * (im + 1) / p->tm;
+	int64_t p0 = p->b.panels * in / p->tn, p1 = p->b.panels * (in + 1) / p->tn;
+
+	if (m1 > m0 && p1 > p0)
+		compute_block(p, m0, m1, p0, p1, scratch_of(p, member));
+}
+
+/* Task grid for T threads.  With enough work there are a few tasks per
+ * thread, claimed dynamically, so a thread the OS (or a shared VM) delays
+ * does not hold the others up; each task is a rectangle of C, and the
+ * shape of the grid minimises a task's cost: 2 * rows * cols flops plus
+ * the A and B it streams, (rows + cols) * K floats at ~10 flops a byte. */
+static void split(problem *p, int threads)
+{
+	double flops = 2.0 * (double)p->M * (double)p->N * (double)p->K, best = INFINITY;
+	int64_t nr = p->b.isa->nr, target;
+
+	if (flops / MIN_FLOPS_PER_THREAD < threads)
+		threads = (int)(flops / MIN_FLOPS_PER_THREAD) + 1;
+	target = threads;
+	if (threads > 1)
+		target *= flops / threads >= 16.0 * (1 << 20) ? 4 : flops / threads >= 4.0 * (1 << 20) ? 2 : 1;
+	p->tm = p->tn = 1;
+	for (int64_t tm = 1; tm <= target && tm <= p->M; tm++) {
+		int64_t tn = target / tm;
+		double rows, cols, cost;
+		if (tn > p->b.panels)
+			tn = p->b.panels;
+		rows = (double)((p->M + tm - 1) / tm);
+		cols = (double)((p->b.panels + tn - 1) / tn * nr);
+		/* Tasks beyond a multiple of the threads leave some idle. */
+		cost = (double)((tm * tn + threads - 1) / threads) *
+		       (2.0 * rows * cols + 40.0 * (rows + cols));
+		if (cost < best * 0.999) {
+			best = cost;
+			p->tm = (int)tm;
+			p->tn = (int)tn;
+		}
+	}
+}
+
+/* K == 0: C = act(beta * C + bias), nothing to multiply. */
+static void epilogue_only(const problem *p)
+{
+	const gemm_epilogue *e = &p->ep;
+
+	for (int64_t i = 0; i < p->M; i++) {
+		float *c = p->C + i * p->ldc;
+		for (int64_t j = 0; j < p->N; j++) {
+			float x = e->beta != 0.0f ? e->beta * c[j] : 0.0f;
+			if (e->bias_kind == GEMM_BIAS_COL)
+				x += e->bias[j];
+			else if (e->bias_kind == GEMM_BIAS_ROW)
+				x += e->bias[i];
+			if (e->act != GEMM_ACT_NONE)
+				x = x < p->tile.lo ? p->tile.lo : x > p->tile.hi ? p->tile.hi : x;
+			c[j] = x;
+		}
+	}
+	if (e->post)
+		e->post(e->post_ctx, p->C, p->ldc, 0, p->M, 0, p->N);
+}
+
+/* Checks the arguments both entry points share and fills p. */
+static int setup(problem *p, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+		 int transA, const gemm_epilogue *ep, float *C, int64_t ldc)
+{
+	memset(p, 0, sizeof(*p));
+	p->ep = ep ? *ep : default_ep;
+	ep = &p->ep;
+	/* Strides matter only for matrices that have elements. */
+	if (M < 0 || N < 0 || K < 0 || (M > 0 && N > 0 && (!C || ldc < N)) ||
+	    (M > 0 && K > 0 && (!A || lda < (transA ? M : K))))
+		return -EINVAL;
+	if ((ep->bias_kind != GEMM_BIAS_NONE && !ep->bias) ||
+	    (unsigned)ep->bias_kind > GEMM_BIAS_ROW || (unsigned)ep->act > GEMM_ACT_CLIP)
+		return -EINVAL;
+	p->M = M;
+	p->N = N;
+	p->K = K;
+	p->A = A;
+	p->lda = lda;
+	p->transA = transA;
+	p->C = C;
+	p->ldc = ldc;
+	p->tile.alpha = ep->alpha;
+	p->tile.act = ep->act;
+	p->tile.lo = ep->act == GEMM_ACT_CLIP ? ep->clip_min : 0.0f;
+	p->tile.hi = ep->act == GEMM_ACT_CLIP ? ep->clip_max : INFINITY;
+	p->tile.bias_col = ep->bias_kind == GEMM_BIAS_COL ? ep->bias : NULL;
+	p->tile.bias_row = ep->bias_kind == GEMM_BIAS_ROW ? ep->bias : NULL;
+	return 0;
+}
+
+/* Runs a set-up problem; pool acquired or NULL. */
+static int run(problem *p, gemm_pool *pool)
+{
+	const gemm_isa_desc *d = p->b.isa;
+	size_t bytes;
+	int rc = 0;
+
+	if (p->M == 0 || p->N == 0)
+		return 0;
+	if (p->K == 0) {
+		epilogue_only(p);
+		return 0;
+	}
+	p->pool = pool;
+	p->copy_a = p->transA || (p->lda % 512 == 0 && p->M > 1);
+	if (!p->b.data)
+		p->b_floats = (size_t)p->b.kc * (size_t)d->nc;
+	if (p->copy_a)
+		p->lds = (p->b.kc + 15) / 16 * 16 + 16;
+	bytes = (p->b_floats + (size_t)d->mc * (size_t)p->lds) * sizeof(float);
+	if (bytes && pool)
+		rc = gemm_pool_reserve(pool, bytes);
+	else if (bytes && !(p->own_scratch = aligned_alloc(64, bytes)))
+		rc = -ENOMEM;
+	if (rc)
+		return rc;
+	split(p, gemm_pool_threads(pool));
+	if (pool)
+		gemm_pool_for(pool, p->tm * p->tn, p->tm * p->tn, task, p);
+	else
+		for (int64_t i = 0; i < (int64_t)p->tm * p->tn; i++)
+			task(p, i, 0);
+	free(p->own_scratch);
+	p->own_scratch = NULL;
+	return 0;
+}
+
+int gemm_compute(gemm_pool *pool, int64_t M, int64_t N, int64_t K, const float *A,
+		 int64_t lda, int transA, const void *packed_b, const gemm_epilogue *ep,
+		 float *C, int64_t ldc)
+{
+	problem p;
+	int rc = setup(&p, M, N, K, A, lda, transA, ep, C, ldc), mine;
+
+	if (rc)
+		return rc;
+	if (gemm_packed_view_get(packed_b, &p.b) || p.b.K != K || p.b.N != N)
+		return -EINVAL;
+	mine = gemm_pool_try_begin(pool);
+	rc = run(&p, mine ? pool : NULL);
+	if (mine)
+		gemm_pool_end(pool);
+	return rc;
+}
+
+int gemm_sgemm(gemm_pool *pool, gemm_isa isa, int transA, int transB, int64_t M, int64_t N,
+	       int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
+	       const gemm_epilogue *ep, float *C, int64_t ldc)
+{
+	const gemm_isa_desc *d = gemm_isa_desc_get(isa);
+	problem p;
+	int rc, mine;
+
+	if (!d)
+		return -ENOTSUP;
+	rc = setup(&p, M, N, K, A, lda, transA, ep, C, ldc);
+	if (rc)
+		return rc;
+	if (M > 0 && N > 0 && K > 0 && (!B || ldb < (transB ? K : N)))
+		return -EINVAL;
+	p.b.isa = d;
+	p.b.K = K;
+	p.b.N = N;
+	p.b.kc = gemm_choose_kc(d, K);
+	p.b.panels = (N + d->nr - 1) / d->nr;
+	p.B = B;
+	p.ldb = ldb;
+	p.transB = transB;
+	mine = gemm_pool_try_begin(pool);
+	rc = run(&p, mine ? pool : NULL);
+	if (mine)
+		gemm_pool_end(pool);
+	return rc;
+}

@@ -1,0 +1,119 @@
+/*
+ * gemm: the CPU provider's packed single-precision matrix multiply.
+ *
+ *   C = act(alpha * op(A) * op(B) + beta * C + bias)     row-major, fp32
+ *
+ * op(A) is M x K, op(B) is K x N.  B is the operand that gets packed: into
+ * KC x NR panels for the microkernel of one ISA (AVX-512, AVX2+FMA or
+ * scalar, chosen once from cpuid).  Weights (the B of MatMul/Gemm, the
+ * filter of a convolution computed as im2col(X)^T x W^T) are packed ONCE at
+ * load with gemm_pack_b and then used by every gemm_compute; gemm_sgemm
+ * packs B on the fly for products of two activations.  A is read in place
+ * (row-major), or copied into a cache-friendly block when it is transposed
+ * or its row stride aliases in L1.
+ *
+ * The packed form starts with a 64-byte header (magic, format version, ISA,
+ * panel geometry, K, N, header checksum), so it can be written to disk as a
+ * pre-pack cache and validated with gemm_pack_b_check when read back: a
+ * cache made for another ISA or shape is refused, never misread.
+ *
+ * Threads: a gemm_pool (threadpool.h) splits C into one tile per thread; the
+ * calling thread takes part.  A NULL pool runs on the caller alone.
+ *
+ * Errors are negative errno values (-EINVAL, -ENOMEM, -ENOTSUP); 0 is OK.
+ * Callers: providers/cpu/ops (MatMul, Gemm, Conv), tests/unit/test_gemm.c,
+ * tools/bench_gemm.c.
+ */
+#ifndef ORTMK_GEMM_H
+#define ORTMK_GEMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "threadpool.h"
+
+typedef enum gemm_isa {
+	GEMM_ISA_AUTO = 0,      /* the best this CPU supports */
+	GEMM_ISA_SCALAR = 1,
+	GEMM_ISA_AVX2 = 2,      /* AVX2 + FMA */
+	GEMM_ISA_AVX512 = 3,    /* AVX-512 F + VL */
+} gemm_isa;
+
+/* The ISA GEMM_ISA_AUTO stands for (decided once, from cpuid). */
+gemm_isa gemm_isa_best(void);
+/* 1 when this binary has the ISA's kernels and this CPU runs them. */
+int gemm_isa_supported(gemm_isa isa);
+const char *gemm_isa_name(gemm_isa isa);
+
+typedef enum gemm_act {
+	GEMM_ACT_NONE = 0,
+	GEMM_ACT_RELU = 1,      /* max(x, 0) */
+	GEMM_ACT_CLIP = 2,      /* min(max(x, clip_min), clip_max) */
+} gemm_act;
+
+typedef enum gemm_bias_kind {
+	GEMM_BIAS_NONE = 0,
+	GEMM_BIAS_COL = 1,      /* bias[j], N values: MatMul + Add */
+	GEMM_BIAS_ROW = 2,      /* bias[i], M values: Conv with the filter as A */
+} gemm_bias_kind;
+
+/* Called once per finished block of C (bias and act applied) while it is
+ * hot in cache, for element-wise work the kernel does not fuse (Gelu...).
+ * Runs on any pool thread, concurrently for disjoint blocks. */
+typedef void gemm_post_fn(void *ctx, float *c, int64_t ldc, int64_t row0, int64_t rows,
+			  int64_t col0, int64_t cols);
+
+/* What happens to each result.  NULL stands for {alpha 1, beta 0, nothing
+ * else}.  beta == 0 never reads C (it may hold NaN). */
+typedef struct gemm_epilogue {
+	float alpha, beta;
+	const float *bias;
+	gemm_bias_kind bias_kind;
+	gemm_act act;
+	float clip_min, clip_max;
+	gemm_post_fn *post;     /* optional */
+	void *post_ctx;
+} gemm_epilogue;
+
+#define GEMM_EPILOGUE_INIT {1.0f, 0.0f, NULL, GEMM_BIAS_NONE, GEMM_ACT_NONE, 0.0f, 0.0f, \
+			    NULL, NULL}
+
+/* ---- B packing (pack.c) ---- */
+
+#define GEMM_PACK_VERSION 1
+#define GEMM_PACK_ALIGN 64
+
+/* Bytes gemm_pack_b needs for op(B) of K x N for isa (AUTO: the best);
+ * 0 when K or N is negative or the size overflows. */
+size_t gemm_pack_b_size(gemm_isa isa, int64_t K, int64_t N);
+/* Packs op(B) (B itself, ldb its row stride, or B^T when transB) into dst,
+ * which is GEMM_PACK_ALIGN-aligned and at least gemm_pack_b_size bytes.
+ * -ENOTSUP when the CPU lacks isa; -EINVAL on a bad argument. */
+int gemm_pack_b(gemm_isa isa, const float *B, int64_t ldb, int transB, int64_t K, int64_t N,
+		void *dst, size_t dst_size);
+/* Validates a packed B read back from anywhere (a pre-pack cache file):
+ * header intact, current format version, an ISA this CPU runs, the
+ * expected K and N (negative: any) and size >= the size it implies.
+ * 0 or -EINVAL / -ENOTSUP. */
+int gemm_pack_b_check(const void *packed, size_t size, int64_t K, int64_t N);
+/* The ISA, K and N a (checked) packed B was made for; NULLs are skipped. */
+void gemm_pack_b_info(const void *packed, gemm_isa *isa, int64_t *K, int64_t *N);
+
+/* ---- products (driver.c) ---- */
+
+/* C (M x N, row stride ldc) from op(A) (A with row stride lda, or A^T when
+ * transA) and a packed B of K x N.  The ISA is the packed B's. */
+int gemm_compute(gemm_pool *pool, int64_t M, int64_t N, int64_t K, const float *A,
+		 int64_t lda, int transA, const void *packed_b, const gemm_epilogue *ep,
+		 float *C, int64_t ldc);
+
+/* The same with an unpacked B (isa AUTO: the best): each task packs the
+ * kc x NC blocks of B it needs into its scratch as it goes (the pool
+ * keeps the scratch between calls; without a pool it is allocated per
+ * call).  For a single row of C a plain GEMV that reads B in place is
+ * faster. */
+int gemm_sgemm(gemm_pool *pool, gemm_isa isa, int transA, int transB, int64_t M, int64_t N,
+	       int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
+	       const gemm_epilogue *ep, float *C, int64_t ldc);
+
+#endif

@@ -1,0 +1,114 @@
+/*
+ * kern_avx2: the GEMM microkernel for AVX2 + FMA, compiled with -mavx2
+ * -mfma and reached only through gemm_desc_avx2 after cpuid said yes.
+ *
+ * Tile: MR = 6 rows x NR = 16 columns, 12 ymm accumulators plus two B
+ * loads and one broadcast: 15 of the 16 ymm registers.  Same structure as
+ * kern_avx512.c: one specialisation per partial height, masked epilogue
+ * for a partial width (the packed B is zero-padded).
+ */
+#include <immintrin.h>
+
+#include "gemm_kern.h"
+
+enum { MR = 6, NR = 16 };
+
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+/* Lanes [0, n) set. */
+ALWAYS_INLINE __m256i mask_upto(int n)
+{
+	return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+ALWAYS_INLINE void store_row(float *c, __m256 x0, __m256 x1, __m256i m0, __m256i m1,
+			     const gemm_tile_ep *ep, __m256 bc0, __m256 bc1, const float *brow)
+{
+	if (ep->alpha != 1.0f) {
+		__m256 va = _mm256_set1_ps(ep->alpha);
+		x0 = _mm256_mul_ps(x0, va);
+		x1 = _mm256_mul_ps(x1, va);
+	}
+	if (ep->beta == 1.0f) {
+		x0 = _mm256_add_ps(x0, _mm256_maskload_ps(c, m0));
+		x1 = _mm256_add_ps(x1, _mm256_maskload_ps(c + 8, m1));
+	} else if (ep->beta != 0.0f) {
+		__m256 vb = _mm256_set1_ps(ep->beta);
+		x0 = _mm256_fmadd_ps(vb, _mm256_maskload_ps(c, m0), x0);
+		x1 = _mm256_fmadd_ps(vb, _mm256_maskload_ps(c + 8, m1), x1);
+	}
+	if (ep->finish) {
+		if (ep->bias_col) {
+			x0 = _mm256_add_ps(x0, bc0);
+			x1 = _mm256_add_ps(x1, bc1);
+		}
+		if (brow) {
+			__m256 r = _mm256_set1_ps(*brow);
+			x0 = _mm256_add_ps(x0, r);
+			x1 = _mm256_add_ps(x1, r);
+		}
+		if (ep->act != GEMM_ACT_NONE) {
+			__m256 lo = _mm256_set1_ps(ep->lo), hi = _mm256_set1_ps(ep->hi);
+			/* Operand order keeps a NaN (maxps returns its second
+			 * operand when either is NaN), as the scalar kernel does. */
+			x0 = _mm256_min_ps(hi, _mm256_max_ps(lo, x0));
+			x1 = _mm256_min_ps(hi, _mm256_max_ps(lo, x1));
+		}
+	}
+	_mm256_maskstore_ps(c, m0, x0);
+	_mm256_maskstore_ps(c + 8, m1, x1);
+}
+
+ALWAYS_INLINE void tile(const int mr, int64_t kc, const float *a, int64_t lda,
+			const float *b, float *c, int64_t ldc, int nr, const gemm_tile_ep *ep)
+{
+	__m256 acc0[MR], acc1[MR];
+	__m256i m0 = mask_upto(nr), m1 = mask_upto(nr - 8);
+	__m256 bc0 = _mm256_setzero_ps(), bc1 = _mm256_setzero_ps();
+
+#pragma GCC unroll 6
+	for (int i = 0; i < mr; i++) {
+		acc0[i] = _mm256_setzero_ps();
+		acc1[i] = _mm256_setzero_ps();
+		_mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
+	}
+	for (int64_t k = 0; k < kc; k++) {
+		__m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8);
+		b += NR;
+#pragma GCC unroll 6
+		for (int i = 0; i < mr; i++) {
+			__m256 av = _mm256_broadcast_ss(a + i * lda + k);
+			acc0[i] = _mm256_fmadd_ps(av, b0, acc0[i]);
+			acc1[i] = _mm256_fmadd_ps(av, b1, acc1[i]);
+		}
+	}
+	if (ep->finish && ep->bias_col) {
+		bc0 = _mm256_maskload_ps(ep->bias_col, m0);
+		bc1 = _mm256_maskload_ps(ep->bias_col + 8, m1);
+	}
+#pragma GCC unroll 6
+	for (int i = 0; i < mr; i++)
+		store_row(c + i * ldc, acc0[i], acc1[i], m0, m1, ep, bc0, bc1,
+			  ep->bias_row ? ep->bias_row + i : NULL);
+}
+
+static void kernel(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+		   int64_t ldc, int mr, int nr, const gemm_tile_ep *ep)
+{
+	switch (mr) {
+	case 6: tile(6, kc, a, lda, b, c, ldc, nr, ep); break;
+	case 5: tile(5, kc, a, lda, b, c, ldc, nr, ep); break;
+	case 4: tile(4, kc, a, lda, b, c, ldc, nr, ep); break;
+	case 3: tile(3, kc, a, lda, b, c, ldc, nr, ep); break;
+	case 2: tile(2, kc, a, lda, b, c, ldc, nr, ep); break;
+	default: tile(1, kc, a, lda, b, c, ldc, nr, ep); break;
+	}
+}
+
+/* KC x NC = 256 x 1024 floats = 1 MiB of packed B in L2 (16-wide panels
+ * are half as long per k as AVX-512's, so the block is wider). */
+const gemm_isa_desc gemm_desc_avx2 = {
+	.id = GEMM_ISA_AVX2, .name = "avx2",
+	.mr = MR, .nr = NR, .kc = 256, .nc = 512, .mc = 120,
+	.kernel = kernel,
+};

@@ -1,0 +1,154 @@
+/*
+ * kern_avx512: the GEMM microkernel for AVX-512 (F + VL), compiled with
+ * -mavx512f -mavx512vl and reached only through gemm_desc_avx512 after
+ * cpuid said yes.
+ *
+ * Tile: MR = 14 rows x NR = 32 columns, 28 zmm accumulators; per k two
+ * aligned loads of the B panel and 14 broadcasts of A that gcc folds into
+ * the FMAs as {1to16} memory operands, so 31 of the 32 zmm registers are in
+ * use and the loop is bound by FMA throughput, not loads.  A partial tile
+ * (mr < MR) gets its own specialisation of the same code (mr is a
+ * constant in each), so ragged edges cost their flops and little more; a
+ * partial width (nr < NR) is handled with masked loads and stores in the
+ * epilogue only, the packed B being zero-padded.
+ */
+#include <immintrin.h>
+
+#include "gemm_kern.h"
+
+enum { MR = 14, NR = 32 };
+
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+ALWAYS_INLINE __mmask16 mask_upto(int n)
+{
+	return n >= 16 ? (__mmask16)0xffff : n <= 0 ? (__mmask16)0 : (__mmask16)((1u << n) - 1);
+}
+
+/* C tile = epilogue(acc) for one row; the masks cover the nr columns. */
+ALWAYS_INLINE void store_row(float *c, __m512 x0, __m512 x1, __mmask16 m0, __mmask16 m1,
+			     const gemm_tile_ep *ep, __m512 bc0, __m512 bc1, const float *brow)
+{
+	if (ep->alpha != 1.0f) {
+		__m512 va = _mm512_set1_ps(ep->alpha);
+		x0 = _mm512_mul_ps(x0, va);
+		x1 = _mm512_mul_ps(x1, va);
+	}
+	if (ep->beta == 1.0f) {
+		x0 = _mm512_add_ps(x0, _mm512_maskz_loadu_ps(m0, c));
+		x1 = _mm512_add_ps(x1, _mm512_maskz_loadu_ps(m1, c + 16));
+	} else if (ep->beta != 0.0f) {
+		__m512 vb = _mm512_set1_ps(ep->beta);
+		x0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, c), x0);
+		x1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, c + 16), x1);
+	}
+	if (ep->finish) {
+		if (ep->bias_col) {
+			x0 = _mm512_add_ps(x0, bc0);
+			x1 = _mm512_add_ps(x1, bc1);
+		}
+		if (brow) {
+			__m512 r = _mm512_set1_ps(*brow);
+			x0 = _mm512_add_ps(x0, r);
+			x1 = _mm512_add_ps(x1, r);
+		}
+		if (ep->act != GEMM_ACT_NONE) {
+			__m512 lo = _mm512_set1_ps(ep->lo), hi = _mm512_set1_ps(ep->hi);
+			/* Operand order keeps a NaN (maxps returns its second
+			 * operand when either is NaN), as the scalar kernel does. */
+			x0 = _mm512_min_ps(hi, _mm512_max_ps(lo, x0));
+			x1 = _mm512_min_ps(hi, _mm512_max_ps(lo, x1));
+		}
+	}
+	_mm512_mask_storeu_ps(c, m0, x0);
+	_mm512_mask_storeu_ps(c + 16, m1, x1);
+}
+
+/* ku independent accumulator sets over alternating k: a thin tile (mr 1
+ * or 2) has too few FMA chains to hide the FMA latency otherwise. */
+ALWAYS_INLINE void tile(const int mr, const int ku, int64_t kc, const float *a, int64_t lda,
+			const float *b, float *c, int64_t ldc, int nr, const gemm_tile_ep *ep)
+{
+	__m512 acc0[4][MR], acc1[4][MR];
+	__mmask16 m0 = mask_upto(nr), m1 = mask_upto(nr - 16);
+	__m512 bc0 = _mm512_setzero_ps(), bc1 = _mm512_setzero_ps();
+	int64_t k = 0;
+
+#pragma GCC unroll 14
+	for (int i = 0; i < mr; i++) {
+#pragma GCC unroll 4
+		for (int u = 0; u < ku; u++) {
+			acc0[u][i] = _mm512_setzero_ps();
+			acc1[u][i] = _mm512_setzero_ps();
+		}
+		_mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
+		_mm_prefetch((const char *)(c + i * ldc + NR - 1), _MM_HINT_T0);
+	}
+	for (; k + ku <= kc; k += ku) {
+#pragma GCC unroll 4
+		for (int u = 0; u < ku; u++) {
+			__m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
+			b += NR;
+#pragma GCC unroll 14
+			for (int i = 0; i < mr; i++) {
+				__m512 av = _mm512_set1_ps(a[i * lda + k + u]);
+				acc0[u][i] = _mm512_fmadd_ps(av, b0, acc0[u][i]);
+				acc1[u][i] = _mm512_fmadd_ps(av, b1, acc1[u][i]);
+			}
+		}
+	}
+	for (; k < kc; k++) {
+		__m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
+		b += NR;
+#pragma GCC unroll 14
+		for (int i = 0; i < mr; i++) {
+			__m512 av = _mm512_set1_ps(a[i * lda + k]);
+			acc0[0][i] = _mm512_fmadd_ps(av, b0, acc0[0][i]);
+			acc1[0][i] = _mm512_fmadd_ps(av, b1, acc1[0][i]);
+		}
+	}
+#pragma GCC unroll 14
+	for (int i = 0; i < mr; i++)
+#pragma GCC unroll 4
+		for (int u = 1; u < ku; u++) {
+			acc0[0][i] = _mm512_add_ps(acc0[0][i], acc0[u][i]);
+			acc1[0][i] = _mm512_add_ps(acc1[0][i], acc1[u][i]);
+		}
+	if (ep->finish && ep->bias_col) {
+		bc0 = _mm512_maskz_loadu_ps(m0, ep->bias_col);
+		bc1 = _mm512_maskz_loadu_ps(m1, ep->bias_col + 16);
+	}
+#pragma GCC unroll 14
+	for (int i = 0; i < mr; i++)
+		store_row(c + i * ldc, acc0[0][i], acc1[0][i], m0, m1, ep, bc0, bc1,
+			  ep->bias_row ? ep->bias_row + i : NULL);
+}
+
+static void kernel(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+		   int64_t ldc, int mr, int nr, const gemm_tile_ep *ep)
+{
+	switch (mr) {
+	case 14: tile(14, 1, kc, a, lda, b, c, ldc, nr, ep); break;
+	case 13: tile(13, 1, kc, a, lda, b, c, ldc, nr, ep); break;
+	case 12: tile(12, 1, kc, a, lda, b, c, ldc, nr, ep); break;
+	case 11: tile(11, 1, kc, a, lda, b, c, ldc, nr, ep); break;
+	case 10: tile(10, 1, kc, a, lda, b, c, ldc, nr, ep); break;
+	case 9: tile(9, 1, kc, a, lda, b, c, ldc, nr, ep); break;
+	case 8: tile(8, 1, kc, a, lda, b, c, ldc, nr, ep); break;
+	case 7: tile(7, 1, kc, a, lda, b, c, ldc, nr, ep); break;
+	case 6: tile(6, 1, kc, a, lda, b, c, ldc, nr, ep); break;
+	case 5: tile(5, 1, kc, a, lda, b, c, ldc, nr, ep); break;
+	case 4: tile(4, 2, kc, a, lda, b, c, ldc, nr, ep); break;
+	case 3: tile(3, 2, kc, a, lda, b, c, ldc, nr, ep); break;
+	case 2: tile(2, 4, kc, a, lda, b, c, ldc, nr, ep); break;
+	default: tile(1, 4, kc, a, lda, b, c, ldc, nr, ep); break;
+	}
+}
+
+/* KC 256: the A rows of one tile (14 x 1 KiB) stay in L1 while the tile
+ * walks the N block; KC x NC = 512 KiB of packed B stays in L2. */
+const gemm_isa_desc gemm_desc_avx512 = {
+	.id = GEMM_ISA_AVX512, .name = "avx512",
+	.mr = MR, .nr = NR, .kc = 256, .nc = 512, .mc = 112,
+	.kernel = kernel,
+};

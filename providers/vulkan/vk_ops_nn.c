@@ -1,0 +1,366 @@
+/*
+ * vk_ops_nn: Conv (1 to 3 spatial dims, groups, pads, strides, dilations,
+ * auto_pad; shaders/conv.comp, an implicit GEMM), MaxPool and AveragePool
+ * (shaders/pool.comp), GlobalAveragePool and GlobalMaxPool (as a reduction
+ * over the spatial dims, shaders/reduce.comp).
+ *
+ * The window geometry is providers/cpu/ops/window.c's, so both providers
+ * produce the same output sizes: SAME pads split with the odd one at the
+ * end (SAME_UPPER) or the start (SAME_LOWER); in ceil_mode a last window
+ * that would start in the end padding is dropped.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vk_ops.h"
+
+enum { PAD_NOTSET, PAD_SAME_UPPER, PAD_SAME_LOWER, PAD_VALID };
+
+typedef struct win {
+	int nsp;
+	/* slots 0..2 = D, H, W; spatial dim i of the tensor is slot 3 - nsp + i */
+	int64_t in[3], out[3], k[3], s[3], d[3], pb[3], pe[3];
+} win;
+
+typedef struct conv_push {
+	uint32_t G, Cig, Cog;
+	uint32_t in[3], out[3], k[3], s[3];
+	int32_t pb[3];
+	uint32_t d[3];
+	uint32_t flags;
+	uint32_t n;             /* conv_direct: invocations */
+} conv_push;
+
+typedef struct pool_push {
+	uint32_t n, flags;
+	uint32_t in[3], out[3], k[3], s[3];
+	int32_t pb[3], pe[3];
+	uint32_t d[3];
+} pool_push;
+
+_Static_assert(sizeof(conv_push) <= VK_PUSH_BYTES, "conv push constants");
+_Static_assert(sizeof(pool_push) <= VK_PUSH_BYTES, "pool push constants");
+
+static int auto_pad(const Onnx__NodeProto *p)
+{
+	if (!vk_attr(p, "auto_pad") || vk_attr_is(p, "auto_pad", "NOTSET") ||
+	    vk_attr_is(p, "auto_pad", ""))
+		return PAD_NOTSET;
+	if (vk_attr_is(p, "auto_pad", "SAME_UPPER"))
+		return PAD_SAME_UPPER;
+	if (vk_attr_is(p, "auto_pad", "SAME_LOWER"))
+		return PAD_SAME_LOWER;
+	if (vk_attr_is(p, "auto_pad", "VALID"))
+		return PAD_VALID;
+	return -1;
+}
+
+/* Checks a per-spatial-dim attribute: absent, or `want` values >= lo. */
+static int ints_ok(const Onnx__NodeProto *p, const char *name, int want, int64_t lo)
+{
+	const int64_t *v;
+	int cnt = vk_attr_ints(p, name, &v);
+
+	if (cnt < 0)
+		return 1;
+	if (want >= 0 && cnt != want)
+		return 0;
+	for (int i = 0; i < cnt; i++)
+		if (v[i] < lo || v[i] > INT32_MAX)
+			return 0;
+	return 1;
+}
+
+/* What the capability query can check of a windowed op's attributes. */
+static int window_supports(const Onnx__NodeProto *p, char *why, size_t n)
+{
+	const int64_t *ks;
+	int nk = vk_attr_ints(p, "kernel_shape", &ks);
+
+	if (auto_pad(p) < 0)
+		return snprintf(why, n, "unknown auto_pad"), 0;
+	if (nk == 0 || nk > 3)
+		return snprintf(why, n, "%d spatial dims (1 to 3 are supported)", nk), 0;
+	if (!ints_ok(p, "kernel_shape", -1, 1) || !ints_ok(p, "strides", nk, 1) ||
+	    !ints_ok(p, "dilations", nk, 1) || !ints_ok(p, "pads", nk < 0 ? -1 : 2 * nk, 0))
+		return snprintf(why, n, "invalid kernel_shape, strides, dilations or pads"), 0;
+	return 1;
+}
+
+static int64_t attr_at(const Onnx__NodeProto *p, const char *name, int i, int64_t dflt)
+{
+	const int64_t *v;
+	int cnt = vk_attr_ints(p, name, &v);
+
+	return cnt > i ? v[i] : dflt;
+}
+
+/* Output size and pads of one spatial dim (slot j, tensor dim i). */
+static int dim_geom(const Onnx__NodeProto *p, int mode, int nsp, int i, int j, win *g)
+{
+	int64_t in = g->in[j], s = g->s[j], eff = (g->k[j] - 1) * g->d[j] + 1, total;
+
+	if (mode == PAD_SAME_UPPER || mode == PAD_SAME_LOWER) {
+		g->out[j] = (in + s - 1) / s;
+		total = (g->out[j] - 1) * s + eff - in;
+		total = total < 0 ? 0 : total;
+		g->pb[j] = mode == PAD_SAME_UPPER ? total / 2 : total - total / 2;
+		g->pe[j] = total - g->pb[j];
+		return 0;
+	}
+	g->pb[j] = mode == PAD_VALID ? 0 : attr_at(p, "pads", i, 0);
+	g->pe[j] = mode == PAD_VALID ? 0 : attr_at(p, "pads", nsp + i, 0);
+	total = in + g->pb[j] + g->pe[j] - eff;
+	if (total < 0)
+		return -1;
+	if (vk_attr_int(p, "ceil_mode", 0) && mode == PAD_NOTSET) {
+		g->out[j] = (total + s - 1) / s + 1;
+		if ((g->out[j] - 1) * s >= in + g->pb[j])
+			g->out[j]--;
+	} else {
+		g->out[j] = total / s + 1;
+	}
+	return 0;
+}
+
+/* The window geometry of X (N, C, spatial...) with kernel dims `kern`. */
+static int geometry(vk_ctx *c, const vk_val *x, const int64_t *kern, win *g)
+{
+	const Onnx__NodeProto *p = c->node->proto;
+	int nsp = x->rank - 2, mode = auto_pad(p);
+	const int64_t *v;
+
+	if (nsp < 1 || nsp > 3)
+		return vk_fail(c, EP_E_UNSUPPORTED, "input rank %d (1 to 3 spatial dims are supported)",
+			       x->rank);
+	if ((vk_attr_ints(p, "kernel_shape", &v) >= 0 && vk_attr_ints(p, "kernel_shape", &v) != nsp) ||
+	    !ints_ok(p, "strides", nsp, 1) || !ints_ok(p, "dilations", nsp, 1) ||
+	    !ints_ok(p, "pads", 2 * nsp, 0))
+		return vk_fail(c, EP_E_INVALID, "attributes do not match %d spatial dims", nsp);
+	memset(g, 0, sizeof(*g));
+	g->nsp = nsp;
+	for (int j = 0; j < 3; j++) {
+		int i = j - (3 - nsp);
+
+		g->in[j] = g->out[j] = g->k[j] = g->s[j] = g->d[j] = 1;
+		if (i < 0)
+			continue;
+		g->in[j] = x->dims[2 + i];
+		g->k[j] = kern[i];
+		g->s[j] = attr_at(p, "strides", i, 1);
+		g->d[j] = attr_at(p, "dilations", i, 1);
+		if (attr_at(p, "kernel_shape", i, kern[i]) != kern[i] || kern[i] < 1)
+			return vk_fail(c, EP_E_INVALID, "kernel dim %d is %lld", i, (long long)kern[i]);
+		if (dim_geom(p, mode, nsp, i, j, g))
+			return vk_fail(c, EP_E_INVALID, "window exceeds the padded input at dim %d", i);
+	}
+	return 0;
+}
+
+/* ---- Conv ----------------------------------------------------------------- */
+
+static int conv_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
+			 char *why, size_t n)
+{
+	static const char *const known[] = {"auto_pad", "dilations", "group", "kernel_shape", "pads",
+					    "strides", NULL};
+
+	(void)opset;
+	if (p->n_input < 2 || p->n_input > 3 || p->n_output != 1)
+		return snprintf(why, n, "expects 2 or 3 inputs and one output"), 0;
+	if (vk_attr_unknown(p, known, why, n) || !window_supports(p, why, n))
+		return 0;
+	if (vk_attr_int(p, "group", 1) < 1)
+		return snprintf(why, n, "group < 1"), 0;
+	return vk_need_float(p, dt, n_in, 0, -1, why, n);
+}
+
+/* The tiled implicit GEMM (conv.comp) wins on GPUs once its 32x32 tiles
+ * are mostly full; on CPU implementations, and for depthwise or small
+ * convolutions, the direct kernel does.  ORTMK_VULKAN_CONV=tiled|direct
+ * forces one (tests run both). */
+static int use_tiled(const vk_ctx *c, const conv_push *p, int64_t O)
+{
+	const char *e = getenv("ORTMK_VULKAN_CONV");
+	int64_t K = (int64_t)p->Cig * p->k[0] * p->k[1] * p->k[2];
+
+	if (e && !strcmp(e, "tiled"))
+		return 1;
+	if ((e && !strcmp(e, "direct")) || vk_device_is_cpu(c))
+		return 0;
+	return p->Cog >= 16 && O >= 64 && K >= 32;
+}
+
+static int emit_conv(vk_ctx *c, conv_push *p, const vk_buf *bufs, int64_t N, int64_t O)
+{
+	int64_t G = p->G, threads = N * G * ((p->Cog + 3) / 4) * O;
+
+	if (use_tiled(c, p, O)) {
+		if ((O + 31) / 32 > 65535 || (p->Cog + 31) / 32 > 65535 || N * G > 65535)
+			return vk_fail(c, EP_E_UNSUPPORTED, "convolution too large for one dispatch");
+		return vk_emit(c, VKP_CONV, bufs, 4, 8u, p, sizeof(*p), (uint32_t)((O + 31) / 32),
+			       (p->Cog + 31) / 32, (uint32_t)(N * G));
+	}
+	if (threads >= VK_MAX_ELEMS)
+		return vk_fail(c, EP_E_UNSUPPORTED, "convolution too large for one dispatch");
+	p->n = (uint32_t)threads;
+	return vk_emit_1d(c, VKP_CONV_DIRECT, bufs, 4, 8u, p, sizeof(*p), (uint64_t)threads);
+}
+
+static int conv_plan(vk_ctx *c)
+{
+	const vk_val *x = vk_in(c, 0), *w = vk_in(c, 1), *b = vk_in(c, 2), *y;
+	int64_t G = vk_attr_int(c->node->proto, "group", 1), dims[5], O;
+	conv_push p = {0};
+	win g;
+	int rc;
+
+	if (!x || !w || x->rank < 3 || w->rank != x->rank || x->dtype != VK_FLOAT ||
+	    w->dtype != VK_FLOAT)
+		return vk_fail(c, EP_E_INVALID, "X and W must be float32 of the same rank >= 3");
+	if (x->dims[1] != w->dims[1] * G || w->dims[0] % G)
+		return vk_fail(c, EP_E_INVALID, "channels: X has %lld, W is [%lld,%lld,...], group %lld",
+			       (long long)x->dims[1], (long long)w->dims[0], (long long)w->dims[1],
+			       (long long)G);
+	if (b && (b->dtype != VK_FLOAT || b->numel != w->dims[0]))
+		return vk_fail(c, EP_E_INVALID, "B must hold %lld floats", (long long)w->dims[0]);
+	rc = geometry(c, x, w->dims + 2, &g);
+	if (rc)
+		return rc;
+	dims[0] = x->dims[0];
+	dims[1] = w->dims[0];
+	for (int i = 0; i < g.nsp; i++)
+		dims[2 + i] = g.out[3 - g.nsp + i];
+	y = vk_out(c, 0, x->rank, dims);
+	if (!y)
+		return c->status;
+	O = g.out[0] * g.out[1] * g.out[2];
+	p.G = (uint32_t)G;
+	p.Cig = (uint32_t)w->dims[1];
+	p.Cog = (uint32_t)(w->dims[0] / G);
+	for (int j = 0; j < 3; j++) {
+		p.in[j] = (uint32_t)g.in[j];
+		p.out[j] = (uint32_t)g.out[j];
+		p.k[j] = (uint32_t)g.k[j];
+		p.s[j] = (uint32_t)g.s[j];
+		p.pb[j] = (int32_t)g.pb[j];
+		p.d[j] = (uint32_t)g.d[j];
+	}
+	p.flags = b != NULL;
+	if (!y->numel)
+		return 0;
+	return emit_conv(c, &p, (vk_buf[]){x->dev, w->dev, b ? b->dev : w->dev, y->dev},
+			 x->dims[0], O);
+}
+
+/* ---- MaxPool, AveragePool ------------------------------------------------- */
+
+static int pool_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
+			 char *why, size_t n)
+{
+	static const char *const known[] = {"auto_pad", "ceil_mode", "count_include_pad", "dilations",
+					    "kernel_shape", "pads", "storage_order", "strides", NULL};
+	const int64_t *ks;
+
+	(void)opset;
+	if (p->n_input != 1 || vk_n_outputs(p) != 1 || !p->output[0][0])
+		return snprintf(why, n, "expects one input and only the Y output"), 0;
+	if (vk_attr_unknown(p, known, why, n) || !window_supports(p, why, n))
+		return 0;
+	if (vk_attr_ints(p, "kernel_shape", &ks) < 1)
+		return snprintf(why, n, "kernel_shape is required"), 0;
+	return vk_need_float(p, dt, n_in, 0, -1, why, n);
+}
+
+static int pool_plan(vk_ctx *c)
+{
+	const Onnx__NodeProto *pr = c->node->proto;
+	const vk_val *x = vk_in(c, 0), *y;
+	const int64_t *ks;
+	int nk = vk_attr_ints(pr, "kernel_shape", &ks), rc;
+	int64_t dims[5];
+	pool_push p = {0};
+	win g;
+
+	if (!x || x->dtype != VK_FLOAT || x->rank != nk + 2)
+		return vk_fail(c, EP_E_INVALID, "X must be float32 of rank %d", nk + 2);
+	rc = geometry(c, x, ks, &g);
+	if (rc)
+		return rc;
+	dims[0] = x->dims[0];
+	dims[1] = x->dims[1];
+	for (int i = 0; i < g.nsp; i++)
+		dims[2 + i] = g.out[3 - g.nsp + i];
+	y = vk_out(c, 0, x->rank, dims);
+	if (!y)
+		return c->status;
+	p.n = (uint32_t)y->numel;
+	p.flags = (pr->op_type[0] == 'M' ? 1u : 0u) |
+		  (vk_attr_int(pr, "count_include_pad", 0) ? 2u : 0u);
+	for (int j = 0; j < 3; j++) {
+		p.in[j] = (uint32_t)g.in[j];
+		p.out[j] = (uint32_t)g.out[j];
+		p.k[j] = (uint32_t)g.k[j];
+		p.s[j] = (uint32_t)g.s[j];
+		p.pb[j] = (int32_t)g.pb[j];
+		p.pe[j] = (int32_t)g.pe[j];
+		p.d[j] = (uint32_t)g.d[j];
+	}
+	return vk_emit_1d(c, VKP_POOL, (vk_buf[]){x->dev, y->dev}, 2, 2u, &p, sizeof(p),
+			  (uint64_t)y->numel);
+}
+
+/* ---- GlobalAveragePool, GlobalMaxPool ------------------------------------- */
+
+static int global_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
+			   char *why, size_t n)
+{
+	static const char *const none[] = {NULL};
+
+	(void)opset;
+	if (p->n_input != 1 || p->n_output != 1)
+		return snprintf(why, n, "expects one input and one output"), 0;
+	if (vk_attr_unknown(p, none, why, n))
+		return 0;
+	return vk_need_float(p, dt, n_in, 0, -1, why, n);
+}
+
+static int global_plan(vk_ctx *c)
+{
+	const vk_val *x = vk_in(c, 0), *y;
+	int64_t dims[EP_MAX_RANK], S = 1;
+	vk_reduce_push p = {0};
+
+	if (!x || x->dtype != VK_FLOAT || x->rank < 2)
+		return vk_fail(c, EP_E_INVALID, "X must be float32 of rank >= 2");
+	for (int i = 0; i < x->rank; i++) {
+		dims[i] = i < 2 ? x->dims[i] : 1;
+		S *= i < 2 ? 1 : x->dims[i];
+	}
+	y = vk_out(c, 0, x->rank, dims);
+	if (!y)
+		return c->status;
+	p.n = (uint32_t)y->numel;
+	p.count = (uint32_t)S;
+	p.op = c->node->proto->op_type[6] == 'M' ? 2 : 1;
+	p.nk = 1;
+	p.kdims[0] = (uint32_t)y->numel;
+	p.kstr[0] = (uint32_t)S;
+	p.nr = 1;
+	p.rdims[0] = (uint32_t)S;
+	p.rstr[0] = 1;
+	if (!S)
+		return vk_fail(c, EP_E_UNSUPPORTED, "empty spatial dims");
+	return vk_emit_1d(c, VKP_REDUCE, (vk_buf[]){x->dev, y->dev}, 2, 2u, &p, sizeof(p),
+			  (uint64_t)y->numel);
+}
+
+const vk_op vk_ops_nn[] = {
+	{"Conv", 1, 22, conv_supports, NULL, conv_plan, VK_PIPE(VKP_CONV) | VK_PIPE(VKP_CONV_DIRECT)},
+	{"MaxPool", 1, 22, pool_supports, NULL, pool_plan, VK_PIPE(VKP_POOL)},
+	{"AveragePool", 1, 22, pool_supports, NULL, pool_plan, VK_PIPE(VKP_POOL)},
+	{"GlobalAveragePool", 1, 22, global_supports, NULL, global_plan, VK_PIPE(VKP_REDUCE)},
+	{"GlobalMaxPool", 1, 22, global_supports, NULL, global_plan, VK_PIPE(VKP_REDUCE)},
+	{0},
+};

@@ -1,0 +1,624 @@
+/*
+ * Unit tests for the CPU provider's tensor family (providers/cpu/ops/tensor):
+ * the semantics the ONNX conformance data (opsets up to 17) does not pin
+ * down — Resize's opset 18/19 attributes (antialias, axes,
+ * keep_aspect_ratio_policy, half_pixel_symmetric), the legacy nearest
+ * rounding of Resize-10, Pad's wrap mode, axes and negative pads, the
+ * scatter reductions, TopK's tie order, unsorted Unique, Col2Im,
+ * CenterCropPad, LpPool, 1-D GridSample, MaxRoiPool — and the error paths
+ * (indices out of range, bad attributes, shapes and dtypes).  Kernels run
+ * through cpu_node_init/cpu_node_run with NodeProtos built here; expected
+ * values are stated inline (computed with numpy ports of the ONNX
+ * reference implementations).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cpu_exec.h"
+#include "ops/cpu_ops.h"
+
+enum { ERRLEN = 512, MAXA = 8 };
+
+/* ---- NodeProto builder ---- */
+
+typedef struct tnode {
+	Onnx__NodeProto p;
+	Onnx__AttributeProto attr[MAXA];
+	Onnx__AttributeProto *attrp[MAXA];
+	int64_t ints[MAXA][8];
+	float floats[MAXA][8];
+	char *in[8], *out[8];
+	char names[16][8];
+} tnode;
+
+static void tn(tnode *t, const char *op, int n_in, int n_out)
+{
+	Onnx__NodeProto init = ONNX__NODE_PROTO__INIT;
+	memset(t, 0, sizeof(*t));
+	t->p = init;
+	t->p.op_type = (char *)op;
+	t->p.name = "t";
+	for (int i = 0; i < n_in + n_out; i++)
+		snprintf(t->names[i], sizeof(t->names[i]), "%c%d", i < n_in ? 'i' : 'o', i);
+	for (int i = 0; i < n_in; i++)
+		t->in[i] = t->names[i];
+	for (int i = 0; i < n_out; i++)
+		t->out[i] = t->names[n_in + i];
+	t->p.n_input = (size_t)n_in;
+	t->p.input = t->in;
+	t->p.n_output = (size_t)n_out;
+	t->p.output = t->out;
+	t->p.attribute = t->attrp;
+}
+
+static Onnx__AttributeProto *tn_attr(tnode *t, const char *name,
+				     Onnx__AttributeProto__AttributeType type)
+{
+	Onnx__AttributeProto init = ONNX__ATTRIBUTE_PROTO__INIT;
+	size_t k = t->p.n_attribute++;
+	assert_true(k < MAXA);
+	t->attr[k] = init;
+	t->attr[k].name = (char *)name;
+	t->attr[k].has_type = 1;
+	t->attr[k].type = type;
+	t->attrp[k] = &t->attr[k];
+	return &t->attr[k];
+}
+
+static void tn_int(tnode *t, const char *name, int64_t v)
+{
+	Onnx__AttributeProto *a = tn_attr(t, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
+	a->has_i = 1;
+	a->i = v;
+}
+
+static void tn_ints(tnode *t, const char *name, const int64_t *v, size_t n)
+{
+	Onnx__AttributeProto *a = tn_attr(t, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+	int64_t *store = t->ints[t->p.n_attribute - 1];
+	memcpy(store, v, n * sizeof(int64_t));
+	a->n_ints = n;
+	a->ints = store;
+}
+
+static void tn_floats(tnode *t, const char *name, const float *v, size_t n)
+{
+	Onnx__AttributeProto *a = tn_attr(t, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS);
+	float *store = t->floats[t->p.n_attribute - 1];
+	memcpy(store, v, n * sizeof(float));
+	a->n_floats = n;
+	a->floats = store;
+}
+
+static void tn_str(tnode *t, const char *name, const char *s)
+{
+	Onnx__AttributeProto *a = tn_attr(t, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+	a->has_s = 1;
+	a->s.data = (uint8_t *)s;
+	a->s.len = strlen(s);
+}
+
+/* An omitted optional input (empty name). */
+static void tn_skip(tnode *t, int i)
+{
+	t->in[i] = "";
+}
+
+/* ---- tensors and running ---- */
+
+static cpu_tensor tens(int32_t dt, int rank, const int64_t *dims, const void *data)
+{
+	cpu_tensor t;
+	memset(&t, 0, sizeof(t));
+	t.dtype = dt;
+	t.rank = rank;
+	for (int i = 0; i < rank; i++)
+		t.dims[i] = dims[i];
+	t.data = (void *)data;
+	t.nbytes = (size_t)cpu_numel(&t) * cpu_dtype_size(dt);
+	return t;
+}
+
+/* Runs t on in[]; outputs are heap-allocated (nothing planned). */
+static int run(tnode *t, int64_t opset, int n_in, const cpu_tensor **in, int n_out,
+	       cpu_tensor *out, char *err)
+{
+	const cpu_tensor *planned[8] = {0};
+	int heap[8] = {0}, rc;
+	cpu_node node;
+	memset(out, 0, sizeof(*out) * (size_t)n_out);
+	rc = cpu_node_init(&node, &t->p, opset, NULL, n_in, n_out, err, ERRLEN);
+	if (rc)
+		return rc;
+	rc = cpu_node_run(&node, in, planned, out, heap, 1, err, ERRLEN);
+	cpu_node_fini(&node);
+	return rc;
+}
+
+/* Runs and compares output k (as double) with want[] and its shape. */
+static void expect_out(tnode *t, int64_t opset, int n_in, const cpu_tensor **in, int k,
+		       int32_t dt, int rank, const int64_t *dims, const double *want, double tol)
+{
+	cpu_tensor out[4];
+	char err[ERRLEN];
+	int rc = run(t, opset, n_in, in, (int)t->p.n_output, out, err);
+	if (rc)
+		fail_msg("%s: status %d: %s", t->p.op_type, rc, err);
+	assert_int_equal(out[k].dtype, dt);
+	assert_int_equal(out[k].rank, rank);
+	for (int d = 0; d < rank; d++)
+		assert_int_equal(out[k].dims[d], dims[d]);
+	for (int64_t i = 0; i < cpu_numel(&out[k]); i++) {
+		double g = cpu_get_f64(dt, out[k].data, i);
+		if (!(fabs(g - want[i]) <= tol * (1.0 + fabs(want[i]))))
+			fail_msg("%s output %d element %lld: got %.9g, want %.9g", t->p.op_type, k,
+				 (long long)i, g, want[i]);
+	}
+	for (size_t i = 0; i < t->p.n_output; i++)
+		free(out[i].data);
+}
+
+static void expect(tnode *t, int64_t opset, int n_in, const cpu_tensor **in, int32_t dt,
+		   int rank, const int64_t *dims, const double *want, double tol)
+{
+	expect_out(t, opset, n_in, in, 0, dt, rank, dims, want, tol);
+}
+
+/* Runs expecting failure with status rc and err containing `needle`. */
+static void expect_error(tnode *t, int64_t opset, int n_in, const cpu_tensor **in,
+			 int want_rc, const char *needle)
+{
+	cpu_tensor out[4];
+	char err[ERRLEN];
+	int rc = run(t, opset, n_in, in, (int)t->p.n_output, out, err);
+	if (rc != want_rc || !strstr(err, needle))
+		fail_msg("want status %d with '%s', got %d: '%s'", want_rc, needle, rc, err);
+	assert_null(out[0].data);
+}
+
+static const int64_t D1[1] = {1}, D2[1] = {2}, D3[1] = {3}, D4[1] = {4}, D5[1] = {5};
+
+/* ---- Resize ---- */
+
+static const float X16[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+static const int64_t D1144[4] = {1, 1, 4, 4}, D1122[4] = {1, 1, 2, 2};
+
+static void test_resize_antialias(void **state)
+{
+	static const float sc[4] = {1, 1, 0.6f, 0.6f};
+	static const double lin[4] = {2.874999930150805, 4.4999998778932575, 9.374999721120613,
+				      10.999999668863067};
+	static const double cub[4] = {2.518072135338784, 4.285886181017423, 9.589328318053338,
+				      11.35714236373198};
+	cpu_tensor tx = tens(CPU_FLOAT, 4, D1144, X16), ts = tens(CPU_FLOAT, 1, D4, sc);
+	const cpu_tensor *in[3] = {&tx, NULL, &ts};
+	tnode t;
+	(void)state;
+	tn(&t, "Resize", 3, 1);
+	tn_skip(&t, 1);
+	tn_str(&t, "mode", "linear");
+	tn_int(&t, "antialias", 1);
+	expect(&t, 18, 3, in, CPU_FLOAT, 4, D1122, lin, 1e-6);
+	tn(&t, "Resize", 3, 1);
+	tn_skip(&t, 1);
+	tn_str(&t, "mode", "cubic");
+	tn_int(&t, "antialias", 1);
+	expect(&t, 18, 3, in, CPU_FLOAT, 4, D1122, cub, 1e-6);
+}
+
+static void test_resize_axes_policy(void **state)
+{
+	static const float x[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+	static const int64_t dx[3] = {1, 3, 4}, sz[2] = {3, 3}, axes[2] = {1, 2},
+			     d123[3] = {1, 2, 3};
+	static const double nl[6] = {1, 2, 4, 5, 6, 8}, same[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9,
+								    10, 11, 12};
+	cpu_tensor tx = tens(CPU_FLOAT, 3, dx, x), tz = tens(CPU_INT64, 1, D2, sz);
+	const cpu_tensor *in[4] = {&tx, NULL, NULL, &tz};
+	tnode t;
+	(void)state;
+	/* not_larger: scale min(3/3, 3/4) = 0.75 on both axes -> [1, 2, 3] */
+	tn(&t, "Resize", 4, 1);
+	tn_skip(&t, 1);
+	tn_skip(&t, 2);
+	tn_ints(&t, "axes", axes, 2);
+	tn_str(&t, "keep_aspect_ratio_policy", "not_larger");
+	expect(&t, 18, 4, in, CPU_FLOAT, 3, d123, nl, 0);
+	/* not_smaller: scale max(1, 0.75) = 1 -> unchanged */
+	tn(&t, "Resize", 4, 1);
+	tn_skip(&t, 1);
+	tn_skip(&t, 2);
+	tn_ints(&t, "axes", axes, 2);
+	tn_str(&t, "mode", "linear");
+	tn_str(&t, "keep_aspect_ratio_policy", "not_smaller");
+	expect(&t, 18, 4, in, CPU_FLOAT, 3, dx, same, 1e-9);
+	tn(&t, "Resize", 4, 1);
+	tn_skip(&t, 1);
+	tn_skip(&t, 2);
+	tn_str(&t, "keep_aspect_ratio_policy", "bigger");
+	expect_error(&t, 18, 4, in, CPU_E_INVALID, "keep_aspect_ratio_policy 'bigger'");
+	tn(&t, "Resize", 4, 1);   /* two sizes for three axes */
+	tn_skip(&t, 1);
+	tn_skip(&t, 2);
+	expect_error(&t, 18, 4, in, CPU_E_INVALID, "do not match 3 axes");
+}
+
+static void test_resize_modes(void **state)
+{
+	static const float x5[5] = {1, 2, 3, 4, 5}, s06[1] = {0.6f}, s2[1] = {2.0f};
+	static const double sym[3] = {1.3333333995607137, 3.0, 4.666666600439286};
+	static const double simple[3] = {1, 3, 5};   /* ceil when downsampling */
+	static const int64_t big[2] = {INT64_MAX, -3}, d4[1] = {4};
+	static const double bigx2[4] = {(double)INT64_MAX, (double)INT64_MAX, -3, -3};
+	cpu_tensor tx = tens(CPU_FLOAT, 1, D5, x5), ts = tens(CPU_FLOAT, 1, D1, s06);
+	const cpu_tensor *in3[3] = {&tx, NULL, &ts}, *in2[2] = {&tx, &ts};
+	tnode t;
+	(void)state;
+	tn(&t, "Resize", 3, 1);
+	tn_skip(&t, 1);
+	tn_str(&t, "mode", "linear");
+	tn_str(&t, "coordinate_transformation_mode", "half_pixel_symmetric");
+	expect(&t, 19, 3, in3, CPU_FLOAT, 1, D3, sym, 1e-6);
+	tn(&t, "Resize", 2, 1);   /* Resize-10 nearest, as ONNX Runtime rounds it */
+	expect(&t, 10, 2, in2, CPU_FLOAT, 1, D3, simple, 0);
+	tn(&t, "Resize", 2, 1);
+	tn_str(&t, "mode", "cubic");
+	expect_error(&t, 10, 2, in2, CPU_E_INVALID, "needs Resize-11");
+	/* nearest copies elements exactly, whatever their type */
+	tx = tens(CPU_INT64, 1, D2, big);
+	ts = tens(CPU_FLOAT, 1, D1, s2);
+	tn(&t, "Resize", 3, 1);
+	tn_skip(&t, 1);
+	expect(&t, 13, 3, in3, CPU_INT64, 1, d4, bigx2, 0);
+}
+
+static void test_resize_errors(void **state)
+{
+	static const float sc[4] = {1, 1, 2, 2}, neg[4] = {1, 1, -2, 2};
+	static const int64_t sz[4] = {1, 1, 8, 8};
+	static const double up[4] = {1, 1, 2, 2};
+	static const int64_t d1188[4] = {1, 1, 8, 8};
+	cpu_tensor tx = tens(CPU_FLOAT, 4, D1144, X16), ts = tens(CPU_FLOAT, 1, D4, sc);
+	cpu_tensor tz = tens(CPU_INT64, 1, D4, sz);
+	const cpu_tensor *in[4] = {&tx, NULL, &ts, &tz};
+	tnode t;
+	(void)state;
+	tn(&t, "Resize", 4, 1);
+	tn_skip(&t, 1);
+	expect_error(&t, 13, 4, in, CPU_E_INVALID, "exactly one of scales and sizes");
+	in[3] = NULL;
+	ts = tens(CPU_FLOAT, 1, D4, neg);
+	expect_error(&t, 13, 4, in, CPU_E_INVALID, "is not positive");
+	tn(&t, "Resize", 4, 1);
+	tn_str(&t, "mode", "bicubic");
+	expect_error(&t, 13, 4, in, CPU_E_INVALID, "mode 'bicubic'");
+	/* Upsample-7 takes its scales as an attribute */
+	tn(&t, "Upsample", 1, 1);
+	tn_floats(&t, "scales", sc, 4);
+	in[0] = &tx;
+	{
+		cpu_tensor out[1];
+		char err[ERRLEN];
+		assert_int_equal(run(&t, 7, 1, in, 1, out, err), 0);
+		assert_int_equal(out[0].dims[2], d1188[2]);
+		assert_int_equal(out[0].dims[3], d1188[3]);
+		assert_true(((float *)out[0].data)[8 + 2] == (float)up[2]);
+		free(out[0].data);
+	}
+	tn(&t, "Upsample", 1, 1);
+	expect_error(&t, 7, 1, in, CPU_E_INVALID, "attribute scales is required");
+}
+
+/* ---- gathers and scatters ---- */
+
+static void test_gather_errors(void **state)
+{
+	static const float x[6] = {1, 2, 3, 4, 5, 6};
+	static const int64_t d23[2] = {2, 3}, d22[2] = {2, 2}, d21[2] = {2, 1};
+	static const int64_t good[4] = {-1, 0, 2, 1}, bad[4] = {0, 3, 0, 0}, nd[2] = {1, -4};
+	static const double ge[4] = {3, 1, 6, 5};
+	cpu_tensor tx = tens(CPU_FLOAT, 2, d23, x), ti = tens(CPU_INT64, 2, d22, good);
+	const cpu_tensor *in[2] = {&tx, &ti};
+	tnode t;
+	(void)state;
+	tn(&t, "GatherElements", 2, 1);
+	tn_int(&t, "axis", 1);
+	expect(&t, 13, 2, in, CPU_FLOAT, 2, d22, ge, 0);
+	ti = tens(CPU_INT64, 2, d22, bad);
+	expect_error(&t, 13, 2, in, CPU_E_INVALID, "index 3 out of range [-3, 3) on axis 1");
+	ti = tens(CPU_INT64, 1, D4, good);
+	expect_error(&t, 13, 2, in, CPU_E_INVALID, "must have one rank");
+	ti = tens(CPU_INT64, 2, d21, nd);
+	tn(&t, "GatherND", 2, 1);
+	tn_int(&t, "batch_dims", 1);
+	expect_error(&t, 13, 2, in, CPU_E_INVALID, "index -4 out of range");
+	tn(&t, "GatherND", 2, 1);
+	tn_int(&t, "batch_dims", 2);
+	expect_error(&t, 13, 2, in, CPU_E_INVALID, "batch_dims 2 does not fit");
+}
+
+static void test_scatter(void **state)
+{
+	static const float x[6] = {1, 2, 3, 4, 5, 6}, u[4] = {10, -1, 0, 7};
+	static const int64_t d23[2] = {2, 3}, d22[2] = {2, 2};
+	static const int64_t idx[4] = {0, 0, 2, -1}, bad[4] = {0, 5, 0, 0};
+	static const double mx[6] = {10, 2, 3, 4, 5, 7}, mn[6] = {-1, 2, 3, 4, 5, 0};
+	static const int64_t nd_i[2] = {1, 1}, d21[2] = {2, 1};
+	static const float nd_u[6] = {2, 2, 2, 3, 3, 3};
+	static const double nd_mul[6] = {1, 2, 3, 24, 30, 36};
+	cpu_tensor tx = tens(CPU_FLOAT, 2, d23, x), ti = tens(CPU_INT64, 2, d22, idx);
+	cpu_tensor tu = tens(CPU_FLOAT, 2, d22, u);
+	const cpu_tensor *in[3] = {&tx, &ti, &tu};
+	tnode t;
+	(void)state;
+	tn(&t, "ScatterElements", 3, 1);   /* duplicates fold with the reduction */
+	tn_int(&t, "axis", 1);
+	tn_str(&t, "reduction", "max");
+	expect(&t, 18, 3, in, CPU_FLOAT, 2, d23, mx, 0);
+	tn(&t, "ScatterElements", 3, 1);
+	tn_int(&t, "axis", 1);
+	tn_str(&t, "reduction", "min");
+	expect(&t, 18, 3, in, CPU_FLOAT, 2, d23, mn, 0);
+	ti = tens(CPU_INT64, 2, d22, bad);
+	expect_error(&t, 18, 3, in, CPU_E_INVALID, "index 5 out of range on axis 1");
+	tn(&t, "ScatterElements", 3, 1);
+	tn_str(&t, "reduction", "xor");
+	expect_error(&t, 18, 3, in, CPU_E_INVALID, "unknown reduction");
+	ti = tens(CPU_INT64, 2, d21, nd_i);   /* row 1 twice: multiplied by 2, then 3 */
+	tu = tens(CPU_FLOAT, 2, d23, nd_u);
+	tn(&t, "ScatterND", 3, 1);
+	tn_str(&t, "reduction", "mul");
+	expect(&t, 18, 3, in, CPU_FLOAT, 2, d23, nd_mul, 0);
+	tu = tens(CPU_FLOAT, 2, d22, u);
+	expect_error(&t, 18, 3, in, CPU_E_INVALID, "updates dim 1 is 2, expected 3");
+}
+
+/* ---- Pad and CenterCropPad ---- */
+
+static void test_pad(void **state)
+{
+	static const int32_t x[6] = {1, 2, 3, 4, 5, 6};
+	static const int64_t d23[2] = {2, 3}, wrap_p[4] = {0, 2, 1, 0}, d35[2] = {3, 5};
+	static const double wrap[15] = {2, 3, 1, 2, 3, 5, 6, 4, 5, 6, 2, 3, 1, 2, 3};
+	static const int64_t neg_p[2] = {-1, 1}, ax[1] = {-1}, d23b[2] = {2, 3};
+	static const int32_t cv[1] = {9};
+	static const double crop[6] = {2, 3, 9, 5, 6, 9};
+	static const int64_t d0[2] = {2, 0}, bad_p[3] = {1, 1, 1};
+	cpu_tensor tx = tens(CPU_INT32, 2, d23, x), tp = tens(CPU_INT64, 1, D4, wrap_p);
+	cpu_tensor tv = tens(CPU_INT32, 0, NULL, cv), ta = tens(CPU_INT64, 1, D1, ax);
+	const cpu_tensor *in[4] = {&tx, &tp, NULL, NULL};
+	tnode t;
+	(void)state;
+	tn(&t, "Pad", 2, 1);
+	tn_str(&t, "mode", "wrap");
+	expect(&t, 19, 2, in, CPU_INT32, 2, d35, wrap, 0);
+	tp = tens(CPU_INT64, 1, D2, neg_p);   /* last axis: crop 1 in front, pad 1 behind */
+	in[2] = &tv;
+	in[3] = &ta;
+	tn(&t, "Pad", 4, 1);
+	expect(&t, 18, 4, in, CPU_INT32, 2, d23b, crop, 0);
+	tx = tens(CPU_INT32, 2, d0, x);   /* nothing to reflect */
+	tp = tens(CPU_INT64, 1, D2, neg_p);
+	tn(&t, "Pad", 4, 1);
+	tn_str(&t, "mode", "reflect");
+	expect_error(&t, 18, 4, in, CPU_E_INVALID, "do not fit axis 1");
+	tx = tens(CPU_INT32, 2, d23, x);
+	tp = tens(CPU_INT64, 1, D3, bad_p);
+	in[3] = NULL;
+	tn(&t, "Pad", 3, 1);
+	expect_error(&t, 13, 3, in, CPU_E_INVALID, "pads has 3 values for 2 axes");
+	tn(&t, "Pad", 3, 1);
+	tn_str(&t, "mode", "mirror");
+	expect_error(&t, 13, 3, in, CPU_E_INVALID, "unknown pad mode");
+}
+
+static void test_center_crop_pad(void **state)
+{
+	static const float x[6] = {1, 2, 3, 4, 5, 6};
+	static const int64_t d32[2] = {3, 2}, shape[2] = {1, 4}, d14[2] = {1, 4};
+	static const double want[4] = {0, 3, 4, 0};   /* middle row, one zero each side */
+	cpu_tensor tx = tens(CPU_FLOAT, 2, d32, x), ts = tens(CPU_INT64, 1, D2, shape);
+	const cpu_tensor *in[2] = {&tx, &ts};
+	tnode t;
+	(void)state;
+	tn(&t, "CenterCropPad", 2, 1);
+	expect(&t, 18, 2, in, CPU_FLOAT, 2, d14, want, 0);
+	ts = tens(CPU_INT64, 1, D1, shape);
+	expect_error(&t, 18, 2, in, CPU_E_INVALID, "shape has 1 values for 2 axes");
+}
+
+/* ---- selection ops ---- */
+
+static void test_topk_unique(void **state)
+{
+	static const float x[6] = {3, 1, 3, 2, 1, 3};
+	static const int64_t k4[1] = {4}, k9[1] = {9};
+	static const double v[4] = {3, 3, 3, 2}, i[4] = {0, 2, 5, 3};
+	static const float u[5] = {2, 1, 2, 3, 1};
+	static const double uy[3] = {2, 1, 3}, ui[3] = {0, 1, 3}, uinv[5] = {0, 1, 0, 2, 1},
+			    uc[3] = {2, 2, 1};
+	static const int64_t d6[1] = {6};
+	cpu_tensor tx = tens(CPU_FLOAT, 1, d6, x), tk = tens(CPU_INT64, 1, D1, k4);
+	const cpu_tensor *in[2] = {&tx, &tk};
+	tnode t;
+	(void)state;
+	tn(&t, "TopK", 2, 2);   /* equal values keep index order */
+	expect_out(&t, 11, 2, in, 0, CPU_FLOAT, 1, D4, v, 0);
+	expect_out(&t, 11, 2, in, 1, CPU_INT64, 1, D4, i, 0);
+	tk = tens(CPU_INT64, 1, D1, k9);
+	expect_error(&t, 11, 2, in, CPU_E_INVALID, "k = 9 is outside [0, 6]");
+	tx = tens(CPU_FLOAT, 1, D5, u);
+	tn(&t, "Unique", 1, 4);   /* unsorted: order of first occurrence */
+	tn_int(&t, "sorted", 0);
+	expect_out(&t, 11, 1, in, 0, CPU_FLOAT, 1, D3, uy, 0);
+	expect_out(&t, 11, 1, in, 1, CPU_INT64, 1, D3, ui, 0);
+	expect_out(&t, 11, 1, in, 2, CPU_INT64, 1, D5, uinv, 0);
+	expect_out(&t, 11, 1, in, 3, CPU_INT64, 1, D3, uc, 0);
+}
+
+static void test_nonzero_onehot(void **state)
+{
+	static const float x[4] = {0.0f, -0.0f, 2.0f, NAN};
+	static const int64_t d14[2] = {1, 2}, d22[2] = {2, 2};
+	static const double nz[2] = {2, 3};
+	static const int64_t idx[2] = {-1, 7}, depth[1] = {3};
+	static const float vals[2] = {0, 5};
+	static const double oh[6] = {0, 0, 5, 0, 0, 0};   /* -1 is the last; 7 is none */
+	static const int64_t d23[2] = {2, 3};
+	cpu_tensor tx = tens(CPU_FLOAT, 1, D4, x), td = tens(CPU_INT64, 1, D1, depth);
+	cpu_tensor tv = tens(CPU_FLOAT, 1, D2, vals);
+	const cpu_tensor *in[3] = {&tx, &td, &tv};
+	tnode t;
+	(void)state;
+	tn(&t, "NonZero", 1, 1);   /* -0 is zero, NaN is not */
+	expect(&t, 13, 1, in, CPU_INT64, 2, d14, nz, 0);
+	tx = tens(CPU_INT64, 1, D2, idx);
+	tn(&t, "OneHot", 3, 1);
+	expect(&t, 11, 3, in, CPU_FLOAT, 2, d23, oh, 0);
+	tv = tens(CPU_FLOAT, 2, d22, x);
+	expect_error(&t, 11, 3, in, CPU_E_INVALID, "values must be [off_value, on_value]");
+}
+
+/* ---- image ops ---- */
+
+static void test_col2im(void **state)
+{
+	/* a 2x3 image from 1x2 blocks (2x2 of them, stride 1): column 0 holds
+	 * each block's left pixel, column 1 its right one, which the next block
+	 * overlaps */
+	static const float x[8] = {1, 2, 3, 4, 10, 20, 30, 40};
+	static const int64_t dx[3] = {1, 2, 4}, img[2] = {2, 3}, blk[2] = {1, 2},
+			     dy[4] = {1, 1, 2, 3};
+	static const double y[6] = {1, 12, 20, 3, 34, 40};
+	cpu_tensor tx = tens(CPU_FLOAT, 3, dx, x), ti = tens(CPU_INT64, 1, D2, img);
+	cpu_tensor tb = tens(CPU_INT64, 1, D2, blk);
+	const cpu_tensor *in[3] = {&tx, &ti, &tb};
+	tnode t;
+	(void)state;
+	tn(&t, "Col2Im", 3, 1);
+	expect(&t, 18, 3, in, CPU_FLOAT, 4, dy, y, 0);
+	ti = tens(CPU_INT64, 1, D2, blk);
+	expect_error(&t, 18, 3, in, CPU_E_INVALID, "expected C*2 columns of 1 blocks");
+}
+
+static void test_lppool_gridsample(void **state)
+{
+	static const float x[4] = {3, -4, 0, 1};
+	static const int64_t dx[3] = {1, 1, 4}, k[1] = {2}, s[1] = {2}, dy[3] = {1, 1, 2};
+	static const double lp[2] = {5, 1};
+	static const float g[3] = {-1, 0, 1};
+	static const int64_t dg[3] = {1, 3, 1}, dgy[3] = {1, 1, 3};
+	/* align_corners: -1 -> pixel 0, 0 -> 1.5, 1 -> 3 */
+	static const double gs[3] = {3, -2, 1};
+	cpu_tensor tx = tens(CPU_FLOAT, 3, dx, x), tg = tens(CPU_FLOAT, 3, dg, g);
+	const cpu_tensor *in[2] = {&tx, &tg};
+	tnode t;
+	(void)state;
+	tn(&t, "LpPool", 1, 1);
+	tn_ints(&t, "kernel_shape", k, 1);
+	tn_ints(&t, "strides", s, 1);
+	expect(&t, 11, 1, in, CPU_FLOAT, 3, dy, lp, 1e-6);
+	tn(&t, "LpPool", 1, 1);
+	expect_error(&t, 11, 1, in, CPU_E_INVALID, "kernel_shape has 0 dims");
+	tn(&t, "GridSample", 2, 1);
+	tn_str(&t, "mode", "linear");
+	tn_int(&t, "align_corners", 1);
+	expect(&t, 20, 2, in, CPU_FLOAT, 3, dgy, gs, 1e-6);
+	tn(&t, "GridSample", 2, 1);
+	tn_str(&t, "padding_mode", "mirror");
+	expect_error(&t, 20, 2, in, CPU_E_INVALID, "padding_mode 'mirror'");
+}
+
+static void test_roi_pools(void **state)
+{
+	static const float x[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+	static const float rois[5] = {0, 0, 0, 3, 3}, bad[5] = {4, 0, 0, 3, 3};
+	static const int64_t dr[2] = {1, 5}, ps[2] = {2, 2};
+	static const double mx[4] = {6, 8, 14, 16};
+	static const int64_t bi[1] = {1}, dr4[2] = {1, 4};
+	cpu_tensor tx = tens(CPU_FLOAT, 4, D1144, x), tr = tens(CPU_FLOAT, 2, dr, rois);
+	cpu_tensor tb = tens(CPU_INT64, 1, D1, bi);
+	const cpu_tensor *in[3] = {&tx, &tr, &tb};
+	tnode t;
+	(void)state;
+	tn(&t, "MaxRoiPool", 2, 1);
+	tn_ints(&t, "pooled_shape", ps, 2);
+	expect(&t, 1, 2, in, CPU_FLOAT, 4, D1122, mx, 0);
+	tr = tens(CPU_FLOAT, 2, dr, bad);
+	expect_error(&t, 1, 2, in, CPU_E_INVALID, "batch index out of range");
+	tr = tens(CPU_FLOAT, 2, dr4, rois);
+	tn(&t, "RoiAlign", 3, 1);
+	expect_error(&t, 16, 3, in, CPU_E_INVALID, "batch index 1 out of range");
+	tn(&t, "RoiAlign", 3, 1);
+	tn_str(&t, "mode", "median");
+	expect_error(&t, 16, 3, in, CPU_E_INVALID, "unknown mode");
+}
+
+/* ---- shape-checked data movement ---- */
+
+static void test_movement_errors(void **state)
+{
+	static const float x[16] = {0};
+	static const int64_t d1344[4] = {1, 3, 2, 2}, rep[2] = {2, -1}, d22[2] = {2, 2};
+	static const int64_t lens[2] = {3, 1}, idx[4] = {0, 1, 2, 99}, kmin[1] = {INT64_MIN};
+	static const double tri[4] = {0, 0, 0, 0};
+	cpu_tensor tx = tens(CPU_FLOAT, 4, d1344, x), ti = tens(CPU_INT64, 1, D2, rep);
+	const cpu_tensor *in[3] = {&tx, &ti, NULL};
+	tnode t;
+	(void)state;
+	tn(&t, "DepthToSpace", 1, 1);
+	tn_int(&t, "blocksize", 2);
+	expect_error(&t, 13, 1, in, CPU_E_INVALID, "channels 3 not divisible");
+	tx = tens(CPU_FLOAT, 2, d22, x);
+	tn(&t, "Tile", 2, 1);
+	expect_error(&t, 13, 2, in, CPU_E_INVALID, "repeats[1] = -1 is invalid");
+	ti = tens(CPU_INT64, 1, D2, lens);
+	tn(&t, "ReverseSequence", 2, 1);
+	expect_error(&t, 10, 2, in, CPU_E_INVALID, "sequence_lens[0] = 3 is outside [0, 2]");
+	tn(&t, "EyeLike", 1, 1);
+	tx = tens(CPU_FLOAT, 1, D4, x);
+	expect_error(&t, 9, 1, in, CPU_E_INVALID, "input rank 1 is not 2");
+	tx = tens(CPU_FLOAT, 2, d22, x);
+	ti = tens(CPU_INT64, 0, NULL, kmin);   /* k = INT64_MIN keeps nothing of tril */
+	tn(&t, "Trilu", 2, 1);
+	tn_int(&t, "upper", 0);
+	expect(&t, 14, 2, in, CPU_FLOAT, 2, d22, tri, 0);
+	{
+		static const int64_t d1122[4] = {1, 1, 2, 2}, k2[2] = {2, 2};
+		cpu_tensor tv = tens(CPU_FLOAT, 4, d1122, x), tid = tens(CPU_INT64, 4, d1122, idx);
+		const cpu_tensor *u[2] = {&tv, &tid};
+		tn(&t, "MaxUnpool", 2, 1);
+		tn_ints(&t, "kernel_shape", k2, 2);
+		tn_ints(&t, "strides", k2, 2);
+		expect_error(&t, 11, 2, u, CPU_E_INVALID, "index 99 out of range [0, 16)");
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_resize_antialias),
+		cmocka_unit_test(test_resize_axes_policy),
+		cmocka_unit_test(test_resize_modes),
+		cmocka_unit_test(test_resize_errors),
+		cmocka_unit_test(test_gather_errors),
+		cmocka_unit_test(test_scatter),
+		cmocka_unit_test(test_pad),
+		cmocka_unit_test(test_center_crop_pad),
+		cmocka_unit_test(test_topk_unique),
+		cmocka_unit_test(test_nonzero_onehot),
+		cmocka_unit_test(test_col2im),
+		cmocka_unit_test(test_lppool_gridsample),
+		cmocka_unit_test(test_roi_pools),
+		cmocka_unit_test(test_movement_errors),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
