@@ -58,6 +58,7 @@ int main(int argc, char **argv)
 {
 	int runs = 1000, kills = 20, swaps = 0, retry = 0, failed = 0, bad_status = 0, wrong = 0;
 	soak k = {.seed = 1};
+	char *own_binary = NULL;
 	ortmk_session_options *o;
 	ortmk_value *x, *ref = NULL;
 	ortmk_provider_status ps;
@@ -87,7 +88,7 @@ int main(int argc, char **argv)
 	ortmk_session_options_destroy(o);
 	if (!k.swap_binary && swaps) {
 		ortmk_env_provider_status(k.env, 0, &ps);
-		k.swap_binary = strdup(ps.binary);
+		k.swap_binary = own_binary = strdup(ps.binary);
 	}
 	x = fu_input(k.env);
 	t0 = fu_now_ms();
@@ -136,6 +137,7 @@ int main(int argc, char **argv)
 	ortmk_value_destroy(ref);
 	ortmk_session_destroy(k.s);
 	ortmk_env_destroy(k.env);
+	free(own_binary);
 	printf("%d passed, %d failed\n", fu_failures ? 0 : 1, fu_failures ? 1 : 0);
 	return fu_failures ? 1 : 0;
 }
