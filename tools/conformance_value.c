@@ -144,7 +144,8 @@ static bool tensor_fill(conf_value *t, const Onnx__TensorProto *p, char *err, si
 				 p->raw_data.len, t->nbytes);
 			return false;
 		}
-		memcpy(t->data, p->raw_data.data, t->nbytes);
+		if (t->nbytes)
+			memcpy(t->data, p->raw_data.data, t->nbytes);
 		return true;
 	}
 	src = typed_field(p, t->dtype, &n, &esize);

@@ -45,8 +45,9 @@ void vk_dev_close(vk_dev *d);
 void vk_dev_describe(const vk_dev *d, char *out, size_t n);
 
 /* Prints every device and which one would be chosen (ort-ep-vulkan
- * --probe); returns 0 when there is one, else 77 (the test "skip" code). */
-int vk_dev_probe(void);
+ * --probe), then exits 0 when there is one, else 77 (the test "skip"
+ * code). */
+_Noreturn void vk_dev_probe(void);
 
 /* Starts recording into the command buffer (resets it). */
 int vk_dev_begin(vk_dev *d, char *err, size_t n);

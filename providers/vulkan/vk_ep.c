@@ -108,6 +108,6 @@ static const ep_vtable vk_vtable = {
 int main(int argc, char **argv)
 {
 	if (argc == 2 && strcmp(argv[1], "--probe") == 0)
-		return vk_dev_probe();
+		vk_dev_probe();
 	return ep_host_main(&vk_vtable, argc, argv);
 }

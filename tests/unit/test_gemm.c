@@ -421,6 +421,16 @@ static void test_pool_tasks(void **state)
 		if (round % 4 == 1)   /* width 1: the caller alone */
 			assert_int_equal(j.members[0], n);
 	}
+	/* Many tiny jobs back to back: late workers must never run a task
+	 * of the next job, nor one twice. */
+	for (int round = 0; round < 20000; round++) {
+		count_job j = {hits, {0}};
+		int64_t n = 1 + round % 4;
+		memset(hits, 0, (size_t)n * sizeof(int));
+		gemm_pool_for(pool, 0, n, count_task, &j);
+		for (int64_t i = 0; i < n; i++)
+			assert_int_equal(hits[i], 1);
+	}
 	gemm_pool_end(pool);
 	gemm_pool_destroy(pool);
 	gemm_pool_destroy(NULL);

@@ -4,7 +4,8 @@ Used by `ort-bench --profile`.  ortmk: `perf record --call-graph dwarf` on
 ort-run, whose ort-ep-cpu child is sampled too; each `*_compute` function
 (one per op kernel) gets its inclusive share of the provider's run path
 (`cpu_run`, so session creation and weight loading are left out), and the
-hottest functions by self time are listed.  Samples count CPU time, so these
+hottest functions by self time (share of all the provider's samples, the
+ring's spinning between runs included) are listed.  Samples count CPU time, so these
 shares hold on a loaded machine, where wall-clock timings do not.  ONNX
 Runtime: its own profiler (enableProfiling) on the optimised graph, with the
 fused nodes it really runs; the median over runs of each node's kernel
@@ -39,12 +40,20 @@ def _report(perf, data, children):
     return rows
 
 
-def perf_ortmk(ort_run, meta, iters, warmup, data):
-    """{"kernels": [[name, % of run]], "hot": [[symbol, % of run]]} or
-    {"error": ...}."""
+def perf_ortmk(ort_run, meta, iters, warmup):
+    """{"kernels": [[name, % of the run path]], "hot": [[symbol, % of the
+    provider's samples, self time]]} or {"error": ...}."""
     perf = shutil.which("perf")
     if not perf:
         return {"error": "perf not found"}
+    d = tempfile.mkdtemp(prefix="ortmk-perf-")
+    try:
+        return _perf_ortmk(perf, ort_run, meta, iters, warmup, os.path.join(d, "perf.data"))
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def _perf_ortmk(perf, ort_run, meta, iters, warmup, data):
     cmd = [perf, "record", "-q", "-F", "999", "--call-graph", "dwarf,16384", "-o", data, "--",
            ort_run, meta["model"], "--iters", str(iters), "--warmup", str(warmup),
            "--threads", "1"]
@@ -59,7 +68,7 @@ def perf_ortmk(ort_run, meta, iters, warmup, data):
         return {"error": "no samples in cpu_run (is ort-ep-cpu built with symbols?)"}
     kernels = [[sym, round(100 * pct / run, 1)] for pct, sym in children
                if sym.endswith("_compute")]
-    hot = [[sym, round(100 * pct / run, 1)] for pct, sym in _report(perf, data, False)[:8]]
+    hot = [[sym, pct] for pct, sym in _report(perf, data, False)[:8]]
     return {"kernels": kernels, "hot": hot}
 
 

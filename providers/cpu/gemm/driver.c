@@ -196,11 +196,13 @@ static void task(void *arg, int64_t i, int member)
  * thread, claimed dynamically, so a thread the OS (or a shared VM) delays
  * does not hold the others up; each task is a rectangle of C, and the
  * shape of the grid minimises a task's cost: 2 * rows * cols flops plus
- * the A and B it streams, (rows + cols) * K floats at ~10 flops a byte. */
+ * the A and B it streams, (rows + cols) * K floats at ~10 flops a byte
+ * (B twice when the task packs it). */
 static void split(problem *p, int threads)
 {
 	double flops = 2.0 * (double)p->M * (double)p->N * (double)p->K, best = INFINITY;
 	int64_t nr = p->b.isa->nr, target;
+	double pack = p->b.data ? 1.0 : 2.0;   /* B read, and written packed */
 
 	if (flops / MIN_FLOPS_PER_THREAD < threads)
 		threads = (int)(flops / MIN_FLOPS_PER_THREAD) + 1;
@@ -217,7 +219,7 @@ static void split(problem *p, int threads)
 		cols = (double)((p->b.panels + tn - 1) / tn * nr);
 		/* Tasks beyond a multiple of the threads leave some idle. */
 		cost = (double)((tm * tn + threads - 1) / threads) *
-		       (2.0 * rows * cols + 40.0 * (rows + cols));
+		       (2.0 * rows * cols + 40.0 * (rows + cols * pack));
 		if (cost < best * 0.999) {
 			best = cost;
 			p->tm = (int)tm;
@@ -295,13 +297,14 @@ static int run(problem *p, gemm_pool *pool)
 	p->pool = pool;
 	p->copy_a = p->transA || (p->lda % 512 == 0 && p->M > 1);
 	if (!p->b.data)
-		p->b_floats = (size_t)p->b.kc * (size_t)d->nc;
+		p->b_floats = (size_t)p->b.kc * (size_t)(p->b.panels * d->nr < d->nc ?
+							 p->b.panels * d->nr : d->nc);
 	if (p->copy_a)
 		p->lds = (p->b.kc + 15) / 16 * 16 + 16;
 	bytes = (p->b_floats + (size_t)d->mc * (size_t)p->lds) * sizeof(float);
 	if (bytes && pool)
 		rc = gemm_pool_reserve(pool, bytes);
-	else if (bytes && !(p->own_scratch = aligned_alloc(64, bytes)))
+	else if (bytes && !(p->own_scratch = aligned_alloc(64, (bytes + 63) & ~(size_t)63)))
 		rc = -ENOMEM;
 	if (rc)
 		return rc;

@@ -83,8 +83,9 @@ typedef struct gemm_epilogue {
 #define GEMM_PACK_VERSION 1
 #define GEMM_PACK_ALIGN 64
 
-/* Bytes gemm_pack_b needs for op(B) of K x N for isa (AUTO: the best);
- * 0 when K or N is negative or the size overflows. */
+/* Bytes gemm_pack_b needs for op(B) of K x N for isa (AUTO: the best), a
+ * multiple of GEMM_PACK_ALIGN; 0 when the CPU lacks isa, K or N is
+ * negative or the size overflows. */
 size_t gemm_pack_b_size(gemm_isa isa, int64_t K, int64_t N);
 /* Packs op(B) (B itself, ldb its row stride, or B^T when transB) into dst,
  * which is GEMM_PACK_ALIGN-aligned and at least gemm_pack_b_size bytes.

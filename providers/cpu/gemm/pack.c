@@ -157,29 +157,51 @@ size_t gemm_pack_b_size(gemm_isa isa, int64_t K, int64_t N)
 	if (!d || K < 0 || N < 0 || N > INT64_MAX / 2)
 		return 0;
 	n = payload(d, K, N, &ok);
-	return ok ? HDR_SIZE + n : 0;
+	if (!ok || n > SIZE_MAX - HDR_SIZE - GEMM_PACK_ALIGN)
+		return 0;
+	/* A multiple of the alignment, so aligned_alloc takes it as is. */
+	return (HDR_SIZE + n + GEMM_PACK_ALIGN - 1) / GEMM_PACK_ALIGN * GEMM_PACK_ALIGN;
+}
+
+/* One panel row: w floats, zero-padded to nr.  The full-width case has a
+ * constant size, so the copy is inlined. */
+static void copy_row(float *dst, const float *src, int64_t w, int64_t nr)
+{
+	if (w == 32 && nr == 32)
+		memcpy(dst, src, 32 * sizeof(float));
+	else if (w == 16 && nr == 16)
+		memcpy(dst, src, 16 * sizeof(float));
+	else if (w == 8 && nr == 8)
+		memcpy(dst, src, 8 * sizeof(float));
+	else {
+		memcpy(dst, src, (size_t)w * sizeof(float));
+		memset(dst + w, 0, (size_t)(nr - w) * sizeof(float));
+	}
 }
 
 void gemm_pack_block(const float *B, int64_t ldb, int transB, int64_t N, int64_t nr,
 		     int64_t k0, int64_t rows, int64_t p0, int64_t p1, float *dst)
 {
+	if (!transB) {
+		/* Row by row of B, so its reads are sequential; the writes go
+		 * to one row of each panel. */
+		for (int64_t r = 0; r < rows; r++) {
+			const float *src = B + (k0 + r) * ldb;
+			for (int64_t p = p0; p < p1; p++) {
+				int64_t j0 = p * nr, w = N - j0 < nr ? N - j0 : nr;
+				copy_row(dst + ((p - p0) * rows + r) * nr, src + j0, w, nr);
+			}
+		}
+		return;
+	}
 	for (int64_t p = p0; p < p1; p++, dst += rows * nr) {
 		int64_t j0 = p * nr, w = N - j0 < nr ? N - j0 : nr;
-		if (!transB) {
-			for (int64_t r = 0; r < rows; r++) {
-				const float *src = B + (k0 + r) * ldb + j0;
-				float *d = dst + r * nr;
-				for (int64_t j = 0; j < w; j++)
-					d[j] = src[j];
-			}
-		} else {
-			/* Reads each row of B^T in order; the writes stride by
-			 * one panel row. */
-			for (int64_t j = 0; j < w; j++) {
-				const float *src = B + (j0 + j) * ldb + k0;
-				for (int64_t r = 0; r < rows; r++)
-					dst[r * nr + j] = src[r];
-			}
+		/* Reads each row of B^T in order; the writes stride by one
+		 * panel row. */
+		for (int64_t j = 0; j < w; j++) {
+			const float *src = B + (j0 + j) * ldb + k0;
+			for (int64_t r = 0; r < rows; r++)
+				dst[r * nr + j] = src[r];
 		}
 		if (w < nr)
 			for (int64_t r = 0; r < rows; r++)

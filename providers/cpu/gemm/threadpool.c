@@ -2,15 +2,18 @@
  * threadpool: persistent workers for the CPU provider's intra-op
  * parallelism (see threadpool.h).
  *
- * Hand-off: the caller publishes a job (fn, arg, ntasks), resets the task
- * counter and bumps `gen`, the futex word the workers watch.  Workers that
- * are still spinning see the bump within a few hundred nanoseconds; the
- * futex is only woken when one has gone to sleep (`sleepers`).  Completion
- * is the mirror image: every worker decrements `pending`, and the last one
- * wakes the caller only if the caller went to sleep on it.  Both sleep
- * decisions follow "announce, then re-check the word" with sequentially
- * consistent atomics, and FUTEX_WAIT re-checks the value in the kernel, so
- * no wake-up is lost.
+ * Hand-off: the caller publishes a job (fn, arg, ntasks, width) and its
+ * number in `claim` (job number in the high 32 bits, next task index in the
+ * low 32), then bumps `gen`, the futex word the workers watch.  Workers
+ * still spinning see the bump within a few hundred nanoseconds; the futex
+ * is woken only when one has gone to sleep (`sleepers`).  A task is taken
+ * by a compare-and-swap on `claim` that names the job, so a worker that
+ * wakes late, after the job is over or a newer one is out, claims nothing
+ * and never runs a task twice.  The caller takes tasks too and returns
+ * when `done` reaches ntasks: it never waits for a worker that did no
+ * work.  Sleep decisions follow "announce, then re-check the word" with
+ * sequentially consistent atomics, and FUTEX_WAIT re-checks the value in
+ * the kernel, so no wake-up is lost.
  */
 #include "threadpool.h"
 
@@ -50,17 +53,18 @@ struct gemm_pool {
 	member *m;                      /* n entries; m[0] is the caller */
 	pthread_mutex_t use;            /* try_begin/end */
 
-	/* The job. Written by the caller before gen is bumped. */
-	gemm_task_fn *fn;
-	void *arg;
-	int64_t ntasks;
-	int width;
-	int stop;
+	/* The job: written by the caller before gen is bumped, read by
+	 * workers (atomically, as a late one may read the next job's). */
+	_Atomic(gemm_task_fn *) fn;
+	_Atomic(void *) arg;
+	_Atomic uint32_t ntasks;
+	_Atomic int width;
+	_Atomic int stop;
 
 	_Atomic uint32_t gen;           /* futex: a new job (or stop) */
 	_Atomic int sleepers;           /* workers asleep on gen */
-	_Atomic int64_t next;           /* next task index to claim */
-	_Atomic uint32_t pending;       /* futex: workers still in the job */
+	_Atomic uint64_t claim;         /* job number << 32 | next task */
+	_Atomic uint32_t done;          /* futex: tasks finished */
 	_Atomic int caller_sleeping;
 };
 
@@ -103,14 +107,31 @@ static uint32_t spin_while(_Atomic uint32_t *word, uint32_t val)
 	}
 }
 
-static void run_tasks(gemm_pool *p, int id)
+/* Claims and runs tasks of job `job` until none is left.  The job's fields
+ * are read before the claim word: if that word still names `job`, the
+ * caller had not yet closed it for a newer job (gemm_pool_for stores the
+ * new number before the new fields), so the fields read were this job's;
+ * and a claim only succeeds while the word names `job`. */
+static void run_tasks(gemm_pool *p, uint32_t job, int id)
 {
-	int64_t i;
+	gemm_task_fn *fn = atomic_load(&p->fn);
+	void *arg = atomic_load(&p->arg);
+	uint32_t ntasks = atomic_load(&p->ntasks);
+	uint64_t c = atomic_load(&p->claim);
 
-	if (id >= p->width)
+	if (id >= atomic_load(&p->width))
 		return;
-	while ((i = atomic_fetch_add_explicit(&p->next, 1, memory_order_relaxed)) < p->ntasks)
-		p->fn(p->arg, i, id);
+	for (;;) {
+		uint32_t i = (uint32_t)c;
+		if ((uint32_t)(c >> 32) != job || i >= ntasks)
+			return;
+		if (!atomic_compare_exchange_weak(&p->claim, &c, c + 1))
+			continue;   /* c now holds the current value */
+		fn(arg, i, id);
+		if (atomic_fetch_add(&p->done, 1) + 1 == ntasks && atomic_load(&p->caller_sleeping))
+			futex_wake(&p->done);
+		c = atomic_load(&p->claim);
+	}
 }
 
 static void *worker_main(void *arg)
@@ -130,11 +151,9 @@ static void *worker_main(void *arg)
 			g = atomic_load(&p->gen);
 		}
 		seen = g;
-		if (p->stop)
+		if (atomic_load(&p->stop))
 			return NULL;
-		run_tasks(p, self->id);
-		if (atomic_fetch_sub(&p->pending, 1) == 1 && atomic_load(&p->caller_sleeping))
-			futex_wake(&p->pending);
+		run_tasks(p, g, self->id);
 	}
 }
 
@@ -158,10 +177,15 @@ int gemm_pool_create(int threads, gemm_pool **out)
 	}
 	p->n = threads;
 	pthread_mutex_init(&p->use, NULL);
+	atomic_init(&p->fn, NULL);
+	atomic_init(&p->arg, NULL);
+	atomic_init(&p->ntasks, 0);
+	atomic_init(&p->width, 0);
+	atomic_init(&p->stop, 0);
 	atomic_init(&p->gen, 0);
 	atomic_init(&p->sleepers, 0);
-	atomic_init(&p->next, 0);
-	atomic_init(&p->pending, 0);
+	atomic_init(&p->claim, 0);
+	atomic_init(&p->done, 0);
 	atomic_init(&p->caller_sleeping, 0);
 	for (int i = 0; i < threads; i++) {
 		p->m[i].pool = p;
@@ -185,7 +209,7 @@ void gemm_pool_destroy(gemm_pool *p)
 {
 	if (!p)
 		return;
-	p->stop = 1;
+	atomic_store(&p->stop, 1);
 	atomic_fetch_add(&p->gen, 1);
 	futex_wake(&p->gen);
 	for (int i = 1; i < p->n; i++)
@@ -243,39 +267,41 @@ void *gemm_pool_scratch(gemm_pool *p, int member)
 
 void gemm_pool_for(gemm_pool *p, int width, int64_t ntasks, gemm_task_fn *fn, void *arg)
 {
-	uint32_t left;
+	uint32_t job, left;
 
 	if (width <= 0 || width > p->n)
 		width = p->n;
 	if (width > ntasks)
 		width = (int)ntasks;
-	if (width <= 1) {
+	if (width <= 1 || ntasks > UINT32_MAX / 2) {
 		for (int64_t i = 0; i < ntasks; i++)
 			fn(arg, i, 0);
 		return;
 	}
-	p->fn = fn;
-	p->arg = arg;
-	p->ntasks = ntasks;
-	p->width = width;
-	atomic_store(&p->next, 0);
-	atomic_store(&p->pending, (uint32_t)(p->n - 1));
-	atomic_fetch_add(&p->gen, 1);            /* publishes the job (seq_cst) */
+	job = atomic_load(&p->gen) + 1;
+	/* Close the claim word under the new number first: a late worker
+	 * that read the fields below before this store holds an older
+	 * number and can no longer claim; one that reads them after sees
+	 * only the new job's (see run_tasks). */
+	atomic_store(&p->claim, (uint64_t)job << 32 | UINT32_MAX);
+	atomic_store(&p->fn, fn);
+	atomic_store(&p->arg, arg);
+	atomic_store(&p->ntasks, (uint32_t)ntasks);
+	atomic_store(&p->width, width);
+	atomic_store(&p->done, 0);
+	atomic_store(&p->claim, (uint64_t)job << 32);
+	atomic_store(&p->gen, job);             /* publishes the job */
 	if (atomic_load(&p->sleepers) > 0)
 		futex_wake(&p->gen);
-	run_tasks(p, 0);
+	run_tasks(p, job, 0);
 
-	left = atomic_load(&p->pending);
-	while (left != 0) {
-		uint32_t v = spin_while(&p->pending, left);
-		if (v != left) {
-			left = v;
+	while ((left = atomic_load(&p->done)) != (uint32_t)ntasks) {
+		uint32_t v = spin_while(&p->done, left);
+		if (v != left)
 			continue;
-		}
 		atomic_store(&p->caller_sleeping, 1);
-		if (atomic_load(&p->pending) == left)
-			futex_wait(&p->pending, left);
+		if (atomic_load(&p->done) == left)
+			futex_wait(&p->done, left);
 		atomic_store(&p->caller_sleeping, 0);
-		left = atomic_load(&p->pending);
 	}
 }

@@ -24,6 +24,7 @@ typedef struct rs_taps {
 	double *w;            /* out * n weights (0 = skip) */
 	unsigned char *extrap;/* out flags: use the extrapolation value */
 	int identity;         /* output j is input j: nothing to do */
+	int any_extrap;       /* some extrap[j] is set */
 } rs_taps;
 
 static double coord(const resize_params *p, const resize_geom *g, int d, int64_t j)
@@ -142,13 +143,19 @@ static int build_taps(cpu_ctx *ctx, const resize_params *p, const resize_geom *g
 	if (!a->idx || !a->w || !a->extrap)
 		return CPU_E_NOMEM;
 	a->identity = in == out;
+	a->any_extrap = 0;
 	for (int64_t j = 0; j < out; j++) {
 		double x = coord(p, g, d, j);
 		int64_t *ix = a->idx + j * a->n;
 		double *w = a->w + j * a->n;
 		a->extrap[j] = p->ctm == CT_TF_CROP_AND_RESIZE && (x < 0 || x > (double)(in - 1));
-		if (a->extrap[j]) {
+		if (a->extrap[j]) {   /* harmless taps: the passes test extrap first */
 			a->identity = 0;
+			a->any_extrap = 1;
+			for (int64_t k = 0; k < a->n; k++) {
+				ix[k] = 0;
+				w[k] = 0;
+			}
 			continue;
 		}
 		if (p->mode == RS_NEAREST) {
@@ -165,6 +172,24 @@ static int build_taps(cpu_ctx *ctx, const resize_params *p, const resize_geom *g
 	return 0;
 }
 
+/* One output row of nearest along the last axis; x is the input row the
+ * outer axes picked, or NULL when they are outside (extrapolation). */
+static void nearest_row(const rs_taps *t, int64_t n, const char *x, char *y, size_t es,
+			const void *extrap)
+{
+	if (es == 4 && x && !t->any_extrap) {   /* float32, int32: no dispatch */
+		for (int64_t j = 0; j < n; j++)
+			memcpy(y + 4 * j, x + 4 * t->idx[j], 4);
+		return;
+	}
+	for (int64_t j = 0; j < n; j++, y += es) {
+		if (!x || t->extrap[j])
+			memcpy(y, extrap, es);
+		else
+			tensor_copy_elem(y, x + (size_t)t->idx[j] * es, es);
+	}
+}
+
 /* nearest: every output element is one input element (or the
  * extrapolation value), copied by size. */
 static void run_nearest(const resize_geom *g, const rs_taps *t, const cpu_tensor *X,
@@ -178,23 +203,37 @@ static void run_nearest(const resize_geom *g, const rs_taps *t, const cpu_tensor
 	tensor_strides(r, X->dims, xs);
 	for (int d = 0; d < last; d++)
 		rows *= g->out[d];
-	for (int64_t row = 0; row < rows; row++) {
+	for (int64_t row = 0; row < rows; row++, y += (size_t)g->out[last] * es) {
 		int64_t off = 0;
 		int outside = 0;
 		for (int d = 0; d < last; d++) {
 			outside |= t[d].extrap[pos[d]];
 			off += t[d].idx[pos[d]] * xs[d];
 		}
-		for (int64_t j = 0; j < g->out[last]; j++, y += es) {
-			if (outside || t[last].extrap[j])
-				memcpy(y, extrap, es);
-			else
-				tensor_copy_elem(y, (const char *)X->data +
-						 (size_t)(off + t[last].idx[j]) * es, es);
-		}
+		nearest_row(&t[last], g->out[last],
+			    outside ? NULL : (const char *)X->data + (size_t)off * es, y, es, extrap);
 		for (int d = last - 1; d >= 0 && ++pos[d] == g->out[d]; d--)
 			pos[d] = 0;
 	}
+}
+
+/* A pass along the innermost axis: one dot product per output. */
+static void run_pass_last(const double *src, double *dst, int64_t outer, int64_t nin,
+			  int64_t nout, const rs_taps *a, double extrap)
+{
+	for (int64_t o = 0; o < outer; o++, src += nin)
+		for (int64_t j = 0; j < nout; j++) {
+			const int64_t *ix = a->idx + j * a->n;
+			const double *w = a->w + j * a->n;
+			double acc = 0;
+			if (a->extrap[j]) {   /* its taps were never filled */
+				*dst++ = extrap;
+				continue;
+			}
+			for (int64_t t = 0; t < a->n; t++)
+				acc += w[t] * src[ix[t]];
+			*dst++ = acc;
+		}
 }
 
 /* One separable pass along an axis: src is [outer, nin, inner], dst
@@ -202,6 +241,10 @@ static void run_nearest(const resize_geom *g, const rs_taps *t, const cpu_tensor
 static void run_pass(const double *src, double *dst, int64_t outer, int64_t nin, int64_t nout,
 		     int64_t inner, const rs_taps *a, double extrap)
 {
+	if (inner == 1) {
+		run_pass_last(src, dst, outer, nin, nout, a, extrap);
+		return;
+	}
 	for (int64_t o = 0; o < outer; o++)
 		for (int64_t j = 0; j < nout; j++) {
 			double *y = dst + (o * nout + j) * inner;
@@ -286,11 +329,19 @@ static int run_interp(cpu_ctx *ctx, const resize_params *p, const resize_geom *g
 	nout = cpu_shape_numel(g->rank - f, g->out + f);
 	for (int64_t o = 0; o < outer; o++) {
 		const double *r;
-		for (int64_t i = 0; i < nin; i++)
-			a[i] = cpu_get_f64(X->dtype, X->data, o * nin + i);
+		if (X->dtype == CPU_FLOAT)   /* the common case, without the dtype switch */
+			for (int64_t i = 0; i < nin; i++)
+				a[i] = ((const float *)X->data)[o * nin + i];
+		else
+			for (int64_t i = 0; i < nin; i++)
+				a[i] = cpu_get_f64(X->dtype, X->data, o * nin + i);
 		r = run_slice(p, g, t, f, a, b);
-		for (int64_t i = 0; i < nout; i++)
-			tensor_store_f64(Y->dtype, Y->data, o * nout + i, r[i]);
+		if (Y->dtype == CPU_FLOAT)
+			for (int64_t i = 0; i < nout; i++)
+				((float *)Y->data)[o * nout + i] = (float)r[i];
+		else
+			for (int64_t i = 0; i < nout; i++)
+				tensor_store_f64(Y->dtype, Y->data, o * nout + i, r[i]);
 	}
 	return 0;
 }
