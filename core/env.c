@@ -566,6 +566,9 @@ static ortmk_status ring_request(core_ep *ep, core_proc *p, Ortmk__Envelope *req
 				ep->name, (int)p->pid, ipc_kind_name(req->kind), timeout_ms));
 	}
 	p->reply_in_ring = 1;
+	/* reply_to 0: the provider could not read what we sent. */
+	if ((*rep)->reply_to == 0 && (*rep)->kind == ORTMK__KIND__ERROR)
+		return error_reply(ep, (*rep)->error);
 	if ((*rep)->reply_to != req->seq) {
 		*rep = NULL;
 		return proc_failed(ep, p, core_fail(ORTMK_ERR_PROTOCOL,

@@ -146,8 +146,8 @@ int ipc_tensor_ref_check(const Ortmk__TensorRef *t, const ipc_segtab *segs,
 	if (t->n_dims > IPC_MAX_RANK)
 		return fail(err, errlen, "tensor ref %u: rank %zu exceeds %d",
 			    t->value, t->n_dims, IPC_MAX_RANK);
-	if (t->kind != ORTMK__VALUE_KIND__VALUE_TENSOR && t->dtype == 0)
-		; /* an empty sequence or a none has no element type */
+	if ((t->kind != ORTMK__VALUE_KIND__VALUE_TENSOR || t->dynamic) && t->dtype == 0)
+		; /* no element type: empty sequence, none, or not known until run */
 	else if (!dtype_known(t->dtype))
 		return fail(err, errlen, "tensor ref %u: unknown dtype %d", t->value, t->dtype);
 	if (!t->dynamic && elem && t->kind == ORTMK__VALUE_KIND__VALUE_TENSOR) {

@@ -771,7 +771,15 @@ static void *ring_main(void *arg)
 				atomic_store(&h->stopping, 1);
 			h->cur_ring = 0;
 		} else {
-			ipc_log(IPC_LOG_ERROR, "rejected a ring message: %s", err);
+			/* The core waits on the ring for an answer: give it one. */
+			Ortmk__Envelope unknown = ORTMK__ENVELOPE__INIT;
+			char msg[600];
+
+			snprintf(msg, sizeof(msg), "provider rejected a message: %s", err);
+			ipc_log(IPC_LOG_ERROR, "%s", msg);
+			h->cur_ring = 1;
+			reply_error(h, &unknown, ORTMK__ERROR_CODE__E_INVALID, msg);
+			h->cur_ring = 0;
 		}
 		pthread_mutex_unlock(&h->mu);
 	}
