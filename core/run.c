@@ -229,9 +229,9 @@ static int make_ref(run_ctx *c, size_t step, int v, Ortmk__TensorRef *r)
 		r->nbytes = l->nbytes;
 		return 1;
 	}
-	if (gv->kind != GRAPH_VALUE_ACTIVATION || !gv->is_tensor)
+	if (gv->kind != GRAPH_VALUE_ACTIVATION)
 		return 0;
-	if (c->plan->offset[v] != PLAN_NONE) {
+	if (gv->is_tensor && c->plan->offset[v] != PLAN_NONE) {
 		r->n_dims = (size_t)c->plan->tinfo[v].rank;
 		r->dims = c->plan->tinfo[v].dims;
 		r->segment_id = s->arena->id;

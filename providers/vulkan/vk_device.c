@@ -328,10 +328,15 @@ int vk_dev_submit_wait(vk_dev *d, char *err, size_t n)
 		r = vkQueueSubmit(d->queue, 1, &si, d->fence);
 	if (r == VK_SUCCESS)
 		r = vkWaitForFences(d->dev, 1, &d->fence, VK_TRUE, d->timeout_ns);
-	if (r == VK_TIMEOUT) {
-		snprintf(err, n, "the device did not finish within %llu ms",
-			 (unsigned long long)(d->timeout_ns / 1000000u));
-		return -1;
+	if (r == VK_TIMEOUT || r == VK_ERROR_DEVICE_LOST) {
+		/* The command buffer may still be running (or the device is
+		 * gone): nothing here can be reused safely.  Exit, so that the
+		 * supervisor restarts a clean process (and retries the run when
+		 * the session asks for it). */
+		ipc_log(IPC_LOG_ERROR, "%s; exiting for a restart", r == VK_TIMEOUT ?
+			"the device did not finish a submission within ORTMK_VULKAN_TIMEOUT_MS" :
+			"the device was lost");
+		_exit(VK_EXIT_DEVICE);
 	}
 	if (r != VK_SUCCESS) {
 		snprintf(err, n, "submit: %s", vk_result_name(r));

@@ -51,8 +51,12 @@ _Noreturn void vk_dev_probe(void);
 
 /* Starts recording into the command buffer (resets it). */
 int vk_dev_begin(vk_dev *d, char *err, size_t n);
-/* Ends, submits and waits for the command buffer within d->timeout_ns. */
+/* Ends, submits and waits for the command buffer within d->timeout_ns.
+ * A timeout or a lost device ends the process with VK_EXIT_DEVICE: the
+ * supervisor restarts it. */
 int vk_dev_submit_wait(vk_dev *d, char *err, size_t n);
+
+#define VK_EXIT_DEVICE 70
 
 /* A descriptor pool with room for `sets` sets of up to VK_MAX_BINDINGS
  * storage buffers each, reset (all previous sets freed). */

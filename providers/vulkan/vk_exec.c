@@ -132,7 +132,6 @@ static int load_node(vk_exec *ex, size_t k, size_t *max_in, char *err, size_t n)
 		rc = nd->op->prepare(nd, err, n);
 	if (rc)
 		return rc;
-	ex->prepared = (int)k + 1;
 	for (int i = 0; i < nd->n_out; i++)
 		if (nd->out[i] >= 0)
 			ex->producer[nd->out[i]] = (int)k;
@@ -152,8 +151,13 @@ static int load_weights(vk_exec *ex, char *err, size_t n)
 
 	for (size_t i = 0; i < ex->sg->n_weights && rc == 0; i++) {
 		const ep_weight *w = &ex->sg->weights[i];
-		vk_val *c = &ex->consts[w->value];
+		vk_val *c = &ex->consts[w->value < ex->n_values ? w->value : ex->n_values];
 
+		if (w->value >= ex->n_values || w->rank > EP_MAX_RANK) {
+			free(u.pending.v);
+			snprintf(err, n, "weight %zu names no value of the subgraph", i);
+			return EP_E_INVALID;
+		}
 		c->dtype = w->dtype;
 		c->rank = w->rank;
 		memcpy(c->dims, w->dims, sizeof(int64_t) * (size_t)w->rank);

@@ -58,7 +58,6 @@ typedef struct vk_exec {
 	const ep_subgraph *sg;
 	size_t n_values, n_nodes;
 	vk_node *nodes;
-	int prepared;           /* nodes whose prepare ran */
 	vk_val *consts;         /* per value: weights, ready */
 	vk_buf *own;            /* per value: device memory it owns across runs */
 	int *producer;          /* per value: the node producing it, or -1 */

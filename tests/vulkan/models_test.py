@@ -13,6 +13,8 @@ inputs of their manifest) and the example CNN (a seeded input), checks that:
     ops it loads add up to nodes_per_provider["vulkan"] of ort-run --json;
   - ORTMK_VULKAN_DEVICE naming no device leaves every node to cpu, with the
     same outputs, and ORTMK_VULKAN_DEVICE=0 picks device 0;
+  - hot swaps of ort-ep-vulkan between runs (ort-run --swap-every) fail no
+    run and change no output;
   - outputs whose shape depends on data (a Reshape to a shape given as an
     input) come back through the dynamic region, also when they do not fit
     its first size (2.4 MB against 1 MiB: the core grows it and repeats).
@@ -147,6 +149,24 @@ def check_device_choice(ort_run, model, inputs, outputs, work):
     return compare(outputs, d, cpu_dir)
 
 
+def check_swap(ort_run, model, inputs, outputs, work):
+    cpu_dir = os.path.join(work, "choice", "cpu")
+    d = os.path.join(work, "swap")
+    os.makedirs(d, exist_ok=True)
+    cmd = [ort_run, model, "--provider", "vulkan,cpu", "--iters", "10", "--swap-every", "3",
+           "--output-dir", d, "--json"]
+    for name, path in inputs.items():
+        cmd += ["--input", "%s=%s" % (name, path)]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT)
+    if p.returncode != 0:
+        return "swap run failed: " + p.stderr[-1000:]
+    report = json.loads(p.stdout)
+    if report["failed_runs"] or report["swaps"] < 3:
+        return "swaps: %d, failed runs: %d" % (report["swaps"], report["failed_runs"])
+    print("hot swap: ok, %d swaps" % report["swaps"])
+    return compare(outputs, d, cpu_dir)
+
+
 def main():
     if len(sys.argv) != 6:
         sys.exit(__doc__)
@@ -167,11 +187,12 @@ def main():
             failures.append(why)
             print("FAIL " + why)
     cnn = [c for c in all_cases if c[0] == "cnn"][0]
-    why = check_device_choice(ort_run, cnn[1], cnn[2], cnn[3], work)
-    if why:
-        failures.append(why)
-        print("FAIL " + why)
-    print("%d passed, %d failed" % (len(all_cases) + 1 - len(failures), len(failures)))
+    for check in (check_device_choice, check_swap):
+        why = check(ort_run, cnn[1], cnn[2], cnn[3], work)
+        if why:
+            failures.append(why)
+            print("FAIL " + why)
+    print("%d passed, %d failed" % (len(all_cases) + 2 - len(failures), len(failures)))
     sys.exit(1 if failures else 0)
 
 

@@ -256,7 +256,7 @@ static int scan9_compute(cpu_ctx *ctx)
 		io.dirs[m] = attr_at(ctx->node->proto, "scan_input_directions", m, 0);
 	}
 	rc = scan_core(ctx, g, &io);
-	for (int j = 0; j < io.n_state && rc == 0; j++)
+	for (int j = 0; j < io.n_state && j < ctx->n_out && rc == 0; j++)
 		rc = cpu_value_emit(ctx, j, &io.cur[j]);
 	for (int k = 0; k < io.n_out && rc == 0; k++)
 		if (io.n_state + k < ctx->n_out)
@@ -319,7 +319,7 @@ static int scan8_batch(cpu_ctx *ctx, cpu_graph *g, scan_io *io, cpu_tensor **out
 		io->dirs[m] = attr_at(ctx->node->proto, "directions", m, 0);
 	}
 	rc = scan_core(ctx, g, io);
-	for (int j = 0; j < io->n_state && rc == 0; j++)
+	for (int j = 0; j < io->n_state && j < ctx->n_out && rc == 0; j++)
 		rc = put_batch(ctx, outs, j, b, B, &io->cur[j]);
 	for (int k = 0; k < io->n_out && rc == 0; k++) {
 		cpu_tensor v = {.dtype = io->stacks[k].dtype, .rank = io->stacks[k].rank + 1,
