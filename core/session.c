@@ -296,11 +296,14 @@ static ortmk_status load_all(ortmk_session *s)
 {
 	ortmk_status st = ORTMK_OK;
 
-	s->file_ids = calloc(s->g->n_files + 1, sizeof(uint64_t));
-	if (!s->file_ids)
-		return core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
-	for (size_t f = 0; f < s->g->n_files; f++)
-		s->file_ids[f] = core_env_next_id(s->env);
+	/* A re-partition keeps the ids: providers that have a file keep it. */
+	if (!s->file_ids) {
+		s->file_ids = calloc(s->g->n_files + 1, sizeof(uint64_t));
+		if (!s->file_ids)
+			return core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
+		for (size_t f = 0; f < s->g->n_files; f++)
+			s->file_ids[f] = core_env_next_id(s->env);
+	}
 	for (int e = 0; e < s->n_eps && st == ORTMK_OK; e++) {
 		if (!s->nodes_per_ep[e])
 			continue;

@@ -43,16 +43,6 @@ typedef struct model {
 static model slow = {NULL, "x", "y", {256, 256}, 2};
 static model cnn = {NULL, "image", "probs", {1, 3, 32, 32}, 4};
 
-/* LeakSanitizer builds: core/session.c load_all() allocates s->file_ids
- * again when a crash loop re-partitions the session, leaking the first
- * array (8 bytes here; reported to the core's owner).  Until that is
- * fixed, the leak is suppressed so the rest of this test still counts. */
-const char *__lsan_default_suppressions(void);
-const char *__lsan_default_suppressions(void)
-{
-	return "leak:load_all\n";
-}
-
 static double now_ms(void)
 {
 	struct timespec ts;
