@@ -37,7 +37,10 @@ def run_ortmk(ort_run, meta, threads, iters, warmup, out_dir):
     if out_dir:
         os.makedirs(out_dir, exist_ok=True)
         cmd += ["--output-dir", out_dir]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    except subprocess.TimeoutExpired:
+        return {"error": "ort-run: no result within 30 minutes"}
     if p.returncode != 0:
         return {"error": (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1]}
     r = json.loads(p.stdout.strip().splitlines()[-1])
@@ -53,6 +56,8 @@ def run_ort(node, mods, meta, threads, iters, warmup, out_dir, profile_prefix=No
     try:
         p = subprocess.run([node, os.path.join(HERE, "ort_node_bench.js"), f.name],
                            capture_output=True, text=True, timeout=1800)
+    except subprocess.TimeoutExpired:
+        return {"error": "ort_node_bench.js: no result within 30 minutes"}
     finally:
         os.unlink(f.name)
     if p.returncode != 0:

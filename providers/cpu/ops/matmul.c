@@ -4,9 +4,12 @@
  * beta, transA, transB, optional C broadcast onto [M, N]), float32, both on
  * cpu_sgemm.  When B has no batch, the batch of A folds into one tall GEMM.
  */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cpu_ops.h"
+#include "gemm.h"
 
 static int f32_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
 			char *why, size_t n)
@@ -34,6 +37,65 @@ static int mm_row(void *arg, int64_t len, const int64_t *off, const int64_t *st)
 		cpu_sgemm(0, 0, r->M, r->N, r->K, 1.0f, a, r->K, b, r->N, 0.0f, y, r->N);
 	}
 	return 0;
+}
+
+/* A constant 2-D B is packed once for the GEMM (through the pre-pack
+ * cache, docs/PREPACK.md) and every run multiplies against the packed form. */
+typedef struct mm_packed {
+	const void *b;
+	const float *src;
+	int64_t K, N;
+} mm_packed;
+
+typedef struct pack_arg {
+	const cpu_tensor *B;
+} pack_arg;
+
+static int pack_b(void *dst, size_t size, void *arg)
+{
+	const cpu_tensor *B = ((pack_arg *)arg)->B;
+
+	return gemm_pack_b(GEMM_ISA_AUTO, B->data, B->dims[1], 0, B->dims[0], B->dims[1], dst, size);
+}
+
+static int matmul_prepare(cpu_node *node, char *err, size_t n)
+{
+	const cpu_tensor *B = node->n_in > 1 ? cpu_node_const(node, 1) : NULL;
+	mm_packed *st;
+	pack_arg arg;
+	char fmt[48];
+	size_t size;
+
+	if (!B || B->dtype != CPU_FLOAT || B->rank != 2 || B->dims[0] <= 0 || B->dims[1] <= 0)
+		return 0;
+	size = gemm_pack_b_size(GEMM_ISA_AUTO, B->dims[0], B->dims[1]);
+	if (!size)
+		return 0;
+	st = calloc(1, sizeof(*st));
+	if (!st)
+		return snprintf(err, n, "out of memory"), CPU_E_NOMEM;
+	arg.B = B;
+	snprintf(fmt, sizeof(fmt), "gemm-b-v%d-%s", GEMM_PACK_VERSION,
+		 gemm_isa_name(gemm_isa_best()));
+	st->b = cpu_prepack(node, 1, fmt, size, pack_b, &arg, err, n);
+	/* A cached blob is checked once more by the GEMM's own validator. */
+	if (!st->b || gemm_pack_b_check(st->b, size, B->dims[0], B->dims[1])) {
+		int rc = st->b ? 0 : CPU_E_NOMEM;
+
+		free(st);
+		return rc;
+	}
+	st->src = B->data;
+	st->K = B->dims[0];
+	st->N = B->dims[1];
+	node->state = st;
+	return 0;
+}
+
+static void matmul_release(cpu_node *node)
+{
+	free(node->state);
+	node->state = NULL;
 }
 
 static int matmul_compute(cpu_ctx *ctx)
@@ -79,6 +141,15 @@ static int matmul_compute(cpu_ctx *ctx)
 	r.y = Y->data;
 	for (int d = 0; d < ranks[1]; d++)
 		bbatch *= B->dims[d];
+	if (bbatch == 1 && ctx->node->state && r.b == ((mm_packed *)ctx->node->state)->src &&
+	    r.K == ((mm_packed *)ctx->node->state)->K && r.N == ((mm_packed *)ctx->node->state)->N) {
+		gemm_epilogue ep = GEMM_EPILOGUE_INIT;
+
+		if (gemm_compute(NULL, cpu_numel(Y) / (r.N ? r.N : 1), r.N, r.K, r.a, r.K, 0,
+				 ((mm_packed *)ctx->node->state)->b, &ep, r.y, r.N))
+			return cpu_fail(ctx, CPU_E_INTERNAL, "packed GEMM failed");
+		return 0;
+	}
 	if (bbatch == 1) {
 		/* B is shared by every batch entry: one GEMM over the stacked rows */
 		cpu_sgemm(0, 0, cpu_numel(Y) / (r.N ? r.N : 1), r.N, r.K, 1.0f, r.a, r.K, r.b, r.N,
@@ -105,7 +176,7 @@ static int gemm_init_c(cpu_ctx *ctx, const cpu_tensor *C, cpu_tensor *Y)
 	return 0;
 }
 
-static int gemm_compute(cpu_ctx *ctx)
+static int gemm_op_compute(cpu_ctx *ctx)
 {
 	const Onnx__NodeProto *p = ctx->node->proto;
 	const cpu_tensor *A, *B, *C = cpu_input(ctx, 2);
@@ -143,8 +214,8 @@ static int gemm_compute(cpu_ctx *ctx)
 }
 
 const cpu_op cpu_op_matmul = {
-	"MatMul", "", 1, CPU_OPSET_MAX, f32_supports, NULL, matmul_compute, NULL,
+	"MatMul", "", 1, CPU_OPSET_MAX, f32_supports, matmul_prepare, matmul_compute, matmul_release,
 };
 const cpu_op cpu_op_gemm = {
-	"Gemm", "", 1, CPU_OPSET_MAX, f32_supports, NULL, gemm_compute, NULL,
+	"Gemm", "", 1, CPU_OPSET_MAX, f32_supports, NULL, gemm_op_compute, NULL,
 };
