@@ -41,6 +41,8 @@ static int mm_row(void *arg, int64_t len, const int64_t *off, const int64_t *st)
 
 /* A constant 2-D B is packed once for the GEMM (through the pre-pack
  * cache, docs/PREPACK.md) and every run multiplies against the packed form. */
+#define MM_PACK_MAX ((size_t)16 << 20)
+
 typedef struct mm_packed {
 	const void *b;
 	const float *src;
@@ -69,7 +71,10 @@ static int matmul_prepare(cpu_node *node, char *err, size_t n)
 	if (!B || B->dtype != CPU_FLOAT || B->rank != 2 || B->dims[0] <= 0 || B->dims[1] <= 0)
 		return 0;
 	size = gemm_pack_b_size(GEMM_ISA_AUTO, B->dims[0], B->dims[1]);
-	if (!size)
+	/* Very large weights stay where they are (mapped from external data,
+	 * shared by every process) and are packed block by block per call:
+	 * a second resident copy would double the provider's memory. */
+	if (!size || size > MM_PACK_MAX)
 		return 0;
 	st = calloc(1, sizeof(*st));
 	if (!st)
