@@ -4,11 +4,13 @@
  *
  *   bench-gemm [--isa auto|avx512|avx2|scalar] [--threads 1,2]
  *              [--shapes MxNxK,...] [--seconds S] [--windows W] [--unpacked]
+ *              [--trans-b]
  *
  * It measures (1) the peak: independent FMA chains on the ISA's widest
  * registers, one core; (2) the microkernel alone on one full tile, with A
  * and the B panel hot in L1; (3) whole GEMMs with B pre-packed (as weights
- * are), or packed on every call with --unpacked, at each thread count.
+ * are), or packed on every call with --unpacked, at each thread count;
+ * --trans-b stores B as N x K (ONNX Gemm with transB=1, nn.Linear).
  * Percentages are of threads x the measured one-core peak.  Each figure
  * is the best of W timed windows (default 5) spread over S seconds (0.5)
  * per figure, since a shared VM is noisy; one
@@ -194,7 +196,7 @@ typedef struct gemm_ctx {
 	int64_t M, N, K;
 	float *A, *B, *C;
 	void *packed;
-	int unpacked;
+	int unpacked, transB;
 } gemm_ctx;
 
 static void run_gemm(void *p)
@@ -203,8 +205,8 @@ static void run_gemm(void *p)
 	int rc;
 
 	if (g->unpacked)
-		rc = gemm_sgemm(g->pool, g->isa, 0, 0, g->M, g->N, g->K, g->A, g->K, g->B, g->N,
-				NULL, g->C, g->N);
+		rc = gemm_sgemm(g->pool, g->isa, 0, g->transB, g->M, g->N, g->K, g->A, g->K, g->B,
+				g->transB ? g->K : g->N, NULL, g->C, g->N);
 	else
 		rc = gemm_compute(g->pool, g->M, g->N, g->K, g->A, g->K, 0, g->packed, NULL,
 				  g->C, g->N);
@@ -215,15 +217,16 @@ static void run_gemm(void *p)
 }
 
 static double gemm_gflops(gemm_isa isa, gemm_pool *pool, int64_t M, int64_t N, int64_t K,
-			  int unpacked, double seconds)
+			  int unpacked, int transB, double seconds)
 {
 	gemm_ctx g = {pool, isa, M, N, K, rand_floats((size_t)(M * K)),
-		      rand_floats((size_t)(K * N)), rand_floats((size_t)(M * N)), NULL, unpacked};
+		      rand_floats((size_t)(K * N)), rand_floats((size_t)(M * N)), NULL, unpacked,
+		      transB};
 	size_t size = gemm_pack_b_size(isa, K, N);
 	double r;
 
 	g.packed = aligned_alloc(GEMM_PACK_ALIGN, (size + 63) / 64 * 64);
-	if (!g.packed || gemm_pack_b(isa, g.B, N, 0, K, N, g.packed, size)) {
+	if (!g.packed || gemm_pack_b(isa, g.B, transB ? K : N, transB, K, N, g.packed, size)) {
 		fprintf(stderr, "bench-gemm: cannot pack B\n");
 		exit(1);
 	}
@@ -258,7 +261,7 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: bench-gemm [--isa auto|avx512|avx2|scalar] [--threads 1,2]\n"
 			"                  [--shapes MxNxK,...] [--seconds S] [--windows W]\n"
-			"                  [--unpacked]\n");
+			"                  [--unpacked] [--trans-b]\n");
 	exit(2);
 }
 
@@ -267,7 +270,7 @@ int main(int argc, char **argv)
 	const char *shapes = DEFAULT_SHAPES, *threads = "1,2";
 	gemm_isa isa = GEMM_ISA_AUTO;
 	double seconds = 0.5, pk;
-	int unpacked = 0, nt = 0, tlist[16];
+	int unpacked = 0, transB = 0, nt = 0, tlist[16];
 	const gemm_isa_desc *d;
 	char *list, *save = NULL;
 
@@ -284,6 +287,8 @@ int main(int argc, char **argv)
 			windows = atoi(argv[++i]) > 0 ? atoi(argv[i]) : 1;
 		else if (!strcmp(argv[i], "--unpacked"))
 			unpacked = 1;
+		else if (!strcmp(argv[i], "--trans-b"))
+			transB = 1;
 		else
 			usage();
 	}
@@ -307,7 +312,8 @@ int main(int argc, char **argv)
 		printf("microkernel %dx%d kc %3ld (A, B panel hot in L1): %6.1f GFLOP/s  %5.1f%%\n",
 		       d->mr, d->nr, (long)kc, g, 100.0 * g / pk);
 	}
-	printf("%-18s", unpacked ? "GEMM (B unpacked)" : "GEMM (B packed)");
+	printf("%-18s", unpacked ? (transB ? "GEMM (B^T unpacked)" : "GEMM (B unpacked)")
+				 : "GEMM (B packed)");
 	for (int t = 0; t < nt; t++)
 		printf("   %2d thread%s GFLOP/s  %%peak", tlist[t], tlist[t] > 1 ? "s" : " ");
 	printf("\n");
@@ -327,7 +333,7 @@ int main(int argc, char **argv)
 				fprintf(stderr, "bench-gemm: cannot start %d threads\n", tlist[t]);
 				return 1;
 			}
-			g = gemm_gflops(isa, pool, M, N, K, unpacked, seconds);
+			g = gemm_gflops(isa, pool, M, N, K, unpacked, transB, seconds);
 			if (valid_windows)
 				printf("   %16.1f  %5.1f%%", g, 100.0 * g / (pk * tlist[t]));
 			else

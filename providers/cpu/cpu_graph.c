@@ -19,6 +19,7 @@ enum { V_INPUT, V_CONST, V_NODE, V_OUTER };
 struct cpu_graph {
 	const Onnx__GraphProto *proto;
 	const cpu_opsets *opsets;
+	struct cpu_pack_cache *pack;  /* the enclosing subgraph's pre-pack cache */
 	int64_t default_opset;
 	size_t n_values, cap_values;
 	const char **names;
@@ -267,7 +268,7 @@ static int init_node(cpu_graph *g, size_t k, char *err, size_t n)
 
 	if (!opset && (!domain[0] || strcmp(domain, "ai.onnx") == 0))
 		opset = g->default_opset;
-	rc = cpu_node_init_opsets(&g->nodes[k], NULL, g->opsets, p, opset, g->node_consts[k],
+	rc = cpu_node_init_opsets(&g->nodes[k], g->pack, g->opsets, p, opset, g->node_consts[k],
 				  (int)p->n_input, (int)p->n_output, err, n);
 	if (rc == 0)
 		g->inited = k + 1;
@@ -292,7 +293,8 @@ static int finish_tables(cpu_graph *g)
 }
 
 int cpu_graph_compile(const Onnx__GraphProto *gp, const cpu_opsets *opsets,
-		      int64_t default_opset, cpu_graph **out, char *err, size_t n)
+		      int64_t default_opset, struct cpu_pack_cache *pack, cpu_graph **out,
+		      char *err, size_t n)
 {
 	cpu_graph *g = calloc(1, sizeof(*g));
 	int rc;
@@ -300,6 +302,7 @@ int cpu_graph_compile(const Onnx__GraphProto *gp, const cpu_opsets *opsets,
 	*out = NULL;
 	if (!g)
 		return snprintf(err, n, "out of memory"), CPU_E_NOMEM;
+	g->pack = pack;
 	g->proto = gp;
 	g->opsets = opsets;
 	g->default_opset = default_opset;

@@ -25,9 +25,11 @@ typedef struct cpu_graph cpu_graph;
 
 /* Compiles gp, which must outlive the result.  Nodes of a domain that
  * opsets does not name use default_opset for ai.onnx (the owning node's).
- * Returns 0 or a cpu_status with err filled. */
+ * Their weights pre-pack through `pack` (the owning node's cache, may be
+ * NULL).  Returns 0 or a cpu_status with err filled. */
 int cpu_graph_compile(const Onnx__GraphProto *gp, const cpu_opsets *opsets,
-		      int64_t default_opset, cpu_graph **out, char *err, size_t n);
+		      int64_t default_opset, struct cpu_pack_cache *pack, cpu_graph **out,
+		      char *err, size_t n);
 void cpu_graph_free(cpu_graph *g);
 int cpu_graph_n_inputs(const cpu_graph *g);
 int cpu_graph_n_outputs(const cpu_graph *g);

@@ -30,6 +30,40 @@ def run(ort_run, model, inp, out, *extra):
     return json.loads(r.stdout), r.stderr
 
 
+def subgraph_case(ort_run, work):
+    """An If whose branches hold MatMuls with their own weights: they pack
+    and cache too."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(3)
+
+    def branch(name):
+        w = numpy_helper.from_array(rng.standard_normal((16, 8)).astype(np.float32), name + "_w")
+        return helper.make_graph([helper.make_node("MatMul", ["x", name + "_w"], [name + "_y"])],
+                                 name, [], [helper.make_tensor_value_info(name + "_y", TensorProto.FLOAT, [4, 8])],
+                                 [w])
+    node = helper.make_node("If", ["c"], ["y"], then_branch=branch("then"), else_branch=branch("else"))
+    g = helper.make_graph([node], "ifmm",
+                          [helper.make_tensor_value_info("c", TensorProto.BOOL, []),
+                           helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 16])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8])])
+    sub = os.path.join(work, "if")
+    os.makedirs(sub, exist_ok=True)
+    model = os.path.join(sub, "model.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), model)
+    np.save(os.path.join(sub, "c.npy"), np.array(True))
+    np.save(os.path.join(sub, "x.npy"), rng.standard_normal((4, 16)).astype(np.float32))
+    args = ["--input", "c=" + os.path.join(sub, "c.npy"), "--input", "x=" + os.path.join(sub, "x.npy"), "--json"]
+    runs = []
+    for extra in (["--save-prepacked"], []):
+        r = subprocess.run([ort_run, model, *args, *extra], capture_output=True, text=True, timeout=60)
+        runs.append(json.loads(r.stdout) if r.returncode == 0 else None)
+    ok = runs[0] and runs[1] and runs[0]["prepack_cache"]["misses"] == 2 and \
+        runs[1]["prepack_cache"]["hits"] == 2 and runs[1]["prepack_cache"]["misses"] == 0
+    check(bool(ok), "If branches: their MatMul weights pack and come from the cache")
+
+
 def main():
     ort_run, models, work = sys.argv[1:4]
     shutil.rmtree(work, ignore_errors=True)
@@ -61,6 +95,7 @@ def main():
         repacked = res["prepack_cache"]["misses"] > 0
         warned = "pre-pack cache ignored" in err or name == "corrupt blob hash"
         check(same and repacked and warned, "%s cache: warning, re-pack, same output" % name)
+    subgraph_case(ort_run, work)
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 

@@ -15,7 +15,7 @@ int ctl_compile(const cpu_node *node, const char *name, cpu_graph **g, char *err
 
 	if (!a || !a->g)
 		return snprintf(err, n, "attribute '%s' (a graph) is missing", name), CPU_E_INVALID;
-	return cpu_graph_compile(a->g, node->opsets, node->opset, g, err, n);
+	return cpu_graph_compile(a->g, node->opsets, node->opset, node->pack, g, err, n);
 }
 
 int ctl_supports_graphs(const Onnx__NodeProto *p, int64_t opset, const char *const *attrs,
