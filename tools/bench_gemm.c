@@ -84,8 +84,8 @@ static double peak(gemm_isa isa)
 	double best = 0.0;
 	volatile float sink;
 
-	for (int r = 0; r < 20; r++) {
-		long n = 1000000;
+	for (int r = 0; r < 200; r++) {
+		long n = 250000;   /* ~1 ms */
 		double t = clock_s(CLOCK_THREAD_CPUTIME_ID), g;
 		sink = wide ? fma_avx512(n) : fma_avx2(n);
 		t = clock_s(CLOCK_THREAD_CPUTIME_ID) - t;

@@ -40,17 +40,17 @@
  * not to burn a core while the provider idles. */
 enum { SPIN_NS = 100000 };
 
-typedef struct member {
+typedef struct pool_member {
 	void *scratch;
 	size_t scratch_size;
 	pthread_t thread;
 	gemm_pool *pool;
 	int id;
-} member;
+} pool_member;
 
 struct gemm_pool {
 	int n;                          /* members, caller included */
-	member *m;                      /* n entries; m[0] is the caller */
+	pool_member *m;                 /* n entries; m[0] is the caller */
 	pthread_mutex_t use;            /* try_begin/end */
 
 	/* The job: written by the caller before gen is bumped, read by
@@ -136,7 +136,7 @@ static void run_tasks(gemm_pool *p, uint32_t job, int id)
 
 static void *worker_main(void *arg)
 {
-	member *self = arg;
+	pool_member *self = arg;
 	gemm_pool *p = self->pool;
 	/* gen was 0 when the pool was created; reading it here instead
 	 * would skip a job published before this thread got to run. */
