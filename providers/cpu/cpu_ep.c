@@ -20,6 +20,7 @@
 #include "cpu_prepack.h"
 #include "cpu_kernel.h"
 #include "ep_host.h"
+#include "threadpool.h"
 
 typedef struct cpu_sg {
 	size_t n_values;
@@ -47,6 +48,7 @@ typedef struct cpu_sg {
 	const char **opset_domains;
 	int64_t *opset_versions;
 	const ep_subgraph *sg;    /* for the scope of a run */
+	gemm_pool *pool;          /* intra-op threads (sg->threads > 1), or NULL */
 } cpu_sg;
 
 /* The top-level values by name, for subgraphs that read them. */
@@ -113,6 +115,7 @@ static void cpu_sg_free(cpu_sg *c)
 	free(c->bound);
 	cpu_arena_free(c->arena);
 	cpu_pack_cache_close(c->pack);
+	gemm_pool_destroy(c->pool);
 	free(c);
 }
 
@@ -274,6 +277,11 @@ static int cpu_load(void *self, ep_subgraph *sg, char *err, size_t n)
 		return snprintf(err, n, "out of memory"), EP_E_NOMEM;
 	}
 	c->sg = sg;
+	/* The session's intra-op threads: this thread plus threads - 1
+	 * workers, shared by the GEMM-based kernels of every node. */
+	if (sg->threads > 1 && gemm_pool_create(sg->threads, &c->pool))
+		fprintf(stderr, "ort-ep-cpu: warning: no thread pool (%d threads), running on one\n",
+			sg->threads);
 	load_weights(c, sg);
 	c->pack = cpu_pack_cache_open(sg->prepack_in_fd, sg->prepack_in_size,
 				      cpu_pack_hash(sg->msg->graph.data, sg->msg->graph.len));
@@ -382,8 +390,8 @@ static int run_node(cpu_sg *c, const ep_subgraph *sg, ep_run *r, size_t k,
 		c->planned[i] = b >= 0 && !r->bindings[b].dynamic ? &c->vals[v] : NULL;
 		c->out_heap[i] = 0;
 	}
-	rc = cpu_node_run_scoped(node, c->arena, &scope.base, c->in, c->planned, c->out,
-				 c->out_heap, threads, err, n);
+	rc = cpu_node_run_pool(node, c->arena, &scope.base, c->pool, c->in, c->planned, c->out,
+			       c->out_heap, threads, err, n);
 	if (rc)
 		return rc;
 	for (int i = 0; i < node->n_out; i++) {

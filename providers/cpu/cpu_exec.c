@@ -211,6 +211,14 @@ int cpu_node_run_scoped(cpu_node *node, cpu_arena *arena, const cpu_scope *scope
 			const cpu_tensor **in, const cpu_tensor **planned, cpu_tensor *out,
 			int *out_heap, int threads, char *err, size_t n)
 {
+	return cpu_node_run_pool(node, arena, scope, NULL, in, planned, out, out_heap, threads,
+				 err, n);
+}
+
+int cpu_node_run_pool(cpu_node *node, cpu_arena *arena, const cpu_scope *scope,
+		      struct gemm_pool *pool, const cpu_tensor **in, const cpu_tensor **planned,
+		      cpu_tensor *out, int *out_heap, int threads, char *err, size_t n)
+{
 	exec_run run;
 	cpu_ctx ctx;
 	int rc;
@@ -237,6 +245,7 @@ int cpu_node_run_scoped(cpu_node *node, cpu_arena *arena, const cpu_scope *scope
 	ctx.in = in;
 	ctx.arena = arena;
 	ctx.scope = scope;
+	ctx.pool = pool;
 	ctx.exec = &run;
 	ctx.threads = threads > 0 ? threads : 1;
 	ctx.err = err;

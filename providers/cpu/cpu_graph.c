@@ -443,8 +443,8 @@ static int run_node(cpu_graph *g, cpu_ctx *ctx, const graph_scope *sc, size_t k)
 					g->names[v]);
 		g->in[i] = v >= 0 ? &g->vals[v] : NULL;
 	}
-	rc = cpu_node_run_scoped(node, ctx->arena, &sc->base, g->in, g->planned, g->out,
-				 g->out_heap, ctx->threads, ctx->err, ctx->errlen);
+	rc = cpu_node_run_pool(node, ctx->arena, &sc->base, ctx->pool, g->in, g->planned,
+			       g->out, g->out_heap, ctx->threads, ctx->err, ctx->errlen);
 	if (rc)
 		return rc;
 	for (int i = 0; i < node->n_out; i++) {

@@ -3,7 +3,7 @@
  * used by MatMul, Gemm and Conv (im2col).  The work is done by the packed
  * GEMM in providers/cpu/gemm (per-ISA microkernels chosen from cpuid,
  * BLIS-style blocking); this file keeps the BLAS-like cpu_sgemm signature
- * the ops call, runs it on the calling thread, and keeps two shortcuts
+ * the ops call (cpu_sgemm_pool: on the intra-op pool), and keeps two shortcuts
  * that beat packing: a single row or a single column of C reads B (or A)
  * in place.  The unblocked loops remain for when the packed B's buffer
  * cannot be allocated.
@@ -97,6 +97,13 @@ void cpu_sgemm(int transA, int transB, int64_t M, int64_t N, int64_t K, float al
 	       const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
 	       float *C, int64_t ldc)
 {
+	cpu_sgemm_pool(NULL, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+void cpu_sgemm_pool(struct gemm_pool *pool, int transA, int transB, int64_t M, int64_t N,
+		    int64_t K, float alpha, const float *A, int64_t lda, const float *B,
+		    int64_t ldb, float beta, float *C, int64_t ldc)
+{
 	gemm_epilogue ep = GEMM_EPILOGUE_INIT;
 
 	if (M <= 0 || N <= 0)
@@ -113,7 +120,7 @@ void cpu_sgemm(int transA, int transB, int64_t M, int64_t N, int64_t K, float al
 	}
 	ep.alpha = alpha;
 	ep.beta = beta;
-	if (gemm_sgemm(NULL, GEMM_ISA_AUTO, transA, transB, M, N, K, A, lda, B, ldb, &ep, C,
+	if (gemm_sgemm(pool, GEMM_ISA_AUTO, transA, transB, M, N, K, A, lda, B, ldb, &ep, C,
 		       ldc) == 0)
 		return;
 	scale_c(M, N, beta, C, ldc);   /* no memory to pack B */

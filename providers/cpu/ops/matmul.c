@@ -1,8 +1,11 @@
 /*
  * matmul: ONNX MatMul (numpy semantics: batch dims broadcast, 1-D operands
  * promoted and their unit dim dropped from the result) and Gemm (alpha,
- * beta, transA, transB, optional C broadcast onto [M, N]), float32, both on
- * cpu_sgemm.  When B has no batch, the batch of A folds into one tall GEMM.
+ * beta, transA, transB, optional C broadcast onto [M, N]), float32, on the
+ * packed GEMM and the provider's thread pool.  A constant B (weights, also
+ * Gemm's transB=1 as nn.Linear exports it) is packed once at load through
+ * the pre-pack cache; Gemm's constant row C becomes the GEMM's bias.  When
+ * B has no batch, the batch of A folds into one tall GEMM.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +27,7 @@ typedef struct mm_run {
 	const float *a, *b;
 	float *y;
 	int64_t M, N, K;
+	struct gemm_pool *pool;
 } mm_run;
 
 /* One broadcast row of batch entries: a GEMM per entry. */
@@ -34,7 +38,8 @@ static int mm_row(void *arg, int64_t len, const int64_t *off, const int64_t *st)
 		const float *a = r->a + (off[0] + j * st[0]) * r->M * r->K;
 		const float *b = r->b + (off[1] + j * st[1]) * r->K * r->N;
 		float *y = r->y + (off[2] + j) * r->M * r->N;
-		cpu_sgemm(0, 0, r->M, r->N, r->K, 1.0f, a, r->K, b, r->N, 0.0f, y, r->N);
+		cpu_sgemm_pool(r->pool, 0, 0, r->M, r->N, r->K, 1.0f, a, r->K, b, r->N, 0.0f, y,
+			       r->N);
 	}
 	return 0;
 }
@@ -51,48 +56,69 @@ typedef struct mm_packed {
 
 typedef struct pack_arg {
 	const cpu_tensor *B;
+	int transB;
 } pack_arg;
 
 static int pack_b(void *dst, size_t size, void *arg)
 {
-	const cpu_tensor *B = ((pack_arg *)arg)->B;
+	const pack_arg *a = arg;
+	const cpu_tensor *B = a->B;
+	int64_t K = B->dims[a->transB ? 1 : 0], N = B->dims[a->transB ? 0 : 1];
 
-	return gemm_pack_b(GEMM_ISA_AUTO, B->data, B->dims[1], 0, B->dims[0], B->dims[1], dst, size);
+	return gemm_pack_b(GEMM_ISA_AUTO, B->data, B->dims[1], a->transB, K, N, dst, size);
 }
 
-static int matmul_prepare(cpu_node *node, char *err, size_t n)
+/* Packs op(B) of node input 1 when it is a constant 2-D float matrix of a
+ * reasonable size; st->b stays NULL otherwise (the op then multiplies the
+ * unpacked B).  0, or a cpu_status on out-of-memory. */
+static int pack_const_b(cpu_node *node, int transB, mm_packed *st, char *err, size_t n)
 {
 	const cpu_tensor *B = node->n_in > 1 ? cpu_node_const(node, 1) : NULL;
-	mm_packed *st;
-	pack_arg arg;
+	pack_arg arg = {B, transB};
+	int64_t K, N;
 	char fmt[48];
 	size_t size;
 
 	if (!B || B->dtype != CPU_FLOAT || B->rank != 2 || B->dims[0] <= 0 || B->dims[1] <= 0)
 		return 0;
-	size = gemm_pack_b_size(GEMM_ISA_AUTO, B->dims[0], B->dims[1]);
+	K = B->dims[transB ? 1 : 0];
+	N = B->dims[transB ? 0 : 1];
+	size = gemm_pack_b_size(GEMM_ISA_AUTO, K, N);
 	/* Very large weights stay where they are (mapped from external data,
 	 * shared by every process) and are packed block by block per call:
 	 * a second resident copy would double the provider's memory. */
 	if (!size || size > MM_PACK_MAX)
 		return 0;
-	st = calloc(1, sizeof(*st));
-	if (!st)
-		return snprintf(err, n, "out of memory"), CPU_E_NOMEM;
-	arg.B = B;
-	snprintf(fmt, sizeof(fmt), "gemm-b-v%d-%s", GEMM_PACK_VERSION,
+	/* The format names the orientation: a cache written for MatMul's B
+	 * is never read as Gemm's B^T. */
+	snprintf(fmt, sizeof(fmt), "gemm-b%s-v%d-%s", transB ? "t" : "", GEMM_PACK_VERSION,
 		 gemm_isa_name(gemm_isa_best()));
 	st->b = cpu_prepack(node, 1, fmt, size, pack_b, &arg, err, n);
+	if (!st->b)
+		return CPU_E_NOMEM;
 	/* A cached blob is checked once more by the GEMM's own validator. */
-	if (!st->b || gemm_pack_b_check(st->b, size, B->dims[0], B->dims[1])) {
-		int rc = st->b ? 0 : CPU_E_NOMEM;
+	if (gemm_pack_b_check(st->b, size, K, N)) {
+		st->b = NULL;
+		return 0;
+	}
+	st->src = B->data;
+	st->K = K;
+	st->N = N;
+	return 0;
+}
 
+static int matmul_prepare(cpu_node *node, char *err, size_t n)
+{
+	mm_packed *st = calloc(1, sizeof(*st));
+	int rc;
+
+	if (!st)
+		return snprintf(err, n, "out of memory"), CPU_E_NOMEM;
+	rc = pack_const_b(node, 0, st, err, n);
+	if (rc || !st->b) {
 		free(st);
 		return rc;
 	}
-	st->src = B->data;
-	st->K = B->dims[0];
-	st->N = B->dims[1];
 	node->state = st;
 	return 0;
 }
@@ -103,9 +129,18 @@ static void matmul_release(cpu_node *node)
 	node->state = NULL;
 }
 
+/* The packed B of this node, when the run's B is the one that was packed. */
+static const void *packed_for(const cpu_ctx *ctx, const cpu_tensor *B, int64_t K, int64_t N)
+{
+	const mm_packed *st = ctx->node->state;
+
+	return st && st->b && B->data == st->src && st->K == K && st->N == N ? st->b : NULL;
+}
+
 static int matmul_compute(cpu_ctx *ctx)
 {
 	const cpu_tensor *A, *B;
+	const void *packed;
 	cpu_tensor *Y;
 	int64_t dims[CPU_MAX_RANK], Kb, bbatch = 1;
 	int ranks[2], yr, rc = 0;
@@ -144,21 +179,21 @@ static int matmul_compute(cpu_ctx *ctx)
 	r.a = A->data;
 	r.b = B->data;
 	r.y = Y->data;
+	r.pool = ctx->pool;
 	for (int d = 0; d < ranks[1]; d++)
 		bbatch *= B->dims[d];
-	if (bbatch == 1 && ctx->node->state && r.b == ((mm_packed *)ctx->node->state)->src &&
-	    r.K == ((mm_packed *)ctx->node->state)->K && r.N == ((mm_packed *)ctx->node->state)->N) {
-		gemm_epilogue ep = GEMM_EPILOGUE_INIT;
-
-		if (gemm_compute(NULL, cpu_numel(Y) / (r.N ? r.N : 1), r.N, r.K, r.a, r.K, 0,
-				 ((mm_packed *)ctx->node->state)->b, &ep, r.y, r.N))
+	if (bbatch == 1 && B->rank == 2 && (packed = packed_for(ctx, B, r.K, r.N))) {
+		/* Every batch entry of A against the same packed weights: one
+		 * tall GEMM; a single row streams the panels once. */
+		if (gemm_compute(ctx->pool, cpu_numel(Y) / (r.N ? r.N : 1), r.N, r.K, r.a, r.K, 0,
+				 packed, NULL, r.y, r.N))
 			return cpu_fail(ctx, CPU_E_INTERNAL, "packed GEMM failed");
 		return 0;
 	}
 	if (bbatch == 1) {
 		/* B is shared by every batch entry: one GEMM over the stacked rows */
-		cpu_sgemm(0, 0, cpu_numel(Y) / (r.N ? r.N : 1), r.N, r.K, 1.0f, r.a, r.K, r.b, r.N,
-			  0.0f, r.y, r.N);
+		cpu_sgemm_pool(ctx->pool, 0, 0, cpu_numel(Y) / (r.N ? r.N : 1), r.N, r.K, 1.0f, r.a,
+			       r.K, r.b, r.N, 0.0f, r.y, r.N);
 		return 0;
 	}
 	return cpu_bcast_each(&bc, mm_row, &r);
@@ -181,13 +216,62 @@ static int gemm_init_c(cpu_ctx *ctx, const cpu_tensor *C, cpu_tensor *Y)
 	return 0;
 }
 
+/* Gemm's state: the packed op(B) and, when C is a constant row ([N] or
+ * [1, N]), beta * C as the GEMM's per-column bias. */
+typedef struct gemm_state {
+	mm_packed pk;
+	float *bias;
+	int64_t bias_n;
+	const void *c_src;
+} gemm_state;
+
+static void gemm_release(cpu_node *node)
+{
+	gemm_state *st = node->state;
+
+	if (st)
+		free(st->bias);
+	free(st);
+	node->state = NULL;
+}
+
+static int gemm_prepare(cpu_node *node, char *err, size_t n)
+{
+	const Onnx__NodeProto *p = node->proto;
+	const cpu_tensor *C = node->n_in > 2 ? cpu_node_const(node, 2) : NULL;
+	float beta = cpu_attr_float(p, "beta", 1.0f);
+	gemm_state *st = calloc(1, sizeof(*st));
+	int rc;
+
+	if (!st)
+		return snprintf(err, n, "out of memory"), CPU_E_NOMEM;
+	node->state = st;
+	rc = pack_const_b(node, cpu_attr_int(p, "transB", 0) != 0, &st->pk, err, n);
+	if (rc)
+		return rc;
+	if (st->pk.b && C && C->dtype == CPU_FLOAT && cpu_numel(C) == st->pk.N &&
+	    (C->rank == 1 || (C->rank == 2 && C->dims[0] == 1))) {
+		st->bias = malloc((size_t)st->pk.N * sizeof(float) + 1);
+		if (!st->bias)
+			return snprintf(err, n, "out of memory"), CPU_E_NOMEM;
+		for (int64_t j = 0; j < st->pk.N; j++)
+			st->bias[j] = beta * ((const float *)C->data)[j];
+		st->bias_n = st->pk.N;
+		st->c_src = C->data;
+	}
+	return 0;
+}
+
 static int gemm_op_compute(cpu_ctx *ctx)
 {
 	const Onnx__NodeProto *p = ctx->node->proto;
+	const gemm_state *st = ctx->node->state;
 	const cpu_tensor *A, *B, *C = cpu_input(ctx, 2);
 	int ta = cpu_attr_int(p, "transA", 0) != 0, tb = cpu_attr_int(p, "transB", 0) != 0;
 	float alpha = cpu_attr_float(p, "alpha", 1.0f), beta = cpu_attr_float(p, "beta", 1.0f);
+	gemm_epilogue ep = GEMM_EPILOGUE_INIT;
 	int64_t dims[2], M, N, K, Kb;
+	const void *packed = NULL;
 	cpu_tensor *Y;
 	int rc = 0;
 
@@ -211,10 +295,26 @@ static int gemm_op_compute(cpu_ctx *ctx)
 	dims[1] = N;
 	if (!(Y = cpu_output(ctx, 0, CPU_FLOAT, 2, dims)))
 		return CPU_E_NOMEM;
-	if (C && beta != 0.0f && (rc = gemm_init_c(ctx, C, Y)) != 0)
-		return rc;
-	cpu_sgemm(ta, tb, M, N, K, alpha, A->data, A->dims[1], B->data, B->dims[1],
-		  C ? beta : 0.0f, Y->data, N);
+	if (st && st->pk.b && B->data == st->pk.src && st->pk.K == K && st->pk.N == N)
+		packed = st->pk.b;
+	if (!packed) {
+		if (C && beta != 0.0f && (rc = gemm_init_c(ctx, C, Y)) != 0)
+			return rc;
+		cpu_sgemm_pool(ctx->pool, ta, tb, M, N, K, alpha, A->data, A->dims[1], B->data,
+			       B->dims[1], C ? beta : 0.0f, Y->data, N);
+		return 0;
+	}
+	ep.alpha = alpha;
+	if (C && beta != 0.0f && st->bias && C->data == st->c_src && cpu_numel(C) == N) {
+		ep.bias = st->bias;
+		ep.bias_kind = GEMM_BIAS_COL;
+	} else if (C && beta != 0.0f) {
+		if ((rc = gemm_init_c(ctx, C, Y)) != 0)
+			return rc;
+		ep.beta = beta;
+	}
+	if (gemm_compute(ctx->pool, M, N, K, A->data, A->dims[1], ta, packed, &ep, Y->data, N))
+		return cpu_fail(ctx, CPU_E_INTERNAL, "packed GEMM failed");
 	return 0;
 }
 
@@ -222,5 +322,5 @@ const cpu_op cpu_op_matmul = {
 	"MatMul", "", 1, CPU_OPSET_MAX, f32_supports, matmul_prepare, matmul_compute, matmul_release,
 };
 const cpu_op cpu_op_gemm = {
-	"Gemm", "", 1, CPU_OPSET_MAX, f32_supports, NULL, gemm_op_compute, NULL,
+	"Gemm", "", 1, CPU_OPSET_MAX, f32_supports, gemm_prepare, gemm_op_compute, gemm_release,
 };
