@@ -35,6 +35,7 @@ typedef struct core_proc {
 	int alive;
 	char death[256];          /* how it died, once it has */
 	char detail[256];         /* from HELLO */
+	int device_memory;        /* from HELLO: serves ALLOC, COPY, buffer refs */
 	ipc_chan chan;
 	ipc_segtab segs;          /* segments this process has mapped */
 	uint64_t next_fd_tag;

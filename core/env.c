@@ -263,6 +263,7 @@ static ortmk_status accept_hello(core_ep *ep, core_proc *p, const char *binary,
 	ok = hello_ok(ep, p, hello, token);
 	if (ok && hello->hello->detail)
 		snprintf(p->detail, sizeof(p->detail), "%s", hello->hello->detail);
+	p->device_memory = ok && hello->hello->has_device_memory && hello->hello->device_memory;
 	ack.accepted = ok;
 	ack.reason = ok ? "" : "token, pid, version or provider mismatch";
 	e.kind = ORTMK__KIND__HELLO_ACK;

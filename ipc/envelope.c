@@ -75,6 +75,7 @@ static const char *const kind_names[] = {
 	"UNSPECIFIED", "HELLO", "HELLO_ACK", "ADD_SEGMENT", "CAPABILITY_QUERY",
 	"CAPABILITY_REPLY", "LOAD_SUBGRAPH", "LOAD_DONE", "RUN", "RESULT",
 	"ERROR", "SHUTDOWN", "RELEASE", "ACK", "ADD_FILE", "RING_SETUP",
+	"ALLOC", "COPY",
 };
 #define N_KINDS ((int)(sizeof(kind_names) / sizeof(kind_names[0])))
 
@@ -103,6 +104,8 @@ static const Ortmk__Envelope__BodyCase kind_body[] = {
 	ORTMK__ENVELOPE__BODY_ACK,
 	ORTMK__ENVELOPE__BODY_ADD_FILE,
 	ORTMK__ENVELOPE__BODY_RING_SETUP,
+	ORTMK__ENVELOPE__BODY_ALLOC,
+	ORTMK__ENVELOPE__BODY_COPY,
 };
 
 size_t ipc_dtype_size(int32_t dtype)
@@ -158,6 +161,21 @@ int ipc_tensor_ref_check(const Ortmk__TensorRef *t, const ipc_segtab *segs,
 		if ((uint64_t)want != t->nbytes)
 			return fail(err, errlen, "tensor ref %u: %llu bytes for a shape that needs %lld",
 				    t->value, (unsigned long long)t->nbytes, (long long)want);
+	}
+	if (t->has_buffer_id) {
+		/* Device memory: the provider knows its buffers, not this table. */
+		if (t->buffer_id == 0 || t->segment_id != 0)
+			return fail(err, errlen, "tensor ref %u: device buffer %llu with segment %llu",
+				    t->value, (unsigned long long)t->buffer_id,
+				    (unsigned long long)t->segment_id);
+		if (t->kind != ORTMK__VALUE_KIND__VALUE_TENSOR || (!t->dynamic && !elem))
+			return fail(err, errlen, "tensor ref %u: only numeric tensors live in device buffers",
+				    t->value);
+		if (t->offset > IPC_MAX_DEVICE_BYTES || t->nbytes > IPC_MAX_DEVICE_BYTES - t->offset)
+			return fail(err, errlen, "tensor ref %u: bytes [%llu, +%llu) of buffer %llu out of range",
+				    t->value, (unsigned long long)t->offset, (unsigned long long)t->nbytes,
+				    (unsigned long long)t->buffer_id);
+		return 0;
 	}
 	if (!segs || t->dynamic)
 		return 0;
@@ -217,6 +235,80 @@ static int check_run(const Ortmk__Run *r, const ipc_segtab *segs, char *err, siz
 	return check_refs(r->bindings, r->n_bindings, segs, err, errlen);
 }
 
+/* One side of a copy: exactly one of segment and buffer; a segment range
+ * must lie inside that segment (when a table is given). */
+static int check_loc(const Ortmk__Loc *l, uint64_t nbytes, size_t i, const char *side,
+		     const ipc_segtab *segs, char *err, size_t errlen)
+{
+	shm_segment *s;
+
+	if (!l || l->has_segment_id == l->has_buffer_id)
+		return fail(err, errlen, "COPY op %zu: %s names %s", i, side,
+			    l && l->has_segment_id ? "both a segment and a buffer" : "neither a segment nor a buffer");
+	if (l->has_buffer_id) {
+		if (l->buffer_id == 0)
+			return fail(err, errlen, "COPY op %zu: %s buffer id 0", i, side);
+		if (l->offset > IPC_MAX_DEVICE_BYTES || nbytes > IPC_MAX_DEVICE_BYTES - l->offset)
+			return fail(err, errlen, "COPY op %zu: %s bytes [%llu, +%llu) of buffer %llu out of range",
+				    i, side, (unsigned long long)l->offset, (unsigned long long)nbytes,
+				    (unsigned long long)l->buffer_id);
+		return 0;
+	}
+	if (!segs)
+		return 0;
+	s = ipc_segtab_find(segs, l->segment_id);
+	if (!s)
+		return fail(err, errlen, "COPY op %zu: %s: unknown segment %llu", i, side,
+			    (unsigned long long)l->segment_id);
+	if (!shm_segment_contains(s, l->offset, nbytes))
+		return fail(err, errlen, "COPY op %zu: %s bytes [%llu, +%llu) outside segment %llu of %zu bytes",
+			    i, side, (unsigned long long)l->offset, (unsigned long long)nbytes,
+			    (unsigned long long)l->segment_id, s->size);
+	return 0;
+}
+
+int ipc_fence_ref_check(const Ortmk__FenceRef *f, const ipc_segtab *segs, char *err, size_t errlen)
+{
+	shm_segment *s;
+
+	if (f->offset % IPC_FENCE_ALIGN)
+		return fail(err, errlen, "fence at offset %llu: not %d-byte aligned",
+			    (unsigned long long)f->offset, IPC_FENCE_ALIGN);
+	if (f->value == 0 || (f->value & SHM_FENCE_FAILED))
+		return fail(err, errlen, "fence value %llu out of range", (unsigned long long)f->value);
+	if (!segs)
+		return 0;
+	s = ipc_segtab_find(segs, f->segment_id);
+	if (!s)
+		return fail(err, errlen, "fence in unknown segment %llu", (unsigned long long)f->segment_id);
+	if (!shm_segment_contains(s, f->offset, sizeof(shm_fence)))
+		return fail(err, errlen, "fence at offset %llu outside segment %llu of %zu bytes",
+			    (unsigned long long)f->offset, (unsigned long long)f->segment_id, s->size);
+	return 0;
+}
+
+static int check_copy(const Ortmk__Copy *c, const ipc_segtab *segs, char *err, size_t errlen)
+{
+	if (c->n_ops > IPC_MAX_COPY_OPS)
+		return fail(err, errlen, "COPY: %zu ops (at most %d)", c->n_ops, IPC_MAX_COPY_OPS);
+	for (size_t i = 0; i < c->n_ops; i++) {
+		const Ortmk__CopyOp *op = c->ops[i];
+		int rc;
+
+		if (op->nbytes == 0 || op->nbytes > IPC_MAX_DEVICE_BYTES)
+			return fail(err, errlen, "COPY op %zu: bad size %llu", i,
+				    (unsigned long long)op->nbytes);
+		rc = check_loc(op->src, op->nbytes, i, "source", segs, err, errlen);
+		if (rc == 0)
+			rc = check_loc(op->dst, op->nbytes, i, "destination", segs, err, errlen);
+		if (rc)
+			return rc;
+		if (op->src->has_segment_id && op->dst->has_segment_id)
+			return fail(err, errlen, "COPY op %zu: host to host (the core copies those itself)", i);
+	}
+	return c->signal ? ipc_fence_ref_check(c->signal, segs, err, errlen) : 0;
+}
+
 static int check_body(const Ortmk__Envelope *e, const ipc_segtab *segs,
 		      char *err, size_t errlen)
 {
@@ -239,6 +331,18 @@ static int check_body(const Ortmk__Envelope *e, const ipc_segtab *segs,
 		return check_load(e->load_subgraph, err, errlen);
 	case ORTMK__ENVELOPE__BODY_RUN:
 		return check_run(e->run, segs, err, errlen);
+	case ORTMK__ENVELOPE__BODY_ALLOC:
+		if (e->alloc->buffer_id == 0)
+			return fail(err, errlen, "ALLOC: buffer id 0");
+		if (e->alloc->nbytes == 0 || e->alloc->nbytes > IPC_MAX_DEVICE_BYTES)
+			return fail(err, errlen, "ALLOC: bad size %llu", (unsigned long long)e->alloc->nbytes);
+		return 0;
+	case ORTMK__ENVELOPE__BODY_COPY:
+		return check_copy(e->copy, segs, err, errlen);
+	case ORTMK__ENVELOPE__BODY_RELEASE:
+		if (e->release->has_buffer_id && e->release->buffer_id == 0)
+			return fail(err, errlen, "RELEASE: buffer id 0");
+		return 0;
 	case ORTMK__ENVELOPE__BODY_RESULT:
 		for (size_t i = 0; i < e->result->n_outputs; i++)
 			if (e->result->outputs[i]->dynamic)

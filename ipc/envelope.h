@@ -2,8 +2,9 @@
  * envelope: decoding and validation of every message that crosses the
  * process boundary.  Nothing else in ortmk looks at a received message
  * before ipc_envelope_decode() has accepted it: version, kind, body case,
- * sizes, dims, and (given a segment table) that every tensor reference lies
- * inside a mapped segment.  A provider is not trusted; neither is the core,
+ * sizes, dims, and (given a segment table) that every tensor reference, copy
+ * range and fence lies inside a mapped segment.  Device-buffer ranges are
+ * only bounded here; the provider checks them against its buffers.  A provider is not trusted; neither is the core,
  * from the provider's side.
  */
 #ifndef ORTMK_ENVELOPE_H
@@ -15,9 +16,12 @@
 #include "ortmk_ipc.pb-c.h"
 #include "shm.h"
 
-#define IPC_PROTOCOL_VERSION 1u
+#define IPC_PROTOCOL_VERSION 2u
 #define IPC_MAX_MESSAGE (256u << 20)  /* the largest message accepted */
 #define IPC_MAX_RANK 16
+#define IPC_MAX_DEVICE_BYTES (UINT64_C(1) << 44)  /* one device buffer at most */
+#define IPC_MAX_COPY_OPS 65536
+#define IPC_FENCE_ALIGN 16                /* FenceRef.offset alignment */
 
 /* Segments one side has mapped, by id (the validator's view of memory).
  * The table holds copies of the descriptors (base, size, fd, id): whoever
@@ -54,5 +58,9 @@ void ipc_envelope_free(Ortmk__Envelope *e);
 int ipc_tensor_ref_check(const Ortmk__TensorRef *t, const ipc_segtab *segs,
 			 char *err, size_t errlen);
 size_t ipc_dtype_size(int32_t dtype);
+/* A fence word: 16-byte aligned, inside a known segment (when segs is
+ * given), value neither 0 nor carrying the failed bit. */
+int ipc_fence_ref_check(const Ortmk__FenceRef *f, const ipc_segtab *segs,
+			char *err, size_t errlen);
 
 #endif

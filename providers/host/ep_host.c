@@ -8,7 +8,7 @@
  * request names (segments, files, value indexes, byte ranges) is checked
  * here before the provider's vtable sees it.
  */
-#include "ep_host.h"
+#include "ep_host_int.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -21,70 +21,16 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "channel.h"
 #include "log.h"
-#include "ring.h"
 
 #define HANDSHAKE_TIMEOUT_MS 10000
 #define FD_TIMEOUT_MS 5000
-
-typedef struct host_file {
-	uint64_t id;
-	int fd;
-	uint64_t size;
-} host_file;
-
-typedef struct host_map {
-	void *addr;
-	size_t len;
-} host_map;
 
 typedef struct sg_priv {
 	host_map *maps;
 	size_t n_maps;
 	Ortmk__Envelope *env;   /* the LOAD_SUBGRAPH message sg->msg points into */
 } sg_priv;
-
-/*
- * Fault injection for tests, inert unless ORTMK_EP_FAULT is set:
- *   crash-after:KIND:N    the Nth request of KIND raises SIGSEGV
- *   hang-after:KIND:N     ... sleeps forever instead of answering
- *   exit-after:KIND:N     ... exits with status 3
- *   garbage-after:KIND:N  ... is answered with random bytes
- *   badseq-after:KIND:N   ... is answered with a reply to another request
- *   badref-after:KIND:N   ... is answered by a RESULT naming bytes outside
- *                         every segment
- * KIND is a message kind in lower case (run, load_subgraph, ...).  A
- * "PROVIDER/" prefix (vulkan/crash-after:run:1) limits it to one provider.
- */
-enum fault_action {
-	FAULT_NONE, FAULT_CRASH, FAULT_HANG, FAULT_EXIT, FAULT_GARBAGE, FAULT_BADSEQ, FAULT_BADREF,
-};
-
-typedef struct fault {
-	enum fault_action action;
-	int kind;
-	long after, seen;
-} fault;
-
-typedef struct host {
-	const ep_vtable *vt;
-	fault fault;
-	void *self;
-	ipc_chan chan;
-	ipc_segtab segs;
-	host_file *files;
-	size_t n_files;
-	ep_subgraph **sgs;
-	size_t n_sgs;
-	char err[1024];
-	/* fast path: a second thread serves RUN from the shared-memory ring */
-	pthread_mutex_t mu;           /* one request handled at a time */
-	ipc_ring_pair ring;
-	int ring_on, cur_ring;        /* cur_ring: the request came by ring */
-	pthread_t ring_thread;
-	atomic_int stopping;
-} host;
 
 int64_t ep_subgraph_opset(const ep_subgraph *sg, const char *domain)
 {
@@ -129,7 +75,7 @@ static int reply_small_error(host *h, const Ortmk__Envelope *req, const char *ms
 	return ipc_ring_send(&h->ring, &h->ring.rep, &e, &h->chan.next_seq);
 }
 
-static int reply(host *h, const Ortmk__Envelope *req, Ortmk__Envelope *e)
+int ep_host_reply(host *h, const Ortmk__Envelope *req, Ortmk__Envelope *e)
 {
 	e->has_reply_to = 1;
 	e->reply_to = req->seq;
@@ -146,7 +92,7 @@ static int reply(host *h, const Ortmk__Envelope *req, Ortmk__Envelope *e)
 	return ipc_send(&h->chan, e);
 }
 
-static int reply_error(host *h, const Ortmk__Envelope *req, int code, const char *msg)
+int ep_host_reply_error(host *h, const Ortmk__Envelope *req, int code, const char *msg)
 {
 	Ortmk__Envelope e = ORTMK__ENVELOPE__INIT;
 	Ortmk__Error body = ORTMK__ERROR__INIT;
@@ -156,10 +102,10 @@ static int reply_error(host *h, const Ortmk__Envelope *req, int code, const char
 	e.kind = ORTMK__KIND__ERROR;
 	e.body_case = ORTMK__ENVELOPE__BODY_ERROR;
 	e.error = &body;
-	return reply(h, req, &e);
+	return ep_host_reply(h, req, &e);
 }
 
-static int reply_ack(host *h, const Ortmk__Envelope *req)
+int ep_host_reply_ack(host *h, const Ortmk__Envelope *req)
 {
 	Ortmk__Envelope e = ORTMK__ENVELOPE__INIT;
 	Ortmk__Ack body = ORTMK__ACK__INIT;
@@ -167,10 +113,10 @@ static int reply_ack(host *h, const Ortmk__Envelope *req)
 	e.kind = ORTMK__KIND__ACK;
 	e.body_case = ORTMK__ENVELOPE__BODY_ACK;
 	e.ack = &body;
-	return reply(h, req, &e);
+	return ep_host_reply(h, req, &e);
 }
 
-static int ep_code(int st)
+int ep_host_code(int st)
 {
 	switch (st) {
 	case EP_E_UNSUPPORTED: return ORTMK__ERROR_CODE__E_UNSUPPORTED;
@@ -199,9 +145,9 @@ static int on_add_segment(host *h, const Ortmk__Envelope *req)
 		shm_segment_destroy(&s);
 		snprintf(h->err, sizeof(h->err), "segment %llu: cannot map (%s)",
 			 (unsigned long long)a->segment_id, strerror(-rc));
-		return reply_error(h, req, ORTMK__ERROR_CODE__E_IO, h->err);
+		return ep_host_reply_error(h, req, ORTMK__ERROR_CODE__E_IO, h->err);
 	}
-	return reply_ack(h, req);
+	return ep_host_reply_ack(h, req);
 }
 
 static host_file *find_file(host *h, uint64_t id)
@@ -222,17 +168,17 @@ static int on_add_file(host *h, const Ortmk__Envelope *req)
 	if (rc) {
 		snprintf(h->err, sizeof(h->err), "file %llu: descriptor not received (%s)",
 			 (unsigned long long)a->file_id, strerror(-rc));
-		return reply_error(h, req, ORTMK__ERROR_CODE__E_IO, h->err);
+		return ep_host_reply_error(h, req, ORTMK__ERROR_CODE__E_IO, h->err);
 	}
 	nf = find_file(h, a->file_id) ? NULL :
 		realloc(h->files, (h->n_files + 1) * sizeof(*h->files));
 	if (!nf) {
 		close(fd);
-		return reply_error(h, req, ORTMK__ERROR_CODE__E_INVALID, "duplicate or unallocatable file id");
+		return ep_host_reply_error(h, req, ORTMK__ERROR_CODE__E_INVALID, "duplicate or unallocatable file id");
 	}
 	h->files = nf;
 	h->files[h->n_files++] = (host_file){.id = a->file_id, .fd = fd, .size = a->size};
-	return reply_ack(h, req);
+	return ep_host_reply_ack(h, req);
 }
 
 /* ---- capability -------------------------------------------------------- */
@@ -259,6 +205,9 @@ static int on_capability(host *h, const Ortmk__Envelope *req)
 		} else {
 			sup[i] = h->vt->supported(h->self, node, nq->opset, nq->input_dtypes,
 						  (int)nq->n_input_dtypes, reason, sizeof(reason)) == 1;
+			if (sup[i] && h->vt->supported_shapes)
+				sup[i] = h->vt->supported_shapes(h->self, node, nq, reason,
+								 sizeof(reason)) == 1;
 			onnx__node_proto__free_unpacked(node, NULL);
 		}
 		why[i] = strdup(sup[i] ? "" : reason);
@@ -272,14 +221,14 @@ static int on_capability(host *h, const Ortmk__Envelope *req)
 	e.kind = ORTMK__KIND__CAPABILITY_REPLY;
 	e.body_case = ORTMK__ENVELOPE__BODY_CAPABILITY_REPLY;
 	e.capability_reply = &body;
-	rc = reply(h, req, &e);
+	rc = ep_host_reply(h, req, &e);
 out:
 	for (size_t i = 0; why && i < n; i++)
 		free(why[i]);
 	free(why);
 	free(sup);
 	if (rc == -ENOMEM)
-		rc = reply_error(h, req, ORTMK__ERROR_CODE__E_NOMEM, "out of memory");
+		rc = ep_host_reply_error(h, req, ORTMK__ERROR_CODE__E_NOMEM, "out of memory");
 	return rc;
 }
 
@@ -411,11 +360,11 @@ static int on_load(host *h, Ortmk__Envelope *req, int *kept)
 
 	h->err[0] = 0;
 	if (!sg)
-		return reply_error(h, req, ORTMK__ERROR_CODE__E_NOMEM, "out of memory");
+		return ep_host_reply_error(h, req, ORTMK__ERROR_CODE__E_NOMEM, "out of memory");
 	for (size_t i = 0; i < h->n_sgs; i++)
 		if (h->sgs[i]->id == req->load_subgraph->subgraph_id) {
 			free(sg);
-			return reply_error(h, req, ORTMK__ERROR_CODE__E_INVALID, "subgraph id in use");
+			return ep_host_reply_error(h, req, ORTMK__ERROR_CODE__E_INVALID, "subgraph id in use");
 		}
 	rc = build_subgraph(h, req, sg);
 	/* sg->msg points into the request: the subgraph keeps it. */
@@ -427,11 +376,11 @@ static int on_load(host *h, Ortmk__Envelope *req, int *kept)
 		rc = h->vt->load(h->self, sg, h->err, sizeof(h->err));
 	nsgs = rc ? NULL : realloc(h->sgs, (h->n_sgs + 1) * sizeof(*nsgs));
 	if (!nsgs) {
-		int code = rc ? ep_code(rc) : ORTMK__ERROR_CODE__E_NOMEM;
+		int code = rc ? ep_host_code(rc) : ORTMK__ERROR_CODE__E_NOMEM;
 
 		if (rc == -EINVAL || rc == -ENOMEM)
 			code = rc == -EINVAL ? ORTMK__ERROR_CODE__E_INVALID : ORTMK__ERROR_CODE__E_NOMEM;
-		reply_error(h, req, code, h->err[0] ? h->err : "load failed");
+		ep_host_reply_error(h, req, code, h->err[0] ? h->err : "load failed");
 		subgraph_free(h, sg);
 		return 0;
 	}
@@ -448,7 +397,7 @@ static int on_load(host *h, Ortmk__Envelope *req, int *kept)
 	e.kind = ORTMK__KIND__LOAD_DONE;
 	e.body_case = ORTMK__ENVELOPE__BODY_LOAD_DONE;
 	e.load_done = &body;
-	return reply(h, req, &e);
+	return ep_host_reply(h, req, &e);
 }
 
 /* ---- run --------------------------------------------------------------- */
@@ -480,8 +429,14 @@ static int bind_run(host *h, const Ortmk__Run *r, const ep_subgraph *sg, ep_run 
 		if (t->n_dims)
 			memcpy(b->dims, t->dims, t->n_dims * sizeof(int64_t));
 		b->nbytes = t->nbytes;
-		if (!t->dynamic)
+		if (t->has_buffer_id) {
+			int rc = ep_dev_bind(h, t, b);
+
+			if (rc)
+				return rc;
+		} else if (!t->dynamic) {
 			b->data = (uint8_t *)ipc_segtab_find(&h->segs, t->segment_id)->base + t->offset;
+		}
 	}
 	if (r->has_dyn_segment) {
 		shm_segment *s = ipc_segtab_find(&h->segs, r->dyn_segment);
@@ -505,7 +460,7 @@ static int send_result(host *h, const Ortmk__Envelope *req, ep_run *run, uint64_
 	if (!refs || !prefs) {
 		free(refs);
 		free(prefs);
-		return reply_error(h, req, ORTMK__ERROR_CODE__E_NOMEM, "out of memory");
+		return ep_host_reply_error(h, req, ORTMK__ERROR_CODE__E_NOMEM, "out of memory");
 	}
 	for (size_t i = 0; i < run->n_bindings; i++) {
 		ep_tensor *b = &run->bindings[i];
@@ -520,12 +475,24 @@ static int send_result(host *h, const Ortmk__Envelope *req, ep_run *run, uint64_
 		t->kind = (Ortmk__ValueKind)b->kind;
 		t->n_dims = (size_t)b->rank;
 		t->dims = b->dims;
-		t->segment_id = r->dyn_segment;
-		t->offset = r->dyn_offset + (uint64_t)((uint8_t *)b->data - run->dyn_base);
 		t->nbytes = b->nbytes;
+		if (b->buffer_id) {
+			/* A device output: its buffer now exists, at offset 0. */
+			t->has_buffer_id = 1;
+			t->buffer_id = b->buffer_id;
+		} else {
+			t->segment_id = r->dyn_segment;
+			t->offset = r->dyn_offset + (uint64_t)((uint8_t *)b->data - run->dyn_base);
+		}
 		prefs[n++] = t;
 	}
 	body.run_id = r->run_id;
+	body.has_uploads = body.has_upload_bytes = run->uploads || run->upload_bytes;
+	body.uploads = run->uploads;
+	body.upload_bytes = run->upload_bytes;
+	body.has_downloads = body.has_download_bytes = run->downloads || run->download_bytes;
+	body.downloads = run->downloads;
+	body.download_bytes = run->download_bytes;
 	body.n_outputs = n;
 	body.outputs = prefs;
 	body.has_compute_ns = 1;
@@ -533,7 +500,7 @@ static int send_result(host *h, const Ortmk__Envelope *req, ep_run *run, uint64_
 	e.kind = ORTMK__KIND__RESULT;
 	e.body_case = ORTMK__ENVELOPE__BODY_RESULT;
 	e.result = &body;
-	rc = reply(h, req, &e);
+	rc = ep_host_reply(h, req, &e);
 	free(prefs);
 	free(refs);
 	return rc;
@@ -543,7 +510,8 @@ static int on_run(host *h, const Ortmk__Envelope *req)
 {
 	const Ortmk__Run *r = req->run;
 	ep_subgraph *sg = find_subgraph(h, r->subgraph_id);
-	ep_run run = {.run_id = r->run_id, .n_bindings = r->n_bindings};
+	ep_run run = {.run_id = r->run_id, .n_bindings = r->n_bindings,
+		      .stream = req->has_stream ? req->stream : 0};
 	Ortmk__Envelope e = ORTMK__ENVELOPE__INIT;
 	Ortmk__Error body = ORTMK__ERROR__INIT;
 	uint64_t t0 = ipc_now_ns();
@@ -551,20 +519,23 @@ static int on_run(host *h, const Ortmk__Envelope *req)
 
 	h->err[0] = 0;
 	if (!sg)
-		return reply_error(h, req, ORTMK__ERROR_CODE__E_INVALID, "run of an unknown subgraph");
+		return ep_host_reply_error(h, req, ORTMK__ERROR_CODE__E_INVALID, "run of an unknown subgraph");
 	run.bindings = calloc(r->n_bindings + 1, sizeof(*run.bindings));
 	if (!run.bindings)
-		return reply_error(h, req, ORTMK__ERROR_CODE__E_NOMEM, "out of memory");
+		return ep_host_reply_error(h, req, ORTMK__ERROR_CODE__E_NOMEM, "out of memory");
 	rc = bind_run(h, r, sg, &run);
 	if (rc == 0)
 		rc = h->vt->run(h->self, sg, &run, h->err, sizeof(h->err));
+	if (rc == 0)
+		rc = ep_dev_after_run(h, &run);
 	if (rc == 0) {
 		rc = send_result(h, req, &run, ipc_now_ns() - t0);
 		free(run.bindings);
 		return rc;
 	}
 	free(run.bindings);
-	body.code = rc == -EINVAL ? ORTMK__ERROR_CODE__E_INVALID : ep_code(rc);
+	body.code = rc == -EINVAL ? ORTMK__ERROR_CODE__E_INVALID :
+		rc == -ENOMEM ? ORTMK__ERROR_CODE__E_NOMEM : ep_host_code(rc);
 	body.message = h->err[0] ? h->err : "run failed";
 	if (rc == EP_E_DYN_OVERFLOW) {
 		body.has_needed = 1;
@@ -573,7 +544,7 @@ static int on_run(host *h, const Ortmk__Envelope *req)
 	e.kind = ORTMK__KIND__ERROR;
 	e.body_case = ORTMK__ENVELOPE__BODY_ERROR;
 	e.error = &body;
-	return reply(h, req, &e);
+	return ep_host_reply(h, req, &e);
 }
 
 /* ---- release and the loop --------------------------------------------- */
@@ -597,6 +568,10 @@ static int on_release(host *h, const Ortmk__Envelope *req)
 		if (ipc_segtab_remove(&h->segs, r->segment_id, &s))
 			shm_segment_destroy(&s);
 	}
+	if (r->has_buffer_id)
+		ep_dev_release_buffer(h, r->buffer_id);
+	if (r->has_stream)
+		ep_dev_release_stream(h, r->stream);
 	if (r->has_file_id) {
 		for (size_t i = 0; i < h->n_files; i++) {
 			if (h->files[i].id == r->file_id) {
@@ -606,7 +581,7 @@ static int on_release(host *h, const Ortmk__Envelope *req)
 			}
 		}
 	}
-	return reply_ack(h, req);
+	return ep_host_reply_ack(h, req);
 }
 
 /* An optional "PROVIDER/" prefix aims the fault at one provider only
@@ -615,7 +590,7 @@ static int on_release(host *h, const Ortmk__Envelope *req)
 static void fault_parse(fault *f, const char *provider)
 {
 	static const char *actions[] = {"", "crash-after", "hang-after", "exit-after", "garbage-after",
-					"badseq-after", "badref-after"};
+					"badseq-after", "badref-after", "nosignal-after"};
 	const char *spec = getenv("ORTMK_EP_FAULT"), *slash;
 	char act[32], kind[32];
 	long n;
@@ -630,10 +605,10 @@ static void fault_parse(fault *f, const char *provider)
 	}
 	if (!spec || sscanf(spec, "%31[a-z-]:%31[a-z_]:%ld", act, kind, &n) != 3)
 		return;
-	for (int a = 1; a < 7; a++)
+	for (int a = 1; a <= (int)FAULT_NOSIGNAL; a++)
 		if (strcmp(act, actions[a]) == 0)
 			f->action = (enum fault_action)a;
-	for (int k = 1; k < 16; k++) {
+	for (int k = 1; strcmp(ipc_kind_name(k), "UNKNOWN") != 0; k++) {
 		char lower[32];
 		const char *name = ipc_kind_name(k);
 		size_t i;
@@ -668,7 +643,7 @@ static void fault_badref(host *h, const Ortmk__Envelope *req)
 	e.kind = ORTMK__KIND__RESULT;
 	e.body_case = ORTMK__ENVELOPE__BODY_RESULT;
 	e.result = &body;
-	reply(h, req, &e);
+	ep_host_reply(h, req, &e);
 }
 
 /* Returns 1 when the fault replaced the normal handling of `req`. */
@@ -708,11 +683,16 @@ static int fault_fire(host *h, const Ortmk__Envelope *req)
 		Ortmk__Envelope other = *req;
 
 		other.seq += 1000;
-		reply_ack(h, &other);
+		ep_host_reply_ack(h, &other);
 		return 1;
 	}
 	case FAULT_BADREF:
 		fault_badref(h, req);
+		return 1;
+	case FAULT_NOSIGNAL:
+		if (req->kind != ORTMK__KIND__COPY)
+			return 0;
+		ep_dev_on_copy(h, req, 1);
 		return 1;
 	default:
 		break;
@@ -742,9 +722,11 @@ static int dispatch(host *h, Ortmk__Envelope *req)
 	case ORTMK__KIND__RUN: rc = on_run(h, req); break;
 	case ORTMK__KIND__RELEASE: rc = on_release(h, req); break;
 	case ORTMK__KIND__RING_SETUP: rc = on_ring_setup(h, req); break;
+	case ORTMK__KIND__ALLOC: rc = ep_dev_on_alloc(h, req); break;
+	case ORTMK__KIND__COPY: rc = ep_dev_on_copy(h, req, 0); break;
 	case ORTMK__KIND__SHUTDOWN: rc = 1; break;
 	default:
-		rc = reply_error(h, req, ORTMK__ERROR_CODE__E_INVALID, "unexpected message kind");
+		rc = ep_host_reply_error(h, req, ORTMK__ERROR_CODE__E_INVALID, "unexpected message kind");
 	}
 	if (!kept)
 		ipc_envelope_free(req);
@@ -778,7 +760,7 @@ static void *ring_main(void *arg)
 			snprintf(msg, sizeof(msg), "provider rejected a message: %s", err);
 			ipc_log(IPC_LOG_ERROR, "%s", msg);
 			h->cur_ring = 1;
-			reply_error(h, &unknown, ORTMK__ERROR_CODE__E_INVALID, msg);
+			ep_host_reply_error(h, &unknown, ORTMK__ERROR_CODE__E_INVALID, msg);
 			h->cur_ring = 0;
 		}
 		pthread_mutex_unlock(&h->mu);
@@ -791,13 +773,13 @@ static int on_ring_setup(host *h, const Ortmk__Envelope *req)
 	const shm_segment *s = ipc_segtab_find(&h->segs, req->ring_setup->segment_id);
 
 	if (h->ring_on || !s || ipc_ring_attach(&h->ring, s->base, s->size))
-		return reply_error(h, req, ORTMK__ERROR_CODE__E_INVALID, "ring segment unusable");
+		return ep_host_reply_error(h, req, ORTMK__ERROR_CODE__E_INVALID, "ring segment unusable");
 	if (pthread_create(&h->ring_thread, NULL, ring_main, h)) {
 		ipc_ring_detach(&h->ring);
-		return reply_error(h, req, ORTMK__ERROR_CODE__E_INTERNAL, "cannot start the ring thread");
+		return ep_host_reply_error(h, req, ORTMK__ERROR_CODE__E_INTERNAL, "cannot start the ring thread");
 	}
 	h->ring_on = 1;
-	return reply_ack(h, req);
+	return ep_host_reply_ack(h, req);
 }
 
 static int handshake(host *h)
@@ -827,6 +809,8 @@ static int handshake(host *h)
 	body.pid = (uint32_t)getpid();
 	body.provider = (char *)h->vt->name;
 	body.detail = detail;
+	body.has_device_memory = 1;
+	body.device_memory = ep_dev_has_memory(h);
 	e.kind = ORTMK__KIND__HELLO;
 	e.body_case = ORTMK__ENVELOPE__BODY_HELLO;
 	e.hello = &body;
@@ -856,6 +840,7 @@ int ep_host_main(const ep_vtable *vt, int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	h.chan.segs = &h.segs;
 	fault_parse(&h.fault, vt->name);
+	ep_dev_init(&h);
 	rc = handshake(&h);
 	if (rc) {
 		ipc_log(IPC_LOG_ERROR, "handshake failed: %s", strerror(-rc));
@@ -878,7 +863,7 @@ int ep_host_main(const ep_vtable *vt, int argc, char **argv)
 
 			snprintf(msg, sizeof(msg), "provider rejected a message: %s", h.err);
 			ipc_log(IPC_LOG_ERROR, "%s", msg);
-			reply_error(&h, &unknown, ORTMK__ERROR_CODE__E_INVALID, msg);
+			ep_host_reply_error(&h, &unknown, ORTMK__ERROR_CODE__E_INVALID, msg);
 			continue;
 		}
 		if (rc) {
@@ -905,6 +890,7 @@ int ep_host_main(const ep_vtable *vt, int argc, char **argv)
 	free(h.files);
 	for (size_t i = 0; i < h.segs.n; i++)
 		shm_segment_destroy(&h.segs.segs[i]);
+	ep_dev_fini(&h);
 	ipc_segtab_fini(&h.segs);
 	if (vt->fini)
 		vt->fini(h.self);

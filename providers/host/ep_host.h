@@ -14,6 +14,7 @@
 
 #include "onnx.pb-c.h"
 #include "ortmk_ipc.pb-c.h"
+#include "shm.h"
 
 #define EP_MAX_RANK 16
 
@@ -59,7 +60,19 @@ typedef struct ep_subgraph {
 int64_t ep_subgraph_opset(const ep_subgraph *sg, const char *domain);
 
 /* A tensor bound for one run.  `dynamic` ones have no data yet: the
- * provider sets dims and data (from ep_run_dyn_alloc) before returning. */
+ * provider sets dims and data (from ep_run_dyn_alloc) before returning.
+ *
+ * Device memory (docs/DEVICE.md): buffer_id != 0 means the tensor is in the
+ * provider's device buffer buffer_id at buffer_offset, and data is NULL.
+ * ep_host has checked that the buffer exists and [buffer_offset, +nbytes)
+ * lies inside it.  A dynamic tensor with buffer_id != 0 is an output bound
+ * to the device whose shape is unknown: the provider allocates buffer
+ * buffer_id itself (any size it needs, offset 0), and sets dims and nbytes.
+ * If the run fails, the provider frees any buffer it allocated for it (the
+ * core may repeat the run with the same ids, e.g. after E_DYN_OVERFLOW).
+ * A provider without device memory (no buf_alloc) never receives one.
+ * RESULT means: shared-memory outputs are written; device outputs are done
+ * or ordered before any later request that names their buffer. */
 typedef struct ep_tensor {
 	uint32_t value;
 	int32_t dtype;
@@ -69,6 +82,8 @@ typedef struct ep_tensor {
 	uint64_t nbytes;
 	int dynamic;
 	int kind;               /* Ortmk__ValueKind: tensor, sequence, none */
+	uint64_t buffer_id;     /* 0: host memory at data */
+	uint64_t buffer_offset;
 } ep_tensor;
 
 typedef struct ep_run {
@@ -78,7 +93,38 @@ typedef struct ep_run {
 	uint8_t *dyn_base;
 	uint64_t dyn_size, dyn_used;
 	uint64_t dyn_needed;    /* bytes the dynamic outputs needed in all */
+	/* The stream the run is ordered on (0 = default): it starts after the
+	 * work the provider received earlier on that stream (COPY, RUN). */
+	uint32_t stream;
+	/* Filled by the provider: host<->device transfers it made for this
+	 * run's shared-memory bindings; ep_host reports them in RESULT. */
+	uint32_t uploads, downloads;
+	uint64_t upload_bytes, download_bytes;
 } ep_run;
+
+/* A fence to signal when asynchronous work completes: a shm_fence word in
+ * a segment the core shared, and the value to signal.  f NULL: none. */
+typedef struct ep_fence {
+	shm_fence *f;
+	uint64_t value;
+} ep_fence;
+
+/* Signals (value reached) or fails the fence.  NULL-safe (f or f->f) and
+ * thread-safe: a provider may call them from its completion thread. */
+void ep_fence_signal(const ep_fence *f);
+void ep_fence_fail(const ep_fence *f);
+
+/* One copy of a COPY request.  A host side has a pointer (ep_host resolved
+ * segment + offset and checked the range); a device side has src_host (or
+ * dst_host) NULL and names (buffer, offset), a range ep_host checked
+ * against the buffer's size.  Never host to host. */
+typedef struct ep_copy {
+	const void *src_host;
+	uint64_t src_buf, src_off;
+	void *dst_host;
+	uint64_t dst_buf, dst_off;
+	uint64_t nbytes;
+} ep_copy;
 
 /* 64-byte aligned space in the run's dynamic region; NULL when it does not
  * fit (dyn_needed still grows, so the core can retry with enough). */
@@ -102,10 +148,36 @@ typedef struct ep_vtable {
 	/* 1 when the provider runs this node, else 0 with the reason. */
 	int (*supported)(void *self, const Onnx__NodeProto *node, int64_t opset,
 			 const int32_t *in_dtypes, int n_in, char *why, size_t n);
+	/* Optional, after `supported` said 1: the same with the whole query
+	 * (the core's inferred input and output shapes, NodeQuery's *_ranks
+	 * and *_dims, unchecked), to refuse by rank or size. */
+	int (*supported_shapes)(void *self, const Onnx__NodeProto *node,
+				const Ortmk__NodeQuery *q, char *why, size_t n);
 	int (*load)(void *self, ep_subgraph *sg, char *err, size_t n);
 	int (*run)(void *self, ep_subgraph *sg, ep_run *run, char *err, size_t n);
 	void (*unload)(void *self, ep_subgraph *sg);
 	void (*fini)(void *self);
+	/*
+	 * Device memory (docs/DEVICE.md); all NULL for a provider whose memory
+	 * is the host's (cpu).  buf_alloc != NULL is what HELLO announces as
+	 * device_memory.  ep_host keeps the table of buffer ids and sizes, so
+	 * ids reaching the provider are known (alloc: new) and ranges inside.
+	 */
+	/* Allocates buffer `id` of nbytes (EP_E_NOMEM when it cannot). */
+	int (*buf_alloc)(void *self, uint64_t id, uint64_t nbytes, char *err, size_t n);
+	/* Frees buffer `id` once the work already enqueued on it is done. */
+	void (*buf_free)(void *self, uint64_t id);
+	/* Enqueues the copies on `stream`, ordered after that stream's earlier
+	 * work, and returns (ep_host then ACKs).  When all are done the
+	 * provider calls ep_fence_signal(&signal), maybe from another thread,
+	 * or ep_fence_fail(&signal) if one failed (keep a copy: the struct is
+	 * passed by value).  A non-zero return (nothing enqueued) is answered
+	 * with ERROR and ep_host fails the fence. */
+	int (*copy)(void *self, uint32_t stream, const ep_copy *ops, size_t n_ops,
+		    ep_fence signal, char *err, size_t n);
+	/* Optional: the core will not name this stream again (its pending
+	 * work still completes). */
+	void (*stream_free)(void *self, uint32_t stream);
 } ep_vtable;
 
 /* The provider process's main(): handshake with the core named in the

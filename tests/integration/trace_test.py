@@ -105,7 +105,7 @@ def show_good():
     assert "TIME(s)" in out and "LATENCY" in out, "no column headings"
     assert "\033[" not in out, "colour codes on a pipe"
     recs = show_json(GOOD)
-    assert recs[0]["type"] == "header" and recs[0]["protocol_version"] == 1, recs[0]
+    assert recs[0]["type"] == "header" and recs[0]["protocol_version"] == 2, recs[0]
     runs = kinds(recs, "RUN")
     assert len(runs) == RUNS, "%d RUN records, wanted %d" % (len(runs), RUNS)
     names = {t["name"] for t in runs[0]["tensors"]}

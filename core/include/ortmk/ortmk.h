@@ -205,6 +205,131 @@ ortmk_dtype ortmk_value_dtype(const ortmk_value *v);
 size_t ortmk_value_rank(const ortmk_value *v);
 const int64_t *ortmk_value_dims(const ortmk_value *v);
 
+/*
+ * Device memory, IO binding, streams and fences (docs/DEVICE.md).
+ *
+ * A value lives either on the host (shared memory, what ortmk_value_create
+ * makes; every provider reads it in place) or in the memory of one provider
+ * process that has its own (vulkan, cuda).  The same application code runs
+ * on any provider list: where a provider has no device memory (cpu), the
+ * calls below give host values and copies are plain memcpy.
+ *
+ * A device value belongs to the provider process that allocated it.  When
+ * that process dies (or is replaced by a restart or a hot swap) its device
+ * values are lost, by design: every later use of one fails with
+ * ORTMK_ERR_PROVIDER_DIED and a message naming the provider; destroying it
+ * is still fine.  Host values survive any provider failure.
+ */
+typedef struct ortmk_stream ortmk_stream;
+typedef struct ortmk_fence ortmk_fence;
+typedef struct ortmk_io_binding ortmk_io_binding;
+
+/* A numeric tensor in `provider`'s memory ("vulkan"), allocated there
+ * (contents unspecified).  A provider without device memory ("cpu") gives
+ * a host value, as ortmk_value_create.  The provider process is started if
+ * it is not running yet. */
+ortmk_status ortmk_value_create_on(ortmk_env *env, const char *provider, ortmk_dtype dtype,
+				   const int64_t *dims, size_t rank, ortmk_value **out);
+/* "host", or the name of the provider whose memory holds the value.
+ * ortmk_value_data() of a device value is NULL: copy it to a host value
+ * (ortmk_copy_tensors) to read it. */
+const char *ortmk_value_location(const ortmk_value *v);
+
+/* A stream orders work on one provider: copies (and runs given the stream)
+ * start after the stream's earlier work, and a fence marks a point of it.
+ * A stream of a provider without device memory completes everything at
+ * once. */
+ortmk_status ortmk_stream_create(ortmk_env *env, const char *provider, ortmk_stream **out);
+/* Waits for the stream's pending work first (no deadline). */
+void ortmk_stream_destroy(ortmk_stream *st);
+/* Waits until everything enqueued on the stream so far is done.
+ * timeout_ms < 0: no deadline; ORTMK_ERR_TIMEOUT past it (the work goes
+ * on); ORTMK_ERR_PROVIDER_DIED when the provider died before finishing. */
+ortmk_status ortmk_stream_synchronize(ortmk_stream *st, int timeout_ms);
+
+/* Copies src[i] into dst[i] (same dtype and byte size; host or device
+ * values).  Host to device, device to host and device to device on one
+ * provider are enqueued on `stream`, which must belong to the provider of
+ * the device side(s), and the call returns once the provider has accepted
+ * them: wait with ortmk_stream_synchronize or a fence before reading dst.
+ * Device to device across providers goes through host memory (the first
+ * leg is waited for).  stream NULL: the copies are done when the call
+ * returns.  Host to host is a memcpy.  dst must not be in use by a run. */
+ortmk_status ortmk_copy_tensors(ortmk_env *env, const ortmk_value *const *src,
+				ortmk_value *const *dst, size_t n, ortmk_stream *stream);
+
+/* A fence for everything enqueued on the stream so far.  The caller
+ * destroys it. */
+ortmk_status ortmk_stream_fence(ortmk_stream *st, ortmk_fence **out);
+/* Waits for the fence: ORTMK_OK when its work is done, ORTMK_ERR_TIMEOUT
+ * when timeout_ms (< 0: none, 0: just check) passed first,
+ * ORTMK_ERR_PROVIDER_DIED when its provider died before completing it,
+ * ORTMK_ERR_PROVIDER when the work failed. */
+ortmk_status ortmk_fence_wait(const ortmk_fence *f, int timeout_ms);
+void ortmk_fence_destroy(ortmk_fence *f);
+
+/*
+ * IO binding: inputs and outputs fixed ahead of runs, so that a loop keeps
+ * its data where the provider computes (no copy to the host between runs).
+ *
+ *   ortmk_io_binding *b;  ortmk_io_binding_create(s, &b);
+ *   ortmk_io_binding_bind_input(b, "ids", ids);            // host or device
+ *   ortmk_io_binding_bind_output_to_device(b, "cache", "vulkan");
+ *   for (...) {
+ *       ortmk_session_run_binding(s, b);
+ *       ortmk_io_binding_bind_input(b, "past", ortmk_io_binding_output(b, "cache"));
+ *   }
+ *
+ * A graph input bound to a device value of the provider that runs the
+ * nodes reading it goes in without a copy; elsewhere the runtime stages it
+ * through the host.  An output bound to a device is written there by the
+ * provider that computes it when possible, else copied there after the
+ * run.  Outputs of one run may be bound as inputs of the next: the previous
+ * outputs stay alive until the next run has finished.
+ */
+ortmk_status ortmk_io_binding_create(ortmk_session *s, ortmk_io_binding **out);
+/* Destroys the binding and the outputs it still owns. */
+void ortmk_io_binding_destroy(ortmk_io_binding *b);
+/* Borrows v (host or device): keep it alive until the runs using it are
+ * done.  Binding a name again replaces the earlier value. */
+ortmk_status ortmk_io_binding_bind_input(ortmk_io_binding *b, const char *name,
+					 const ortmk_value *v);
+/* The output is written into v (borrowed; host or device; dtype and shape
+ * must be what the run produces, else the run fails with ORTMK_ERR_INPUT). */
+ortmk_status ortmk_io_binding_bind_output(ortmk_io_binding *b, const char *name, ortmk_value *v);
+/* The runtime allocates the output in `provider`'s memory on each run,
+ * whatever its shape turns out to be ("cpu" or any provider without device
+ * memory: on the host). */
+ortmk_status ortmk_io_binding_bind_output_to_device(ortmk_io_binding *b, const char *name,
+						    const char *provider);
+/* Runs after the work already enqueued on st (its copies into the bound
+ * inputs need no wait by the application); NULL: no stream.  Inputs with
+ * copies pending on other streams are waited for before the run. */
+ortmk_status ortmk_io_binding_set_stream(ortmk_io_binding *b, ortmk_stream *st);
+void ortmk_io_binding_clear_inputs(ortmk_io_binding *b);
+/* Unbinds every output and destroys the values the binding allocated. */
+void ortmk_io_binding_clear_outputs(ortmk_io_binding *b);
+/* Waits for copies pending into the bound inputs / out of the bound
+ * outputs (timeout_ms < 0: none). */
+ortmk_status ortmk_io_binding_synchronize_inputs(ortmk_io_binding *b, int timeout_ms);
+ortmk_status ortmk_io_binding_synchronize_outputs(ortmk_io_binding *b, int timeout_ms);
+
+/* Runs the session on the binding.  Every graph input must be bound;
+ * outputs not bound are not returned. */
+ortmk_status ortmk_session_run_binding(ortmk_session *s, ortmk_io_binding *b);
+/* The bound outputs, in the order they were bound. */
+size_t ortmk_io_binding_output_count(const ortmk_io_binding *b);
+const char *ortmk_io_binding_output_name(const ortmk_io_binding *b, size_t i);
+/* The value of output `name` after the last run (NULL before the first
+ * run or when not bound): borrowed, valid until the next run has finished
+ * or the outputs are cleared.  For an output bound with bind_output it is
+ * the caller's value. */
+ortmk_value *ortmk_io_binding_output(const ortmk_io_binding *b, const char *name);
+/* Hands the value of output `name` to the caller (who destroys it); the
+ * next run allocates a new one. */
+ortmk_status ortmk_io_binding_take_output(ortmk_io_binding *b, const char *name,
+					  ortmk_value **out);
+
 #pragma GCC visibility pop
 
 #ifdef __cplusplus

@@ -1,0 +1,113 @@
+/*
+ * ep_host internals shared by ep_host.c (the message loop, segments, files,
+ * loads, runs) and ep_device.c (device buffers, COPY, fences and the
+ * device-memory emulation tests use).  Not for providers: they see
+ * ep_host.h only.
+ */
+#ifndef ORTMK_EP_HOST_INT_H
+#define ORTMK_EP_HOST_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "channel.h"
+#include "ep_host.h"
+#include "ring.h"
+
+typedef struct host_file {
+	uint64_t id;
+	int fd;
+	uint64_t size;
+} host_file;
+
+typedef struct host_map {
+	void *addr;
+	size_t len;
+} host_map;
+
+/*
+ * Fault injection for tests, inert unless ORTMK_EP_FAULT is set:
+ *   crash-after:KIND:N    the Nth request of KIND raises SIGSEGV
+ *   hang-after:KIND:N     ... sleeps forever instead of answering
+ *   exit-after:KIND:N     ... exits with status 3
+ *   garbage-after:KIND:N  ... is answered with random bytes
+ *   badseq-after:KIND:N   ... is answered with a reply to another request
+ *   badref-after:KIND:N   ... is answered by a RESULT naming bytes outside
+ *                         every segment
+ *   nosignal-after:KIND:N ... (copy) is acknowledged but its fence is never
+ *                         signalled: a stuck device, for deadline tests
+ * KIND is a message kind in lower case (run, load_subgraph, copy, ...).  A
+ * "PROVIDER/" prefix (vulkan/crash-after:run:1) limits it to one provider.
+ */
+enum fault_action {
+	FAULT_NONE, FAULT_CRASH, FAULT_HANG, FAULT_EXIT, FAULT_GARBAGE, FAULT_BADSEQ, FAULT_BADREF,
+	FAULT_NOSIGNAL,
+};
+
+typedef struct fault {
+	enum fault_action action;
+	int kind;
+	long after, seen;
+} fault;
+
+/* A device buffer the core allocated (ALLOC) or a run produced (a dynamic
+ * output bound to the device).  `emu` is its memory when ep_host emulates
+ * device memory for a provider that has none (ORTMK_EP_EMULATE_DEVICE). */
+typedef struct host_buf {
+	uint64_t id, nbytes;
+	void *emu;
+} host_buf;
+
+typedef struct host_dev {
+	host_buf *bufs;
+	size_t n, cap;
+	int emulate;
+} host_dev;
+
+typedef struct host {
+	const ep_vtable *vt;
+	fault fault;
+	void *self;
+	ipc_chan chan;
+	ipc_segtab segs;
+	host_file *files;
+	size_t n_files;
+	ep_subgraph **sgs;
+	size_t n_sgs;
+	host_dev dev;
+	char err[1024];
+	/* fast path: a second thread serves RUN from the shared-memory ring */
+	pthread_mutex_t mu;           /* one request handled at a time */
+	ipc_ring_pair ring;
+	int ring_on, cur_ring;        /* cur_ring: the request came by ring */
+	pthread_t ring_thread;
+	atomic_int stopping;
+} host;
+
+/* ep_host.c: replies to `req` */
+int ep_host_reply(host *h, const Ortmk__Envelope *req, Ortmk__Envelope *e);
+int ep_host_reply_error(host *h, const Ortmk__Envelope *req, int code, const char *msg);
+int ep_host_reply_ack(host *h, const Ortmk__Envelope *req);
+/* EP_E_* -> Ortmk__ErrorCode */
+int ep_host_code(int st);
+
+/* ep_device.c */
+/* Reads ORTMK_EP_EMULATE_DEVICE (a provider name, or "1" for any) for a
+ * provider without device memory. */
+void ep_dev_init(host *h);
+void ep_dev_fini(host *h);
+/* What HELLO announces as device_memory. */
+int ep_dev_has_memory(const host *h);
+int ep_dev_on_alloc(host *h, const Ortmk__Envelope *req);
+int ep_dev_on_copy(host *h, const Ortmk__Envelope *req, int never_signal);
+void ep_dev_release_buffer(host *h, uint64_t id);
+void ep_dev_release_stream(host *h, uint32_t stream);
+/* A RUN binding naming a device buffer: checks it (h->err, -EINVAL) and
+ * fills b's buffer fields (data too, when emulated). */
+int ep_dev_bind(host *h, const Ortmk__TensorRef *t, ep_tensor *b);
+/* After a successful run: records the buffers dynamic device outputs got
+ * (copying them out of the dynamic region when emulated).  0, or -ENOMEM /
+ * -EINVAL with h->err. */
+int ep_dev_after_run(host *h, ep_run *run);
+
+#endif
