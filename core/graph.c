@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "graph.h"
+#include "tensor_bytes.h"
 
 #define DT(x) ONNX__TENSOR_PROTO__DATA_TYPE__##x
 
@@ -250,68 +251,13 @@ static int shape_bytes(const Onnx__TensorProto *t, size_t esize, uint64_t *out)
 	return 0;
 }
 
-/* The repeated field that carries a dtype when raw_data is absent: how many
- * entries it has and how many raw bytes each one becomes (ONNX stores small
- * ints, bools and 16-bit floats as int32 bit patterns). */
-static int typed_field(const Onnx__TensorProto *t, size_t *count, size_t *unit)
-{
-	switch (t->data_type) {
-	case DT(FLOAT): case DT(COMPLEX64):
-		*count = t->n_float_data, *unit = 4;
-		return 0;
-	case DT(INT32):
-		*count = t->n_int32_data, *unit = 4;
-		return 0;
-	case DT(INT16): case DT(UINT16): case DT(FLOAT16): case DT(BFLOAT16):
-		*count = t->n_int32_data, *unit = 2;
-		return 0;
-	case DT(INT8): case DT(UINT8): case DT(BOOL):
-		*count = t->n_int32_data, *unit = 1;
-		return 0;
-	case DT(INT64):
-		*count = t->n_int64_data, *unit = 8;
-		return 0;
-	case DT(DOUBLE): case DT(COMPLEX128):
-		*count = t->n_double_data, *unit = 8;
-		return 0;
-	case DT(UINT32):
-		*count = t->n_uint64_data, *unit = 4;
-		return 0;
-	case DT(UINT64):
-		*count = t->n_uint64_data, *unit = 8;
-		return 0;
-	}
-	return -EINVAL;
-}
-
-static uint64_t typed_bits(const Onnx__TensorProto *t, size_t i)
-{
-	uint32_t b32;
-	uint64_t b64;
-
-	switch (t->data_type) {
-	case DT(FLOAT): case DT(COMPLEX64):
-		memcpy(&b32, &t->float_data[i], 4);
-		return b32;
-	case DT(INT64):
-		return (uint64_t)t->int64_data[i];
-	case DT(DOUBLE): case DT(COMPLEX128):
-		memcpy(&b64, &t->double_data[i], 8);
-		return b64;
-	case DT(UINT32): case DT(UINT64):
-		return t->uint64_data[i];
-	}
-	return (uint32_t)t->int32_data[i];
-}
-
 static int decode_typed(graph_init *init, const Onnx__TensorProto *t,
 			uint64_t want, char *err, size_t errlen)
 {
-	size_t count, unit, i, b;
+	size_t count, unit;
 	uint8_t *out;
-	uint64_t bits;
 
-	if (typed_field(t, &count, &unit) < 0)
+	if (proto_typed_field(t, &count, &unit) < 0)
 		return errf(err, errlen, -EINVAL, "initializer '%s': unsupported data type %d",
 			    t->name, (int)t->data_type);
 	if ((uint64_t)count * unit != want)
@@ -321,12 +267,7 @@ static int decode_typed(graph_init *init, const Onnx__TensorProto *t,
 	out = malloc(want);
 	if (!out)
 		return errf(err, errlen, -ENOMEM, "initializer '%s': out of memory", t->name);
-	/* Byte by byte so the layout is little-endian whatever the host. */
-	for (i = 0; i < count; i++) {
-		bits = typed_bits(t, i);
-		for (b = 0; b < unit; b++)
-			out[i * unit + b] = (uint8_t)(bits >> (8 * b));
-	}
+	proto_typed_copy(t, out);
 	init->owned = out;
 	init->data = out;
 	init->nbytes = want;

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "conformance_value.h"
+#include "tensor_bytes.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "raw_data is little-endian; this reader copies it as is"
@@ -90,20 +91,6 @@ static bool read_file(const char *path, uint8_t **buf, size_t *len)
 	return ok;
 }
 
-/* The typed repeated field that holds dtype t's values, as (count, element
- * size, pointer); int32_data carries every type of 16 bits or less. */
-static const void *typed_field(const Onnx__TensorProto *p, int t, size_t *n, int *esize)
-{
-	switch (t) {
-	case ORTMK_FLOAT: *n = p->n_float_data; *esize = 4; return p->float_data;
-	case ORTMK_DOUBLE: *n = p->n_double_data; *esize = 8; return p->double_data;
-	case ORTMK_INT64: *n = p->n_int64_data; *esize = 8; return p->int64_data;
-	case ORTMK_UINT32:
-	case ORTMK_UINT64: *n = p->n_uint64_data; *esize = 8; return p->uint64_data;
-	default: *n = p->n_int32_data; *esize = 4; return p->int32_data;
-	}
-}
-
 static bool strings_fill(conf_value *t, const Onnx__TensorProto *p, char *err, size_t cap)
 {
 	char **s = t->data;
@@ -127,9 +114,7 @@ static bool strings_fill(conf_value *t, const Onnx__TensorProto *p, char *err, s
 
 static bool tensor_fill(conf_value *t, const Onnx__TensorProto *p, char *err, size_t cap)
 {
-	size_t n, size = (size_t)dtype_get(t->dtype)->size;
-	int esize;
-	const char *src;
+	size_t n, unit;
 
 	t->data = calloc(1, t->nbytes ? t->nbytes : 1);
 	if (!t->data) {
@@ -148,15 +133,15 @@ static bool tensor_fill(conf_value *t, const Onnx__TensorProto *p, char *err, si
 			memcpy(t->data, p->raw_data.data, t->nbytes);
 		return true;
 	}
-	src = typed_field(p, t->dtype, &n, &esize);
+	if (proto_typed_field(p, &n, &unit) < 0) {
+		snprintf(err, cap, "dtype %s has no typed field", dtype_get(t->dtype)->name);
+		return false;
+	}
 	if (n != t->count) {
 		snprintf(err, cap, "%zu values for %zu elements", n, t->count);
 		return false;
 	}
-	/* Narrowing keeps the low bytes: the value for integers, the bit
-	 * pattern for float16/bfloat16 (little-endian host). */
-	for (size_t i = 0; i < n; i++)
-		memcpy((char *)t->data + i * size, src + i * (size_t)esize, size);
+	proto_typed_copy(p, t->data);
 	return true;
 }
 

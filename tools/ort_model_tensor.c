@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "ort_model.h"
+#include "tensor_bytes.h"
 
 #define DT(x) ONNX__TENSOR_PROTO__DATA_TYPE__##x
 #define MAX_DEPTH 64   /* subgraph nesting, as the core's loader */
@@ -162,61 +163,6 @@ int om_is_external(const Onnx__TensorProto *t)
 	return t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
 }
 
-/* The repeated field that holds a dtype without raw_data, its length and
- * the bytes each entry becomes: ONNX stores 8- and 16-bit types (float16
- * and bfloat16 as bit patterns, bool as 0/1) one per int32_data entry, and
- * uint32 in uint64_data. */
-static int typed_field(const Onnx__TensorProto *t, size_t *count, size_t *unit)
-{
-	switch (t->data_type) {
-	case DT(FLOAT): case DT(COMPLEX64):
-		*count = t->n_float_data, *unit = 4;
-		return 0;
-	case DT(INT32):
-		*count = t->n_int32_data, *unit = 4;
-		return 0;
-	case DT(INT16): case DT(UINT16): case DT(FLOAT16): case DT(BFLOAT16):
-		*count = t->n_int32_data, *unit = 2;
-		return 0;
-	case DT(INT8): case DT(UINT8): case DT(BOOL):
-		*count = t->n_int32_data, *unit = 1;
-		return 0;
-	case DT(INT64):
-		*count = t->n_int64_data, *unit = 8;
-		return 0;
-	case DT(DOUBLE): case DT(COMPLEX128):
-		*count = t->n_double_data, *unit = 8;
-		return 0;
-	case DT(UINT32):
-		*count = t->n_uint64_data, *unit = 4;
-		return 0;
-	case DT(UINT64):
-		*count = t->n_uint64_data, *unit = 8;
-		return 0;
-	}
-	return -EINVAL;
-}
-
-static uint64_t typed_bits(const Onnx__TensorProto *t, size_t i)
-{
-	uint32_t b32;
-	uint64_t b64;
-
-	switch (t->data_type) {
-	case DT(FLOAT): case DT(COMPLEX64):
-		memcpy(&b32, &t->float_data[i], 4);
-		return b32;
-	case DT(INT64):
-		return (uint64_t)t->int64_data[i];
-	case DT(DOUBLE): case DT(COMPLEX128):
-		memcpy(&b64, &t->double_data[i], 8);
-		return b64;
-	case DT(UINT32): case DT(UINT64):
-		return t->uint64_data[i];
-	}
-	return (uint32_t)t->int32_data[i];
-}
-
 static int size_mismatch(const Onnx__TensorProto *t, const char *kind, const char *what,
 			 uint64_t have, uint64_t want, char *err, size_t errlen)
 {
@@ -235,8 +181,8 @@ static int size_mismatch(const Onnx__TensorProto *t, const char *kind, const cha
 int om_tensor_bytes(const Onnx__TensorProto *t, const char *kind, const uint8_t **data,
 		    void **owned, uint64_t *nbytes, char *err, size_t errlen)
 {
-	size_t count, unit, i, b;
-	uint64_t want, bits;
+	size_t count, unit;
+	uint64_t want;
 	uint8_t *out;
 	int rc;
 
@@ -254,7 +200,7 @@ int om_tensor_bytes(const Onnx__TensorProto *t, const char *kind, const uint8_t 
 		*data = t->raw_data.data;
 		return 0;
 	}
-	if (typed_field(t, &count, &unit) < 0)
+	if (proto_typed_field(t, &count, &unit) < 0)
 		return om_errf(err, errlen, -EINVAL, "%s '%s': unsupported data type %d", kind, tname(t),
 			       (int)t->data_type);
 	if ((uint64_t)count * unit != want)
@@ -264,12 +210,7 @@ int om_tensor_bytes(const Onnx__TensorProto *t, const char *kind, const uint8_t 
 	out = malloc(want);
 	if (!out)
 		return om_errf(err, errlen, -ENOMEM, "%s '%s': out of memory", kind, tname(t));
-	/* Byte by byte so the layout is little-endian whatever the host. */
-	for (i = 0; i < count; i++) {
-		bits = typed_bits(t, i);
-		for (b = 0; b < unit; b++)
-			out[i * unit + b] = (uint8_t)(bits >> (8 * b));
-	}
+	proto_typed_copy(t, out);
 	*data = out;
 	*owned = out;
 	return 0;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cpu_kernel.h"
+#include "tensor_bytes.h"
 
 size_t cpu_dtype_size(int32_t dtype)
 {
@@ -377,32 +378,17 @@ const char *cpu_attr_string(const Onnx__NodeProto *n, const char *name, const ch
 static int proto_typed_fill(const Onnx__TensorProto *tp, cpu_tensor *t, int64_t numel,
 			    char *err, size_t n)
 {
-	size_t have;
-	int32_t dt = t->dtype;
-	switch (dt) {
-	case CPU_FLOAT: have = tp->n_float_data; break;
-	case CPU_DOUBLE: have = tp->n_double_data; break;
-	case CPU_INT64: have = tp->n_int64_data; break;
-	case CPU_UINT32: case CPU_UINT64: have = tp->n_uint64_data; break;
-	default: have = tp->n_int32_data; break;
-	}
+	size_t have, unit;
+
+	/* a string tensor has no typed numeric field: only an empty one loads */
+	if (proto_typed_field(tp, &have, &unit) < 0)
+		have = 0;
 	if (have != (size_t)numel) {
 		snprintf(err, n, "tensor '%s' has %zu %s values for %lld elements",
-			 tp->name ? tp->name : "", have, cpu_dtype_name(dt), (long long)numel);
+			 tp->name ? tp->name : "", have, cpu_dtype_name(t->dtype), (long long)numel);
 		return CPU_E_INVALID;
 	}
-	for (int64_t i = 0; i < numel; i++) {
-		switch (dt) {
-		case CPU_FLOAT: ((float *)t->data)[i] = tp->float_data[i]; break;
-		case CPU_DOUBLE: ((double *)t->data)[i] = tp->double_data[i]; break;
-		case CPU_INT64: ((int64_t *)t->data)[i] = tp->int64_data[i]; break;
-		case CPU_UINT32: ((uint32_t *)t->data)[i] = (uint32_t)tp->uint64_data[i]; break;
-		case CPU_UINT64: ((uint64_t *)t->data)[i] = tp->uint64_data[i]; break;
-		case CPU_FLOAT16: case CPU_BFLOAT16:   /* the bits, in int32_data */
-			((uint16_t *)t->data)[i] = (uint16_t)tp->int32_data[i]; break;
-		default: cpu_set_i64(dt, t->data, i, tp->int32_data[i]); break;
-		}
-	}
+	proto_typed_copy(tp, t->data);
 	return 0;
 }
 
