@@ -226,6 +226,9 @@ struct ortmk_session {
 ortmk_status core_session_repartition(ortmk_session *s);
 /* partition.c: asks each provider which nodes it takes; fills steps. */
 ortmk_status core_partition(ortmk_session *s);
+/* partition.c: fills l->exported with the step's values read after it. */
+ortmk_status core_step_exported(const ortmk_session *s, const core_step *st,
+				Ortmk__LoadSubgraph *l);
 /* plan.c */
 ortmk_status core_plan_build(const ortmk_session *s, const int64_t *const *in_dims,
 			     const size_t *in_rank, core_plan **out);

@@ -265,8 +265,11 @@ static ortmk_status load_step(ortmk_session *s, core_step *st)
 	l.ir_version = s->g->model->ir_version;
 	l.has_threads = 1;
 	l.threads = (uint32_t)s->threads;
-	rc = send_load(s, st, &l);
+	rc = core_step_exported(s, st, &l);
+	if (rc == ORTMK_OK)
+		rc = send_load(s, st, &l);
 out:
+	free(l.exported);
 	free(l.graph.data);
 	free(vd);
 	free(pvd);

@@ -76,6 +76,15 @@ static int vk_supported(void *self, const Onnx__NodeProto *node, int64_t opset,
 	return op->supports(node, opset, in_dtypes, n_in, why, n);
 }
 
+static int vk_supported_shapes(void *self, const Onnx__NodeProto *node,
+			       const Ortmk__NodeQuery *q, char *why, size_t n)
+{
+	vk_ep *ep = self;
+
+	(void)node;
+	return vk_shapes_fit(q, ep->dev.props.limits.maxStorageBufferRange, why, n);
+}
+
 static int vk_load(void *self, ep_subgraph *sg, char *err, size_t n)
 {
 	vk_ep *ep = self;
@@ -99,6 +108,7 @@ static const ep_vtable vk_vtable = {
 	.name = "vulkan",
 	.init = vk_init,
 	.supported = vk_supported,
+	.supported_shapes = vk_supported_shapes,
 	.load = vk_load,
 	.run = vk_run,
 	.unload = vk_unload,

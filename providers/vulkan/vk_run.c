@@ -169,8 +169,24 @@ static int collect_one(vk_exec *ex, int v, int *overflow, char *err, size_t n)
 	return 0;
 }
 
-/* Every bound value the step produced goes back, in production order (the
- * core may place a dead value and a later one at the same offset). */
+/* 1 when value v leaves the step: a later step reads it or it is a graph
+ * output (the core's LoadSubgraph.exported; every bound value when the
+ * core does not say). */
+static int leaves_step(const vk_exec *ex, int v)
+{
+	const Ortmk__LoadSubgraph *m = ex->sg->msg;
+
+	if (!m || !m->has_exported_known || !m->exported_known)
+		return 1;
+	for (size_t i = 0; i < m->n_exported; i++)
+		if (m->exported[i] == (uint32_t)v)
+			return 1;
+	return 0;
+}
+
+/* Every bound value the step produced that leaves it goes back, in
+ * production order (the core may place a dead value and a later one at the
+ * same offset); the others stay on the device. */
 static int collect_downloads(vk_exec *ex, char *err, size_t n)
 {
 	int overflow = 0;
@@ -181,7 +197,7 @@ static int collect_downloads(vk_exec *ex, char *err, size_t n)
 		for (int i = 0; i < nd->n_out; i++) {
 			int v = nd->out[i], rc;
 
-			if (v < 0 || ex->bound[v] < 0)
+			if (v < 0 || ex->bound[v] < 0 || !leaves_step(ex, v))
 				continue;
 			rc = collect_one(ex, v, &overflow, err, n);
 			if (rc)
