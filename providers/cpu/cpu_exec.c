@@ -91,6 +91,14 @@ int cpu_node_init_opsets(cpu_node *node, struct cpu_pack_cache *pack, const cpu_
 			 const Onnx__NodeProto *p, int64_t opset, const cpu_tensor **consts,
 			 int n_in, int n_out, char *err, size_t n)
 {
+	return cpu_node_init_fused(node, pack, opsets, NULL, p, opset, consts, n_in, n_out, err,
+				   n);
+}
+
+int cpu_node_init_fused(cpu_node *node, struct cpu_pack_cache *pack, const cpu_opsets *opsets,
+			const cpu_fusion *fuse, const Onnx__NodeProto *p, int64_t opset,
+			const cpu_tensor **consts, int n_in, int n_out, char *err, size_t n)
+{
 	const cpu_op *op;
 	int rc;
 	if (err && n)
@@ -98,6 +106,7 @@ int cpu_node_init_opsets(cpu_node *node, struct cpu_pack_cache *pack, const cpu_
 	memset(node, 0, sizeof(*node));
 	node->pack = pack;
 	node->opsets = opsets;
+	node->fuse = fuse;
 	if (!p || !p->op_type || n_in < 0 || n_out < 0) {
 		snprintf(err, n, "invalid node");
 		return CPU_E_INVALID;

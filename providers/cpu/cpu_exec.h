@@ -36,6 +36,11 @@ int cpu_node_init_cached(cpu_node *node, struct cpu_pack_cache *pack, const Onnx
 int cpu_node_init_opsets(cpu_node *node, struct cpu_pack_cache *pack, const cpu_opsets *opsets,
 			 const Onnx__NodeProto *p, int64_t opset, const cpu_tensor **consts,
 			 int n_in, int n_out, char *err, size_t n);
+/* The same with a fused element-wise tail (node->fuse; may be NULL),
+ * which must outlive the node. */
+int cpu_node_init_fused(cpu_node *node, struct cpu_pack_cache *pack, const cpu_opsets *opsets,
+			const cpu_fusion *fuse, const Onnx__NodeProto *p, int64_t opset,
+			const cpu_tensor **consts, int n_in, int n_out, char *err, size_t n);
 void cpu_node_fini(cpu_node *node);
 
 /* Runs one node.  in: n_in inputs (NULL = omitted).  planned: n_out entries;

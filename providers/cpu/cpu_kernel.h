@@ -119,6 +119,23 @@ typedef struct cpu_op {
 	void (*release)(struct cpu_node *node);  /* frees node->state */
 } cpu_op;
 
+/* Element-wise work the provider fused into a node at load (cpu_fuse.c):
+ * the kernel applies it to its output 0 before writing it,
+ *   y = act(op(node) + in[add_input])
+ * where in[add_input] broadcasts onto the result (numpy rules; the kernel
+ * handles an addend whose broadcast widens the result too).  Kernels that
+ * do not look at node->fuse are never given one (cpu_fuse_accepts). */
+typedef enum cpu_fuse_act {
+	CPU_FUSE_ACT_NONE = 0,
+	CPU_FUSE_ACT_RELU = 1,
+	CPU_FUSE_ACT_GELU = 2,      /* x * 0.5 * (1 + erf(x / sqrt 2)) */
+} cpu_fuse_act;
+
+typedef struct cpu_fusion {
+	int add_input;              /* input index of the addend, or -1 */
+	cpu_fuse_act act;
+} cpu_fusion;
+
 typedef struct cpu_node {
 	const cpu_op *op;
 	const Onnx__NodeProto *proto;
@@ -130,6 +147,7 @@ typedef struct cpu_node {
 	void **packed;               /* blobs cpu_prepack allocated (freed at fini) */
 	int n_packed;
 	const cpu_opsets *opsets;    /* the model's (or NULL), set before prepare */
+	const cpu_fusion *fuse;      /* fused element-wise tail, or NULL */
 } cpu_node;
 
 /*

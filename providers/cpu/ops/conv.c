@@ -1,20 +1,38 @@
 /*
- * conv: ONNX Conv (all opsets) for float32, 1-D to 3-D, with groups
- * (depthwise included), pads, strides, dilations, auto_pad and an optional
- * bias.  Each (image, group) is an im2col into scratch followed by one
- * cpu_sgemm: Y_g[M/g, out] = W_g[M/g, C/g*k] x col[C/g*k, out].  A 1x1
- * stride-1 unpadded convolution multiplies the input directly.
+ * conv: ONNX Conv (all opsets) for float32, 1-D to 3-D, with groups, pads,
+ * strides, dilations, auto_pad and an optional bias, on the packed GEMM and
+ * the provider's thread pool.  Per (image, group), one of:
+ *
+ *  - depthwise (one input and one output channel per group): a direct
+ *    sliding window, no GEMM (conv_dw.c);
+ *  - output channels as rows: Y_g[Mg, P] = W_g[Mg, K] x col[K, P] (P the
+ *    output pixels, K = C/g x kernel), the filter read in place as the
+ *    GEMM's A, col packed on the fly;
+ *  - pixels as rows, for small images with many channels (ResNet's
+ *    14x14 and 7x7 stages, where P would be a ragged, narrow GEMM width):
+ *    Y_g^T[P, Mg] = col^T x W_g^T with W_g^T packed once at load through
+ *    the pre-pack cache; each finished block of Y^T is transposed into Y
+ *    while it is still in cache.
+ *
+ * col is the im2col of the group's channels; a 1x1, stride-1, unpadded
+ * convolution multiplies the input itself.  Bias, a fused residual Add and
+ * a fused Relu (node->fuse, set by cpu_fuse.c) are applied as each block of
+ * the result leaves the GEMM.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpu_ops.h"
+#include "conv_impl.h"
+#include "fuse_tail.h"
+#include "gemm.h"
 
-typedef struct conv_state {
-	cpu_window win;
-	int64_t group;
-} conv_state;
+/* The pixels-as-rows form is used when there are fewer output pixels than
+ * this many times the group's output channels. */
+#define CONV_T_RATIO 2
+/* Filters above this many packed bytes are not packed (the rows form reads
+ * them in place). */
+#define CONV_PACK_MAX ((size_t)32 << 20)
 
 static int conv_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
 			 char *why, size_t n)
@@ -25,12 +43,69 @@ static int conv_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t 
 	       cpu_supports_dtype(dt, n_in, 1, CPU_TYPES_F32, why, n);
 }
 
+typedef struct pack_arg {
+	const float *w;
+	int64_t G, Mg, ksz;
+	size_t size;   /* per group */
+} pack_arg;
+
+/* Every group's W_g^T, one packed B after the other. */
+static int pack_filter(void *dst, size_t size, void *arg)
+{
+	const pack_arg *a = arg;
+
+	for (int64_t g = 0; g < a->G; g++) {
+		int rc = gemm_pack_b(GEMM_ISA_AUTO, a->w + g * a->Mg * a->ksz, a->ksz, 1, a->ksz,
+				     a->Mg, (char *)dst + g * a->size, a->size);
+		if (rc)
+			return rc;
+	}
+	(void)size;
+	return 0;
+}
+
+static int pack_const_filter(cpu_node *node, conv_state *st, char *err, size_t n)
+{
+	const cpu_tensor *W = cpu_node_const(node, 1);
+	pack_arg a;
+	char fmt[48];
+
+	if (!W || W->dtype != CPU_FLOAT || W->rank < 3 || W->dims[0] % st->group)
+		return 0;
+	a.w = W->data;
+	a.G = st->group;
+	a.Mg = W->dims[0] / st->group;
+	a.ksz = cpu_numel(W) / (W->dims[0] ? W->dims[0] : 1);
+	if (a.Mg <= 1 || a.ksz <= 0)
+		return 0;   /* empty, or depthwise: no GEMM */
+	a.size = gemm_pack_b_size(GEMM_ISA_AUTO, a.ksz, a.Mg);
+	if (!a.size || a.size > CONV_PACK_MAX / (size_t)a.G)
+		return 0;
+	snprintf(fmt, sizeof(fmt), "conv-wt-g%lld-v%d-%s", (long long)a.G, GEMM_PACK_VERSION,
+		 gemm_isa_name(gemm_isa_best()));
+	st->packed = cpu_prepack(node, 1, fmt, a.size * (size_t)a.G, pack_filter, &a, err, n);
+	if (!st->packed)
+		return CPU_E_NOMEM;
+	for (int64_t g = 0; g < a.G; g++)
+		if (gemm_pack_b_check((const char *)st->packed + g * a.size, a.size, a.ksz, a.Mg)) {
+			st->packed = NULL;   /* a blob we cannot use: the rows form */
+			return 0;
+		}
+	st->pk_size = a.size;
+	st->w_src = W->data;
+	st->ksz = a.ksz;
+	st->Mg = a.Mg;
+	return 0;
+}
+
 static int conv_prepare(cpu_node *node, char *err, size_t n)
 {
 	conv_state *st = calloc(1, sizeof(*st));
 	int rc;
+
 	if (!st)
 		return CPU_E_NOMEM;
+	node->state = st;
 	rc = cpu_window_parse(node->proto, &st->win, err, n);
 	st->group = cpu_attr_int(node->proto, "group", 1);
 	if (!rc && st->group < 1) {
@@ -38,71 +113,15 @@ static int conv_prepare(cpu_node *node, char *err, size_t n)
 		rc = CPU_E_INVALID;
 	}
 	st->win.ceil_mode = 0;   /* a pooling attribute, not Conv's */
-	if (rc) {
-		free(st);
-		return rc;
-	}
-	node->state = st;
-	return 0;
+	if (!rc)
+		rc = pack_const_filter(node, st, err, n);
+	return rc;
 }
 
 static void conv_release(cpu_node *node)
 {
 	free(node->state);
 	node->state = NULL;
-}
-
-/* One im2col row: the input line ih/id of channel plane x for kernel column
- * kw, all output columns (zeros where the window is in the padding). */
-static void im2col_line(float *dst, const float *src, const cpu_geom *g, int64_t kw)
-{
-	int64_t OW = g->out[2], IW = g->in[2], s = g->s[2];
-	int64_t base = kw * g->d[2] - g->pb[2], lo = 0, hi;
-	if (base < 0)
-		lo = (-base + s - 1) / s;
-	hi = IW - base > 0 ? (IW - base + s - 1) / s : 0;
-	if (lo > OW)
-		lo = OW;
-	if (hi > OW)
-		hi = OW;
-	if (hi < lo)
-		hi = lo;
-	for (int64_t ow = 0; ow < lo; ow++)
-		dst[ow] = 0.0f;
-	if (s == 1) {
-		if (hi > lo)
-			memcpy(dst + lo, src + base + lo, (size_t)(hi - lo) * sizeof(float));
-	} else {
-		for (int64_t ow = lo; ow < hi; ow++)
-			dst[ow] = src[base + ow * s];
-	}
-	for (int64_t ow = hi; ow < OW; ow++)
-		dst[ow] = 0.0f;
-}
-
-/* col[(c, kd, kh, kw), (od, oh, ow)] for the C channels at x. */
-static void im2col(const float *x, int64_t C, const cpu_geom *g, float *col)
-{
-	int64_t ID = g->in[0], IH = g->in[1], IW = g->in[2];
-	int64_t OD = g->out[0], OH = g->out[1], OW = g->out[2];
-	int64_t osz = OD * OH * OW;
-	float *row = col;
-	for (int64_t c = 0; c < C; c++)
-		for (int64_t kd = 0; kd < g->k[0]; kd++)
-			for (int64_t kh = 0; kh < g->k[1]; kh++)
-				for (int64_t kw = 0; kw < g->k[2]; kw++, row += osz)
-					for (int64_t od = 0; od < OD; od++) {
-						int64_t id = od * g->s[0] - g->pb[0] + kd * g->d[0];
-						for (int64_t oh = 0; oh < OH; oh++) {
-							int64_t ih = oh * g->s[1] - g->pb[1] + kh * g->d[1];
-							float *dst = row + (od * OH + oh) * OW;
-							if (id < 0 || id >= ID || ih < 0 || ih >= IH) {
-								memset(dst, 0, (size_t)OW * sizeof(float));
-								continue;
-							}
-							im2col_line(dst, x + ((c * ID + id) * IH + ih) * IW, g, kw);
-						}
-					}
 }
 
 static int conv_check(cpu_ctx *ctx, const cpu_tensor *X, const cpu_tensor *W,
@@ -128,59 +147,146 @@ static int conv_check(cpu_ctx *ctx, const cpu_tensor *X, const cpu_tensor *W,
 	return 0;
 }
 
+/* Post-processing of a finished block of Y^T (pixels x channels): written
+ * transposed into Y, plus the residual, then the activation. */
+typedef struct post_t {
+	float *y;               /* the group's first output plane */
+	const float *res;       /* the residual at the same place, or NULL */
+	int64_t osz;
+	int relu;
+} post_t;
+
+static void transpose_out(void *arg, float *c, int64_t ldc, int64_t row0, int64_t rows,
+			  int64_t col0, int64_t cols)
+{
+	const post_t *pt = arg;
+
+	for (int64_t j = 0; j < cols; j++) {
+		float *y = pt->y + (col0 + j) * pt->osz + row0;
+		const float *r = pt->res ? pt->res + (col0 + j) * pt->osz + row0 : NULL;
+		const float *src = c + j;
+
+		if (r)
+			for (int64_t i = 0; i < rows; i++)
+				y[i] = src[i * ldc] + r[i];
+		else
+			for (int64_t i = 0; i < rows; i++)
+				y[i] = src[i * ldc];
+		if (pt->relu)
+			for (int64_t i = 0; i < rows; i++)
+				y[i] = y[i] > 0.0f || y[i] != y[i] ? y[i] : 0.0f;
+	}
+}
+
+/* One (image, group) through the GEMM.  a: col [ksz, osz] or the input
+ * itself (1x1); y: the group's output [Mg, osz]; res: the residual at y's
+ * place (then y already holds it for the rows form) or NULL; packed: the
+ * group's W^T for the pixels-as-rows form (ct its [osz, Mg] result), or
+ * NULL for the rows form. */
+static int group_gemm(cpu_ctx *ctx, const conv_job *j, const float *a, const float *w,
+		      const float *bias, const void *packed, float *y, const float *res,
+		      float *ct)
+{
+	gemm_epilogue ep = GEMM_EPILOGUE_INIT;
+	post_t pt;
+
+	if (packed) {
+		ep.bias = bias;
+		ep.bias_kind = bias ? GEMM_BIAS_COL : GEMM_BIAS_NONE;
+		/* With a residual the activation follows the addition. */
+		ep.act = j->relu && !res ? GEMM_ACT_RELU : GEMM_ACT_NONE;
+		pt.y = y;
+		pt.res = res;
+		pt.osz = j->osz;
+		pt.relu = j->relu && res;
+		ep.post = transpose_out;
+		ep.post_ctx = &pt;
+		return gemm_compute(ctx->pool, j->osz, j->Mg, j->ksz, a, j->osz, 1, packed, &ep, ct,
+				    j->Mg);
+	}
+	ep.bias = bias;
+	ep.bias_kind = bias ? GEMM_BIAS_ROW : GEMM_BIAS_NONE;
+	ep.beta = res ? 1.0f : 0.0f;
+	ep.act = j->relu ? GEMM_ACT_RELU : GEMM_ACT_NONE;
+	return gemm_sgemm(ctx->pool, GEMM_ISA_AUTO, 0, 0, j->Mg, j->osz, j->ksz, w, j->ksz, a,
+			  j->osz, &ep, y, j->osz);
+}
+
 static int conv_compute(cpu_ctx *ctx)
 {
 	const conv_state *st = ctx->node->state;
 	const cpu_tensor *X, *W, *B = cpu_input(ctx, 2);
-	int64_t dims[CPU_MAX_RANK], N, M, G = st->group, Cg, Mg, ksz = 1, isz = 1, osz;
-	cpu_geom g;
-	cpu_tensor *Y;
-	float *col = NULL;
-	int rc = 0, direct = 1;
+	int64_t dims[CPU_MAX_RANK], N, M, G = st->group, isz = 1;
+	const void *packed = NULL;
+	float *col = NULL, *ct = NULL;
+	int rc = 0, direct = 1, use_t;
+	cpu_fuse_run fr;
+	conv_job j;
 
 	if (!(X = cpu_require(ctx, 0, &rc)) || !(W = cpu_require(ctx, 1, &rc)))
 		return rc;
 	if ((rc = conv_check(ctx, X, W, B, G)) != 0)
 		return rc;
-	rc = cpu_window_geom(&st->win, X->rank - 2, X->dims + 2, W->dims + 2, &g, ctx->err,
+	rc = cpu_window_geom(&st->win, X->rank - 2, X->dims + 2, W->dims + 2, &j.g, ctx->err,
 			     ctx->errlen);
 	if (rc)
 		return rc;
 	N = X->dims[0];
 	M = W->dims[0];
-	Cg = W->dims[1];
-	Mg = M / G;
+	j.Cg = W->dims[1];
+	j.Mg = M / G;
 	dims[0] = N;
 	dims[1] = M;
 	for (int i = 0; i < X->rank - 2; i++)
-		dims[2 + i] = g.out[3 - (X->rank - 2) + i];
-	osz = g.out[0] * g.out[1] * g.out[2];
+		dims[2 + i] = j.g.out[3 - (X->rank - 2) + i];
+	j.osz = j.g.out[0] * j.g.out[1] * j.g.out[2];
+	j.ksz = 1;
 	for (int i = 0; i < 3; i++) {
-		ksz *= g.k[i];
-		isz *= g.in[i];
-		direct &= g.k[i] == 1 && g.s[i] == 1 && g.pb[i] == 0 && g.pe[i] == 0;
+		j.ksz *= j.g.k[i];
+		isz *= j.g.in[i];
+		direct &= j.g.k[i] == 1 && j.g.s[i] == 1 && j.g.pb[i] == 0 && j.g.pe[i] == 0;
 	}
-	ksz *= Cg;
-	if (!(Y = cpu_output(ctx, 0, CPU_FLOAT, X->rank, dims)))
-		return CPU_E_NOMEM;
-	if (!direct && osz && (uint64_t)ksz > SIZE_MAX / sizeof(float) / 2 / (uint64_t)osz)
+	j.ksz *= j.Cg;
+	/* The fused tail: a residual of Y's own shape is added (and the
+	 * activation applied) as Y is produced; anything else after. */
+	if ((rc = cpu_fuse_begin(ctx, X->rank, dims, &fr)) != 0)
+		return rc;
+	j.res = fr.add_inline;
+	j.relu = fr.act_inline == CPU_FUSE_ACT_RELU;
+	if (st->packed && W->data == st->w_src && st->Mg == j.Mg && st->ksz == j.ksz)
+		packed = st->packed;
+	use_t = packed && j.osz < CONV_T_RATIO * j.Mg;
+	if (cpu_numel(fr.y) == 0)
+		return cpu_fuse_end(ctx, &fr, 1);
+	if (j.Cg == 1 && j.Mg == 1) {
+		conv_depthwise(&j, X->data, W->data, B ? B->data : NULL, fr.y->data, N * G, G);
+		return cpu_fuse_end(ctx, &fr, 1);
+	}
+	if (!direct && j.osz && (uint64_t)j.ksz > SIZE_MAX / sizeof(float) / 2 / (uint64_t)j.osz)
 		return cpu_fail(ctx, CPU_E_NOMEM, "im2col buffer too large");
-	if (!direct && !(col = cpu_scratch(ctx, (size_t)ksz * (size_t)osz * sizeof(float))))
+	if (!direct && !(col = cpu_scratch(ctx, (size_t)j.ksz * (size_t)j.osz * sizeof(float))))
+		return CPU_E_NOMEM;
+	if (use_t && !(ct = cpu_scratch(ctx, (size_t)j.osz * (size_t)j.Mg * sizeof(float))))
 		return CPU_E_NOMEM;
 	for (int64_t b = 0; b < N; b++)
 		for (int64_t grp = 0; grp < G; grp++) {
-			const float *x = (const float *)X->data + (b * G + grp) * Cg * isz;
-			float *y = (float *)Y->data + (b * M + grp * Mg) * osz;
-			const float *w = (const float *)W->data + grp * Mg * ksz;
+			const float *x = (const float *)X->data + (b * G + grp) * j.Cg * isz;
+			int64_t yoff = (b * M + grp * j.Mg) * j.osz;
+			float *y = (float *)fr.y->data + yoff;
+			const float *res = j.res ? (const float *)j.res->data + yoff : NULL;
+			const float *w = (const float *)W->data + grp * j.Mg * j.ksz;
+			const float *bias = B ? (const float *)B->data + grp * j.Mg : NULL;
+			const void *pk = use_t ? (const char *)packed + grp * st->pk_size : NULL;
+
 			if (!direct)
-				im2col(x, Cg, &g, col);
-			for (int64_t m = 0; B && m < Mg; m++)
-				for (int64_t j = 0; j < osz; j++)
-					y[m * osz + j] = ((const float *)B->data)[grp * Mg + m];
-			cpu_sgemm(0, 0, Mg, osz, ksz, 1.0f, w, ksz, direct ? x : col, osz,
-				  B ? 1.0f : 0.0f, y, osz);
+				cpu_im2col(x, j.Cg, &j.g, col);
+			/* The rows form adds the residual as the GEMM's C (beta 1). */
+			if (res && !pk && res != y)
+				memcpy(y, res, (size_t)(j.Mg * j.osz) * sizeof(float));
+			if (group_gemm(ctx, &j, direct ? x : col, w, bias, pk, y, res, ct))
+				return cpu_fail(ctx, CPU_E_NOMEM, "GEMM failed (out of memory)");
 		}
-	return 0;
+	return cpu_fuse_end(ctx, &fr, 1);
 }
 
 const cpu_op cpu_op_conv = {

@@ -1,0 +1,139 @@
+/*
+ * conv_im2col: the data movement of the Conv kernel (conv.c): the im2col
+ * that lays the input out for the GEMM, and the depthwise convolution,
+ * which has one input channel per output channel and is a sliding window
+ * rather than a GEMM.  Both cut each output row into the part whose window
+ * lies in the padding and the part that reads the input, so the inner loops
+ * carry no bounds checks.
+ */
+#include <string.h>
+
+#include "conv_impl.h"
+
+/* The output columns [lo, hi) of a row whose tap at kernel column kw reads
+ * inside the input (the others read padding). */
+static void inside(const cpu_geom *g, int64_t kw, int64_t *lo_out, int64_t *hi_out)
+{
+	int64_t OW = g->out[2], IW = g->in[2], s = g->s[2];
+	int64_t base = kw * g->d[2] - g->pb[2], lo = 0, hi;
+
+	if (base < 0)
+		lo = (-base + s - 1) / s;
+	hi = IW - base > 0 ? (IW - base + s - 1) / s : 0;
+	if (lo > OW)
+		lo = OW;
+	if (hi > OW)
+		hi = OW;
+	if (hi < lo)
+		hi = lo;
+	*lo_out = lo;
+	*hi_out = hi;
+}
+
+/* One im2col row: the input line src for kernel column kw, all output
+ * columns (zeros where the window is in the padding). */
+static void im2col_line(float *dst, const float *src, const cpu_geom *g, int64_t kw)
+{
+	int64_t OW = g->out[2], s = g->s[2], base = kw * g->d[2] - g->pb[2], lo, hi;
+
+	inside(g, kw, &lo, &hi);
+	for (int64_t ow = 0; ow < lo; ow++)
+		dst[ow] = 0.0f;
+	if (s == 1) {
+		if (hi > lo)
+			memcpy(dst + lo, src + base + lo, (size_t)(hi - lo) * sizeof(float));
+	} else {
+		for (int64_t ow = lo; ow < hi; ow++)
+			dst[ow] = src[base + ow * s];
+	}
+	for (int64_t ow = hi; ow < OW; ow++)
+		dst[ow] = 0.0f;
+}
+
+void cpu_im2col(const float *x, int64_t C, const cpu_geom *g, float *col)
+{
+	int64_t ID = g->in[0], IH = g->in[1], IW = g->in[2];
+	int64_t OD = g->out[0], OH = g->out[1], OW = g->out[2];
+	int64_t osz = OD * OH * OW;
+	float *row = col;
+
+	for (int64_t c = 0; c < C; c++)
+		for (int64_t kd = 0; kd < g->k[0]; kd++)
+			for (int64_t kh = 0; kh < g->k[1]; kh++)
+				for (int64_t kw = 0; kw < g->k[2]; kw++, row += osz)
+					for (int64_t od = 0; od < OD; od++) {
+						int64_t id = od * g->s[0] - g->pb[0] + kd * g->d[0];
+						for (int64_t oh = 0; oh < OH; oh++) {
+							int64_t ih = oh * g->s[1] - g->pb[1] + kh * g->d[1];
+							float *dst = row + (od * OH + oh) * OW;
+							if (id < 0 || id >= ID || ih < 0 || ih >= IH) {
+								memset(dst, 0, (size_t)OW * sizeof(float));
+								continue;
+							}
+							im2col_line(dst, x + ((c * ID + id) * IH + ih) * IW, g, kw);
+						}
+					}
+}
+
+/* y[ow] += w * x[base + ow * s] for the output columns inside the input. */
+CPU_MULTIVERSION
+static void dw_tap(float *y, const float *x, const cpu_geom *g, int64_t kw, float w)
+{
+	int64_t s = g->s[2], base = kw * g->d[2] - g->pb[2], lo, hi;
+
+	inside(g, kw, &lo, &hi);
+	if (s == 1)
+		for (int64_t ow = lo; ow < hi; ow++)
+			y[ow] += w * x[base + ow];
+	else
+		for (int64_t ow = lo; ow < hi; ow++)
+			y[ow] += w * x[base + ow * s];
+}
+
+/* One plane: every output row accumulates its taps in place. */
+static void dw_plane(const cpu_geom *g, const float *x, const float *w, float bias, float *y)
+{
+	int64_t ID = g->in[0], IH = g->in[1], IW = g->in[2];
+	int64_t OD = g->out[0], OH = g->out[1], OW = g->out[2];
+
+	for (int64_t od = 0; od < OD; od++)
+		for (int64_t oh = 0; oh < OH; oh++) {
+			float *yr = y + (od * OH + oh) * OW;
+
+			for (int64_t ow = 0; ow < OW; ow++)
+				yr[ow] = bias;
+			for (int64_t kd = 0; kd < g->k[0]; kd++) {
+				int64_t id = od * g->s[0] - g->pb[0] + kd * g->d[0];
+				if (id < 0 || id >= ID)
+					continue;
+				for (int64_t kh = 0; kh < g->k[1]; kh++) {
+					int64_t ih = oh * g->s[1] - g->pb[1] + kh * g->d[1];
+					const float *xr = x + (id * IH + ih) * IW;
+					const float *wr = w + (kd * g->k[1] + kh) * g->k[2];
+					if (ih < 0 || ih >= IH)
+						continue;
+					for (int64_t kw = 0; kw < g->k[2]; kw++)
+						dw_tap(yr, xr, g, kw, wr[kw]);
+				}
+			}
+		}
+}
+
+void conv_depthwise(const conv_job *j, const float *x, const float *w, const float *b,
+		    float *y, int64_t planes, int64_t channels)
+{
+	int64_t isz = j->g.in[0] * j->g.in[1] * j->g.in[2], osz = j->osz;
+	int64_t taps = j->g.k[0] * j->g.k[1] * j->g.k[2];
+
+	for (int64_t p = 0; p < planes; p++) {
+		int64_t c = p % channels;
+		float *yp = y + p * osz;
+		const float *r = j->res ? (const float *)j->res->data + p * osz : NULL;
+
+		dw_plane(&j->g, x + p * isz, w + c * taps, b ? b[c] : 0.0f, yp);
+		for (int64_t i = 0; r && i < osz; i++)
+			yp[i] += r[i];
+		for (int64_t i = 0; j->relu && i < osz; i++)
+			yp[i] = yp[i] > 0.0f || yp[i] != yp[i] ? yp[i] : 0.0f;
+	}
+}

@@ -1,0 +1,43 @@
+/*
+ * conv_impl: what the Conv kernel's files share: its load-time state, the
+ * geometry of one call, the im2col and the depthwise kernel
+ * (conv_im2col.c).  Callers: conv.c, tests/unit/test_cpu_conv_fused.c.
+ */
+#ifndef ORTMK_CONV_IMPL_H
+#define ORTMK_CONV_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cpu_ops.h"
+
+typedef struct conv_state {
+	cpu_window win;
+	int64_t group;
+	/* Every group's W_g^T packed for the GEMM (pixels-as-rows form),
+	 * pk_size bytes each, made from w_src; NULL when not packed. */
+	const void *packed;
+	size_t pk_size;
+	const float *w_src;
+	int64_t Mg, ksz;
+} conv_state;
+
+/* One call's geometry: per group Cg input and Mg output channels, ksz =
+ * Cg x kernel taps, osz output pixels. */
+typedef struct conv_job {
+	cpu_geom g;
+	int64_t Cg, Mg, ksz, osz;
+	const cpu_tensor *res;   /* residual of Y's shape added in place, or NULL */
+	int relu;                /* apply Relu after bias and residual */
+} conv_job;
+
+/* col[(c, kd, kh, kw), (od, oh, ow)] for the C channels at x. */
+void cpu_im2col(const float *x, int64_t C, const cpu_geom *g, float *col);
+
+/* Depthwise (one input and one output channel per group): planes planes
+ * of x (each g.in) into y (each g.out), plane p with filter w + p * taps
+ * and bias b[p % (bias planes)], then the residual and Relu of j. */
+void conv_depthwise(const conv_job *j, const float *x, const float *w, const float *b,
+		    float *y, int64_t planes, int64_t channels);
+
+#endif

@@ -1,0 +1,136 @@
+/*
+ * fuse_tail: run-time side of fused element-wise tails (see fuse_tail.h).
+ */
+#include <string.h>
+
+#include "fuse_tail.h"
+#include "vmath.h"
+
+CPU_MULTIVERSION
+void cpu_gelu_inplace(float *x, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++)
+		x[i] = x[i] * 0.5f * (1.0f + vm_erf(x[i] * 0.70710678118654752f));
+}
+
+CPU_MULTIVERSION
+void cpu_relu_inplace(float *x, int64_t n)
+{
+	/* NaN stays NaN, as Relu's max(x, 0) does in the reference. */
+	for (int64_t i = 0; i < n; i++)
+		x[i] = x[i] > 0.0f || x[i] != x[i] ? x[i] : 0.0f;
+}
+
+static void apply_act(float *x, int64_t n, cpu_fuse_act act)
+{
+	if (act == CPU_FUSE_ACT_RELU)
+		cpu_relu_inplace(x, n);
+	else if (act == CPU_FUSE_ACT_GELU)
+		cpu_gelu_inplace(x, n);
+}
+
+static int overlaps(const cpu_tensor *a, const cpu_tensor *b)
+{
+	const char *p = a->data, *q = b->data;
+
+	return p && q && a->nbytes && b->nbytes && p < q + b->nbytes && q < p + a->nbytes;
+}
+
+int cpu_fuse_begin(cpu_ctx *ctx, int rank, const int64_t *dims, cpu_fuse_run *fr)
+{
+	const cpu_fusion *fu = ctx->node->fuse;
+	const int64_t *ds[2];
+	int ranks[2], widen = 0, alias = 0, rc = 0;
+	cpu_bcast bc;
+
+	memset(fr, 0, sizeof(*fr));
+	if (!fu) {
+		fr->out = fr->y = cpu_output(ctx, 0, CPU_FLOAT, rank, dims);
+		return fr->out ? 0 : CPU_E_NOMEM;
+	}
+	fr->act = fu->act;
+	if (fu->add_input >= 0) {
+		if (!(fr->add = cpu_require(ctx, fu->add_input, &rc)))
+			return rc;
+		if ((rc = cpu_check_dtype(ctx, fr->add, fu->add_input, CPU_TYPES_F32)))
+			return rc;
+		ranks[0] = rank;
+		ranks[1] = fr->add->rank;
+		ds[0] = dims;
+		ds[1] = fr->add->dims;
+		if (cpu_bcast_init(&bc, 2, ranks, ds))
+			return cpu_fail(ctx, CPU_E_INVALID, "fused Add: shapes do not broadcast");
+		widen = bc.out_rank != rank || memcmp(bc.out_dims, dims, sizeof(int64_t) * rank);
+		fr->out = cpu_output(ctx, 0, CPU_FLOAT, bc.out_rank, bc.out_dims);
+	} else {
+		fr->out = cpu_output(ctx, 0, CPU_FLOAT, rank, dims);
+	}
+	if (!fr->out)
+		return CPU_E_NOMEM;
+	/* The addend may be the output's own bytes (added element by element
+	 * in place); any other overlap with an input needs scratch. */
+	for (int i = 0; i < ctx->n_in; i++) {
+		const cpu_tensor *t = ctx->in[i];
+		if (t && t->dtype != CPU_SEQUENCE && t->dtype != CPU_NONE && overlaps(t, fr->out) &&
+		    !(t == fr->add && t->data == fr->out->data && !widen))
+			alias = 1;
+	}
+	fr->y = fr->out;
+	if (widen || alias) {
+		fr->tmp = *fr->out;
+		fr->tmp.rank = rank;
+		memcpy(fr->tmp.dims, dims, sizeof(int64_t) * (size_t)rank);
+		fr->tmp.nbytes = (size_t)cpu_shape_numel(rank, dims) * sizeof(float);
+		fr->tmp.data = cpu_scratch(ctx, fr->tmp.nbytes + 1);
+		if (!fr->tmp.data)
+			return CPU_E_NOMEM;
+		fr->y = &fr->tmp;
+	}
+	if (fr->add && !widen && fr->add->rank == rank &&
+	    !memcmp(fr->add->dims, dims, sizeof(int64_t) * (size_t)rank))
+		fr->add_inline = fr->add;
+	/* The activation follows the addition. */
+	if (!fr->add || fr->add_inline)
+		fr->act_inline = fr->act;
+	return 0;
+}
+
+typedef struct add_arg {
+	const float *a, *b;
+	float *out;
+} add_arg;
+
+static int add_row(void *arg, int64_t len, const int64_t *off, const int64_t *st)
+{
+	const add_arg *r = arg;
+	const float *a = r->a + off[0], *b = r->b + off[1];
+	float *o = r->out + off[2];
+
+	for (int64_t i = 0; i < len; i++)
+		o[i] = a[i * st[0]] + b[i * st[1]];
+	return 0;
+}
+
+int cpu_fuse_end(cpu_ctx *ctx, cpu_fuse_run *fr, int done)
+{
+	int kernel_added = done && fr->add_inline, kernel_act = done && fr->act_inline;
+
+	if (!ctx->node->fuse)
+		return 0;
+	if (fr->add && !kernel_added) {
+		/* out = y + add, broadcast (out may be y itself: same index). */
+		int ranks[2] = {fr->y->rank, fr->add->rank};
+		const int64_t *ds[2] = {fr->y->dims, fr->add->dims};
+		add_arg a = {fr->y->data, fr->add->data, fr->out->data};
+		cpu_bcast bc;
+
+		if (cpu_bcast_init(&bc, 2, ranks, ds))
+			return cpu_fail(ctx, CPU_E_INVALID, "fused Add: shapes do not broadcast");
+		cpu_bcast_each(&bc, add_row, &a);
+	} else if (fr->y != fr->out) {
+		memcpy(fr->out->data, fr->y->data, fr->out->nbytes);
+	}
+	if (!kernel_act)
+		apply_act(fr->out->data, cpu_numel(fr->out), fr->act);
+	return 0;
+}
