@@ -137,7 +137,10 @@ static int make_instance(vk_dev *d, char *err, size_t n)
 		.sType = VK_STRUCTURE_TYPE_APPLICATION_INFO,
 		.pApplicationName = "ort-ep-vulkan",
 		.pEngineName = "ortmk",
-		.apiVersion = VK_API_VERSION_1_0,
+		/* 1.2 for timeline semaphores (vk_stream.c); a 1.0 or 1.1
+		 * device still opens (with VK_KHR_timeline_semaphore, or
+		 * without streams). */
+		.apiVersion = VK_API_VERSION_1_2,
 	};
 	VkInstanceCreateInfo ci = {
 		.sType = VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO,
@@ -174,9 +177,62 @@ static int pick_physical(vk_dev *d, char *err, size_t n)
 	return 0;
 }
 
+static int has_extension(VkPhysicalDevice p, const char *name)
+{
+	VkExtensionProperties *e;
+	uint32_t cnt = 0;
+	int found = 0;
+
+	if (vkEnumerateDeviceExtensionProperties(p, NULL, &cnt, NULL) != VK_SUCCESS || !cnt)
+		return 0;
+	e = calloc(cnt, sizeof(*e));
+	if (e && vkEnumerateDeviceExtensionProperties(p, NULL, &cnt, e) == VK_SUCCESS)
+		for (uint32_t i = 0; i < cnt && !found; i++)
+			found = strcmp(e[i].extensionName, name) == 0;
+	free(e);
+	return found;
+}
+
+/* Timeline semaphores: core in 1.2, else VK_KHR_timeline_semaphore.  Fills
+ * *tl (chained into the device's pNext) and *ext when they are there. */
+static int want_timeline(vk_dev *d, VkPhysicalDeviceTimelineSemaphoreFeatures *tl,
+			 const char **ext)
+{
+	VkPhysicalDeviceFeatures2 f2 = {
+		.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+		.pNext = tl,
+	};
+	int core = d->props.apiVersion >= VK_API_VERSION_1_2;
+
+	*ext = NULL;
+	tl->sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES;
+	tl->pNext = NULL;
+	tl->timelineSemaphore = VK_FALSE;
+	if (!core && !has_extension(d->phys, VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME))
+		return 0;
+	if (d->props.apiVersion < VK_API_VERSION_1_1)
+		return 0;       /* no vkGetPhysicalDeviceFeatures2 to ask */
+	vkGetPhysicalDeviceFeatures2(d->phys, &f2);
+	if (!core)
+		*ext = VK_KHR_TIMELINE_SEMAPHORE_EXTENSION_NAME;
+	return tl->timelineSemaphore == VK_TRUE;
+}
+
+static void load_timeline(vk_dev *d, int core)
+{
+	d->wait_semaphores = (PFN_vkWaitSemaphores)vkGetDeviceProcAddr(d->dev,
+		core ? "vkWaitSemaphores" : "vkWaitSemaphoresKHR");
+	d->semaphore_value = (PFN_vkGetSemaphoreCounterValue)vkGetDeviceProcAddr(d->dev,
+		core ? "vkGetSemaphoreCounterValue" : "vkGetSemaphoreCounterValueKHR");
+	d->timeline = d->wait_semaphores && d->semaphore_value;
+}
+
 static int make_device(vk_dev *d, char *err, size_t n)
 {
 	float prio = 1.0f;
+	VkPhysicalDeviceTimelineSemaphoreFeatures tl;
+	const char *tl_ext;
+	int timeline = want_timeline(d, &tl, &tl_ext);
 	VkDeviceQueueCreateInfo q = {
 		.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
 		.queueFamilyIndex = d->qfam,
@@ -187,6 +243,9 @@ static int make_device(vk_dev *d, char *err, size_t n)
 		.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO,
 		.queueCreateInfoCount = 1,
 		.pQueueCreateInfos = &q,
+		.pNext = timeline ? &tl : NULL,
+		.enabledExtensionCount = timeline && tl_ext ? 1 : 0,
+		.ppEnabledExtensionNames = timeline && tl_ext ? &tl_ext : NULL,
 	};
 	VkCommandPoolCreateInfo pci = {
 		.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO,
@@ -202,6 +261,8 @@ static int make_device(vk_dev *d, char *err, size_t n)
 		return -1;
 	}
 	vkGetDeviceQueue(d->dev, d->qfam, 0, &d->queue);
+	if (timeline)
+		load_timeline(d, tl_ext == NULL);
 	r = vkCreateCommandPool(d->dev, &pci, NULL, &d->cmd_pool);
 	if (r == VK_SUCCESS) {
 		VkCommandBufferAllocateInfo ai = {
@@ -315,8 +376,23 @@ int vk_dev_begin(vk_dev *d, char *err, size_t n)
 
 int vk_dev_submit_wait(vk_dev *d, char *err, size_t n)
 {
+	return vk_dev_submit_wait_on(d, VK_NULL_HANDLE, 0, err, n);
+}
+
+int vk_dev_submit_wait_on(vk_dev *d, VkSemaphore sem, uint64_t value, char *err, size_t n)
+{
+	VkPipelineStageFlags stage = VK_PIPELINE_STAGE_ALL_COMMANDS_BIT;
+	VkTimelineSemaphoreSubmitInfo ts = {
+		.sType = VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
+		.waitSemaphoreValueCount = 1,
+		.pWaitSemaphoreValues = &value,
+	};
 	VkSubmitInfo si = {
 		.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO,
+		.pNext = sem ? &ts : NULL,
+		.waitSemaphoreCount = sem ? 1 : 0,
+		.pWaitSemaphores = &sem,
+		.pWaitDstStageMask = &stage,
 		.commandBufferCount = 1,
 		.pCommandBuffers = &d->cmd,
 	};

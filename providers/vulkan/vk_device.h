@@ -34,6 +34,10 @@ typedef struct vk_dev {
 	int cache_dirty;        /* pipelines were created since the last save */
 	char cache_path[512];   /* "" when the cache is off */
 	uint64_t timeout_ns;    /* how long one submission may take */
+	/* timeline semaphores (1.2 core or VK_KHR_timeline_semaphore) */
+	int timeline;
+	PFN_vkWaitSemaphores wait_semaphores;
+	PFN_vkGetSemaphoreCounterValue semaphore_value;
 } vk_dev;
 
 /* Opens the device chosen as above.  On failure returns < 0 with the reason
@@ -55,6 +59,9 @@ int vk_dev_begin(vk_dev *d, char *err, size_t n);
  * A timeout or a lost device ends the process with VK_EXIT_DEVICE: the
  * supervisor restarts it. */
 int vk_dev_submit_wait(vk_dev *d, char *err, size_t n);
+/* The same, the submission waiting first for timeline semaphore `sem` to
+ * reach `value` (a stream's earlier work; VK_NULL_HANDLE: no wait). */
+int vk_dev_submit_wait_on(vk_dev *d, VkSemaphore sem, uint64_t value, char *err, size_t n);
 
 #define VK_EXIT_DEVICE 70
 

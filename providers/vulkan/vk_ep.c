@@ -5,10 +5,12 @@
  * `run` are vk_exec.c and vk_run.c.  A machine without a usable Vulkan
  * device still gets a provider that starts and refuses every node (with
  * the reason), so `--provider vulkan,cpu` runs everything on cpu there.
+ * Device buffers, COPY and streams are vk_copy.c and vk_stream.c.
  *
  * `ort-ep-vulkan --probe` lists the devices, marks the one it would use
  * and exits 0, or 77 when there is none (the tests' skip code).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +34,7 @@ static int vk_init(void **self, char *detail, size_t n)
 	}
 	ep->ok = 1;
 	vk_heap_init(&ep->heap, &ep->dev, VK_BLOCK_SIZE);
+	vk_dm_init(&ep->dm, &ep->dev, &ep->heap);
 	vk_dev_describe(&ep->dev, detail, n);
 	ipc_log(IPC_LOG_INFO, "device: %s", detail);
 	return 0;
@@ -45,6 +48,7 @@ static void vk_fini(void *self)
 		return;
 	if (ep->ok) {
 		vkDeviceWaitIdle(ep->dev.dev);
+		vk_dm_fini(&ep->dm);
 		vk_pipes_fini(&ep->dev, &ep->pipes);
 		vk_staging_fini(&ep->dev, &ep->staging);
 		vk_heap_fini(&ep->heap);
@@ -104,6 +108,73 @@ static void vk_unload(void *self, ep_subgraph *sg)
 	vk_exec_unload(self, sg);
 }
 
+/* ---- device memory, copies, streams (vk_copy.c, vk_stream.c) ---------- */
+
+static int ep_status(int rc)
+{
+	return rc == -ENOMEM ? EP_E_NOMEM : rc == -ENOTSUP ? EP_E_UNSUPPORTED :
+	       rc == -EIO ? EP_E_INTERNAL : EP_E_INVALID;
+}
+
+static int vk_buf_alloc(void *self, uint64_t id, uint64_t nbytes, char *err, size_t n)
+{
+	vk_ep *ep = self;
+	int rc;
+
+	if (!ep->ok)
+		return snprintf(err, n, "no Vulkan device (%s)", ep->why), EP_E_UNSUPPORTED;
+	rc = vk_dm_alloc(&ep->dm, id, nbytes, err, n);
+	return rc ? ep_status(rc) : 0;
+}
+
+static void vk_buf_free(void *self, uint64_t id)
+{
+	vk_ep *ep = self;
+
+	if (ep->ok)
+		vk_dm_free(&ep->dm, id);
+}
+
+/* The bridge thread's signal: the shm fence through ep_host. */
+static void fence_done(void *f, uint64_t value, int ok)
+{
+	ep_fence fence = {f, value};
+
+	if (ok)
+		ep_fence_signal(&fence);
+	else
+		ep_fence_fail(&fence);
+}
+
+static int vk_copy(void *self, uint32_t stream, const ep_copy *ops, size_t n_ops,
+		   ep_fence signal, char *err, size_t n)
+{
+	vk_ep *ep = self;
+	vk_signal sig = {fence_done, signal.f, signal.value};
+	vk_copy_op *v;
+	int rc;
+
+	if (!ep->ok)
+		return snprintf(err, n, "no Vulkan device (%s)", ep->why), EP_E_UNSUPPORTED;
+	v = calloc(n_ops + 1, sizeof(*v));
+	if (!v)
+		return snprintf(err, n, "out of memory"), EP_E_NOMEM;
+	for (size_t i = 0; i < n_ops; i++)
+		v[i] = (vk_copy_op){ops[i].src_host, ops[i].src_buf, ops[i].src_off, ops[i].dst_host,
+				    ops[i].dst_buf, ops[i].dst_off, ops[i].nbytes};
+	rc = vk_dm_copy(&ep->dm, stream, v, n_ops, &sig, err, n);
+	free(v);
+	return rc ? ep_status(rc) : 0;
+}
+
+static void vk_stream_free(void *self, uint32_t stream)
+{
+	vk_ep *ep = self;
+
+	if (ep->ok)
+		vk_dm_stream_free(&ep->dm, stream);
+}
+
 static const ep_vtable vk_vtable = {
 	.name = "vulkan",
 	.init = vk_init,
@@ -113,6 +184,10 @@ static const ep_vtable vk_vtable = {
 	.run = vk_run,
 	.unload = vk_unload,
 	.fini = vk_fini,
+	.buf_alloc = vk_buf_alloc,
+	.buf_free = vk_buf_free,
+	.copy = vk_copy,
+	.stream_free = vk_stream_free,
 };
 
 int main(int argc, char **argv)

@@ -65,6 +65,8 @@ static void exec_free(vk_exec *ex)
 	free(ex->down.v);
 	free(ex->temps.v);
 	free(ex->htemps.v);
+	free(ex->d2d.v);
+	free(ex->dynbufs.v);
 	free(ex);
 }
 
@@ -91,6 +93,8 @@ static int alloc_tables(vk_exec *ex)
 	ex->up.size = ex->down.size = sizeof(vk_xfer);
 	ex->temps.size = sizeof(vk_buf);
 	ex->htemps.size = sizeof(void *);
+	ex->d2d.size = sizeof(vk_d2d);
+	ex->dynbufs.size = sizeof(vk_dynbuf);
 	return 0;
 }
 
@@ -312,6 +316,22 @@ const vk_val *vk_out(vk_ctx *c, int i, int rank, const int64_t *dims)
 		return NULL;
 	v = c->node->out[i];
 	nbytes = (uint64_t)vk_numel(rank, dims) * 4;
+	if (ex->bound[v] >= 0 && ex->run->bindings[ex->bound[v]].buffer_id) {
+		/* Bound to a device buffer: written in place. */
+		vk_buf dst;
+		int rc = vk_run_device_output(ex, &ex->run->bindings[ex->bound[v]], rank, dims,
+					      nbytes, &dst, c->err, c->errlen);
+
+		if (rc) {
+			c->status = rc;
+			return NULL;
+		}
+		/* The value's own memory from unbound runs is not needed. */
+		vk_heap_free(&ex->ep->heap, &ex->own[v]);
+		memset(o, 0, sizeof(*o));
+		o->dev = dst;
+		goto fill;
+	}
 	if (ex->own[v].block < 0 || ex->own[v].size < nbytes) {
 		vk_heap_free(&ex->ep->heap, &ex->own[v]);
 		if (vk_heap_alloc(&ex->ep->heap, nbytes, &ex->own[v], c->err, c->errlen)) {
@@ -320,12 +340,13 @@ const vk_val *vk_out(vk_ctx *c, int i, int rank, const int64_t *dims)
 		}
 	}
 	memset(o, 0, sizeof(*o));
+	o->dev = ex->own[v];
+fill:
 	o->dtype = VK_FLOAT;
 	o->rank = rank;
 	memcpy(o->dims, dims, sizeof(int64_t) * (size_t)rank);
 	o->numel = vk_numel(rank, dims);
 	o->nbytes = nbytes;
-	o->dev = ex->own[v];
 	o->ready = 1;
 	return o;
 }

@@ -9,17 +9,20 @@
  * over, so its bytes are never mapped here).
  *
  * Run: the bindings that are not produced in the step (its inputs) are
- * uploaded; each node plans on the host (shapes, allocation, dispatches);
- * every dispatch is recorded into one command buffer with barriers only
- * where a dispatch touches what an earlier one wrote; the bound values the
- * step produced are copied back to shared memory (or, for dynamic ones, to
- * the run's dynamic region) after one submit-and-wait.  Values that are
- * not bound stay on the device.  The core binds every planned value of a
- * step, so every one the step produces is downloaded (see docs/VULKAN.md).
+ * uploaded, unless bound as device buffers (used in place); each node
+ * plans on the host (shapes, allocation, dispatches); an output bound to a
+ * device buffer is written in place (a dynamic one is allocated under its
+ * id with the shape it turns out to have); every dispatch is recorded into
+ * one command buffer with barriers only where a dispatch touches what an
+ * earlier one wrote; the bound shared-memory values the step produced are
+ * copied back (or, for dynamic ones, to the run's dynamic region) after one
+ * submit-and-wait, which waits first for the run's stream (vk_stream.c).
+ * Values that are not bound stay on the device.
  */
 #ifndef ORTMK_VK_EXEC_H
 #define ORTMK_VK_EXEC_H
 
+#include "vk_copy.h"
 #include "vk_ops.h"
 
 typedef struct vk_ep {
@@ -29,6 +32,7 @@ typedef struct vk_ep {
 	vk_heap heap;
 	vk_staging staging;
 	vk_pipes pipes;
+	vk_devmem dm;           /* buffers by id, streams, copies */
 } vk_ep;
 
 typedef struct vk_dispatch {
@@ -47,6 +51,20 @@ typedef struct vk_xfer {
 	uint64_t nbytes;
 	VkDeviceSize stage_off;
 } vk_xfer;
+
+/* A device-to-device copy recorded after the dispatches: a bound device
+ * output whose value the step did not write in place (a view). */
+typedef struct vk_d2d {
+	vk_buf src, dst;
+	uint64_t nbytes;
+} vk_d2d;
+
+/* A buffer a run allocated for a dynamic device output: added to the
+ * buffer table when the run succeeds, freed when it fails. */
+typedef struct vk_dynbuf {
+	uint64_t id, nbytes;
+	vk_buf b;
+} vk_dynbuf;
 
 typedef struct vk_list {
 	void *v;
@@ -69,11 +87,22 @@ typedef struct vk_exec {
 	vk_list disp, up, down;
 	vk_list temps;          /* vk_buf: device memory of this run only */
 	vk_list htemps;         /* void *: host copies the uploads read */
+	vk_list d2d;            /* vk_d2d */
+	vk_list dynbufs;        /* vk_dynbuf */
+	VkSemaphore wait_sem;   /* the run's stream: wait for its earlier work */
+	uint64_t wait_value;
 } vk_exec;
 
 int vk_exec_load(vk_ep *ep, ep_subgraph *sg, char *err, size_t n);
 int vk_exec_run(vk_ep *ep, ep_subgraph *sg, ep_run *r, char *err, size_t n);
 void vk_exec_unload(vk_ep *ep, ep_subgraph *sg);
+
+/* The device buffer a device-bound output binding b gets for a value of
+ * this shape and size: its range of buffer_id, or for a dynamic binding a
+ * new allocation (dims and nbytes set in b) kept in ex->dynbufs
+ * (vk_run.c).  0 or an EP_E_* code with the reason. */
+int vk_run_device_output(vk_exec *ex, ep_tensor *b, int rank, const int64_t *dims,
+			 uint64_t nbytes, vk_buf *out, char *err, size_t n);
 
 /* Appends an element of l->size bytes; NULL when out of memory. */
 void *vk_list_push(vk_list *l);

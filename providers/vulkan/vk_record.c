@@ -228,6 +228,10 @@ int vk_record_and_run(vk_exec *ex, char *err, size_t n)
 	    vk_dev_reset_descriptors(&ep->dev, (uint32_t)ex->disp.n, err, n) ||
 	    vk_dev_begin(&ep->dev, err, n))
 		return EP_E_NOMEM;
+	/* What earlier submissions on the queue wrote (other streams' copies
+	 * included) is visible to this one. */
+	barrier(cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_ACCESS_MEMORY_WRITE_BIT,
+		VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT);
 	for (size_t i = 0; i < ex->up.n; i++) {
 		const vk_xfer *x = &((const vk_xfer *)ex->up.v)[i];
 
@@ -246,14 +250,22 @@ int vk_record_and_run(vk_exec *ex, char *err, size_t n)
 			vkDestroyQueryPool(ep->dev.dev, qp, NULL);
 		return EP_E_INTERNAL;
 	}
-	if (ex->down.n) {
-		barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_ACCESS_SHADER_WRITE_BIT,
+	if (ex->down.n || ex->d2d.n) {
+		barrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+			VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
 			VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
+		for (size_t i = 0; i < ex->d2d.n; i++) {
+			const vk_d2d *c = &((const vk_d2d *)ex->d2d.v)[i];
+
+			copy(cmd, c->src.buf, c->src.off, c->dst.buf, c->dst.off, c->nbytes);
+		}
+	}
+	if (ex->down.n) {
 		record_copies(ex, 1);
 		barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
 			VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
 	}
-	if (vk_dev_submit_wait(&ep->dev, err, n)) {
+	if (vk_dev_submit_wait_on(&ep->dev, ex->wait_sem, ex->wait_value, err, n)) {
 		if (qp)
 			vkDestroyQueryPool(ep->dev.dev, qp, NULL);
 		return EP_E_INTERNAL;
