@@ -15,11 +15,13 @@
 #include <unistd.h>
 
 #include "cpu_exec.h"
+#include "cpu_fuse.h"
 #include "cpu_graph.h"
 #include "cpu_io.h"
 #include "cpu_prepack.h"
 #include "cpu_kernel.h"
 #include "ep_host.h"
+#include "log.h"
 #include "threadpool.h"
 
 typedef struct cpu_sg {
@@ -49,6 +51,7 @@ typedef struct cpu_sg {
 	int64_t *opset_versions;
 	const ep_subgraph *sg;    /* for the scope of a run */
 	gemm_pool *pool;          /* intra-op threads (sg->threads > 1), or NULL */
+	cpu_fuse_node *fuse;      /* per node: fused chains (cpu_fuse.h), or NULL */
 } cpu_sg;
 
 /* The top-level values by name, for subgraphs that read them. */
@@ -116,6 +119,7 @@ static void cpu_sg_free(cpu_sg *c)
 	cpu_arena_free(c->arena);
 	cpu_pack_cache_close(c->pack);
 	gemm_pool_destroy(c->pool);
+	cpu_fuse_free(c->fuse, c->n_nodes);
 	free(c);
 }
 
@@ -230,7 +234,8 @@ static int map_refs(cpu_sg *c, size_t k)
 	return 0;
 }
 
-static int load_node(cpu_sg *c, const ep_subgraph *sg, size_t k, char *err, size_t n)
+/* Node k's value indexes and the outer values its subgraphs read. */
+static int map_node(cpu_sg *c, const ep_subgraph *sg, size_t k, char *err, size_t n)
 {
 	const Onnx__NodeProto *p = sg->graph->node[k];
 	int rc;
@@ -238,31 +243,87 @@ static int load_node(cpu_sg *c, const ep_subgraph *sg, size_t k, char *err, size
 	rc = map_names(sg, p->input, p->n_input, &c->node_in[k], err, n);
 	if (rc == 0)
 		rc = map_names(sg, p->output, p->n_output, &c->node_out[k], err, n);
-	if (rc)
-		return rc;
-	c->node_consts[k] = calloc(p->n_input + 1, sizeof(cpu_tensor *));
+	if (rc == 0 && map_refs(c, k))
+		rc = (snprintf(err, n, "out of memory"), EP_E_NOMEM);
+	return rc;
+}
+
+/* A fused head takes the chain's inputs (constants replaced by folded
+ * ones) and writes the chain's last output. */
+static int apply_fusion(cpu_sg *c, size_t k, const cpu_fuse_node *f, int *n_in)
+{
+	int *in = malloc(sizeof(int) * (size_t)(f->n_in + 1));
+
+	if (!in)
+		return EP_E_NOMEM;
+	memcpy(in, f->in, sizeof(int) * (size_t)f->n_in);
+	free(c->node_in[k]);
+	c->node_in[k] = in;
+	c->node_out[k][0] = f->out0;
+	*n_in = f->n_in;
+	return 0;
+}
+
+static int load_node(cpu_sg *c, const ep_subgraph *sg, size_t k, char *err, size_t n)
+{
+	const Onnx__NodeProto *p = sg->graph->node[k];
+	const cpu_fuse_node *f = c->fuse && c->fuse[k].head ? &c->fuse[k] : NULL;
+	int rc, n_in = (int)p->n_input;
+
+	if (f && apply_fusion(c, k, f, &n_in))
+		return snprintf(err, n, "out of memory"), EP_E_NOMEM;
+	c->node_consts[k] = calloc((size_t)n_in + 1, sizeof(cpu_tensor *));
 	if (!c->node_consts[k])
 		return EP_E_NOMEM;
-	for (size_t i = 0; i < p->n_input; i++) {
+	for (int i = 0; i < n_in; i++) {
 		int v = c->node_in[k][i];
 
-		if (v >= 0 && c->consts[v].data)
+		if (f && f->folded[i])
+			c->node_consts[k][i] = f->folded[i];
+		else if (v >= 0 && c->consts[v].data)
 			c->node_consts[k][i] = &c->consts[v];
-		if (v >= 0)
+		if (v >= 0 && c->last_use[v] < (int)k)
 			c->last_use[v] = (int)k;
 	}
-	if ((int)p->n_input > c->max_in)
-		c->max_in = (int)p->n_input;
+	if (n_in > c->max_in)
+		c->max_in = n_in;
 	if ((int)p->n_output > c->max_out)
 		c->max_out = (int)p->n_output;
-	if (map_refs(c, k))
-		return snprintf(err, n, "out of memory"), EP_E_NOMEM;
-	rc = cpu_node_init_opsets(&c->nodes[k], c->pack, &c->opsets, p,
-				  ep_subgraph_opset(sg, p->domain ? p->domain : ""),
-				  c->node_consts[k], (int)p->n_input, (int)p->n_output, err, n);
+	rc = cpu_node_init_fused(&c->nodes[k], c->pack, &c->opsets, f ? &f->fuse : NULL, p,
+				 ep_subgraph_opset(sg, p->domain ? p->domain : ""),
+				 c->node_consts[k], n_in, (int)p->n_output, err, n);
 	if (rc == 0)
 		c->inited = (int)k + 1;
 	return rc;
+}
+
+/* Fusions need to know which values the core reads after the step; set
+ * ORTMK_CPU_FUSE=0 to run every node as it is (for comparisons). */
+static void plan_fusions(cpu_sg *c, const ep_subgraph *sg)
+{
+	const char *env = getenv("ORTMK_CPU_FUSE");
+	unsigned char *exported = calloc(c->n_values + 1, 1);
+	int *extra = calloc(c->n_values + 1, sizeof(int));
+	cpu_fuse_graph fg = {sg->graph, c->n_values, c->node_in, c->node_out, c->consts,
+			     exported, extra};
+
+	if (exported && extra && sg->msg->exported_known && !(env && strcmp(env, "0") == 0)) {
+		for (size_t i = 0; i < sg->msg->n_exported; i++)
+			if (sg->msg->exported[i] < c->n_values)
+				exported[sg->msg->exported[i]] = 1;
+		for (size_t k = 0; k < c->n_nodes; k++)
+			for (int i = 0; c->node_refs[k][i] >= 0; i++)
+				extra[c->node_refs[k][i]]++;
+		c->fuse = cpu_fuse_plan(&fg);
+	}
+	for (size_t k = 0; c->fuse && k < c->n_nodes; k++)
+		if (c->fuse[k].head)
+			ipc_log(IPC_LOG_DEBUG, "fused %d nodes into '%s' (%s): add %d, bias %d, act %d",
+				c->fuse[k].n_fused, sg->graph->node[k]->name,
+				sg->graph->node[k]->op_type, c->fuse[k].fuse.add_input,
+				c->fuse[k].fuse.bias_input, (int)c->fuse[k].fuse.act);
+	free(exported);
+	free(extra);
 }
 
 static int cpu_load(void *self, ep_subgraph *sg, char *err, size_t n)
@@ -290,11 +351,21 @@ static int cpu_load(void *self, ep_subgraph *sg, char *err, size_t n)
 		return snprintf(err, n, "out of memory"), EP_E_NOMEM;
 	}
 	for (size_t k = 0; k < c->n_nodes; k++) {
-		rc = load_node(c, sg, k, err, n);
+		rc = map_node(c, sg, k, err, n);
 		if (rc) {
 			cpu_sg_free(c);
 			return rc < 0 ? rc : EP_E_INVALID;
 		}
+	}
+	plan_fusions(c, sg);
+	for (size_t k = 0; k < c->n_nodes; k++) {
+		/* A node fused into an earlier one stays uninitialised: not run. */
+		rc = c->fuse && c->fuse[k].skip ? 0 : load_node(c, sg, k, err, n);
+		if (rc) {
+			cpu_sg_free(c);
+			return rc < 0 ? rc : EP_E_INVALID;
+		}
+		c->inited = (int)k + 1;
 	}
 	c->in = calloc((size_t)c->max_in + 1, sizeof(*c->in));
 	c->planned = calloc((size_t)c->max_out + 1, sizeof(*c->planned));
@@ -378,6 +449,11 @@ static int run_node(cpu_sg *c, const ep_subgraph *sg, ep_run *r, size_t k,
 	for (int i = 0; i < node->n_in; i++) {
 		int v = c->node_in[k][i];
 
+		/* Constants (folded ones included) come from the node itself. */
+		if (c->node_consts[k][i]) {
+			c->in[i] = c->node_consts[k][i];
+			continue;
+		}
 		if (v >= 0 && !c->have[v])
 			return snprintf(err, n, "node '%s': input '%s' has no value",
 					sg->graph->node[k]->name, sg->values[v].name), EP_E_INVALID;
@@ -475,6 +551,8 @@ static int cpu_run(void *self, ep_subgraph *sg, ep_run *r, char *err, size_t n)
 	(void)self;
 	rc = bind_values(c, sg, r, err, n);
 	for (size_t k = 0; rc == 0 && k < c->n_nodes; k++) {
+		if (!c->nodes[k].op)
+			continue;   /* fused into an earlier node */
 		rc = run_node(c, sg, r, k, sg->threads, err, n);
 		if (rc == 0)
 			release_dead(c, k);

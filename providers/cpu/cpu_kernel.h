@@ -121,7 +121,7 @@ typedef struct cpu_op {
 
 /* Element-wise work the provider fused into a node at load (cpu_fuse.c):
  * the kernel applies it to its output 0 before writing it,
- *   y = act(op(node) + in[add_input])
+ *   y = act(op(node) + in[bias_input] + in[add_input])
  * where in[add_input] broadcasts onto the result (numpy rules; the kernel
  * handles an addend whose broadcast widens the result too).  Kernels that
  * do not look at node->fuse are never given one (cpu_fuse_accepts). */
@@ -133,6 +133,9 @@ typedef enum cpu_fuse_act {
 
 typedef struct cpu_fusion {
 	int add_input;              /* input index of the addend, or -1 */
+	/* MatMul/Gemm: input index of a constant [N] row added before the
+	 * addend (the Add of nn.Linear's bias), or -1. */
+	int bias_input;
 	cpu_fuse_act act;
 } cpu_fusion;
 

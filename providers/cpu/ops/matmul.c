@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cpu_ops.h"
+#include "fuse_tail.h"
 #include "gemm.h"
 
 static int f32_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
@@ -52,6 +53,7 @@ typedef struct mm_packed {
 	const void *b;
 	const float *src;
 	int64_t K, N;
+	const float *bias;      /* a fused constant bias row of N, or NULL */
 } mm_packed;
 
 typedef struct pack_arg {
@@ -107,6 +109,66 @@ static int pack_const_b(cpu_node *node, int transB, mm_packed *st, char *err, si
 	return 0;
 }
 
+/* The constant bias row cpu_fuse.c moved into this node (its Add): N
+ * floats, N from the constant B. */
+static int fused_bias(cpu_node *node, int transB, mm_packed *st, char *err, size_t n)
+{
+	const cpu_fusion *fu = node->fuse;
+	const cpu_tensor *b = fu && fu->bias_input >= 0 ? cpu_node_const(node, fu->bias_input) : NULL;
+	const cpu_tensor *B = cpu_node_const(node, 1);
+
+	if (!fu || fu->bias_input < 0)
+		return 0;
+	if (!b || !B || b->dtype != CPU_FLOAT || b->rank < 1 || B->rank != 2 ||
+	    cpu_numel(b) != B->dims[transB ? 0 : 1] || b->dims[b->rank - 1] != cpu_numel(b))
+		return snprintf(err, n, "fused bias: not a constant float row of N"), CPU_E_INTERNAL;
+	st->bias = b->data;
+	return 0;
+}
+
+/* The GEMM epilogue of a fused tail the kernel applies itself: bias,
+ * the addend as C (beta 1; y already holds it), Relu, or Gelu on each
+ * finished block. */
+static void gelu_block(void *arg, float *c, int64_t ldc, int64_t row0, int64_t rows,
+		       int64_t col0, int64_t cols)
+{
+	(void)arg;
+	(void)row0;
+	(void)col0;
+	for (int64_t i = 0; i < rows; i++)
+		cpu_gelu_inplace(c + i * ldc, cols);
+}
+
+static void fused_epilogue(const cpu_fuse_run *fr, const float *bias, gemm_epilogue *ep)
+{
+	if (bias) {
+		ep->bias = bias;
+		ep->bias_kind = GEMM_BIAS_COL;
+	}
+	if (fr->add_inline) {
+		if (fr->add_inline->data != fr->y->data)
+			memcpy(fr->y->data, fr->add_inline->data, fr->y->nbytes);
+		ep->beta = 1.0f;
+	}
+	if (fr->act_inline == CPU_FUSE_ACT_RELU)
+		ep->act = GEMM_ACT_RELU;
+	else if (fr->act_inline == CPU_FUSE_ACT_GELU)
+		ep->post = gelu_block;
+}
+
+/* After a product computed without the fused tail: the bias row, then the
+ * rest (cpu_fuse_end). */
+static int plain_tail(cpu_ctx *ctx, cpu_fuse_run *fr, const float *bias, int64_t N)
+{
+	float *y = fr->y->data;
+	int64_t rows = N ? cpu_numel(fr->y) / N : 0;
+
+	for (int64_t i = 0; bias && i < rows; i++)
+		for (int64_t j = 0; j < N; j++)
+			y[i * N + j] += bias[j];
+	return cpu_fuse_end(ctx, fr, 0);
+}
+
 static int matmul_prepare(cpu_node *node, char *err, size_t n)
 {
 	mm_packed *st = calloc(1, sizeof(*st));
@@ -114,13 +176,11 @@ static int matmul_prepare(cpu_node *node, char *err, size_t n)
 
 	if (!st)
 		return snprintf(err, n, "out of memory"), CPU_E_NOMEM;
-	rc = pack_const_b(node, 0, st, err, n);
-	if (rc || !st->b) {
-		free(st);
-		return rc;
-	}
 	node->state = st;
-	return 0;
+	rc = pack_const_b(node, 0, st, err, n);
+	if (!rc)
+		rc = fused_bias(node, 0, st, err, n);
+	return rc;
 }
 
 static void matmul_release(cpu_node *node)
@@ -140,8 +200,9 @@ static const void *packed_for(const cpu_ctx *ctx, const cpu_tensor *B, int64_t K
 static int matmul_compute(cpu_ctx *ctx)
 {
 	const cpu_tensor *A, *B;
+	const mm_packed *st = ctx->node->state;
 	const void *packed;
-	cpu_tensor *Y;
+	cpu_fuse_run fr;
 	int64_t dims[CPU_MAX_RANK], Kb, bbatch = 1;
 	int ranks[2], yr, rc = 0;
 	const int64_t *bd[2];
@@ -174,29 +235,33 @@ static int matmul_compute(cpu_ctx *ctx)
 		dims[yr++] = r.M;
 	if (B->rank > 1)
 		dims[yr++] = r.N;
-	if (!(Y = cpu_output(ctx, 0, CPU_FLOAT, yr, dims)))
-		return CPU_E_NOMEM;
+	if ((rc = cpu_fuse_begin(ctx, yr, dims, &fr)) != 0)
+		return rc;
 	r.a = A->data;
 	r.b = B->data;
-	r.y = Y->data;
+	r.y = fr.y->data;
 	r.pool = ctx->pool;
 	for (int d = 0; d < ranks[1]; d++)
 		bbatch *= B->dims[d];
 	if (bbatch == 1 && B->rank == 2 && (packed = packed_for(ctx, B, r.K, r.N))) {
+		gemm_epilogue ep = GEMM_EPILOGUE_INIT;
+
+		fused_epilogue(&fr, st->bias, &ep);
 		/* Every batch entry of A against the same packed weights: one
 		 * tall GEMM; a single row streams the panels once. */
-		if (gemm_compute(ctx->pool, cpu_numel(Y) / (r.N ? r.N : 1), r.N, r.K, r.a, r.K, 0,
-				 packed, NULL, r.y, r.N))
+		if (gemm_compute(ctx->pool, cpu_numel(fr.y) / (r.N ? r.N : 1), r.N, r.K, r.a, r.K,
+				 0, packed, &ep, r.y, r.N))
 			return cpu_fail(ctx, CPU_E_INTERNAL, "packed GEMM failed");
-		return 0;
+		return cpu_fuse_end(ctx, &fr, 1);
 	}
 	if (bbatch == 1) {
 		/* B is shared by every batch entry: one GEMM over the stacked rows */
-		cpu_sgemm_pool(ctx->pool, 0, 0, cpu_numel(Y) / (r.N ? r.N : 1), r.N, r.K, 1.0f, r.a,
-			       r.K, r.b, r.N, 0.0f, r.y, r.N);
-		return 0;
+		cpu_sgemm_pool(ctx->pool, 0, 0, cpu_numel(fr.y) / (r.N ? r.N : 1), r.N, r.K, 1.0f,
+			       r.a, r.K, r.b, r.N, 0.0f, r.y, r.N);
+	} else if ((rc = cpu_bcast_each(&bc, mm_row, &r)) != 0) {
+		return rc;
 	}
-	return cpu_bcast_each(&bc, mm_row, &r);
+	return plain_tail(ctx, &fr, st ? st->bias : NULL, r.N);
 }
 
 /* Y = C spread onto [M, N] (the GEMM then adds beta * Y). */
@@ -216,13 +281,14 @@ static int gemm_init_c(cpu_ctx *ctx, const cpu_tensor *C, cpu_tensor *Y)
 	return 0;
 }
 
-/* Gemm's state: the packed op(B) and, when C is a constant row ([N] or
- * [1, N]), beta * C as the GEMM's per-column bias. */
+/* Gemm's state: the packed op(B) and, when C is absent or a constant row
+ * ([N] or [1, N]), beta * C plus a fused bias row as the GEMM's per-column
+ * bias (c_folded: C is in it). */
 typedef struct gemm_state {
 	mm_packed pk;
 	float *bias;
-	int64_t bias_n;
 	const void *c_src;
+	int c_folded;
 } gemm_state;
 
 static void gemm_release(cpu_node *node)
@@ -240,25 +306,34 @@ static int gemm_prepare(cpu_node *node, char *err, size_t n)
 	const Onnx__NodeProto *p = node->proto;
 	const cpu_tensor *C = node->n_in > 2 ? cpu_node_const(node, 2) : NULL;
 	float beta = cpu_attr_float(p, "beta", 1.0f);
+	int tb = cpu_attr_int(p, "transB", 0) != 0, has_c = node->n_in > 2 && p->n_input > 2 &&
+		p->input[2][0];
 	gemm_state *st = calloc(1, sizeof(*st));
+	int64_t N;
 	int rc;
 
 	if (!st)
 		return snprintf(err, n, "out of memory"), CPU_E_NOMEM;
 	node->state = st;
-	rc = pack_const_b(node, cpu_attr_int(p, "transB", 0) != 0, &st->pk, err, n);
-	if (rc)
+	rc = pack_const_b(node, tb, &st->pk, err, n);
+	if (!rc)
+		rc = fused_bias(node, tb, &st->pk, err, n);
+	if (rc || !st->pk.b)
 		return rc;
-	if (st->pk.b && C && C->dtype == CPU_FLOAT && cpu_numel(C) == st->pk.N &&
-	    (C->rank == 1 || (C->rank == 2 && C->dims[0] == 1))) {
-		st->bias = malloc((size_t)st->pk.N * sizeof(float) + 1);
-		if (!st->bias)
-			return snprintf(err, n, "out of memory"), CPU_E_NOMEM;
-		for (int64_t j = 0; j < st->pk.N; j++)
-			st->bias[j] = beta * ((const float *)C->data)[j];
-		st->bias_n = st->pk.N;
-		st->c_src = C->data;
-	}
+	N = st->pk.N;
+	if (has_c && !(C && C->dtype == CPU_FLOAT && cpu_numel(C) == N &&
+		       (C->rank == 1 || (C->rank == 2 && C->dims[0] == 1))))
+		return 0;   /* C is added as the GEMM's C */
+	if (!has_c && !st->pk.bias)
+		return 0;
+	st->bias = calloc((size_t)N + 1, sizeof(float));
+	if (!st->bias)
+		return snprintf(err, n, "out of memory"), CPU_E_NOMEM;
+	for (int64_t j = 0; j < N; j++)
+		st->bias[j] = (has_c ? beta * ((const float *)C->data)[j] : 0.0f) +
+			      (st->pk.bias ? st->pk.bias[j] : 0.0f);
+	st->c_src = has_c ? C->data : NULL;
+	st->c_folded = has_c;
 	return 0;
 }
 
@@ -272,7 +347,7 @@ static int gemm_op_compute(cpu_ctx *ctx)
 	gemm_epilogue ep = GEMM_EPILOGUE_INIT;
 	int64_t dims[2], M, N, K, Kb;
 	const void *packed = NULL;
-	cpu_tensor *Y;
+	cpu_fuse_run fr;
 	int rc = 0;
 
 	if (!(A = cpu_require(ctx, 0, &rc)) || !(B = cpu_require(ctx, 1, &rc)))
@@ -293,29 +368,31 @@ static int gemm_op_compute(cpu_ctx *ctx)
 				(long long)N);
 	dims[0] = M;
 	dims[1] = N;
-	if (!(Y = cpu_output(ctx, 0, CPU_FLOAT, 2, dims)))
-		return CPU_E_NOMEM;
+	if ((rc = cpu_fuse_begin(ctx, 2, dims, &fr)) != 0)
+		return rc;
 	if (st && st->pk.b && B->data == st->pk.src && st->pk.K == K && st->pk.N == N)
 		packed = st->pk.b;
-	if (!packed) {
-		if (C && beta != 0.0f && (rc = gemm_init_c(ctx, C, Y)) != 0)
-			return rc;
-		cpu_sgemm_pool(ctx->pool, ta, tb, M, N, K, alpha, A->data, A->dims[1], B->data,
-			       B->dims[1], C ? beta : 0.0f, Y->data, N);
-		return 0;
-	}
 	ep.alpha = alpha;
-	if (C && beta != 0.0f && st->bias && C->data == st->c_src && cpu_numel(C) == N) {
-		ep.bias = st->bias;
-		ep.bias_kind = GEMM_BIAS_COL;
-	} else if (C && beta != 0.0f) {
-		if ((rc = gemm_init_c(ctx, C, Y)) != 0)
-			return rc;
-		ep.beta = beta;
+	if (packed && st->bias && (C ? st->c_folded && C->data == st->c_src : !st->c_folded)) {
+		/* C and the fused bias are the GEMM's bias: the tail fuses. */
+		fused_epilogue(&fr, st->bias, &ep);
+		if (gemm_compute(ctx->pool, M, N, K, A->data, A->dims[1], ta, packed, &ep,
+				 fr.y->data, N))
+			return cpu_fail(ctx, CPU_E_INTERNAL, "packed GEMM failed");
+		return cpu_fuse_end(ctx, &fr, 1);
 	}
-	if (gemm_compute(ctx->pool, M, N, K, A->data, A->dims[1], ta, packed, &ep, Y->data, N))
-		return cpu_fail(ctx, CPU_E_INTERNAL, "packed GEMM failed");
-	return 0;
+	if (C && beta != 0.0f && (rc = gemm_init_c(ctx, C, fr.y)) != 0)
+		return rc;
+	if (packed) {
+		ep.beta = C ? beta : 0.0f;
+		if (gemm_compute(ctx->pool, M, N, K, A->data, A->dims[1], ta, packed, &ep,
+				 fr.y->data, N))
+			return cpu_fail(ctx, CPU_E_INTERNAL, "packed GEMM failed");
+	} else {
+		cpu_sgemm_pool(ctx->pool, ta, tb, M, N, K, alpha, A->data, A->dims[1], B->data,
+			       B->dims[1], C ? beta : 0.0f, fr.y->data, N);
+	}
+	return plain_tail(ctx, &fr, st ? st->pk.bias : NULL, N);
 }
 
 const cpu_op cpu_op_matmul = {

@@ -1,0 +1,364 @@
+/*
+ * cpu_fuse: the load-time fusion planner of the CPU provider (see
+ * cpu_fuse.h for what it fuses and the rules).
+ *
+ * The chain after a head is followed one reader at a time: each value must
+ * have exactly one reader, which must be the next node in execution order,
+ * and must not leave the step.  Consecutive nodes keep the core's memory
+ * plan valid: the fused node writes the chain's last output at the head's
+ * position, and the only values that die inside the chain are read by the
+ * chain itself (the head's inputs and the addend, whose overlap with the
+ * output the kernel checks: fuse_tail.c).
+ */
+#include "cpu_fuse.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct planner {
+	const cpu_fuse_graph *fg;
+	int *reads;             /* readers per value (inside and outside the step) */
+	int *reader;            /* the last node reading each value */
+	int *producer;          /* node writing each value, -1 for none */
+	cpu_fuse_node *f;
+} planner;
+
+static int is_op(const Onnx__NodeProto *p, const char *op)
+{
+	return p && p->op_type && strcmp(p->op_type, op) == 0 &&
+	       (!p->domain || !p->domain[0] || strcmp(p->domain, "ai.onnx") == 0);
+}
+
+static const Onnx__NodeProto *node(const planner *pl, int k)
+{
+	return k >= 0 && (size_t)k < pl->fg->g->n_node ? pl->fg->g->node[k] : NULL;
+}
+
+/* The only reader of v if it is node k + 1 and v stays in the step. */
+static int next_reader(const planner *pl, int v, int k)
+{
+	if (v < 0 || pl->reads[v] != 1 || pl->reader[v] != k + 1 ||
+	    (size_t)(k + 1) >= pl->fg->g->n_node || pl->f[k + 1].skip || pl->f[k + 1].head)
+		return -1;
+	return k + 1;
+}
+
+static const cpu_tensor *const_of(const planner *pl, int v)
+{
+	const cpu_tensor *t = v >= 0 ? &pl->fg->consts[v] : NULL;
+
+	return t && t->data && t->dtype == CPU_FLOAT ? t : NULL;
+}
+
+/* A constant float with one element, or NAN. */
+static float scalar_of(const planner *pl, int v)
+{
+	const cpu_tensor *t = const_of(pl, v);
+
+	return t && cpu_numel(t) == 1 ? *(const float *)t->data : NAN;
+}
+
+/* Node k's only output (other outputs omitted), or -1. */
+static int single_out(const planner *pl, int k)
+{
+	const Onnx__NodeProto *p = node(pl, k);
+
+	for (size_t i = 1; p && i < p->n_output; i++)
+		if (pl->fg->node_out[k][i] >= 0)
+			return -1;
+	return p && p->n_output >= 1 ? pl->fg->node_out[k][0] : -1;
+}
+
+/* The input of binary node k that is not v (v must be exactly one of them). */
+static int other_input(const planner *pl, int k, int v)
+{
+	const int *in = pl->fg->node_in[k];
+
+	if (node(pl, k)->n_input != 2 || in[0] == in[1])
+		return -1;
+	return in[0] == v ? in[1] : in[1] == v ? in[0] : -1;
+}
+
+static int add_input(cpu_fuse_node *fn, int v)
+{
+	if (fn->n_in >= CPU_FUSE_MAX_IN)
+		return -1;
+	fn->in[fn->n_in] = v;
+	return fn->n_in++;
+}
+
+/* ---- Conv + BatchNormalization ---- */
+
+static cpu_tensor *new_const(const cpu_tensor *like, int rank, const int64_t *dims)
+{
+	int64_t n = cpu_shape_numel(rank, dims);
+	size_t hdr = (sizeof(cpu_tensor) + 63) & ~(size_t)63;
+	cpu_tensor *t = n < 0 ? NULL : aligned_alloc(64, hdr + ((size_t)n * 4 + 63) / 64 * 64 + 64);
+
+	if (!t)
+		return NULL;
+	memset(t, 0, sizeof(*t));
+	t->dtype = like->dtype;
+	t->rank = rank;
+	memcpy(t->dims, dims, sizeof(int64_t) * (size_t)rank);
+	t->data = (char *)t + hdr;
+	t->nbytes = (size_t)n * sizeof(float);
+	return t;
+}
+
+/* W' = W * s, b' = (b - mean) * s + beta with s = scale / sqrt(var + eps),
+ * per output channel, in double. */
+static int fold_bn(planner *pl, int k, int bn, cpu_fuse_node *fn)
+{
+	const Onnx__NodeProto *p = node(pl, bn);
+	const int *in = pl->fg->node_in[bn];
+	const cpu_tensor *W = const_of(pl, fn->in[1]), *B = fn->n_in > 2 ? const_of(pl, fn->in[2]) : NULL;
+	const cpu_tensor *t[4];
+	double eps = cpu_attr_float(p, "epsilon", 1e-5f);
+	int64_t M, per;
+	cpu_tensor *w2, *b2;
+
+	if (p->n_input != 5 || cpu_attr_int(p, "training_mode", 0) || cpu_attr_int(p, "spatial", 1) != 1 ||
+	    !W || W->rank < 3 || in[0] != single_out(pl, k) || (fn->n_in > 2 && fn->in[2] >= 0 && !B))
+		return 0;
+	M = W->dims[0];
+	per = M ? cpu_numel(W) / M : 0;
+	for (int i = 0; i < 4; i++)
+		if (!(t[i] = const_of(pl, in[i + 1])) || cpu_numel(t[i]) != M)
+			return 0;
+	w2 = new_const(W, W->rank, W->dims);
+	b2 = new_const(W, 1, &M);
+	if (!w2 || !b2) {
+		free(w2);
+		free(b2);
+		return 0;
+	}
+	for (int64_t m = 0; m < M; m++) {
+		const float *sc = t[0]->data, *bb = t[1]->data, *mean = t[2]->data, *var = t[3]->data;
+		double s = sc[m] / sqrt((double)var[m] + eps), b0 = B ? ((const float *)B->data)[m] : 0.0;
+
+		for (int64_t i = 0; i < per; i++)
+			((float *)w2->data)[m * per + i] = (float)(((const float *)W->data)[m * per + i] * s);
+		((float *)b2->data)[m] = (float)((b0 - mean[m]) * s + bb[m]);
+	}
+	while (fn->n_in < 3)
+		fn->in[fn->n_in++] = -1;
+	free(fn->folded[1]);
+	free(fn->folded[2]);
+	fn->folded[1] = w2;
+	fn->folded[2] = b2;
+	return 1;
+}
+
+/* ---- the Gelu of BERT exports: x * 0.5 * (1 + erf(x / sqrt 2)) ---- */
+
+/* Nodes k+1..k+5 are Div(x, sqrt2), Erf, Add(., 1), Mul(x, .), Mul(., 0.5)
+ * on x = output of k; returns the last one or -1. */
+static int gelu_chain(const planner *pl, int k, int x)
+{
+	int *const *in = pl->fg->node_in;
+	int d = k + 1, e = k + 2, a = k + 3, m1 = k + 4, m2 = k + 5, t;
+
+	if ((size_t)m2 >= pl->fg->g->n_node || pl->reads[x] != 2 || pl->reader[x] != m1)
+		return -1;
+	for (int i = d; i <= m2; i++)
+		if (pl->f[i].skip || pl->f[i].head || single_out(pl, i) < 0)
+			return -1;
+	if (!is_op(node(pl, d), "Div") || in[d][0] != x ||
+	    fabsf(scalar_of(pl, in[d][1]) - 1.41421356f) > 1e-5f)
+		return -1;
+	if (!is_op(node(pl, e), "Erf") || next_reader(pl, single_out(pl, d), d) != e)
+		return -1;
+	if (!is_op(node(pl, a), "Add") || next_reader(pl, single_out(pl, e), e) != a ||
+	    scalar_of(pl, other_input(pl, a, single_out(pl, e))) != 1.0f)
+		return -1;
+	if (!is_op(node(pl, m1), "Mul") || next_reader(pl, single_out(pl, a), a) != m1 ||
+	    other_input(pl, m1, single_out(pl, a)) != x)
+		return -1;
+	t = single_out(pl, m1);
+	if (!is_op(node(pl, m2), "Mul") || next_reader(pl, t, m1) != m2 ||
+	    scalar_of(pl, other_input(pl, m2, t)) != 0.5f)
+		return -1;
+	return m2;
+}
+
+/* ---- chains ---- */
+
+/* Marks node r (reading cur) as part of k's chain; returns its output. */
+static int take(planner *pl, int k, int r)
+{
+	pl->f[r].skip = 1;
+	pl->f[k].n_fused++;
+	return single_out(pl, r);
+}
+
+/* Relu, Gelu (the op or the Erf form) after cur (written by node last). */
+static void chain_act(planner *pl, int k, int last, int cur, int allow_gelu)
+{
+	cpu_fuse_node *fn = &pl->f[k];
+	int r = next_reader(pl, cur, last), g;
+
+	if (r >= 0 && is_op(node(pl, r), "Relu") && single_out(pl, r) >= 0) {
+		fn->fuse.act = CPU_FUSE_ACT_RELU;
+		fn->out0 = take(pl, k, r);
+		return;
+	}
+	if (!allow_gelu)
+		return;
+	if (r >= 0 && is_op(node(pl, r), "Gelu") && single_out(pl, r) >= 0 &&
+	    strcmp(cpu_attr_string(node(pl, r), "approximate", "none"), "none") == 0) {
+		fn->fuse.act = CPU_FUSE_ACT_GELU;
+		fn->out0 = take(pl, k, r);
+		return;
+	}
+	if ((g = gelu_chain(pl, last, cur)) >= 0) {
+		for (int i = last + 1; i <= g; i++)
+			take(pl, k, i);
+		fn->fuse.act = CPU_FUSE_ACT_GELU;
+		fn->out0 = single_out(pl, g);
+	}
+}
+
+/* An Add after cur whose other operand exists before the head runs. */
+static int chain_add(planner *pl, int k, int *last, int *cur)
+{
+	int r = next_reader(pl, *cur, *last), o;
+
+	if (r < 0 || !is_op(node(pl, r), "Add") || single_out(pl, r) < 0)
+		return 0;
+	o = other_input(pl, r, *cur);
+	if (o < 0 || pl->producer[o] >= k)
+		return 0;
+	if ((pl->f[k].fuse.add_input = add_input(&pl->f[k], o)) < 0)
+		return 0;
+	*cur = take(pl, k, r);
+	*last = r;
+	return 1;
+}
+
+static void chain_conv(planner *pl, int k)
+{
+	int cur = pl->f[k].out0, last = k, r = next_reader(pl, cur, k);
+
+	while (pl->f[k].n_in < 3)
+		pl->f[k].in[pl->f[k].n_in++] = -1;
+	if (r >= 0 && is_op(node(pl, r), "BatchNormalization") && single_out(pl, r) >= 0 &&
+	    fold_bn(pl, k, r, &pl->f[k])) {
+		cur = take(pl, k, r);
+		last = r;
+	}
+	pl->f[k].out0 = cur;
+	chain_add(pl, k, &last, &cur);
+	pl->f[k].out0 = cur;
+	chain_act(pl, k, last, cur, 0);
+}
+
+/* N of a MatMul/Gemm with a constant 2-D B, or -1. */
+static int64_t const_n(const planner *pl, int k, int transB)
+{
+	const cpu_tensor *B = const_of(pl, pl->fg->node_in[k][1]);
+
+	return B && B->rank == 2 ? B->dims[transB ? 0 : 1] : -1;
+}
+
+static void chain_gemm(planner *pl, int k, int gemm)
+{
+	const Onnx__NodeProto *p = node(pl, k);
+	cpu_fuse_node *fn = &pl->f[k];
+	int cur = fn->out0, last = k, tb = gemm && cpu_attr_int(p, "transB", 0), r, o;
+	int64_t N = const_n(pl, k, tb);
+	const cpu_tensor *b;
+
+	if (gemm && p->n_input > 2 && pl->fg->node_in[k][2] >= 0) {
+		const cpu_tensor *C = const_of(pl, pl->fg->node_in[k][2]);
+		if (!C || cpu_numel(C) != N || C->dims[C->rank - 1] != N)
+			return;   /* a C the GEMM must add itself: no tail */
+	}
+	while (fn->n_in < (gemm ? 3 : 2))
+		fn->in[fn->n_in++] = -1;
+	r = next_reader(pl, cur, last);
+	if (N > 0 && r >= 0 && is_op(node(pl, r), "Add") && single_out(pl, r) >= 0 &&
+	    (o = other_input(pl, r, cur)) >= 0 && (b = const_of(pl, o)) && b->rank >= 1 &&
+	    cpu_numel(b) == N && b->dims[b->rank - 1] == N) {
+		fn->fuse.bias_input = add_input(fn, o);
+		cur = take(pl, k, r);
+		last = r;
+	}
+	fn->out0 = cur;
+	chain_add(pl, k, &last, &cur);
+	fn->out0 = cur;
+	chain_act(pl, k, last, cur, 1);
+}
+
+static void plan_node(planner *pl, int k)
+{
+	const Onnx__NodeProto *p = node(pl, k);
+	cpu_fuse_node *fn = &pl->f[k];
+	int conv = is_op(p, "Conv"), mm = is_op(p, "MatMul"), gemm = is_op(p, "Gemm");
+
+	if ((!conv && !mm && !gemm) || single_out(pl, k) < 0 || p->n_input > CPU_FUSE_MAX_IN - 3)
+		return;
+	fn->n_in = (int)p->n_input;
+	memcpy(fn->in, pl->fg->node_in[k], sizeof(int) * p->n_input);
+	fn->fuse.add_input = fn->fuse.bias_input = -1;
+	fn->out0 = single_out(pl, k);
+	fn->n_fused = 1;
+	if (conv)
+		chain_conv(pl, k);
+	else
+		chain_gemm(pl, k, gemm);
+	fn->head = fn->n_fused > 1;
+	if (!fn->head) {
+		free(fn->folded[1]);
+		free(fn->folded[2]);
+		memset(fn, 0, sizeof(*fn));
+	}
+}
+
+cpu_fuse_node *cpu_fuse_plan(const cpu_fuse_graph *fg)
+{
+	size_t nv = fg->n_values, nn = fg->g->n_node;
+	planner pl = {fg, calloc(nv + 1, sizeof(int)), malloc((nv + 1) * sizeof(int)),
+		      malloc((nv + 1) * sizeof(int)), calloc(nn + 1, sizeof(cpu_fuse_node))};
+
+	if (!pl.reads || !pl.reader || !pl.producer || !pl.f || !fg->exported) {
+		free(pl.f);
+		pl.f = NULL;
+		goto out;
+	}
+	for (size_t v = 0; v < nv; v++) {
+		pl.reader[v] = pl.producer[v] = -1;
+		/* A value the core reads, or a nested graph reads, is never
+		 * an intermediate. */
+		pl.reads[v] = (fg->exported[v] ? 2 : 0) + (fg->extra_reads ? 2 * fg->extra_reads[v] : 0);
+	}
+	for (size_t k = 0; k < nn; k++) {
+		for (size_t i = 0; i < fg->g->node[k]->n_input; i++) {
+			int v = fg->node_in[k][i];
+			if (v >= 0) {
+				pl.reads[v]++;
+				pl.reader[v] = (int)k;
+			}
+		}
+		for (size_t i = 0; i < fg->g->node[k]->n_output; i++)
+			if (fg->node_out[k][i] >= 0)
+				pl.producer[fg->node_out[k][i]] = (int)k;
+	}
+	for (size_t k = 0; k < nn; k++)
+		if (!pl.f[k].skip)
+			plan_node(&pl, (int)k);
+out:
+	free(pl.reads);
+	free(pl.reader);
+	free(pl.producer);
+	return pl.f;
+}
+
+void cpu_fuse_free(cpu_fuse_node *f, size_t n_nodes)
+{
+	for (size_t k = 0; f && k < n_nodes; k++)
+		for (int i = 0; i < CPU_FUSE_MAX_IN; i++)
+			free(f[k].folded[i]);
+	free(f);
+}
