@@ -1,0 +1,270 @@
+/*
+ * cuda_ops_linalg: MatMul (numpy semantics: 1-D operands promoted, batch
+ * dims broadcast) and Gemm (transA/transB, alpha, beta, C broadcast one
+ * way) through cuBLAS: cublasSgemmStridedBatched for float32 (TF32 only
+ * when ORTMK_CUDA_TF32=1 set the handle's math mode), cublasGemmStrided-
+ * BatchedEx for float16 with float32 accumulation.
+ *
+ * cuBLAS is column-major: a row-major [r, c] matrix is its transpose in
+ * column-major with leading dimension c, so Y = op(A) op(B) (row-major) is
+ * computed as Y^T = op(B)^T op(A)^T, i.e. cuBLAS's (B, A) with m = N,
+ * n = M.  Batch dims fold to as few as possible; the innermost becomes
+ * cuBLAS's batch (stride 0 where an operand broadcasts), the others loop.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cublas_v2.h>
+
+#include "cuda_dev.h"
+#include "cuda_ops.h"
+
+typedef struct gemm_desc {
+	int32_t dtype;
+	int ta, tb;             /* row-major operands transposed */
+	int64_t M, N, K;
+	float alpha, beta;
+	int64_t sa, sb, sc, batch;      /* cuBLAS batch: strides in elements */
+} gemm_desc;
+
+static int gemm_call(cu_ctx *c, const gemm_desc *g, const void *A, const void *B, void *C)
+{
+	cublasHandle_t h = cu_dev(c)->blas;
+	cublasOperation_t oa = g->ta ? CUBLAS_OP_T : CUBLAS_OP_N, ob = g->tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+	int m = (int)g->N, n = (int)g->M, k = (int)g->K;
+	int lda = (int)(g->tb ? g->K : g->N), ldb = (int)(g->ta ? g->M : g->K);
+	cublasStatus_t st;
+
+	lda = lda > 1 ? lda : 1;
+	ldb = ldb > 1 ? ldb : 1;
+	cublasSetStream(h, c->stream);
+	if (g->dtype == CU_FLOAT)
+		st = cublasSgemmStridedBatched(h, ob, oa, m, n, k, &g->alpha, B, lda, g->sb, A, ldb,
+					       g->sa, &g->beta, C, m > 1 ? m : 1, g->sc,
+					       (int)g->batch);
+	else
+		st = cublasGemmStridedBatchedEx(h, ob, oa, m, n, k, &g->alpha, B, CUDA_R_16F, lda,
+						g->sb, A, CUDA_R_16F, ldb, g->sa, &g->beta, C,
+						CUDA_R_16F, m > 1 ? m : 1, g->sc, (int)g->batch,
+						CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+	if (st != CUBLAS_STATUS_SUCCESS)
+		return cu_fail(c, EP_E_INTERNAL, "cuBLAS gemm %lldx%lldx%lld (batch %lld): %s",
+			       (long long)g->M, (long long)g->N, (long long)g->K,
+			       (long long)g->batch, cublasGetStatusString(st));
+	return 0;
+}
+
+static int dims_fit(const gemm_desc *g)
+{
+	return g->M <= INT_MAX && g->N <= INT_MAX && g->K <= INT_MAX && g->batch <= INT_MAX;
+}
+
+static int matmul_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
+			   char *why, size_t n)
+{
+	static const char *const none[] = {NULL};
+
+	(void)opset;
+	if (p->n_input != 2 || p->n_output != 1)
+		return snprintf(why, n, "expects two inputs and one output"), 0;
+	if (cu_attr_unknown(p, none, why, n))
+		return 0;
+	return cu_need_float(p, dt, n_in, 0, -1, 1, why, n);
+}
+
+/* Element strides of x's batch dims aligned to the output's nb batch dims
+ * (0 where x broadcasts). */
+static void batch_strides(const int64_t *xd, int xr, int nb, const int64_t *bd, int64_t *st)
+{
+	int64_t s = xd[xr - 1] * xd[xr - 2];
+
+	for (int i = nb - 1; i >= 0; i--) {
+		int xi = i - (nb - (xr - 2));
+		int64_t d = xi >= 0 ? xd[xi] : 1;
+
+		st[i] = d == 1 && bd[i] != 1 ? 0 : s;
+		s *= d;
+	}
+}
+
+/* Folds the batch dims in place (drops 1s, merges neighbours); returns the
+ * folded count.  The output's batch strides are contiguous. */
+static int fold_batch(int nb, int64_t *bd, int64_t *sa, int64_t *sb)
+{
+	int k = 0;
+
+	for (int i = 0; i < nb; i++) {
+		if (bd[i] == 1)
+			continue;
+		if (k && sa[k - 1] == sa[i] * bd[i] && sb[k - 1] == sb[i] * bd[i]) {
+			bd[k - 1] *= bd[i];
+			sa[k - 1] = sa[i];
+			sb[k - 1] = sb[i];
+			continue;
+		}
+		bd[k] = bd[i];
+		sa[k] = sa[i];
+		sb[k] = sb[i];
+		k++;
+	}
+	return k;
+}
+
+/* Loops over every folded batch dim but the last; cuBLAS batches that. */
+static int matmul_batches(cu_ctx *c, gemm_desc *g, int k, const int64_t *bd, const int64_t *sa,
+			  const int64_t *sb, const cu_val *A, const cu_val *B, const cu_val *Y)
+{
+	size_t es = cu_elem_size(A->dtype);
+	int64_t outer = 1, idx[EP_MAX_RANK] = {0};
+
+	g->batch = k ? bd[k - 1] : 1;
+	g->sa = k ? sa[k - 1] : 0;
+	g->sb = k ? sb[k - 1] : 0;
+	g->sc = g->M * g->N;
+	for (int i = 0; i + 1 < k; i++)
+		outer *= bd[i];
+	if (!dims_fit(g))
+		return cu_fail(c, EP_E_UNSUPPORTED, "dims exceed cuBLAS's int range");
+	for (int64_t o = 0; o < outer; o++) {
+		int64_t ao = 0, bo = 0, rem = o;
+		int rc;
+
+		for (int i = k - 2; i >= 0; i--) {
+			idx[i] = rem % bd[i];
+			rem /= bd[i];
+			ao += idx[i] * sa[i];
+			bo += idx[i] * sb[i];
+		}
+		rc = gemm_call(c, g, (const char *)A->dev + ao * es, (const char *)B->dev + bo * es,
+			       (char *)Y->dev + o * g->batch * g->sc * es);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int matmul_run(cu_ctx *c)
+{
+	const cu_val *A = cu_in(c, 0), *B = cu_in(c, 1), *Y;
+	int64_t da[EP_MAX_RANK + 1], db[EP_MAX_RANK + 1], bd[EP_MAX_RANK], od[EP_MAX_RANK];
+	int64_t sa[EP_MAX_RANK], sb[EP_MAX_RANK];
+	gemm_desc g = {.alpha = 1.0f};
+	int ra, rb, nb, r, k;
+	char s1[128], s2[128];
+
+	if (!A || !B || !cu_is_float(A->dtype) || B->dtype != A->dtype || !A->rank || !B->rank)
+		return cu_fail(c, EP_E_INVALID, "needs float operands of one dtype, rank >= 1");
+	ra = A->rank + (A->rank == 1);
+	rb = B->rank + (B->rank == 1);
+	da[0] = 1;
+	memcpy(da + (A->rank == 1), A->dims, sizeof(int64_t) * (size_t)A->rank);
+	memcpy(db, B->dims, sizeof(int64_t) * (size_t)B->rank);
+	if (B->rank == 1)
+		db[1] = 1;
+	if (da[ra - 1] != db[rb - 2] || cu_broadcast(ra - 2, da, rb - 2, db, &nb, bd))
+		return cu_fail(c, EP_E_INVALID, "%s x %s do not multiply",
+			       cu_shape_str(A->rank, A->dims, s1, sizeof(s1)),
+			       cu_shape_str(B->rank, B->dims, s2, sizeof(s2)));
+	memcpy(od, bd, sizeof(int64_t) * (size_t)nb);
+	r = nb;
+	if (A->rank > 1)
+		od[r++] = da[ra - 2];
+	if (B->rank > 1)
+		od[r++] = db[rb - 1];
+	Y = cu_out(c, 0, A->dtype, r, od);
+	if (!Y)
+		return c->status;
+	if (!Y->numel)
+		return 0;
+	g.dtype = A->dtype;
+	g.M = da[ra - 2];
+	g.K = da[ra - 1];
+	g.N = db[rb - 1];
+	batch_strides(da, ra, nb, bd, sa);
+	batch_strides(db, rb, nb, bd, sb);
+	k = fold_batch(nb, bd, sa, sb);
+	return matmul_batches(c, &g, k, bd, sa, sb, A, B, Y);
+}
+
+static int gemm_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
+			 char *why, size_t n)
+{
+	static const char *const known[] = {"alpha", "beta", "transA", "transB", NULL};
+
+	(void)opset;
+	if (p->n_input < 2 || p->n_input > 3 || p->n_output != 1)
+		return snprintf(why, n, "expects 2 or 3 inputs and one output"), 0;
+	if (cu_attr_unknown(p, known, why, n))
+		return 0;
+	return cu_need_float(p, dt, n_in, 0, -1, 1, why, n);
+}
+
+/* Y = C broadcast to [M, N] (Gemm's bias, scaled by beta in the product). */
+static int fill_bias(cu_ctx *c, const cu_val *C, const cu_val *Y)
+{
+	int64_t dims[EP_MAX_RANK], st[2];
+	cuk_bcast bc = {.rank = 2};
+	char s1[128];
+	int r;
+
+	if (C->dtype != Y->dtype || C->rank > 2 ||
+	    cu_broadcast(C->rank, C->dims, 2, Y->dims, &r, dims) || dims[0] != Y->dims[0] ||
+	    dims[1] != Y->dims[1])
+		return cu_fail(c, EP_E_INVALID, "C %s does not broadcast to [%lld,%lld]",
+			       cu_shape_str(C->rank, C->dims, s1, sizeof(s1)),
+			       (long long)Y->dims[0], (long long)Y->dims[1]);
+	cu_bcast_strides(C, 2, st);
+	bc.dims[0] = Y->dims[0];
+	bc.dims[1] = Y->dims[1];
+	bc.sa[0] = st[0];
+	bc.sa[1] = st[1];
+	return cu_check(c, cuk_binary(c->stream, Y->dtype, CUK_B_FIRST, C->dev, C->dev, Y->dev,
+				      Y->numel, &bc), "bias broadcast");
+}
+
+static int gemm_run(cu_ctx *c)
+{
+	const Onnx__NodeProto *pr = c->node->proto;
+	const cu_val *A = cu_in(c, 0), *B = cu_in(c, 1), *C = cu_in(c, 2), *Y;
+	gemm_desc g = {.ta = cu_attr_int(pr, "transA", 0) != 0, .tb = cu_attr_int(pr, "transB", 0) != 0,
+		       .alpha = cu_attr_float(pr, "alpha", 1.0f), .batch = 1};
+	int64_t dims[2];
+	char s1[128], s2[128];
+	int rc;
+
+	if (!A || !B || A->rank != 2 || B->rank != 2 || !cu_is_float(A->dtype) ||
+	    B->dtype != A->dtype)
+		return cu_fail(c, EP_E_INVALID, "A and B must be 2-D float of one dtype");
+	g.dtype = A->dtype;
+	g.M = A->dims[g.ta];
+	g.K = A->dims[!g.ta];
+	g.N = B->dims[!g.tb];
+	if (B->dims[g.tb] != g.K)
+		return cu_fail(c, EP_E_INVALID, "%s x %s do not multiply (transA=%d, transB=%d)",
+			       cu_shape_str(2, A->dims, s1, sizeof(s1)),
+			       cu_shape_str(2, B->dims, s2, sizeof(s2)), g.ta, g.tb);
+	dims[0] = g.M;
+	dims[1] = g.N;
+	Y = cu_out(c, 0, A->dtype, 2, dims);
+	if (!Y)
+		return c->status;
+	if (!Y->numel)
+		return 0;
+	if (C) {
+		rc = fill_bias(c, C, Y);
+		if (rc)
+			return rc;
+		g.beta = cu_attr_float(pr, "beta", 1.0f);
+	}
+	g.sc = g.M * g.N;
+	if (!dims_fit(&g))
+		return cu_fail(c, EP_E_UNSUPPORTED, "dims exceed cuBLAS's int range");
+	return gemm_call(c, &g, A->dev, B->dev, Y->dev);
+}
+
+const cu_op cu_ops_linalg[] = {
+	{"MatMul", 1, 22, matmul_supports, NULL, matmul_run, NULL},
+	{"Gemm", 7, 22, gemm_supports, NULL, gemm_run, NULL},
+	{0},
+};

@@ -1,0 +1,139 @@
+/*
+ * cuda_ops_norm: Softmax and LogSoftmax (opset < 13: over the flattened
+ * dims from axis on; 13 and later: over one axis) and LayerNormalization
+ * with its optional Mean and InvStdDev outputs (k_norm.cu), float32 and
+ * float16 (LayerNormalization in float16 with the Y output only).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cuda_ops.h"
+
+static int softmax_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
+			    char *why, size_t n)
+{
+	static const char *const known[] = {"axis", NULL};
+
+	(void)opset;
+	if (p->n_input != 1 || p->n_output != 1)
+		return snprintf(why, n, "expects one input and one output"), 0;
+	if (cu_attr_unknown(p, known, why, n))
+		return 0;
+	return cu_need_float(p, dt, n_in, 0, -1, 1, why, n);
+}
+
+static int softmax_run(cu_ctx *c)
+{
+	const cu_val *x = cu_in(c, 0), *y;
+	int old = c->node->opset < 13;
+	int a = cu_axis(cu_attr_int(c->node->proto, "axis", old ? 1 : -1), x->rank);
+	int64_t outer = 1, inner = 1, len;
+
+	if (x->rank == 0)
+		a = 0;
+	if (!cu_is_float(x->dtype) || a < 0)
+		return cu_fail(c, EP_E_INVALID, "X must be float with axis in range");
+	for (int i = 0; i < a; i++)
+		outer *= x->dims[i];
+	for (int i = a + 1; i < x->rank; i++)
+		inner *= x->dims[i];
+	len = x->rank ? x->dims[a] : 1;
+	if (old) {
+		len *= inner;
+		inner = 1;
+	}
+	y = cu_out(c, 0, x->dtype, x->rank, x->dims);
+	if (!y)
+		return c->status;
+	return cu_check(c, cuk_softmax(c->stream, x->dtype, x->dev, y->dev, outer, len, inner,
+				       c->node->proto->op_type[0] == 'L'), "softmax kernel");
+}
+
+static int ln_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
+		       char *why, size_t n)
+{
+	static const char *const known[] = {"axis", "epsilon", "stash_type", NULL};
+
+	(void)opset;
+	if (p->n_input < 2 || p->n_input > 3 || p->n_output < 1 || p->n_output > 3 ||
+	    !p->output[0][0])
+		return snprintf(why, n, "expects X, Scale, optional B and the Y output"), 0;
+	if (cu_attr_unknown(p, known, why, n))
+		return 0;
+	if (cu_attr_int(p, "stash_type", 1) != 1)
+		return snprintf(why, n, "stash_type other than float32"), 0;
+	if (n_in > 0 && dt[0] == CU_FLOAT16 && cu_n_outputs(p) > 1)
+		return snprintf(why, n, "float16 with Mean or InvStdDev outputs"), 0;
+	return cu_need_float(p, dt, n_in, 0, -1, 1, why, n);
+}
+
+/* 1 when s broadcasts over the normalised dims x->dims[a..] as a suffix
+ * (leading 1s aside), so that element j of a row uses s[j % numel]. */
+static int suffix_of(const cu_val *s, const cu_val *x, int a)
+{
+	int r = s->rank, lead = 0;
+
+	while (lead < r && s->dims[lead] == 1)
+		lead++;
+	if (r - lead > x->rank - a)
+		return s->numel == 1;
+	for (int i = lead; i < r; i++)
+		if (s->dims[i] != x->dims[x->rank - (r - i)])
+			return 0;
+	return 1;
+}
+
+/* The optional Mean (1) and InvStdDev (2) outputs: float32, [rows..., 1...]. */
+static int ln_stats(cu_ctx *c, const cu_val *x, int a, float **mean, float **inv)
+{
+	int64_t dims[EP_MAX_RANK];
+
+	for (int i = 0; i < x->rank; i++)
+		dims[i] = i < a ? x->dims[i] : 1;
+	for (int k = 1; k <= 2; k++) {
+		const cu_val *o;
+
+		if (k >= c->node->n_out || c->node->out[k] < 0)
+			continue;
+		o = cu_out(c, k, CU_FLOAT, x->rank, dims);
+		if (!o)
+			return c->status;
+		*(k == 1 ? mean : inv) = o->dev;
+	}
+	return 0;
+}
+
+static int ln_run(cu_ctx *c)
+{
+	const cu_val *x = cu_in(c, 0), *s = cu_in(c, 1), *b = cu_in(c, 2), *y;
+	int a = cu_axis(cu_attr_int(c->node->proto, "axis", -1), x->rank);
+	int64_t rows = 1;
+	float *mean = NULL, *inv = NULL;
+	int rc;
+
+	if (!s || !cu_is_float(x->dtype) || s->dtype != x->dtype || (b && b->dtype != x->dtype) ||
+	    a < 0)
+		return cu_fail(c, EP_E_INVALID, "X, Scale, B must be float of one dtype, axis in range");
+	if (!suffix_of(s, x, a) || (b && !suffix_of(b, x, a)) || !s->numel || (b && !b->numel))
+		return cu_fail(c, EP_E_UNSUPPORTED, "Scale or B does not broadcast as a suffix");
+	for (int i = 0; i < a; i++)
+		rows *= x->dims[i];
+	y = cu_out(c, 0, x->dtype, x->rank, x->dims);
+	if (!y)
+		return c->status;
+	rc = ln_stats(c, x, a, &mean, &inv);
+	if (rc)
+		return rc;
+	return cu_check(c, cuk_layernorm(c->stream, x->dtype, x->dev, s->dev, b ? b->dev : NULL,
+					 y->dev, mean, inv, rows, rows ? x->numel / rows : 0,
+					 s->numel, b ? b->numel : 1,
+					 cu_attr_float(c->node->proto, "epsilon", 1e-5f)),
+			"layernorm kernel");
+}
+
+const cu_op cu_ops_norm[] = {
+	{"Softmax", 1, 22, softmax_supports, NULL, softmax_run, NULL},
+	{"LogSoftmax", 1, 22, softmax_supports, NULL, softmax_run, NULL},
+	{"LayerNormalization", 17, 22, ln_supports, NULL, ln_run, NULL},
+	{0},
+};

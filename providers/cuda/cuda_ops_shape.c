@@ -1,0 +1,422 @@
+/*
+ * cuda_ops_shape: ops that move or re-label float data.  Reshape, Flatten,
+ * Squeeze, Unsqueeze and Identity are metadata: the output is a view of
+ * the input's device memory, nothing is copied.  Transpose (a permutation
+ * that keeps the memory order is a view too), Concat (one copy kernel per
+ * input) and Gather move data (k_shape.cu).  Shape-like int64 inputs
+ * (Reshape's shape, axes, Gather's indices) are read on the host: they are
+ * weights, come from shared memory, or are read back from a device buffer
+ * at bind time; no CUDA op makes an int64 tensor.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_ops.h"
+
+static int is_int(int32_t dt)
+{
+	return dt == CU_INT64 || dt == CU_INT32;
+}
+
+/* Float data input 0; input 1 (Reshape's shape, Squeeze's and
+ * Unsqueeze's axes from opset 13) int64. */
+static int view_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
+			 char *why, size_t n)
+{
+	static const char *const reshape[] = {"allowzero", NULL}, *const flatten[] = {"axis", NULL};
+	static const char *const axes[] = {"axes", NULL}, *const none[] = {NULL};
+	const char *t = p->op_type;
+	int two = !strcmp(t, "Reshape") || (opset >= 13 && !strcmp(t, "Unsqueeze"));
+	int maybe = opset >= 13 && !strcmp(t, "Squeeze");
+	const char *const *known = !strcmp(t, "Reshape") ? reshape : !strcmp(t, "Flatten") ? flatten
+				   : (!strcmp(t, "Squeeze") || !strcmp(t, "Unsqueeze")) ? axes : none;
+
+	if (p->n_input < 1 || !p->input[0][0] || p->n_output != 1 ||
+	    ((int)p->n_input != 1 + two && !(maybe && p->n_input == 2)))
+		return snprintf(why, n, "unexpected inputs or outputs"), 0;
+	if (two && !p->input[1][0])
+		return snprintf(why, n, "input 1 is required"), 0;
+	if (cu_attr_unknown(p, known, why, n) || !cu_need_float(p, dt, n_in, 0, 1, 1, why, n))
+		return 0;
+	if (p->n_input == 2 && p->input[1][0] && dt[1] != CU_INT64)
+		return snprintf(why, n, "input 1 is not int64"), 0;
+	return 1;
+}
+
+/* The int64 list of input i on the host (*cnt = -1 when absent). */
+static int host_list(cu_ctx *c, int i, int64_t *out, int *cnt)
+{
+	const cu_val *v = cu_in(c, i);
+
+	*cnt = -1;
+	if (!v)
+		return 0;
+	if (!v->host || !is_int(v->dtype) || v->rank > 1 || v->numel > EP_MAX_RANK)
+		return cu_fail(c, EP_E_UNSUPPORTED, "input %d must be a short int64 list on the host", i);
+	for (int64_t k = 0; k < v->numel; k++)
+		out[k] = cu_get_int(v, k);
+	*cnt = (int)v->numel;
+	return 0;
+}
+
+static int reshape_dims(cu_ctx *c, const cu_val *x, const int64_t *s, int r, int64_t *od)
+{
+	int allowzero = cu_attr_int(c->node->proto, "allowzero", 0) != 0, neg = -1;
+	int64_t known = 1;
+
+	for (int i = 0; i < r; i++) {
+		od[i] = s[i];
+		if (s[i] == 0 && !allowzero) {
+			if (i >= x->rank)
+				return cu_fail(c, EP_E_INVALID, "shape[%d] = 0 copies a missing dim", i);
+			od[i] = x->dims[i];
+		}
+		if (s[i] == -1 && neg < 0) {
+			neg = i;
+			continue;
+		}
+		if (od[i] < 0)
+			return cu_fail(c, EP_E_INVALID, "shape[%d] = %lld", i, (long long)s[i]);
+		known *= od[i];
+	}
+	if (neg >= 0) {
+		if (known == 0 || x->numel % known)
+			return cu_fail(c, EP_E_INVALID, "cannot infer the -1 dim");
+		od[neg] = x->numel / known;
+	}
+	return 0;
+}
+
+static int reshape_run(cu_ctx *c)
+{
+	const cu_val *x = cu_in(c, 0);
+	int64_t s[EP_MAX_RANK], od[EP_MAX_RANK];
+	int r, rc = host_list(c, 1, s, &r);
+
+	if (rc)
+		return rc;
+	if (r < 0)
+		return cu_fail(c, EP_E_INVALID, "shape is missing");
+	rc = reshape_dims(c, x, s, r, od);
+	if (rc)
+		return rc;
+	if (cu_numel(r, od) != x->numel)
+		return cu_fail(c, EP_E_INVALID, "cannot reshape %lld elements", (long long)x->numel);
+	return cu_out_alias(c, 0, x, r, od);
+}
+
+static int flatten_run(cu_ctx *c)
+{
+	const cu_val *x = cu_in(c, 0);
+	int64_t a = cu_attr_int(c->node->proto, "axis", 1), od[2] = {1, 1};
+
+	if (a < 0)
+		a += x->rank;
+	if (a < 0 || a > x->rank)
+		return cu_fail(c, EP_E_INVALID, "axis out of range");
+	for (int i = 0; i < x->rank; i++)
+		od[i >= a] *= x->dims[i];
+	return cu_out_alias(c, 0, x, 2, od);
+}
+
+/* Squeeze's and Unsqueeze's axes: the attribute before opset 13, then the
+ * optional second input. */
+static int get_axes(cu_ctx *c, int64_t *ax, int *cnt)
+{
+	const int64_t *v;
+
+	if (c->node->opset < 13) {
+		*cnt = cu_attr_ints(c->node->proto, "axes", &v);
+		if (*cnt > EP_MAX_RANK)
+			return cu_fail(c, EP_E_INVALID, "too many axes");
+		if (*cnt > 0)
+			memcpy(ax, v, sizeof(int64_t) * (size_t)*cnt);
+		return 0;
+	}
+	return host_list(c, 1, ax, cnt);
+}
+
+static int squeeze_run(cu_ctx *c)
+{
+	const cu_val *x = cu_in(c, 0);
+	int64_t ax[EP_MAX_RANK], od[EP_MAX_RANK];
+	int cnt, r = 0, drop[EP_MAX_RANK] = {0}, rc = get_axes(c, ax, &cnt);
+
+	if (rc)
+		return rc;
+	for (int i = 0; i < cnt; i++) {
+		int a = cu_axis(ax[i], x->rank);
+
+		if (a < 0 || x->dims[a] != 1)
+			return cu_fail(c, EP_E_INVALID, "axis %lld cannot be squeezed", (long long)ax[i]);
+		drop[a] = 1;
+	}
+	for (int i = 0; i < x->rank; i++)
+		if (!(cnt < 0 ? x->dims[i] == 1 : drop[i]))
+			od[r++] = x->dims[i];
+	return cu_out_alias(c, 0, x, r, od);
+}
+
+static int unsqueeze_run(cu_ctx *c)
+{
+	const cu_val *x = cu_in(c, 0);
+	int64_t ax[EP_MAX_RANK], od[EP_MAX_RANK];
+	int cnt, r, add[EP_MAX_RANK] = {0}, k = 0, rc = get_axes(c, ax, &cnt);
+
+	if (rc)
+		return rc;
+	r = x->rank + (cnt > 0 ? cnt : 0);
+	if (cnt < 1 || r > EP_MAX_RANK)
+		return cu_fail(c, EP_E_INVALID, "axes missing or too many");
+	for (int i = 0; i < cnt; i++) {
+		int a = cu_axis(ax[i], r);
+
+		if (a < 0 || add[a])
+			return cu_fail(c, EP_E_INVALID, "axis %lld is invalid", (long long)ax[i]);
+		add[a] = 1;
+	}
+	for (int i = 0; i < r; i++)
+		od[i] = add[i] ? 1 : x->dims[k++];
+	return cu_out_alias(c, 0, x, r, od);
+}
+
+static int identity_run(cu_ctx *c)
+{
+	const cu_val *x = cu_in(c, 0);
+
+	return cu_out_alias(c, 0, x, x->rank, x->dims);
+}
+
+/* ---- Transpose ------------------------------------------------------------ */
+
+static int transpose_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt,
+			      int n_in, char *why, size_t n)
+{
+	static const char *const known[] = {"perm", NULL};
+
+	(void)opset;
+	if (p->n_input != 1 || p->n_output != 1)
+		return snprintf(why, n, "expects one input and one output"), 0;
+	if (cu_attr_unknown(p, known, why, n))
+		return 0;
+	return cu_need_float(p, dt, n_in, 0, -1, 1, why, n);
+}
+
+/* Output dims and the input stride each walks, size-1 dims dropped and
+ * neighbours that stay neighbours merged; returns the folded rank. */
+static int fold_perm(const cu_val *x, const int *perm, int64_t *fd, int64_t *fs)
+{
+	int64_t st[EP_MAX_RANK], s = 1;
+	int k = 0;
+
+	for (int i = x->rank - 1; i >= 0; i--) {
+		st[i] = s;
+		s *= x->dims[i];
+	}
+	for (int i = 0; i < x->rank; i++) {
+		int64_t d = x->dims[perm[i]];
+
+		if (d == 1)
+			continue;
+		if (k && fs[k - 1] == st[perm[i]] * d) {
+			fd[k - 1] *= d;
+			fs[k - 1] = st[perm[i]];
+			continue;
+		}
+		fd[k] = d;
+		fs[k++] = st[perm[i]];
+	}
+	return k;
+}
+
+static int transpose_run(cu_ctx *c)
+{
+	const cu_val *x = cu_in(c, 0), *y;
+	const int64_t *pv;
+	int np = cu_attr_ints(c->node->proto, "perm", &pv), perm[EP_MAX_RANK], seen[EP_MAX_RANK] = {0};
+	int64_t od[EP_MAX_RANK], fd[EP_MAX_RANK], fs[EP_MAX_RANK];
+	cuk_perm p = {0};
+	int k;
+
+	if (np >= 0 && np != x->rank)
+		return cu_fail(c, EP_E_INVALID, "perm has %d entries for rank %d", np, x->rank);
+	for (int i = 0; i < x->rank; i++) {
+		perm[i] = np >= 0 ? cu_axis(pv[i], x->rank) : x->rank - 1 - i;
+		if (perm[i] < 0 || seen[perm[i]]++)
+			return cu_fail(c, EP_E_INVALID, "perm is not a permutation");
+		od[i] = x->dims[perm[i]];
+	}
+	k = fold_perm(x, perm, fd, fs);
+	if (k == 0 || (k == 1 && fs[0] == 1))
+		return cu_out_alias(c, 0, x, x->rank, od);
+	if (k > CUK_MAX_DIMS)
+		return cu_fail(c, EP_E_UNSUPPORTED, "permutation folds to %d dims", k);
+	y = cu_out(c, 0, x->dtype, x->rank, od);
+	if (!y)
+		return c->status;
+	p.rank = k;
+	for (int i = 0; i < k; i++) {
+		p.dims[i] = fd[i];
+		p.istr[i] = fs[i];
+	}
+	return cu_check(c, cuk_transpose(c->stream, x->dtype, x->dev, y->dev, y->numel, &p),
+			"transpose kernel");
+}
+
+/* ---- Concat --------------------------------------------------------------- */
+
+static int concat_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
+			   char *why, size_t n)
+{
+	static const char *const known[] = {"axis", NULL};
+
+	(void)opset;
+	if (p->n_input < 1 || p->n_output != 1 || !cu_attr(p, "axis"))
+		return snprintf(why, n, "expects inputs, one output and an axis"), 0;
+	if (cu_attr_unknown(p, known, why, n))
+		return 0;
+	return cu_need_float(p, dt, n_in, 0, -1, 1, why, n);
+}
+
+static int concat_run(cu_ctx *c)
+{
+	const cu_val *x0 = cu_in(c, 0), *y;
+	int a = cu_axis(cu_attr_int(c->node->proto, "axis", 0), x0->rank);
+	int64_t od[EP_MAX_RANK], inner = 1, outer = 1, off = 0;
+
+	if (a < 0)
+		return cu_fail(c, EP_E_INVALID, "axis out of range");
+	memcpy(od, x0->dims, sizeof(int64_t) * (size_t)x0->rank);
+	od[a] = 0;
+	for (int i = 0; i < c->n_in; i++) {
+		const cu_val *x = cu_in(c, i);
+
+		if (!x || x->rank != x0->rank || x->dtype != x0->dtype || !cu_is_float(x->dtype))
+			return cu_fail(c, EP_E_INVALID, "input %d does not match input 0", i);
+		for (int d = 0; d < x->rank; d++)
+			if (d != a && x->dims[d] != x0->dims[d])
+				return cu_fail(c, EP_E_INVALID, "input %d: dim %d differs", i, d);
+		od[a] += x->dims[a];
+	}
+	for (int d = 0; d < a; d++)
+		outer *= x0->dims[d];
+	for (int d = a + 1; d < x0->rank; d++)
+		inner *= x0->dims[d];
+	y = cu_out(c, 0, x0->dtype, x0->rank, od);
+	if (!y)
+		return c->status;
+	for (int i = 0; i < c->n_in; i++) {
+		const cu_val *x = cu_in(c, i);
+		int rc = cu_check(c, cuk_concat_copy(c->stream, x->dtype, x->dev, y->dev, outer,
+						     x->dims[a] * inner, od[a] * inner, off * inner),
+				  "concat kernel");
+
+		if (rc)
+			return rc;
+		off += x->dims[a];
+	}
+	return 0;
+}
+
+/* ---- Gather --------------------------------------------------------------- */
+
+static int gather_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
+			   char *why, size_t n)
+{
+	static const char *const known[] = {"axis", NULL};
+
+	(void)opset;
+	if (p->n_input != 2 || p->n_output != 1)
+		return snprintf(why, n, "expects two inputs and one output"), 0;
+	if (cu_attr_unknown(p, known, why, n) || !cu_need_float(p, dt, n_in, 0, 1, 1, why, n))
+		return 0;
+	if (n_in < 2 || !is_int(dt[1]))
+		return snprintf(why, n, "indices are not int32 or int64"), 0;
+	return 1;
+}
+
+static int gather_prepare(cu_node *nd, char *err, size_t n)
+{
+	nd->state = calloc(1, sizeof(int64_t));
+	return nd->state ? 0 : (snprintf(err, n, "out of memory"), EP_E_NOMEM);
+}
+
+/* The indices, checked and made non-negative, as int64 on the device.
+ * Constant ones are kept across runs for the axis length they were
+ * normalised with (node->state). */
+static int gather_indices(cu_ctx *c, const cu_val *ix, int64_t len, void **out)
+{
+	int64_t *kept_len = c->node->state, *tmp;
+	int keep = ix->is_const && (!c->node->keep.ptr || *kept_len == len);
+	int rc;
+
+	if (!ix->host)
+		return cu_fail(c, EP_E_UNSUPPORTED, "indices are not on the host");
+	if (keep && c->node->keep.ptr)
+		return *out = c->node->keep.ptr, 0;
+	tmp = malloc((size_t)ix->numel * sizeof(int64_t) + 8);
+	if (!tmp)
+		return cu_fail(c, EP_E_NOMEM, "out of memory");
+	for (int64_t k = 0; k < ix->numel; k++) {
+		int64_t v = cu_get_int(ix, k);
+
+		if (v < -len || v >= len) {
+			free(tmp);
+			return cu_fail(c, EP_E_INVALID, "index %lld is out of range [%lld, %lld)",
+				       (long long)v, (long long)-len, (long long)len);
+		}
+		tmp[k] = v < 0 ? v + len : v;
+	}
+	*kept_len = keep ? len : *kept_len;
+	rc = keep ? cu_upload_keep(c, tmp, (uint64_t)ix->numel * 8, out)
+		  : cu_upload_temp(c, tmp, (uint64_t)ix->numel * 8, out);
+	free(tmp);
+	return rc;
+}
+
+static int gather_run(cu_ctx *c)
+{
+	const cu_val *x = cu_in(c, 0), *ix = cu_in(c, 1), *y;
+	int a = cu_axis(cu_attr_int(c->node->proto, "axis", 0), x->rank), r = 0;
+	int64_t od[EP_MAX_RANK], inner = 1, outer = 1;
+	void *ib;
+	int rc;
+
+	if (!ix || !is_int(ix->dtype) || a < 0 || x->rank + ix->rank - 1 > EP_MAX_RANK)
+		return cu_fail(c, EP_E_INVALID, "axis out of range or bad indices");
+	for (int i = 0; i < a; i++) {
+		od[r++] = x->dims[i];
+		outer *= x->dims[i];
+	}
+	for (int i = 0; i < ix->rank; i++)
+		od[r++] = ix->dims[i];
+	for (int i = a + 1; i < x->rank; i++) {
+		od[r++] = x->dims[i];
+		inner *= x->dims[i];
+	}
+	y = cu_out(c, 0, x->dtype, r, od);
+	if (!y)
+		return c->status;
+	if (!y->numel)
+		return 0;
+	rc = gather_indices(c, ix, x->dims[a], &ib);
+	if (rc)
+		return rc;
+	return cu_check(c, cuk_gather(c->stream, x->dtype, x->dev, ib, y->dev, outer, ix->numel,
+				      inner, x->dims[a]), "gather kernel");
+}
+
+#define VIEW(name, lo, run) {name, lo, 22, view_supports, NULL, run, NULL}
+
+const cu_op cu_ops_shape[] = {
+	VIEW("Reshape", 5, reshape_run),
+	VIEW("Flatten", 1, flatten_run),
+	VIEW("Squeeze", 1, squeeze_run),
+	VIEW("Unsqueeze", 1, unsqueeze_run),
+	VIEW("Identity", 1, identity_run),
+	{"Transpose", 1, 22, transpose_supports, NULL, transpose_run, NULL},
+	{"Concat", 4, 22, concat_supports, NULL, concat_run, NULL},
+	{"Gather", 1, 22, gather_supports, gather_prepare, gather_run, NULL},
+	{0},
+};

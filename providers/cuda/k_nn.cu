@@ -1,0 +1,194 @@
+/*
+ * k_nn: windowed kernels.  MaxPool/AveragePool: one thread per output
+ * element over 1 to 3 spatial dims (slots D, H, W), the window clipped to
+ * the input once.  Conv: an implicit GEMM (the im2col matrix gathered into
+ * shared memory tile by tile), the fallback when cuDNN is absent or
+ * refuses (asymmetric pads).
+ */
+#include <math.h>
+
+#include "k_common.cuh"
+
+/* Taps [a, b) of a window starting at s (stride d, k taps) that land in
+ * [lo, hi). */
+__device__ __forceinline__ void taps(int64_t s, int64_t k, int64_t d, int64_t lo, int64_t hi,
+				     int64_t *a, int64_t *b)
+{
+	int64_t x = s >= lo ? 0 : (lo - s + d - 1) / d;
+	int64_t y = s >= hi ? 0 : (hi - s + d - 1) / d;
+
+	x = x < k ? x : k;
+	y = y < k ? y : k;
+	*a = x;
+	*b = y > x ? y : x;
+}
+
+template <typename T>
+__global__ void pool_kernel(const T *x, T *y, int64_t n, cuk_window w, int is_max, int cip)
+{
+	for (int64_t i = k_first(); i < n; i += k_stride()) {
+		int64_t o[3], sp[3], a[3], b[3], cnt = 1, rem = i;
+		const T *xp;
+		float best = -INFINITY, sum = 0.0f;
+
+		for (int j = 2; j >= 0; j--) {
+			o[j] = rem % w.out[j];
+			rem /= w.out[j];
+		}
+		xp = x + rem * w.in[0] * w.in[1] * w.in[2];
+		for (int j = 0; j < 3; j++) {
+			sp[j] = o[j] * w.s[j] - w.pb[j];
+			taps(sp[j], w.k[j], w.d[j], 0, w.in[j], &a[j], &b[j]);
+			if (cip && !is_max) {
+				int64_t pa, pz;
+
+				taps(sp[j], w.k[j], w.d[j], -w.pb[j], w.in[j] + w.pe[j], &pa, &pz);
+				cnt *= pz - pa;
+			} else {
+				cnt *= b[j] - a[j];
+			}
+		}
+		for (int64_t kd = a[0]; kd < b[0]; kd++)
+			for (int64_t kh = a[1]; kh < b[1]; kh++)
+				for (int64_t kw = a[2]; kw < b[2]; kw++) {
+					int64_t id = sp[0] + kd * w.d[0], ih = sp[1] + kh * w.d[1];
+					int64_t iw = sp[2] + kw * w.d[2];
+					float v = ld(xp, (id * w.in[1] + ih) * w.in[2] + iw);
+
+					sum += v;
+					best = fmaxf(best, v);
+				}
+		st(y, i, is_max ? best : (cnt > 0 ? sum / (float)cnt : 0.0f));
+	}
+}
+
+/* ---- Conv as an implicit GEMM ------------------------------------------
+ * Per (batch n, group g): Y[m, p] = sum_k W[m, k] * X'[k, p] with m an
+ * output channel of the group, p an output position, k = (ci, kd, kh, kw)
+ * and X' the im2col matrix (0 in the padding).  A block computes a 64x64
+ * tile of Y with 256 threads, 4x4 each, from 16-deep slices of W and X'
+ * staged in shared memory.  grid: x = position tiles, y = channel tiles,
+ * z = n * G (strided when more than 65535). */
+#define CT_M 64
+#define CT_N 64
+#define CT_K 16
+
+typedef struct conv_geo {
+	int64_t N, G, Cig, Cog, K, O, kvol;
+	cuk_window w;
+} conv_geo;
+
+__device__ __forceinline__ float im2col(const float *xg, const conv_geo &g, int64_t k, int64_t p)
+{
+	const cuk_window &w = g.w;
+	int64_t ci = k / g.kvol, r = k % g.kvol;
+	int64_t kw = r % w.k[2], kh = (r / w.k[2]) % w.k[1], kd = r / (w.k[2] * w.k[1]);
+	int64_t ow = p % w.out[2], oh = (p / w.out[2]) % w.out[1], od = p / (w.out[2] * w.out[1]);
+	int64_t id = od * w.s[0] - w.pb[0] + kd * w.d[0];
+	int64_t ih = oh * w.s[1] - w.pb[1] + kh * w.d[1];
+	int64_t iw = ow * w.s[2] - w.pb[2] + kw * w.d[2];
+
+	if (id < 0 || id >= w.in[0] || ih < 0 || ih >= w.in[1] || iw < 0 || iw >= w.in[2])
+		return 0.0f;
+	return xg[((ci * w.in[0] + id) * w.in[1] + ih) * w.in[2] + iw];
+}
+
+__global__ void __launch_bounds__(256) conv_kernel(const float *x, const float *wt,
+						   const float *bias, float *y, conv_geo g)
+{
+	__shared__ float As[CT_K][CT_M];
+	__shared__ float Bs[CT_K][CT_N];
+	int tid = threadIdx.x, tm = tid / 16, tn = tid % 16;
+	int64_t m0 = (int64_t)blockIdx.y * CT_M, p0 = (int64_t)blockIdx.x * CT_N;
+	int64_t plane = g.w.in[0] * g.w.in[1] * g.w.in[2];
+
+	for (int64_t z = blockIdx.z; z < g.N * g.G; z += gridDim.z) {
+		int64_t n = z / g.G, grp = z % g.G;
+		const float *xg = x + (n * g.G + grp) * g.Cig * plane;
+		const float *wg = wt + grp * g.Cog * g.K;
+		float acc[4][4] = {{0.0f}};
+
+		for (int64_t k0 = 0; k0 < g.K; k0 += CT_K) {
+			/* W is [m][k], k contiguous: consecutive threads take
+			 * consecutive k of one row. */
+			for (int e = tid; e < CT_K * CT_M; e += 256) {
+				int kk = e % CT_K, mm = e / CT_K;
+				int64_t m = m0 + mm, k = k0 + kk;
+
+				As[kk][mm] = m < g.Cog && k < g.K ? wg[m * g.K + k] : 0.0f;
+			}
+			/* X' is gathered with consecutive threads on
+			 * consecutive output positions. */
+			for (int e = tid; e < CT_K * CT_N; e += 256) {
+				int kk = e / CT_N, nn = e % CT_N;
+				int64_t p = p0 + nn, k = k0 + kk;
+
+				Bs[kk][nn] = p < g.O && k < g.K ? im2col(xg, g, k, p) : 0.0f;
+			}
+			__syncthreads();
+			for (int kk = 0; kk < CT_K; kk++) {
+				float a[4], b[4];
+
+				for (int i = 0; i < 4; i++) {
+					a[i] = As[kk][tm * 4 + i];
+					b[i] = Bs[kk][tn * 4 + i];
+				}
+				for (int i = 0; i < 4; i++)
+					for (int j = 0; j < 4; j++)
+						acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+			}
+			__syncthreads();
+		}
+		for (int i = 0; i < 4; i++) {
+			int64_t m = m0 + tm * 4 + i;
+
+			if (m >= g.Cog)
+				continue;
+			for (int j = 0; j < 4; j++) {
+				int64_t p = p0 + tn * 4 + j;
+
+				if (p < g.O)
+					y[((n * g.G + grp) * g.Cog + m) * g.O + p] =
+						acc[i][j] + (bias ? bias[grp * g.Cog + m] : 0.0f);
+			}
+		}
+	}
+}
+
+extern "C" cudaError_t cuk_pool(cudaStream_t s, int dtype, const void *x, void *y, int64_t planes,
+				const cuk_window *w, int is_max, int count_include_pad)
+{
+	int64_t n = planes * w->out[0] * w->out[1] * w->out[2];
+
+	if (n <= 0)
+		return cudaSuccess;
+	if (dtype == CUK_F16)
+		pool_kernel<<<k_blocks(n), K_THREADS, 0, s>>>((const __half *)x, (__half *)y, n, *w,
+							      is_max, count_include_pad);
+	else
+		pool_kernel<<<k_blocks(n), K_THREADS, 0, s>>>((const float *)x, (float *)y, n, *w,
+							      is_max, count_include_pad);
+	return cudaGetLastError();
+}
+
+extern "C" cudaError_t cuk_conv(cudaStream_t s, const float *x, const float *w, const float *bias,
+				float *y, int64_t N, int64_t G, int64_t Cig, int64_t Cog,
+				const cuk_window *win)
+{
+	conv_geo g = {N, G, Cig, Cog, 0, 0, 0, *win};
+	int64_t tiles_p, tiles_m, z;
+
+	g.kvol = win->k[0] * win->k[1] * win->k[2];
+	g.K = Cig * g.kvol;
+	g.O = win->out[0] * win->out[1] * win->out[2];
+	tiles_p = (g.O + CT_N - 1) / CT_N;
+	tiles_m = (Cog + CT_M - 1) / CT_M;
+	z = N * G < 65535 ? N * G : 65535;
+	if (g.O <= 0 || Cog <= 0 || z <= 0)
+		return cudaSuccess;
+	if (tiles_p > 0x7fffffff || tiles_m > 65535)
+		return cudaErrorInvalidConfiguration;
+	conv_kernel<<<dim3((unsigned)tiles_p, (unsigned)tiles_m, (unsigned)z), 256, 0, s>>>(
+		x, w, bias, y, g);
+	return cudaGetLastError();
+}
