@@ -1,6 +1,7 @@
 /*
- * cpu_test_util.c: the NodeProto builder and the one-node run harness the
- * CPU kernel unit tests share (see cpu_test_util.h).
+ * cpu_test_util.c: the NodeProto builder, the one-node run harness and the
+ * .npy fixture reader the CPU kernel unit tests share (see
+ * cpu_test_util.h).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -202,4 +203,106 @@ void expect_error(tnode *t, int64_t opset, int n_in, const cpu_tensor **in,
 		fail_msg("want status %d with '%s', got %d: '%s'", want_rc, needle, rc, err);
 	for (int i = 0; i < n_out; i++)
 		assert_null(out[i].data);
+}
+
+/* ---- .npy fixtures ---- */
+
+static int32_t npy_dtype(const char *d)
+{
+	static const struct { const char *s; int32_t dt; } map[] = {
+		{"<f4", CPU_FLOAT}, {"<f8", CPU_DOUBLE}, {"<f2", CPU_FLOAT16}, {"<i4", CPU_INT32},
+		{"<i8", CPU_INT64}, {"|i1", CPU_INT8}, {"|u1", CPU_UINT8}, {"|b1", CPU_BOOL},
+	};
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		if (!strncmp(d, map[i].s, 3))
+			return map[i].dt;
+	return CPU_UNDEFINED;
+}
+
+/* Minimal .npy (v1/v2, C order) reader for tests/data/ops/<cs>.<name>.npy;
+ * the data is malloc'ed. */
+cpu_tensor load(const char *cs, const char *name)
+{
+	char path[512], *hdr, *p;
+	unsigned char pre[12];
+	const char *dir = getenv("TEST_DATA_DIR");
+	size_t hlen;
+	cpu_tensor t;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/ops/%s.%s.npy", dir ? dir : "tests/data", cs, name);
+	f = fopen(path, "rb");
+	if (!f)
+		fail_msg("cannot open %s", path);
+	assert_int_equal(fread(pre, 1, 10, f), 10);
+	assert_memory_equal(pre, "\x93NUMPY", 6);
+	hlen = pre[8] | (size_t)pre[9] << 8;
+	if (pre[6] >= 2) {
+		assert_int_equal(fread(pre + 10, 1, 2, f), 2);
+		hlen |= (size_t)pre[10] << 16 | (size_t)pre[11] << 24;
+	}
+	hdr = calloc(1, hlen + 1);
+	assert_non_null(hdr);
+	assert_int_equal(fread(hdr, 1, hlen, f), hlen);
+	assert_non_null(strstr(hdr, "'fortran_order': False"));
+	memset(&t, 0, sizeof(t));
+	t.dtype = npy_dtype(strstr(hdr, "'descr': '") + 10);
+	assert_int_not_equal(t.dtype, CPU_UNDEFINED);
+	p = strstr(hdr, "'shape': (") + 10;
+	while (*p != ')') {
+		t.dims[t.rank++] = strtoll(p, &p, 10);
+		while (*p == ',' || *p == ' ')
+			p++;
+	}
+	t.nbytes = (size_t)cpu_numel(&t) * cpu_dtype_size(t.dtype);
+	t.data = malloc(t.nbytes + 1);
+	assert_non_null(t.data);
+	assert_int_equal(fread(t.data, 1, t.nbytes, f), t.nbytes);
+	free(hdr);
+	fclose(f);
+	return t;
+}
+
+void expect_close(const cpu_tensor *got, const cpu_tensor *want, double tol)
+{
+	int64_t n = cpu_numel(want);
+	assert_non_null(got->data);
+	assert_int_equal(got->dtype, want->dtype);
+	assert_int_equal(got->rank, want->rank);
+	for (int d = 0; d < want->rank; d++)
+		assert_int_equal(got->dims[d], want->dims[d]);
+	for (int64_t i = 0; i < n; i++) {
+		double g = cpu_get_f64(got->dtype, got->data, i);
+		double w = cpu_get_f64(want->dtype, want->data, i);
+		if (!(fabs(g - w) <= tol * (1.0 + fabs(w))))
+			fail_msg("element %lld: got %.8g, want %.8g", (long long)i, g, w);
+	}
+}
+
+void check_fixture(tnode *t, int64_t opset, const char *cs, const char *const *ins,
+		   int n_in, const char *const *outs, int n_out, double tol)
+{
+	cpu_tensor in[TN_MAXIN], out[TN_MAXOUT], want;
+	const cpu_tensor *inp[TN_MAXIN];
+	char err[ERRLEN];
+	int rc;
+	for (int i = 0; i < n_in; i++) {
+		if (ins[i])
+			in[i] = load(cs, ins[i]);
+		inp[i] = ins[i] ? &in[i] : NULL;
+	}
+	rc = run(t, opset, n_in, inp, n_out, out, err);
+	if (rc)
+		fail_msg("%s: status %d: %s", cs, rc, err);
+	for (int j = 0; j < n_out; j++) {
+		if (!outs[j])
+			continue;
+		want = load(cs, outs[j]);
+		expect_close(&out[j], &want, tol);
+		free(want.data);
+	}
+	free_outs(out, n_out);
+	for (int i = 0; i < n_in; i++)
+		if (ins[i])
+			free(in[i].data);
 }

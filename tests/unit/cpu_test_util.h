@@ -3,7 +3,8 @@
  * _nn, _tensor) share: a NodeProto builder that needs no allocation, a
  * cpu_tensor over caller data, and the harness that runs one node through
  * cpu_node_init/cpu_node_run with heap-allocated outputs and checks its
- * results or its error.
+ * results or its error, against inline values or the .npy reference
+ * fixtures in tests/data/ops/.
  */
 #ifndef ORTMK_CPU_TEST_UTIL_H
 #define ORTMK_CPU_TEST_UTIL_H
@@ -84,5 +85,17 @@ void expect(tnode *t, int64_t opset, int n_in, const cpu_tensor **in, int32_t dt
  * output left allocated. */
 void expect_error(tnode *t, int64_t opset, int n_in, const cpu_tensor **in,
 		  int want_rc, const char *needle);
+
+/* The reference tensor tests/data/ops/<cs>.<name>.npy (written by
+ * tests/data/gen_cpu_op_refs.py with numpy; $TEST_DATA_DIR names
+ * tests/data), its data malloc'ed for the caller to free. */
+cpu_tensor load(const char *cs, const char *name);
+/* got has want's dtype and shape and its values within tol (relative to
+ * 1 + |want|). */
+void expect_close(const cpu_tensor *got, const cpu_tensor *want, double tol);
+/* Runs t on the fixture inputs <cs>.<ins[i]> (NULL: omitted) and compares
+ * every output with <cs>.<outs[j]> (NULL: not checked). */
+void check_fixture(tnode *t, int64_t opset, const char *cs, const char *const *ins,
+		   int n_in, const char *const *outs, int n_out, double tol);
 
 #endif
