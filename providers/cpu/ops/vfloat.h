@@ -1,0 +1,113 @@
+/*
+ * vfloat: 8-lane float32 vectors (GCC vector extensions) for the CPU
+ * kernels' hot loops (pooling, Softmax, LayerNormalization, the unary and
+ * binary element-wise ops, vmath.h's vector functions).
+ *
+ * Everything here is always_inline, to be used inside a CPU_MULTIVERSION
+ * function: gcc lowers the vector operations once per clone, one ymm
+ * instruction on AVX2 and AVX-512, two xmm ones on baseline x86-64, so a
+ * kernel is written once for every ISA.  Eight lanes rather than sixteen:
+ * gcc 12 turns comparisons of 64-byte generic vectors into scalar code
+ * (measured 13x slower than the 32-byte ones), and Zen 4 runs zmm at ymm's
+ * width anyway.  Loads and stores go through memcpy (no alignment
+ * assumed); a partial vector (the tail of a row) through a stack buffer, so
+ * the tail is computed by the same code as the rest and gives the same
+ * bits.
+ */
+#ifndef ORTMK_CPU_VFLOAT_H
+#define ORTMK_CPU_VFLOAT_H
+
+#include <stdint.h>
+#include <string.h>
+
+/* The vector arguments never cross a call (always_inline), so the ABI
+ * note gcc gives for 32-byte vectors in non-AVX clones does not apply. */
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+typedef float vf8 __attribute__((vector_size(32)));
+typedef int32_t vi8 __attribute__((vector_size(32)));
+
+#define VF_INLINE static inline __attribute__((always_inline))
+
+VF_INLINE vf8 vf_load(const float *p)
+{
+	vf8 v;
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+VF_INLINE void vf_store(float *p, vf8 v)
+{
+	memcpy(p, &v, sizeof(v));
+}
+
+VF_INLINE vf8 vf_splat(float x)
+{
+	return (vf8){x, x, x, x, x, x, x, x};
+}
+
+/* n (< 8) lanes from p, the others `fill`. */
+VF_INLINE vf8 vf_load_part(const float *p, int64_t n, float fill)
+{
+	float b[8] = {fill, fill, fill, fill, fill, fill, fill, fill};
+	memcpy(b, p, (size_t)n * sizeof(float));
+	return vf_load(b);
+}
+
+VF_INLINE void vf_store_part(float *p, vf8 v, int64_t n)
+{
+	float b[8];
+	vf_store(b, v);
+	memcpy(p, b, (size_t)n * sizeof(float));
+}
+
+/* m ? a : b lane by lane; m is a comparison result (all ones or zero). */
+VF_INLINE vf8 vf_sel(vi8 m, vf8 a, vf8 b)
+{
+	return (vf8)((m & (vi8)a) | (~m & (vi8)b));
+}
+
+/* max(m, v) where a NaN on either side wins (numpy's and PyTorch's rule). */
+VF_INLINE vf8 vf_max_nan(vf8 m, vf8 v)
+{
+	m = vf_sel(v > m, v, m);
+	return vf_sel(v != v, v, m);
+}
+
+/* Plain max and min (one instruction each): the second operand when
+ * either is NaN, as maxps does. */
+VF_INLINE vf8 vf_max(vf8 a, vf8 b)
+{
+	return vf_sel(a > b, a, b);
+}
+
+VF_INLINE vf8 vf_min(vf8 a, vf8 b)
+{
+	return vf_sel(a < b, a, b);
+}
+
+VF_INLINE vf8 vf_abs(vf8 v)
+{
+	return (vf8)((vi8)v & 0x7fffffff);
+}
+
+/* sign of s (its top bit) copied onto |v|. */
+VF_INLINE vf8 vf_copysign(vf8 v, vf8 s)
+{
+	return (vf8)(((vi8)v & 0x7fffffff) | ((vi8)s & (int32_t)0x80000000));
+}
+
+VF_INLINE float vf_hsum(vf8 v)
+{
+	return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
+}
+
+VF_INLINE float vf_hmax(vf8 v)
+{
+	float m = v[0];
+	for (int i = 1; i < 8; i++)
+		m = v[i] > m ? v[i] : m;
+	return m;
+}
+
+#endif
