@@ -364,7 +364,11 @@ static int collect_downloads(vk_exec *ex, char *err, size_t n)
 		for (int i = 0; i < nd->n_out; i++) {
 			int v = nd->out[i], rc;
 
-			if (v < 0 || ex->bound[v] < 0 || !leaves_step(ex, v))
+			if (v < 0 || ex->bound[v] < 0)
+				continue;
+			/* A device-bound output is always finished; a host
+			 * one only goes back when a later step reads it. */
+			if (!ex->run->bindings[ex->bound[v]].buffer_id && !leaves_step(ex, v))
 				continue;
 			rc = collect_one(ex, v, &overflow, err, n);
 			if (rc)
