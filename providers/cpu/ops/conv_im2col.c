@@ -90,8 +90,10 @@ static void dw_tap(float *y, const float *x, const cpu_geom *g, int64_t kw, floa
 			y[ow] += w * x[base + ow * s];
 }
 
-/* One plane: every output row accumulates its taps in place. */
-static void dw_plane(const cpu_geom *g, const float *x, const float *w, float bias, float *y)
+/* One plane: every output row starts at bias + residual (res may be y
+ * itself: read before written) and accumulates its taps in place. */
+static void dw_plane(const cpu_geom *g, const float *x, const float *w, float bias,
+		     const float *res, float *y)
 {
 	int64_t ID = g->in[0], IH = g->in[1], IW = g->in[2];
 	int64_t OD = g->out[0], OH = g->out[1], OW = g->out[2];
@@ -100,8 +102,10 @@ static void dw_plane(const cpu_geom *g, const float *x, const float *w, float bi
 		for (int64_t oh = 0; oh < OH; oh++) {
 			float *yr = y + (od * OH + oh) * OW;
 
+			const float *rr = res ? res + (od * OH + oh) * OW : NULL;
+
 			for (int64_t ow = 0; ow < OW; ow++)
-				yr[ow] = bias;
+				yr[ow] = bias + (rr ? rr[ow] : 0.0f);
 			for (int64_t kd = 0; kd < g->k[0]; kd++) {
 				int64_t id = od * g->s[0] - g->pb[0] + kd * g->d[0];
 				if (id < 0 || id >= ID)
@@ -130,9 +134,7 @@ void conv_depthwise(const conv_job *j, const float *x, const float *w, const flo
 		float *yp = y + p * osz;
 		const float *r = j->res ? (const float *)j->res->data + p * osz : NULL;
 
-		dw_plane(&j->g, x + p * isz, w + c * taps, b ? b[c] : 0.0f, yp);
-		for (int64_t i = 0; r && i < osz; i++)
-			yp[i] += r[i];
+		dw_plane(&j->g, x + p * isz, w + c * taps, b ? b[c] : 0.0f, r, yp);
 		for (int64_t i = 0; j->relu && i < osz; i++)
 			yp[i] = yp[i] > 0.0f || yp[i] != yp[i] ? yp[i] : 0.0f;
 	}

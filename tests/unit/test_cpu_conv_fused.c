@@ -1,0 +1,504 @@
+/*
+ * Unit tests for the CPU provider's GEMM-based kernels on the packed GEMM
+ * and the thread pool (ops/conv.c, conv_im2col.c, matmul.c, fuse_tail.c)
+ * and the load-time fusion planner (cpu_fuse.c).  Every result is checked
+ * against a plain double-precision loop written here (the reference
+ * kernel): random shapes with ragged edges (sizes that are not multiples
+ * of the 14 x 32 tile or the K block), groups, depthwise, strides, pads,
+ * dilations, 1x1; both Conv forms (pixels-as-rows with the packed filter,
+ * channels-as-rows); with and without a pool; fused tails (bias, residual,
+ * Relu, Gelu) including an addend that broadcasts and outputs planned over
+ * an input's memory, as the core's plan does for fused-away nodes.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cpu_exec.h"
+#include "cpu_fuse.h"
+#include "cpu_test_util.h"
+#include "threadpool.h"
+
+static uint32_t rng = 12345;
+
+static float frand(void)
+{
+	rng = rng * 1664525u + 1013904223u;
+	return (float)(rng >> 8) / (float)(1 << 24) * 2.0f - 1.0f;
+}
+
+static float *rand_buf(int64_t n)
+{
+	float *p = malloc(sizeof(float) * (size_t)(n + 1));
+
+	assert_non_null(p);
+	for (int64_t i = 0; i < n; i++)
+		p[i] = frand();
+	return p;
+}
+
+/* Runs node t (n_in inputs, W etc. constant where consts[i]) on in[] with
+ * output 0 planned at `planned` (or heap when NULL); returns the output. */
+static cpu_tensor run_node(tnode *t, const cpu_fusion *fu, const cpu_tensor **consts, int n_in,
+			   const cpu_tensor **in, const cpu_tensor *planned, gemm_pool *pool)
+{
+	cpu_node node;
+	cpu_tensor out;
+	const cpu_tensor *pl[1] = {planned};
+	int heap = 0;
+	char err[ERRLEN];
+
+	if (cpu_node_init_fused(&node, NULL, NULL, fu, &t->p, 17, consts, n_in, 1, err, sizeof(err)))
+		fail_msg("init: %s", err);
+	if (cpu_node_run_pool(&node, NULL, NULL, pool, in, pl, &out, &heap, pool ? 2 : 1, err,
+			      sizeof(err)))
+		fail_msg("run: %s", err);
+	cpu_node_fini(&node);
+	assert_int_equal(heap, planned == NULL);
+	return out;
+}
+
+static void expect_near(const float *got, const double *want, int64_t n, double tol,
+			const char *what)
+{
+	for (int64_t i = 0; i < n; i++)
+		if (fabs(got[i] - want[i]) > tol * (1.0 + fabs(want[i])))
+			fail_msg("%s: [%lld] %g, want %g", what, (long long)i, got[i], want[i]);
+}
+
+/* ---- Conv ---- */
+
+typedef struct ccase {
+	int64_t N, C, H, W, M, G, kh, kw, s, p, d;
+} ccase;
+
+static int64_t out_dim(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d)
+{
+	return (in + 2 * p - (d * (k - 1) + 1)) / s + 1;
+}
+
+/* The reference: y = act(conv(x, w) + b + res[broadcast]), res of shape
+ * [1, M, 1, 1] when res_channel, else y's shape. */
+static double *ref_conv(const ccase *c, const float *x, const float *w, const float *b,
+			const float *res, int res_channel, int relu)
+{
+	int64_t OH = out_dim(c->H, c->kh, c->s, c->p, c->d), OW = out_dim(c->W, c->kw, c->s, c->p, c->d);
+	int64_t Cg = c->C / c->G, Mg = c->M / c->G, n = c->N * c->M * OH * OW;
+	double *y = malloc(sizeof(double) * (size_t)n);
+
+	for (int64_t bi = 0; bi < c->N; bi++)
+		for (int64_t m = 0; m < c->M; m++)
+			for (int64_t oh = 0; oh < OH; oh++)
+				for (int64_t ow = 0; ow < OW; ow++) {
+					int64_t g = m / Mg, o = ((bi * c->M + m) * OH + oh) * OW + ow;
+					double s = b ? b[m] : 0.0;
+					for (int64_t ci = 0; ci < Cg; ci++)
+						for (int64_t i = 0; i < c->kh; i++)
+							for (int64_t j = 0; j < c->kw; j++) {
+								int64_t ih = oh * c->s - c->p + i * c->d;
+								int64_t iw = ow * c->s - c->p + j * c->d;
+								if (ih < 0 || ih >= c->H || iw < 0 || iw >= c->W)
+									continue;
+								s += (double)x[((bi * c->C + g * Cg + ci) * c->H + ih) * c->W + iw] *
+								     w[((m * Cg + ci) * c->kh + i) * c->kw + j];
+							}
+					if (res)
+						s += res[res_channel ? m : o];
+					y[o] = relu && s < 0 ? 0.0 : s;
+				}
+	return y;
+}
+
+static void conv_node(tnode *t, const ccase *c, int n_in)
+{
+	int64_t v2[2];
+
+	tn(t, "Conv", n_in, 1);
+	tn_int(t, "group", c->G);
+	v2[0] = c->s;
+	v2[1] = c->s;
+	tn_ints(t, "strides", v2, 2);
+	v2[0] = c->d;
+	v2[1] = c->d;
+	tn_ints(t, "dilations", v2, 2);
+	{
+		int64_t pads[4] = {c->p, c->p, c->p, c->p};
+		tn_ints(t, "pads", pads, 4);
+	}
+}
+
+/* One case: W constant or not, bias or not, residual (same shape, per
+ * channel, or none) with Relu, pool or not, output on the heap or planned
+ * over the residual's or the input's memory. */
+static void conv_run(const ccase *c, int w_const, int bias, int res_kind, int relu,
+		     gemm_pool *pool, int plan_over)
+{
+	int64_t OH = out_dim(c->H, c->kh, c->s, c->p, c->d), OW = out_dim(c->W, c->kw, c->s, c->p, c->d);
+	int64_t xd[4] = {c->N, c->C, c->H, c->W}, wd[4] = {c->M, c->C / c->G, c->kh, c->kw};
+	int64_t yd[4] = {c->N, c->M, OH, OW}, rd[4] = {1, c->M, 1, 1}, bd[1] = {c->M};
+	int64_t nx = c->N * c->C * c->H * c->W, ny = c->N * c->M * OH * OW;
+	int64_t big = nx > ny ? nx : ny;
+	float *x = rand_buf(big), *w = rand_buf(c->M * wd[1] * c->kh * c->kw), *b = rand_buf(c->M);
+	float *r = rand_buf(big);
+	cpu_tensor X = tens(CPU_FLOAT, 4, xd, x), Wt = tens(CPU_FLOAT, 4, wd, w);
+	cpu_tensor B = tens(CPU_FLOAT, 1, bd, b), R = tens(CPU_FLOAT, 4, res_kind == 2 ? rd : yd, r);
+	cpu_tensor P, out;
+	const cpu_tensor *in[4] = {&X, &Wt, bias ? &B : NULL, res_kind ? &R : NULL};
+	const cpu_tensor *consts[4] = {NULL, w_const ? &Wt : NULL, bias ? &B : NULL, NULL};
+	cpu_fusion fu = {res_kind ? 3 : -1, -1, relu ? CPU_FUSE_ACT_RELU : CPU_FUSE_ACT_NONE};
+	int fused = res_kind || relu;
+	double *want = ref_conv(c, x, w, bias ? b : NULL, res_kind ? r : NULL, res_kind == 2, relu);
+	char what[160];
+	tnode t;
+
+	conv_node(&t, c, 3);
+	if (!bias)
+		tn_skip(&t, 2);
+	/* Planned over the residual (same shape only) or over X's memory:
+	 * the data the kernel still has to read. */
+	P = tens(CPU_FLOAT, 4, yd, plan_over == 1 ? r : x);
+	if (plan_over == 2)
+		P.nbytes = (size_t)ny * sizeof(float);
+	out = run_node(&t, fused ? &fu : NULL, consts, fused ? 4 : 3, in, plan_over ? &P : NULL, pool);
+	snprintf(what, sizeof(what), "conv N%lld C%lld %lldx%lld M%lld g%lld k%lldx%lld s%lld p%lld "
+		 "d%lld wc%d b%d res%d relu%d pool%d plan%d", (long long)c->N, (long long)c->C,
+		 (long long)c->H, (long long)c->W, (long long)c->M, (long long)c->G, (long long)c->kh,
+		 (long long)c->kw, (long long)c->s, (long long)c->p, (long long)c->d, w_const, bias,
+		 res_kind, relu, pool != NULL, plan_over);
+	assert_int_equal(out.rank, 4);
+	assert_memory_equal(out.dims, yd, sizeof(yd));
+	expect_near(out.data, want, ny, 1e-4, what);
+	if (!plan_over)
+		free(out.data);
+	free(want);
+	free(x);
+	free(w);
+	free(b);
+	free(r);
+}
+
+static const ccase conv_cases[] = {
+	/* N  C   H   W   M   G kh kw s p d */
+	{1, 3, 17, 19, 37, 1, 3, 3, 1, 1, 1},      /* ragged M, rows form */
+	{1, 16, 5, 5, 64, 1, 3, 3, 1, 1, 1},       /* 25 pixels < 2 x 64: packed filter form */
+	{2, 20, 7, 6, 45, 1, 3, 3, 2, 1, 1},       /* strided, batch 2, ragged */
+	{1, 8, 9, 9, 30, 2, 3, 3, 1, 2, 2},        /* groups, dilation, pad 2 */
+	{1, 33, 6, 6, 40, 1, 1, 1, 1, 0, 1},       /* 1x1 direct, packed form */
+	{1, 12, 16, 16, 24, 1, 1, 1, 1, 0, 1},     /* 1x1 direct, rows form */
+	{1, 6, 11, 13, 6, 6, 3, 3, 1, 1, 1},       /* depthwise */
+	{2, 4, 10, 9, 8, 4, 3, 2, 2, 1, 2},        /* grouped 2 per group, 3x2 */
+	{1, 5, 23, 23, 9, 1, 7, 7, 2, 3, 1},       /* 7x7 stride 2 (ResNet stem) */
+	{1, 300, 4, 4, 70, 1, 3, 3, 1, 1, 1},      /* K 2700: several K blocks */
+};
+
+static void test_conv_forms(void **state)
+{
+	gemm_pool *pool;
+
+	(void)state;
+	assert_int_equal(gemm_pool_create(2, &pool), 0);
+	for (size_t i = 0; i < sizeof(conv_cases) / sizeof(conv_cases[0]); i++)
+		for (int v = 0; v < 4; v++)
+			conv_run(&conv_cases[i], v & 1, v >> 1, 0, 0, (v & 1) ? pool : NULL, 0);
+	gemm_pool_destroy(pool);
+}
+
+static void test_conv_fused(void **state)
+{
+	gemm_pool *pool;
+
+	(void)state;
+	assert_int_equal(gemm_pool_create(2, &pool), 0);
+	for (size_t i = 0; i < sizeof(conv_cases) / sizeof(conv_cases[0]); i++) {
+		const ccase *c = &conv_cases[i];
+		int64_t OH = out_dim(c->H, c->kh, c->s, c->p, c->d);
+		int64_t OW = out_dim(c->W, c->kw, c->s, c->p, c->d);
+		int same_xy = c->N * c->C * c->H * c->W >= c->N * c->M * OH * OW;
+
+		conv_run(c, 1, 1, 1, 1, pool, 0);      /* residual + Relu, heap */
+		conv_run(c, 1, 0, 0, 1, NULL, 0);      /* Relu only */
+		conv_run(c, 1, 1, 2, 1, pool, 0);      /* per-channel addend: the tail */
+		conv_run(c, 1, 1, 1, 1, pool, 1);      /* output over the residual */
+		conv_run(c, 0, 1, 1, 0, NULL, 1);
+		if (same_xy)
+			conv_run(c, 1, 1, 1, 1, pool, 2);   /* output over the input */
+	}
+	gemm_pool_destroy(pool);
+}
+
+/* ---- MatMul / Gemm with a fused tail ---- */
+
+static double gelu(double x)
+{
+	return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+}
+
+static void matmul_case(int64_t batch, int64_t M, int64_t K, int64_t N, cpu_fuse_act act,
+			int with_bias, int with_res, gemm_pool *pool, int plan_over_a)
+{
+	int64_t ad[3] = {batch, M, K}, bd2[2] = {K, N}, yd[3] = {batch, M, N}, vd[1] = {N};
+	int64_t rows = batch * M, na = rows * K, ny = rows * N;
+	float *a = rand_buf(na > ny ? na : ny), *b = rand_buf(K * N), *bias = rand_buf(N);
+	float *r = rand_buf(ny);
+	double *want = malloc(sizeof(double) * (size_t)ny);
+	cpu_tensor A = tens(CPU_FLOAT, 3, ad, a), B = tens(CPU_FLOAT, 2, bd2, b);
+	cpu_tensor V = tens(CPU_FLOAT, 1, vd, bias), R = tens(CPU_FLOAT, 3, yd, r), P, out;
+	const cpu_tensor *in[4] = {&A, &B, with_bias ? &V : NULL, with_res ? &R : NULL};
+	const cpu_tensor *consts[4] = {NULL, &B, with_bias ? &V : NULL, NULL};
+	cpu_fusion fu = {with_res ? 3 : -1, with_bias ? 2 : -1, act};
+	char what[128];
+	tnode t;
+
+	for (int64_t i = 0; i < rows; i++)
+		for (int64_t j = 0; j < N; j++) {
+			double s = with_bias ? bias[j] : 0.0;
+			for (int64_t k = 0; k < K; k++)
+				s += (double)a[i * K + k] * b[k * N + j];
+			s += with_res ? r[i * N + j] : 0.0;
+			want[i * N + j] = act == CPU_FUSE_ACT_RELU ? (s > 0 ? s : 0) :
+					  act == CPU_FUSE_ACT_GELU ? gelu(s) : s;
+		}
+	tn(&t, "MatMul", 2, 1);
+	P = tens(CPU_FLOAT, 3, yd, a);
+	out = run_node(&t, &fu, consts, 4, in, plan_over_a ? &P : NULL, pool);
+	snprintf(what, sizeof(what), "matmul %lldx%lldx%lldx%lld act%d bias%d res%d pool%d plan%d",
+		 (long long)batch, (long long)M, (long long)K, (long long)N, (int)act, with_bias,
+		 with_res, pool != NULL, plan_over_a);
+	assert_memory_equal(out.dims, yd, sizeof(yd));
+	expect_near(out.data, want, ny, 2e-5 * (1 + K / 64), what);
+	if (!plan_over_a)
+		free(out.data);
+	free(want);
+	free(a);
+	free(b);
+	free(bias);
+	free(r);
+}
+
+static void test_matmul_fused(void **state)
+{
+	static const int64_t shapes[][4] = {
+		{1, 1, 1024, 1000}, {2, 5, 67, 33}, {1, 128, 256, 1024}, {3, 17, 300, 70},
+	};
+	gemm_pool *pool;
+
+	(void)state;
+	assert_int_equal(gemm_pool_create(2, &pool), 0);
+	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
+		const int64_t *s = shapes[i];
+		matmul_case(s[0], s[1], s[2], s[3], CPU_FUSE_ACT_GELU, 1, 0, pool, 0);
+		matmul_case(s[0], s[1], s[2], s[3], CPU_FUSE_ACT_NONE, 1, 1, NULL, 0);
+		matmul_case(s[0], s[1], s[2], s[3], CPU_FUSE_ACT_RELU, 0, 1, pool, 0);
+		matmul_case(s[0], s[1], s[2], s[3], CPU_FUSE_ACT_RELU, 1, 1, pool, 1);
+	}
+	gemm_pool_destroy(pool);
+}
+
+/* Gemm as nn.Linear exports it (transB 1, C a row) with a fused Relu, and
+ * with a C of [M, N] (not foldable): alpha and beta apply. */
+static void test_gemm_linear(void **state)
+{
+	static const int64_t shapes[][3] = {{1, 1024, 1024}, {32, 100, 37}, {15, 9, 70}};
+	gemm_pool *pool;
+
+	(void)state;
+	assert_int_equal(gemm_pool_create(2, &pool), 0);
+	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
+		for (int full_c = 0; full_c < 2; full_c++) {
+			int64_t M = shapes[i][0], K = shapes[i][1], N = shapes[i][2];
+			int64_t ad[2] = {M, K}, bd[2] = {N, K}, cd[2] = {full_c ? M : 1, N}, yd[2] = {M, N};
+			float *a = rand_buf(M * K), *b = rand_buf(N * K), *cc = rand_buf(M * N);
+			double *want = malloc(sizeof(double) * (size_t)(M * N));
+			cpu_tensor A = tens(CPU_FLOAT, 2, ad, a), B = tens(CPU_FLOAT, 2, bd, b);
+			cpu_tensor C = tens(CPU_FLOAT, 2, cd, cc), out;
+			const cpu_tensor *in[3] = {&A, &B, &C}, *consts[3] = {NULL, &B, &C};
+			cpu_fusion fu = {-1, -1, CPU_FUSE_ACT_RELU};
+			tnode t;
+
+			for (int64_t r = 0; r < M; r++)
+				for (int64_t j = 0; j < N; j++) {
+					double s = 0;
+					for (int64_t k = 0; k < K; k++)
+						s += (double)a[r * K + k] * b[j * K + k];
+					s = 0.5 * s + 2.0 * cc[(full_c ? r : 0) * N + j];
+					want[r * N + j] = s > 0 ? s : 0;
+				}
+			tn(&t, "Gemm", 3, 1);
+			tn_int(&t, "transB", 1);
+			tn_float(&t, "alpha", 0.5f);
+			tn_float(&t, "beta", 2.0f);
+			out = run_node(&t, &fu, consts, 3, in, NULL, (i & 1) ? pool : NULL);
+			assert_memory_equal(out.dims, yd, sizeof(yd));
+			expect_near(out.data, want, M * N, 2e-5 * (1 + K / 64), "gemm linear");
+			free(out.data);
+			free(want);
+			free(a);
+			free(b);
+			free(cc);
+		}
+	gemm_pool_destroy(pool);
+}
+
+/* ---- the planner ---- */
+
+/* A graph of `n` nodes over value names v0..; node k: op, inputs, output. */
+typedef struct tgraph {
+	Onnx__GraphProto g;
+	tnode nodes[8];
+	Onnx__NodeProto *pn[8];
+	int in[8][CPU_FUSE_MAX_IN], out[8][2];
+	int *inp[8], *outp[8];
+	cpu_tensor consts[16];
+	unsigned char exported[16];
+	int extra[16];
+} tgraph;
+
+static void tg_node(tgraph *tg, int k, const char *op, int n_in, const int *ins, int out)
+{
+	tn(&tg->nodes[k], op, n_in, 1);
+	tg->pn[k] = &tg->nodes[k].p;
+	memcpy(tg->in[k], ins, sizeof(int) * (size_t)n_in);
+	tg->out[k][0] = out;
+	tg->inp[k] = tg->in[k];
+	tg->outp[k] = tg->out[k];
+}
+
+static cpu_fuse_node *tg_plan(tgraph *tg, int n)
+{
+	Onnx__GraphProto init = ONNX__GRAPH_PROTO__INIT;
+	cpu_fuse_graph fg = {&tg->g, 16, tg->inp, tg->outp, tg->consts, tg->exported, tg->extra};
+
+	tg->g = init;
+	tg->g.n_node = (size_t)n;
+	tg->g.node = tg->pn;
+	return cpu_fuse_plan(&fg);
+}
+
+/* Conv(x=0, w=1) -> 2 -> BN(2, 3..6) -> 7 -> Add(7, 8) -> 9 -> Relu -> 10. */
+static void resnet_block(tgraph *tg, float *w, float *p)
+{
+	static const int64_t wd[4] = {2, 1, 1, 1}, pd[1] = {2};
+	static const int conv_in[2] = {0, 1}, bn_in[5] = {2, 3, 4, 5, 6}, add_in[2] = {7, 8};
+	static const int relu_in[1] = {9};
+
+	memset(tg, 0, sizeof(*tg));
+	tg->consts[1] = tens(CPU_FLOAT, 4, wd, w);
+	for (int i = 0; i < 4; i++)
+		tg->consts[3 + i] = tens(CPU_FLOAT, 1, pd, p + 2 * i);
+	tg_node(tg, 0, "Conv", 2, conv_in, 2);
+	tg_node(tg, 1, "BatchNormalization", 5, bn_in, 7);
+	tg_node(tg, 2, "Add", 2, add_in, 9);
+	tg_node(tg, 3, "Relu", 1, relu_in, 10);
+	tg->exported[10] = 1;
+}
+
+static void test_fuse_plan(void **state)
+{
+	/* scale, B, mean, var per channel */
+	float w[2] = {2.0f, -1.0f}, p[8] = {1.0f, 3.0f, 0.5f, -0.5f, 0.25f, 1.0f, 3.0f, 0.0f};
+	tgraph tg;
+	cpu_fuse_node *f;
+	const float *fw, *fb;
+
+	(void)state;
+	resnet_block(&tg, w, p);
+	f = tg_plan(&tg, 4);
+	assert_non_null(f);
+	assert_true(f[0].head && f[1].skip && f[2].skip && f[3].skip);
+	assert_int_equal(f[0].n_fused, 4);
+	assert_int_equal(f[0].out0, 10);
+	assert_int_equal(f[0].fuse.act, CPU_FUSE_ACT_RELU);
+	assert_int_equal(f[0].fuse.add_input, 3);
+	assert_int_equal(f[0].in[3], 8);
+	/* numpy's BN: (y - mean) / sqrt(var + eps) * scale + B */
+	fw = f[0].folded[1]->data;
+	fb = f[0].folded[2]->data;
+	assert_float_equal(fw[0], 2.0 * 1.0 / sqrt(3.0 + 1e-5), 1e-6);
+	assert_float_equal(fw[1], -1.0 * 3.0 / sqrt(0.0 + 1e-5), 1e-3);
+	assert_float_equal(fb[0], (0.0 - 0.25) * 1.0 / sqrt(3.0 + 1e-5) + 0.5, 1e-6);
+	assert_float_equal(fb[1], (0.0 - 1.0) * 3.0 / sqrt(1e-5) - 0.5, 1e-2);
+	cpu_fuse_free(f, 4);
+
+	/* The Conv output is read by the core: nothing follows it. */
+	resnet_block(&tg, w, p);
+	tg.exported[2] = 1;
+	f = tg_plan(&tg, 4);
+	assert_false(f[0].head || f[1].skip);
+	cpu_fuse_free(f, 4);
+
+	/* The sum is read by the core: Conv+BN+Add fuse, Relu runs alone. */
+	resnet_block(&tg, w, p);
+	tg.exported[9] = 1;
+	f = tg_plan(&tg, 4);
+	assert_true(f[0].head && f[1].skip && f[2].skip && !f[3].skip);
+	assert_int_equal(f[0].out0, 9);
+	assert_int_equal(f[0].fuse.act, CPU_FUSE_ACT_NONE);
+	cpu_fuse_free(f, 4);
+
+	/* The addend is produced after the head: no Add fusion. */
+	resnet_block(&tg, w, p);
+	{
+		static const int add_in[2] = {7, 12}, late_in[1] = {0};
+
+		memcpy(tg.in[2], add_in, sizeof(add_in));
+		tg_node(&tg, 4, "Relu", 1, late_in, 12);   /* written after the head */
+	}
+	f = tg_plan(&tg, 5);
+	assert_true(f[0].head && f[1].skip && !f[2].skip);
+	assert_int_equal(f[0].out0, 7);
+	cpu_fuse_free(f, 5);
+
+	/* A node between Conv and BN: the chain must be consecutive. */
+	resnet_block(&tg, w, p);
+	{
+		static const int mid_in[1] = {0};
+
+		tg_node(&tg, 4, "Relu", 1, mid_in, 13);
+		tg.pn[4] = tg.pn[3];
+		tg.pn[3] = tg.pn[2];
+		tg.pn[2] = tg.pn[1];
+		tg.pn[1] = &tg.nodes[4].p;
+		memcpy(tg.in[5], tg.in[1], sizeof(tg.in[1]));
+		memcpy(tg.in[1], tg.in[4], sizeof(tg.in[4]));
+		memcpy(tg.in[4], tg.in[3], sizeof(tg.in[3]));
+		memcpy(tg.in[3], tg.in[2], sizeof(tg.in[2]));
+		memcpy(tg.in[2], tg.in[5], sizeof(tg.in[5]));
+		tg.out[4][0] = 10;
+		tg.out[3][0] = 9;
+		tg.out[2][0] = 7;
+		tg.out[1][0] = 13;
+	}
+	f = tg_plan(&tg, 5);
+	assert_false(f[0].head);
+	cpu_fuse_free(f, 5);
+
+	/* Without the list of exported values nothing is fused. */
+	resnet_block(&tg, w, p);
+	{
+		Onnx__GraphProto init = ONNX__GRAPH_PROTO__INIT;
+		cpu_fuse_graph fg = {&tg.g, 16, tg.inp, tg.outp, tg.consts, NULL, tg.extra};
+		tg.g = init;
+		tg.g.n_node = 4;
+		tg.g.node = tg.pn;
+		assert_null(cpu_fuse_plan(&fg));
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_conv_forms),
+		cmocka_unit_test(test_conv_fused),
+		cmocka_unit_test(test_matmul_fused),
+		cmocka_unit_test(test_gemm_linear),
+		cmocka_unit_test(test_fuse_plan),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
