@@ -208,6 +208,7 @@ ortmk_status core_value_new(ortmk_env *env, int32_t dtype, const int64_t *dims,
 				 n, strerror(-rc));
 	}
 	v->env = env;
+	v->pend.slot = -1;
 	v->dtype = dtype;
 	v->rank = rank;
 	if (rank)
@@ -248,6 +249,15 @@ void ortmk_value_destroy(ortmk_value *v)
 {
 	if (!v)
 		return;
+	if (v->dev) {
+		core_dev_value_free(v);
+		return;
+	}
+	/* A copy into it may still be running. */
+	if (v->pend.slot >= 0) {
+		core_dev_pend_wait(v->env, &v->pend, shm_now_ns() + (uint64_t)CORE_CONTROL_MS * 1000000u);
+		core_dev_slot_put(v->env, v->pend.slot);
+	}
 	/* A pooled segment stays mapped in the providers; its next value
 	 * overwrites every byte it uses before a provider reads it. */
 	if (v->env && pool_put(v->env, &v->seg)) {

@@ -21,6 +21,7 @@
 #define CORE_VALUE_POOL_BYTES (256u << 20)
 #define CORE_HANDSHAKE_MS 10000
 #define CORE_CONTROL_MS 60000    /* deadline of control requests (load...) */
+#define CORE_FENCE_SLOTS 1024    /* fence words in an environment's fence segment */
 
 /* Sets the thread-local message and returns `st`. */
 ortmk_status core_fail(ortmk_status st, const char *fmt, ...)
@@ -98,6 +99,13 @@ struct ortmk_env {
 	shm_segment pool[CORE_VALUE_POOL];
 	int n_pool;
 	uint64_t pool_bytes;
+	/* Device memory (device.c): fence words, their reference counts, the
+	 * live streams.  dev_lock is taken after an ep's lock, never before. */
+	pthread_mutex_t dev_lock;
+	shm_segment fences;
+	uint32_t fence_refs[CORE_FENCE_SLOTS];
+	uint32_t next_stream;
+	struct ortmk_stream *streams;
 };
 
 uint64_t core_env_next_id(ortmk_env *env);
@@ -145,9 +153,23 @@ ortmk_status core_proc_request(core_ep *ep, core_proc *p, Ortmk__Envelope *req,
 ortmk_status core_proc_add_segment(core_ep *ep, core_proc *p, shm_segment *s);
 ortmk_status core_proc_add_file(core_ep *ep, core_proc *p, uint64_t id, int fd, uint64_t size);
 
+/* A fence slot and a value to reach on it: a point of a stream's work. */
+typedef struct core_pend {
+	int slot;                 /* -1: nothing pending */
+	uint64_t value;
+	uint64_t exec;            /* the provider process doing the work */
+	struct core_ep *ep;
+} core_pend;
+
 struct ortmk_value {
 	ortmk_env *env;
-	shm_segment seg;
+	shm_segment seg;          /* host values; unused (id 0) for device ones */
+	/* Device values: the provider, the process that holds the buffer. */
+	core_ep *dev;             /* NULL: a host value */
+	uint64_t dev_exec;        /* core_proc.exec_id of that process */
+	int dev_pid;
+	uint64_t buffer_id;
+	core_pend pend;           /* the last copy into it, until waited for */
 	ortmk_value_kind kind;    /* tensor, sequence or empty optional */
 	int32_t dtype;            /* element type (of the elements, for a sequence) */
 	size_t rank;
@@ -222,6 +244,28 @@ struct ortmk_session {
 	int64_t (*io_dims)[GRAPH_MAX_RANK];  /* inputs then outputs, -1 = dynamic */
 };
 
+/* One output of a run and where it goes (run.c, binding.c). */
+enum core_out_mode {
+	CORE_OUT_HOST_NEW,        /* a new host value (ortmk_session_run) */
+	CORE_OUT_VALUE,           /* into the caller's value (host or device) */
+	CORE_OUT_DEVICE,          /* a new value in dev's memory (host if it has none) */
+};
+
+typedef struct core_out {
+	int v;                    /* graph value index */
+	enum core_out_mode mode;
+	ortmk_value *value;       /* CORE_OUT_VALUE */
+	core_ep *dev;             /* CORE_OUT_DEVICE; NULL: host */
+	ortmk_value *result;      /* after a successful run */
+} core_out;
+
+/* Runs with inputs bound per graph input (host or device values) and the
+ * outputs `outs` say; stream (may be NULL) orders the run on its provider. */
+ortmk_status core_session_run_outs(ortmk_session *s, const ortmk_value **bound, core_out *outs,
+				   size_t n_out, ortmk_stream *stream);
+/* Checks value v against graph input i (kind, dtype, shape). */
+ortmk_status core_check_input(const ortmk_session *s, size_t i, const ortmk_value *v);
+
 /* session.c: after disabling a provider, partitions and loads again. */
 ortmk_status core_session_repartition(ortmk_session *s);
 /* partition.c: asks each provider which nodes it takes; fills steps. */
@@ -247,6 +291,59 @@ ortmk_status core_value_new(ortmk_env *env, int32_t dtype, const int64_t *dims,
 ortmk_status core_value_new_blob(ortmk_env *env, ortmk_value_kind kind, int32_t dtype,
 				 const int64_t *dims, size_t rank, uint64_t nbytes,
 				 ortmk_value **out);
+/* device.c: device values, streams, fences (docs/DEVICE.md) */
+struct ortmk_stream {
+	ortmk_env *env;
+	core_ep *ep;
+	uint32_t id;
+	int slot;                 /* fence slot; re-taken after a failure */
+	uint64_t issued;          /* value the last enqueued work signals */
+	uint64_t exec;            /* the process the last work went to */
+	int internal;             /* the env's own, for synchronous copies */
+	struct ortmk_stream *next;
+};
+
+struct ortmk_fence {
+	ortmk_env *env;
+	core_ep *ep;
+	uint64_t exec;
+	int slot;
+	uint64_t value;
+};
+
+/* OK when v is a host value or its process still holds it; else
+ * ORTMK_ERR_PROVIDER_DIED naming the provider (ep's lock held, after
+ * core_ep_ensure). */
+ortmk_status core_dev_value_check(const ortmk_value *v);
+/* A device value for a buffer that now exists in ep's current process. */
+ortmk_status core_dev_value_wrap(ortmk_env *env, core_ep *ep, uint64_t buffer_id, int32_t dtype,
+				 const int64_t *dims, size_t rank, uint64_t nbytes, ortmk_value **out);
+/* ALLOC on ep (its lock held) and wrap. */
+ortmk_status core_dev_value_alloc(core_ep *ep, int32_t dtype, const int64_t *dims, size_t rank,
+				  ortmk_value **out);
+/* Called by env.c when process p of ep failed: fails the fences of work
+ * it had not completed. */
+void core_dev_proc_lost(core_ep *ep, const core_proc *p);
+void core_dev_env_fini(ortmk_env *env);
+/* ortmk_value_destroy of a device value (the second with its ep's lock held). */
+void core_dev_value_free(ortmk_value *v);
+void core_dev_value_free_locked(ortmk_value *v);
+/* The fence word of a slot. */
+shm_fence *core_dev_fence(ortmk_env *env, int slot);
+void core_dev_slot_put(ortmk_env *env, int slot);
+void core_dev_slot_get(ortmk_env *env, int slot);
+/* Waits for a pending point (deadline as shm_fence_wait's; the provider's
+ * death is noticed within a few ms).  Clears *p when reached. */
+ortmk_status core_dev_pend_wait(ortmk_env *env, core_pend *p, uint64_t deadline_ns);
+/* The same with p->ep's lock held by the caller. */
+ortmk_status core_dev_pend_wait_locked(ortmk_env *env, core_pend *p, uint64_t deadline_ns);
+/* Enqueues `ops` on stream st (ep's lock held) with st's next fence value;
+ * the ACK is awaited.  *done gets the point that signals completion. */
+ortmk_status core_dev_copy_ops(ortmk_stream *st, Ortmk__CopyOp **ops, size_t n_ops,
+			       core_pend *done);
+/* The env's internal stream for ep (synchronous copies, staging). */
+ortmk_status core_dev_sync_stream(ortmk_env *env, core_ep *ep, ortmk_stream **out);
+
 /* Checks a blob's layout against kind/dtype/dims (provider-written bytes). */
 int core_value_blob_ok(ortmk_value_kind kind, int32_t dtype, const int64_t *dims, size_t rank,
 		       const void *data, uint64_t nbytes);

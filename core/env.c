@@ -62,6 +62,7 @@ ortmk_status ortmk_env_create(ortmk_env **out)
 				 base, strerror(e));
 	}
 	pthread_mutex_init(&env->lock, NULL);
+	pthread_mutex_init(&env->dev_lock, NULL);
 	ipc_trace_init_from_env();
 	signal(SIGPIPE, SIG_IGN);
 	*out = env;
@@ -154,6 +155,8 @@ void ortmk_env_destroy(ortmk_env *env)
 		return;
 	for (int i = 0; i < env->n_eps; i++)
 		ep_destroy(env->eps[i]);
+	core_dev_env_fini(env);
+	pthread_mutex_destroy(&env->dev_lock);
 	core_value_pool_drain(env);
 	rmdir(env->dir);
 	pthread_mutex_destroy(&env->lock);
@@ -440,6 +443,8 @@ static ortmk_status proc_failed(core_ep *ep, core_proc *p, ortmk_status st)
 		ep->died_ns = ipc_now_ns();
 		snprintf(ep->last_failure, sizeof(ep->last_failure), "%s", msg);
 	}
+	/* Work it had not finished never will: wake its fences' waiters. */
+	core_dev_proc_lost(ep, p);
 	ipc_log(IPC_LOG_WARN, "%s", msg);
 	ipc_trace_event(ep->name, pid, "died", msg);
 	return core_fail(st, "%s", msg);
@@ -493,7 +498,10 @@ ortmk_status core_proc_request(core_ep *ep, core_proc *p, Ortmk__Envelope *req,
 	if (!p->alive)
 		return core_fail(ORTMK_ERR_PROVIDER_DIED, "provider '%s' is not running (%s)",
 				 ep->name, p->death[0] ? p->death : "stopped");
-	if (p->ring_on && req->kind == ORTMK__KIND__RUN) {
+	/* The hot requests take the ring; those that pass descriptors or
+	 * whose replies callers free with ipc_envelope_free stay on nng. */
+	if (p->ring_on && (req->kind == ORTMK__KIND__RUN || req->kind == ORTMK__KIND__ALLOC ||
+			   req->kind == ORTMK__KIND__COPY)) {
 		ortmk_status st = ring_request(ep, p, req, deadline, timeout_ms, rep);
 
 		if (st != ORTMK_ERR_INTERNAL || *rep)

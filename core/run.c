@@ -11,32 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core.h"
 #include "log.h"
+#include "run.h"
 #include "trace.h"
 
 #define DYN_INITIAL (1u << 20)
 #define MAX_PLANS 16
-
-/* Where a value is for this run. */
-typedef struct loc {
-	shm_segment *seg;
-	uint64_t offset, nbytes;
-	int kind;                 /* ortmk_value_kind */
-	int32_t dtype;
-	int rank;
-	const int64_t *dims;
-	int64_t dyn_dims[GRAPH_MAX_RANK];
-} loc;
-
-typedef struct run_ctx {
-	ortmk_session *s;
-	core_plan *plan;
-	loc *locs;
-	uint64_t dyn_used;
-	Ortmk__TensorRef *refs;
-	Ortmk__TensorRef **prefs;
-} run_ctx;
 
 static int find_input(const graph *g, const char *name)
 {
@@ -61,7 +41,7 @@ static unsigned accepted_kinds(const Onnx__TypeProto *t)
 	}
 }
 
-static ortmk_status check_input(const ortmk_session *s, size_t i, const ortmk_value *v)
+ortmk_status core_check_input(const ortmk_session *s, size_t i, const ortmk_value *v)
 {
 	const graph_value *gv = &s->g->values[s->g->inputs[i]];
 	int32_t want = gv->elem_type;
@@ -102,7 +82,7 @@ static ortmk_status bind_inputs(ortmk_session *s, const char *const *names,
 					 names && names[i] ? names[i] : "(null)");
 		if (bound[k])
 			return core_fail(ORTMK_ERR_INPUT, "input '%s' given twice", names[i]);
-		st = check_input(s, (size_t)k, inputs[i]);
+		st = core_check_input(s, (size_t)k, inputs[i]);
 		if (st)
 			return st;
 		bound[k] = inputs[i];
@@ -195,8 +175,8 @@ static ortmk_status grow_segment(ortmk_session *s, shm_segment **seg, uint64_t s
 	return ORTMK_OK;
 }
 
-static void set_loc(loc *l, shm_segment *seg, uint64_t off, uint64_t nbytes, int kind,
-		    int32_t dtype, int rank, const int64_t *dims)
+void core_run_set_loc(loc *l, shm_segment *seg, uint64_t off, uint64_t nbytes, int kind,
+		      int32_t dtype, int rank, const int64_t *dims)
 {
 	l->seg = seg;
 	l->kind = kind;
@@ -217,6 +197,8 @@ static int make_ref(run_ctx *c, size_t step, int v, Ortmk__TensorRef *r)
 	const loc *l = &c->locs[v];
 
 	ortmk__tensor_ref__init(r);
+	if (core_run_device_ref(c, step, v, r))
+		return 1;
 	r->dtype = c->plan->tinfo[v].elem_type ? c->plan->tinfo[v].elem_type : gv->elem_type;
 	if (l->seg) {
 		r->dtype = l->dtype;
@@ -276,6 +258,10 @@ static ortmk_status send_run(run_ctx *c, size_t i, Ortmk__Envelope **rep)
 	e.run = &run;
 	e.has_session = 1;
 	e.session = s->id;
+	if (c->stream && c->stream->ep == s->eps[st->ep]) {
+		e.has_stream = 1;
+		e.stream = c->stream->id;
+	}
 	return core_ep_request(s->eps[st->ep], &e, s->run_timeout_ms ? s->run_timeout_ms : -1, rep);
 }
 
@@ -287,18 +273,25 @@ static ortmk_status take_result(run_ctx *c, size_t i, const Ortmk__Result *r)
 		const Ortmk__TensorRef *t = r->outputs[k];
 		int v;
 
+		if (t->has_buffer_id && t->value < st->n_values) {
+			ortmk_status s = core_run_take_buffer(c, i, st->values[t->value], t);
+
+			if (s)
+				return s;
+			continue;
+		}
 		if (t->value >= st->n_values || t->segment_id != c->s->dyn->id ||
 		    t->offset < c->dyn_used)
 			return core_fail(ORTMK_ERR_PROTOCOL, "provider '%s': result names a tensor it was not given",
 					 c->s->eps[st->ep]->name);
 		v = st->values[t->value];
-		set_loc(&c->locs[v], c->s->dyn, t->offset, t->nbytes, t->has_kind ? (int)t->kind : 0,
+		core_run_set_loc(&c->locs[v], c->s->dyn, t->offset, t->nbytes, t->has_kind ? (int)t->kind : 0,
 			t->dtype, (int)t->n_dims, t->dims);
 	}
 	for (size_t k = 0; k < r->n_outputs; k++) {
 		const Ortmk__TensorRef *t = r->outputs[k];
 
-		if (t->offset + t->nbytes > c->dyn_used)
+		if (!t->has_buffer_id && t->offset + t->nbytes > c->dyn_used)
 			c->dyn_used = (t->offset + t->nbytes + SHM_ALIGN - 1) & ~(uint64_t)(SHM_ALIGN - 1);
 	}
 	return ORTMK_OK;
@@ -354,64 +347,60 @@ static ortmk_status prepare_memory(run_ctx *c, const ortmk_value **bound)
 		if (st == ORTMK_OK)
 			st = core_ep_add_segment(s->eps[e], s->dyn);
 		for (size_t i = 0; i < s->g->n_inputs && st == ORTMK_OK; i++)
-			st = core_ep_add_segment(s->eps[e], (shm_segment *)&bound[i]->seg);
+			if (!bound[i]->dev)
+				st = core_ep_add_segment(s->eps[e], (shm_segment *)&bound[i]->seg);
 	}
 	for (size_t i = 0; i < s->g->n_inputs && st == ORTMK_OK; i++) {
 		const ortmk_value *v = bound[i];
 
-		set_loc(&c->locs[s->g->inputs[i]], (shm_segment *)&v->seg, 0, v->nbytes, v->kind, v->dtype,
-			(int)v->rank, v->dims);
+		if (!v->dev)
+			core_run_set_loc(&c->locs[s->g->inputs[i]], (shm_segment *)&v->seg, 0, v->nbytes,
+					 v->kind, v->dtype, (int)v->rank, v->dims);
 	}
+	if (st == ORTMK_OK)
+		st = core_run_device_inputs(c, bound);
+	if (st == ORTMK_OK)
+		st = core_run_bind_outputs(c);
 	return st;
 }
 
-static ortmk_status copy_outputs(run_ctx *c, const char *const *names, size_t n,
-				 ortmk_value **outputs)
+/* The providers a run touches: the session's and those holding its
+ * device inputs and outputs (bit per env index). */
+static unsigned run_ep_mask(const run_ctx *c, const ortmk_value **bound)
 {
-	const graph *g = c->s->g;
+	const ortmk_session *s = c->s;
+	unsigned m = 0;
 
-	for (size_t i = 0; i < n; i++) {
-		int v = graph_find_value(g, names[i]);
-		const loc *l;
-		ortmk_status st;
-
-		if (v < 0 || !g->values[v].is_graph_output)
-			return core_fail(ORTMK_ERR_INPUT, "'%s' is not an output of the model", names[i]);
-		l = &c->locs[v];
-		if (!l->seg && c->plan->offset[v] != PLAN_NONE)
-			set_loc(&c->locs[v], c->s->arena, c->plan->offset[v], c->plan->nbytes[v], 0,
-				c->plan->tinfo[v].elem_type, c->plan->tinfo[v].rank, c->plan->tinfo[v].dims);
-		if (!l->seg)
-			return core_fail(ORTMK_ERR_INTERNAL, "output '%s' was not produced", names[i]);
-		if (!shm_segment_contains(l->seg, l->offset, l->nbytes) ||
-		    !core_value_blob_ok(l->kind, l->dtype, l->dims, (size_t)l->rank,
-					(uint8_t *)l->seg->base + l->offset, l->nbytes))
-			return core_fail(ORTMK_ERR_PROTOCOL, "output '%s': its bytes do not match its type and shape",
-					 names[i]);
-		st = core_value_new_blob(c->s->env, l->kind, l->dtype, l->dims, (size_t)l->rank,
-					 l->nbytes, &outputs[i]);
-		if (st)
-			return st;
-		memcpy(outputs[i]->seg.base, (uint8_t *)l->seg->base + l->offset, l->nbytes);
+	for (int e = 0; e < s->n_eps; e++)
+		m |= 1u << s->eps[e]->index;
+	for (size_t i = 0; i < s->g->n_inputs; i++)
+		if (bound[i]->dev)
+			m |= 1u << bound[i]->dev->index;
+	for (size_t i = 0; i < c->n_out; i++) {
+		if (c->outs[i].dev)
+			m |= 1u << c->outs[i].dev->index;
+		if (c->outs[i].value && c->outs[i].value->dev)
+			m |= 1u << c->outs[i].value->dev->index;
 	}
-	return ORTMK_OK;
+	return m;
 }
 
-static void lock_eps(ortmk_session *s, int lock)
+static void lock_eps(ortmk_env *env, unsigned mask, int lock)
 {
 	/* Always in env order so two sessions sharing providers cannot deadlock. */
-	for (int k = 0; k < CORE_MAX_EPS; k++)
-		for (int e = 0; e < s->n_eps; e++)
-			if (s->eps[e]->index == (lock ? k : CORE_MAX_EPS - 1 - k)) {
-				if (lock)
-					pthread_mutex_lock(&s->eps[e]->lock);
-				else
-					pthread_mutex_unlock(&s->eps[e]->lock);
-			}
+	for (int k = 0; k < env->n_eps; k++) {
+		int e = lock ? k : env->n_eps - 1 - k;
+
+		if (!(mask & (1u << e)))
+			continue;
+		if (lock)
+			pthread_mutex_lock(&env->eps[e]->lock);
+		else
+			pthread_mutex_unlock(&env->eps[e]->lock);
+	}
 }
 
-static ortmk_status run_locked(run_ctx *c, const ortmk_value **bound,
-			       const char *const *onames, size_t n_out, ortmk_value **outputs)
+static ortmk_status run_locked(run_ctx *c, const ortmk_value **bound)
 {
 	ortmk_session *s = c->s;
 	size_t nv = s->g->n_values;
@@ -421,7 +410,8 @@ static ortmk_status run_locked(run_ctx *c, const ortmk_value **bound,
 	c->locs = calloc(nv + 1, sizeof(*c->locs));
 	c->refs = calloc(nv + 1, sizeof(*c->refs));
 	c->prefs = calloc(nv + 1, sizeof(*c->prefs));
-	if (!c->locs || !c->refs || !c->prefs)
+	c->staged = calloc(s->g->n_inputs + 1, sizeof(*c->staged));
+	if (!c->locs || !c->refs || !c->prefs || !c->staged)
 		st = core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
 	else
 		st = get_plan(s, bound, &c->plan);
@@ -430,14 +420,20 @@ static ortmk_status run_locked(run_ctx *c, const ortmk_value **bound,
 	for (size_t i = 0; i < s->n_steps && st == ORTMK_OK; i++)
 		st = run_step(c, i);
 	if (st == ORTMK_OK)
-		st = copy_outputs(c, onames, n_out, outputs);
+		st = core_run_finish_outputs(c);
+	return st;
+}
+
+/* After the providers' locks are released: what the run made and did not
+ * hand out (destroying a value may talk to providers). */
+static void run_release(run_ctx *c)
+{
+	if (c->locs)
+		core_run_device_cleanup(c);
 	free(c->locs);
 	free(c->refs);
 	free(c->prefs);
-	c->locs = NULL;
-	c->refs = NULL;
-	c->prefs = NULL;
-	return st;
+	free(c->staged);
 }
 
 /* Failures that restarting the provider can cure. */
@@ -481,35 +477,63 @@ static ortmk_status check_crash_loop(ortmk_session *s)
 	return ORTMK_OK;
 }
 
-static void clear_outputs(ortmk_value **outputs, size_t n)
+/* Drops the results of a failed attempt (values the caller owns stay). */
+static void clear_results(core_out *outs, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		ortmk_value_destroy(outputs[i]);
-		outputs[i] = NULL;
+		if (outs[i].result && outs[i].result != outs[i].value)
+			ortmk_value_destroy(outs[i].result);
+		outs[i].result = NULL;
 	}
 }
 
+/* Inputs still being written by a copy are waited for, unless the copy is
+ * on the run's stream and the value is read in place on that provider
+ * (the provider orders the two). */
+static ortmk_status settle_inputs(ortmk_session *s, const ortmk_value **bound, ortmk_stream *stream)
+{
+	uint64_t deadline = shm_now_ns() +
+		(uint64_t)(s->run_timeout_ms ? s->run_timeout_ms : CORE_CONTROL_MS) * 1000000u;
+
+	for (size_t i = 0; i < s->g->n_inputs; i++) {
+		ortmk_value *v = (ortmk_value *)bound[i];
+		ortmk_status st;
+
+		if (v->pend.slot < 0 || (stream && v->pend.slot == stream->slot && v->dev == stream->ep))
+			continue;
+		st = core_dev_pend_wait(s->env, &v->pend, deadline);
+		if (st)
+			return st;
+	}
+	return ORTMK_OK;
+}
+
 static ortmk_status run_with_recovery(ortmk_session *s, const ortmk_value **bound,
-				      const char *const *onames, size_t n_out,
-				      ortmk_value **outputs)
+				      core_out *outs, size_t n_out, ortmk_stream *stream)
 {
 	ortmk_status st = ORTMK_OK;
 
 	for (int attempt = 0; attempt < 2; attempt++) {
-		run_ctx c = {.s = s};
+		run_ctx c = {.s = s, .outs = outs, .n_out = n_out, .stream = stream};
+		unsigned mask;
 		char keep[1024];
 
 		if (s->broken[0])
 			return core_fail(ORTMK_ERR_PROVIDER, "%s", s->broken);
-		lock_eps(s, 1);
-		st = run_locked(&c, bound, onames, n_out, outputs);
+		st = settle_inputs(s, bound, stream);
+		if (st)
+			return st;
+		mask = run_ep_mask(&c, bound);
+		lock_eps(s->env, mask, 1);
+		st = run_locked(&c, bound);
 		if (st == ORTMK_OK)
 			for (int e = 0; e < s->n_eps; e++)
 				core_ep_healthy(s->eps[e]);
-		lock_eps(s, 0);
+		lock_eps(s->env, mask, 0);
+		run_release(&c);
 		if (st == ORTMK_OK || !provider_failure(st))
 			return st;
-		clear_outputs(outputs, n_out);
+		clear_results(outs, n_out);
 		snprintf(keep, sizeof(keep), "%s", ortmk_last_error());
 		if (check_crash_loop(s) || !s->retry || attempt == 1)
 			return core_fail(st, "%s", keep);
@@ -519,30 +543,68 @@ static ortmk_status run_with_recovery(ortmk_session *s, const ortmk_value **boun
 	return st;
 }
 
+ortmk_status core_session_run_outs(ortmk_session *s, const ortmk_value **bound, core_out *outs,
+				   size_t n_out, ortmk_stream *stream)
+{
+	ortmk_status st;
+
+	for (size_t i = 0; i < n_out; i++)
+		outs[i].result = NULL;
+	pthread_mutex_lock(&s->lock);
+	st = run_with_recovery(s, bound, outs, n_out, stream);
+	s->runs++;
+	s->failed_runs += st != ORTMK_OK;
+	pthread_mutex_unlock(&s->lock);
+	if (st)
+		clear_results(outs, n_out);
+	return st;
+}
+
 ortmk_status core_session_run(ortmk_session *s, const char *const *input_names,
 			      const ortmk_value *const *inputs, size_t n_inputs,
 			      const char *const *output_names, size_t n_outputs,
 			      ortmk_value **outputs)
 {
 	const ortmk_value **bound;
-	ortmk_status st;
+	core_out *outs;
+	ortmk_status st = ORTMK_OK;
 
 	if (!s || (n_inputs && (!input_names || !inputs)) || (n_outputs && (!output_names || !outputs)))
 		return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "run: NULL argument");
 	for (size_t i = 0; i < n_outputs; i++)
 		outputs[i] = NULL;
 	bound = calloc(s->g->n_inputs + 1, sizeof(*bound));
-	if (!bound)
+	outs = calloc(n_outputs + 1, sizeof(*outs));
+	if (!bound || !outs) {
+		free(bound);
+		free(outs);
 		return core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
-	pthread_mutex_lock(&s->lock);
-	st = bind_inputs(s, input_names, inputs, n_inputs, bound);
-	if (st == ORTMK_OK)
-		st = run_with_recovery(s, bound, output_names, n_outputs, outputs);
-	s->runs++;
-	s->failed_runs += st != ORTMK_OK;
-	pthread_mutex_unlock(&s->lock);
-	if (st)
-		clear_outputs(outputs, n_outputs);
+	}
+	for (size_t i = 0; i < n_outputs && st == ORTMK_OK; i++) {
+		int v = output_names[i] ? graph_find_value(s->g, output_names[i]) : -1;
+
+		if (v < 0 || !s->g->values[v].is_graph_output)
+			st = core_fail(ORTMK_ERR_INPUT, "'%s' is not an output of the model",
+				       output_names[i] ? output_names[i] : "(null)");
+		outs[i].v = v;
+		outs[i].mode = CORE_OUT_HOST_NEW;
+	}
+	if (st == ORTMK_OK) {
+		pthread_mutex_lock(&s->lock);
+		st = bind_inputs(s, input_names, inputs, n_inputs, bound);
+		pthread_mutex_unlock(&s->lock);
+	}
+	if (st == ORTMK_OK) {
+		st = core_session_run_outs(s, bound, outs, n_outputs, NULL);
+	} else {
+		pthread_mutex_lock(&s->lock);
+		s->runs++;
+		s->failed_runs++;
+		pthread_mutex_unlock(&s->lock);
+	}
+	for (size_t i = 0; i < n_outputs && st == ORTMK_OK; i++)
+		outputs[i] = outs[i].result;
+	free(outs);
 	free(bound);
 	return st;
 }

@@ -49,6 +49,8 @@ static void tensor_from_ref(Ortmk__Trace__Tensor *t, const Ortmk__TensorRef *r)
 	t->offset = r->offset;
 	t->has_dynamic = r->has_dynamic && r->dynamic;
 	t->dynamic = t->has_dynamic;
+	t->has_buffer = r->has_buffer_id;
+	t->buffer = r->buffer_id;
 }
 
 static void tensor_refs(ipc_trace_scratch *s, Ortmk__Trace__Message *m, Ortmk__TensorRef **refs, size_t n)
@@ -118,6 +120,62 @@ static void release_note(ipc_trace_scratch *s, const Ortmk__Release *r)
 		snprintf(s->note, sizeof(s->note), "segment %llu", (unsigned long long)r->segment_id);
 	else if (r->has_file_id)
 		snprintf(s->note, sizeof(s->note), "file %llu", (unsigned long long)r->file_id);
+	else if (r->has_buffer_id)
+		snprintf(s->note, sizeof(s->note), "buffer %llu", (unsigned long long)r->buffer_id);
+	else if (r->has_stream)
+		snprintf(s->note, sizeof(s->note), "stream %u", r->stream);
+}
+
+/* COPY: ops counted by direction, the fence it signals. */
+static void copy_summary(ipc_trace_scratch *s, Ortmk__Trace__Message *m, const Ortmk__Copy *c)
+{
+	for (size_t i = 0; i < c->n_ops; i++) {
+		const Ortmk__CopyOp *op = c->ops[i];
+		int from_dev = op->src->has_buffer_id, to_dev = op->dst->has_buffer_id;
+
+		if (from_dev && to_dev) {
+			m->d2d++;
+			m->d2d_bytes += op->nbytes;
+		} else if (to_dev) {
+			m->h2d++;
+			m->h2d_bytes += op->nbytes;
+		} else {
+			m->d2h++;
+			m->d2h_bytes += op->nbytes;
+		}
+	}
+	m->has_h2d = m->has_h2d_bytes = m->h2d != 0;
+	m->has_d2h = m->has_d2h_bytes = m->d2h != 0;
+	m->has_d2d = m->has_d2d_bytes = m->d2d != 0;
+	snprintf(s->note, sizeof(s->note), "%zu ops: h2d %u (%llu B), d2h %u (%llu B), d2d %u (%llu B)",
+		 c->n_ops, m->h2d, (unsigned long long)m->h2d_bytes, m->d2h,
+		 (unsigned long long)m->d2h_bytes, m->d2d, (unsigned long long)m->d2d_bytes);
+	if (c->signal) {
+		ortmk__trace__fence__init(&s->fence);
+		s->fence.id = c->signal->segment_id * 65536 + c->signal->offset / 16;
+		s->fence.has_value = s->fence.has_signal = 1;
+		s->fence.value = c->signal->value;
+		s->fence.signal = 1;
+		s->pfence = &s->fence;
+		m->n_fences = 1;
+		m->fences = &s->pfence;
+	}
+}
+
+static void result_transfers(ipc_trace_scratch *s, Ortmk__Trace__Message *m, const Ortmk__Result *r)
+{
+	size_t k = strlen(s->note);
+
+	m->has_h2d = m->has_h2d_bytes = r->uploads != 0;
+	m->h2d = r->uploads;
+	m->h2d_bytes = r->upload_bytes;
+	m->has_d2h = m->has_d2h_bytes = r->downloads != 0;
+	m->d2h = r->downloads;
+	m->d2h_bytes = r->download_bytes;
+	if (r->uploads || r->downloads)
+		snprintf(s->note + k, sizeof(s->note) - k, "%suploads %u (%llu B), downloads %u (%llu B)",
+			 k ? ", " : "", r->uploads, (unsigned long long)r->upload_bytes, r->downloads,
+			 (unsigned long long)r->download_bytes);
 }
 
 static void summarize_control(ipc_trace_scratch *s, const Ortmk__Envelope *e)
@@ -155,6 +213,10 @@ static void summarize_control(ipc_trace_scratch *s, const Ortmk__Envelope *e)
 		snprintf(s->note, sizeof(s->note), "ring segment %llu",
 			 (unsigned long long)e->ring_setup->segment_id);
 		break;
+	case ORTMK__ENVELOPE__BODY_ALLOC:
+		snprintf(s->note, sizeof(s->note), "buffer %llu, %llu bytes",
+			 (unsigned long long)e->alloc->buffer_id, (unsigned long long)e->alloc->nbytes);
+		break;
 	default:
 		break;
 	}
@@ -189,6 +251,10 @@ void ipc_trace_summarize(ipc_trace_scratch *s, Ortmk__Trace__Message *m, const O
 		if (e->result->has_compute_ns)
 			snprintf(s->note, sizeof(s->note), "compute %.3f ms",
 				 (double)e->result->compute_ns / 1e6);
+		result_transfers(s, m, e->result);
+		break;
+	case ORTMK__ENVELOPE__BODY_COPY:
+		copy_summary(s, m, e->copy);
 		break;
 	case ORTMK__ENVELOPE__BODY_ERROR:
 		m->has_status = 1;
@@ -324,6 +390,7 @@ static void put_tensor(wbuf *w, const Ortmk__Trace__Tensor *t)
 	put_u(w, 6, t->has_offset, t->offset);
 	put_u(w, 7, t->has_dynamic, t->dynamic != 0);
 	put_u(w, 8, t->has_external, t->external != 0);
+	put_u(w, 9, t->has_buffer, t->buffer);
 	sub_end(w, start);
 }
 
@@ -369,5 +436,11 @@ size_t ipc_trace_encode_message(const Ortmk__Trace__Message *m, uint8_t *buf, si
 		put_fence(&w, m->fences[i]);
 	put_str(&w, 24, m->note);
 	put_u(&w, 25, m->has_ring, m->ring != 0);
+	put_u(&w, 26, m->has_h2d, m->h2d);
+	put_u(&w, 27, m->has_h2d_bytes, m->h2d_bytes);
+	put_u(&w, 28, m->has_d2h, m->d2h);
+	put_u(&w, 29, m->has_d2h_bytes, m->d2h_bytes);
+	put_u(&w, 30, m->has_d2d, m->d2d);
+	put_u(&w, 31, m->has_d2d_bytes, m->d2d_bytes);
 	return w.over ? 0 : w.n;
 }

@@ -24,6 +24,7 @@
 typedef struct ipc_trace_scratch {
 	Ortmk__Trace__Tensor st[IPC_TRACE_STACK_TENSORS], *t;
 	Ortmk__Trace__Tensor *sp[IPC_TRACE_STACK_TENSORS], **p;
+	Ortmk__Trace__Fence fence, *pfence;   /* COPY's signal */
 	char note[256];
 } ipc_trace_scratch;
 

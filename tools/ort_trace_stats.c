@@ -3,9 +3,12 @@
  * the wire and latency (median, p99).  A reply's latency is the time from
  * its request being sent to the reply being received; it is counted under
  * the reply's kind and under the request's kind, so "RUN" reads as the
- * round trip of a run.  Per provider: messages and bytes each way, copies
- * between host and device (copy messages; protocol 1 has none, so these
- * read 0), restarts and deaths (events), invalid messages.
+ * round trip of a run.  Per provider: messages and bytes each way,
+ * host<->device transfers, restarts and deaths (events), invalid messages.
+ * Transfers are COPY ops by direction (h2d, d2h, d2d; count and bytes) and
+ * the uploads and downloads providers report in RESULT (bindings that were
+ * in host memory), with the runs that had any: "runs with transfers 1 of
+ * 100, last run 1" is a loop that stays on the device after its first step.
  */
 #include "ort_trace.h"
 
@@ -28,7 +31,11 @@ typedef struct prov_stat {
 	uint32_t pids[MAX_PIDS];
 	size_t n_pids;
 	uint64_t msgs_to, bytes_to, msgs_from, bytes_from;
-	uint64_t copies_h2d, copies_d2h, restarts, deaths, invalid, errors;
+	uint64_t restarts, deaths, invalid, errors;
+	/* transfers: COPY ops (h2d, d2h, d2d) and RESULT's uploads/downloads */
+	uint64_t copy_ops[3], copy_bytes[3];
+	uint64_t uploads, upload_bytes, downloads, download_bytes;
+	uint64_t results, results_with_transfers, last_result_with_transfers;
 } prov_stat;
 
 typedef struct stats {
@@ -85,14 +92,28 @@ static void add_pid(prov_stat *p, uint32_t pid)
 		p->pids[p->n_pids++] = pid;
 }
 
-static void count_copy(prov_stat *p, const char *kind, const Ortmk__Trace__Message *m)
+static void count_transfers(prov_stat *p, const Ortmk__Trace__Message *m)
 {
-	if (strncmp(kind, "COPY", 4) != 0 || m->dir != ORTMK__TRACE__DIRECTION__TO_PROVIDER)
+	if (m->invalid || !m->has_kind)
 		return;
-	if (strstr(kind, "D2H") || strstr(kind, "TO_HOST"))
-		p->copies_d2h++;
-	else
-		p->copies_h2d++;
+	if (m->kind == ORTMK__KIND__COPY && m->dir == ORTMK__TRACE__DIRECTION__TO_PROVIDER) {
+		p->copy_ops[0] += m->h2d;
+		p->copy_bytes[0] += m->h2d_bytes;
+		p->copy_ops[1] += m->d2h;
+		p->copy_bytes[1] += m->d2h_bytes;
+		p->copy_ops[2] += m->d2d;
+		p->copy_bytes[2] += m->d2d_bytes;
+	} else if (m->kind == ORTMK__KIND__RESULT) {
+		p->results++;
+		p->uploads += m->h2d;
+		p->upload_bytes += m->h2d_bytes;
+		p->downloads += m->d2h;
+		p->download_bytes += m->d2h_bytes;
+		if (m->h2d || m->d2h) {
+			p->results_with_transfers++;
+			p->last_result_with_transfers = p->results;
+		}
+	}
 }
 
 static void add_message(stats *s, const Ortmk__Trace__Message *m)
@@ -128,7 +149,7 @@ static void add_message(stats *s, const Ortmk__Trace__Message *m)
 	}
 	p->invalid += m->invalid;
 	p->errors += !m->invalid && m->kind == ORTMK__KIND__ERROR;
-	count_copy(p, kind, m);
+	count_transfers(p, m);
 }
 
 static void add_event(stats *s, const Ortmk__Trace__Event *e)
@@ -193,6 +214,33 @@ static void print_ms(FILE *f, const kind_stat *k, double q)
 		fprintf(f, " %11s", "-");
 }
 
+/* Where the H2D/D2H/D2D columns come from, per provider that had any. */
+static void print_transfers(const stats *s, const char *bold, const char *reset)
+{
+	int header = 0;
+
+	for (size_t i = 0; i < s->n_provs; i++) {
+		const prov_stat *p = &s->provs[i];
+		char b[5][32];
+
+		if (!p->copy_ops[0] && !p->copy_ops[1] && !p->copy_ops[2] && !p->uploads && !p->downloads)
+			continue;
+		if (!header++)
+			printf("\n%sTRANSFERS%s\n", bold, reset);
+		printf("%-10s COPY h2d %llu (%s), d2h %llu (%s), d2d %llu (%s); in runs: uploads %llu (%s), "
+		       "downloads %llu (%s); runs with transfers %llu of %llu",
+		       p->name, (unsigned long long)p->copy_ops[0], tr_bytes(p->copy_bytes[0], b[0], 32),
+		       (unsigned long long)p->copy_ops[1], tr_bytes(p->copy_bytes[1], b[1], 32),
+		       (unsigned long long)p->copy_ops[2], tr_bytes(p->copy_bytes[2], b[2], 32),
+		       (unsigned long long)p->uploads, tr_bytes(p->upload_bytes, b[3], 32),
+		       (unsigned long long)p->downloads, tr_bytes(p->download_bytes, b[4], 32),
+		       (unsigned long long)p->results_with_transfers, (unsigned long long)p->results);
+		if (p->results_with_transfers)
+			printf(", last run %llu", (unsigned long long)p->last_result_with_transfers);
+		putchar('\n');
+	}
+}
+
 static void print_text(const stats *s, bool color)
 {
 	const char *dim = color ? "\033[2m" : "", *bold = color ? "\033[1m" : "",
@@ -214,8 +262,8 @@ static void print_text(const stats *s, bool color)
 		print_ms(stdout, k, 0.99);
 		putchar('\n');
 	}
-	printf("\n%s%-10s %-14s %7s %10s %7s %10s %7s %7s %8s %6s %7s %6s%s\n", bold, "PROVIDER", "PIDS",
-	       "MSGS->", "BYTES->", "MSGS<-", "BYTES<-", "H2D", "D2H", "RESTARTS", "DEATHS",
+	printf("\n%s%-10s %-14s %7s %10s %7s %10s %7s %7s %7s %8s %6s %7s %6s%s\n", bold, "PROVIDER", "PIDS",
+	       "MSGS->", "BYTES->", "MSGS<-", "BYTES<-", "H2D", "D2H", "D2D", "RESTARTS", "DEATHS",
 	       "INVALID", "ERRORS", reset);
 	for (size_t i = 0; i < s->n_provs; i++) {
 		const prov_stat *p = &s->provs[i];
@@ -226,13 +274,16 @@ static void print_text(const stats *s, bool color)
 			snprintf(pids, sizeof(pids), "%u", p->pids[0]);
 		else if (p->n_pids > 1)
 			snprintf(pids, sizeof(pids), "%u+%zu", p->pids[0], p->n_pids - 1);
-		printf("%-10s %-14s %7llu %10s %7llu %10s %7llu %7llu %8llu %6llu %7llu %6llu\n", p->name, pids,
+		printf("%-10s %-14s %7llu %10s %7llu %10s %7llu %7llu %7llu %8llu %6llu %7llu %6llu\n", p->name, pids,
 		       (unsigned long long)p->msgs_to, tr_bytes(p->bytes_to, b1, sizeof(b1)),
 		       (unsigned long long)p->msgs_from, tr_bytes(p->bytes_from, b2, sizeof(b2)),
-		       (unsigned long long)p->copies_h2d, (unsigned long long)p->copies_d2h,
+		       (unsigned long long)(p->copy_ops[0] + p->uploads),
+		       (unsigned long long)(p->copy_ops[1] + p->downloads),
+		       (unsigned long long)p->copy_ops[2],
 		       (unsigned long long)p->restarts, (unsigned long long)p->deaths,
 		       (unsigned long long)p->invalid, (unsigned long long)p->errors);
 	}
+	print_transfers(s, bold, reset);
 	if (s->n_events) {
 		printf("\n%sEVENTS%s", bold, reset);
 		for (size_t i = 0; i < s->n_events; i++)
@@ -262,12 +313,25 @@ static void json_provider(const prov_stat *p, bool first)
 		printf("%s%u", j ? "," : "", p->pids[j]);
 	printf("],\"messages_to\":%llu,\"bytes_to\":%llu,\"messages_from\":%llu,\"bytes_from\":%llu,"
 	       "\"copies_h2d\":%llu,\"copies_d2h\":%llu,\"restarts\":%llu,\"deaths\":%llu,"
-	       "\"invalid\":%llu,\"errors\":%llu}",
+	       "\"invalid\":%llu,\"errors\":%llu,",
 	       (unsigned long long)p->msgs_to, (unsigned long long)p->bytes_to,
 	       (unsigned long long)p->msgs_from, (unsigned long long)p->bytes_from,
-	       (unsigned long long)p->copies_h2d, (unsigned long long)p->copies_d2h,
+	       (unsigned long long)(p->copy_ops[0] + p->uploads),
+	       (unsigned long long)(p->copy_ops[1] + p->downloads),
 	       (unsigned long long)p->restarts, (unsigned long long)p->deaths,
 	       (unsigned long long)p->invalid, (unsigned long long)p->errors);
+	printf("\"transfers\":{\"copy_h2d\":%llu,\"copy_h2d_bytes\":%llu,\"copy_d2h\":%llu,"
+	       "\"copy_d2h_bytes\":%llu,\"copy_d2d\":%llu,\"copy_d2d_bytes\":%llu,"
+	       "\"run_uploads\":%llu,\"run_upload_bytes\":%llu,\"run_downloads\":%llu,"
+	       "\"run_download_bytes\":%llu,\"runs\":%llu,\"runs_with_transfers\":%llu,"
+	       "\"last_run_with_transfers\":%llu}}",
+	       (unsigned long long)p->copy_ops[0], (unsigned long long)p->copy_bytes[0],
+	       (unsigned long long)p->copy_ops[1], (unsigned long long)p->copy_bytes[1],
+	       (unsigned long long)p->copy_ops[2], (unsigned long long)p->copy_bytes[2],
+	       (unsigned long long)p->uploads, (unsigned long long)p->upload_bytes,
+	       (unsigned long long)p->downloads, (unsigned long long)p->download_bytes,
+	       (unsigned long long)p->results, (unsigned long long)p->results_with_transfers,
+	       (unsigned long long)p->last_result_with_transfers);
 }
 
 static void print_json(const stats *s)
