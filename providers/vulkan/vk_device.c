@@ -227,8 +227,33 @@ static void load_timeline(vk_dev *d, int core)
 	d->timeline = d->wait_semaphores && d->semaphore_value;
 }
 
+/* 16-bit storage (core in 1.1): chains *s into the device's features when
+ * the device has storageBuffer16BitAccess and ORTMK_VULKAN_FP16 is not 0. */
+static void want_f16(vk_dev *d, VkDeviceCreateInfo *ci, VkPhysicalDevice16BitStorageFeatures *s)
+{
+	VkPhysicalDeviceFeatures2 f2 = {.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+	const char *env = getenv("ORTMK_VULKAN_FP16");
+
+	memset(s, 0, sizeof(*s));
+	s->sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES;
+	f2.pNext = s;
+	d->f16 = 0;
+	if (d->props.apiVersion < VK_API_VERSION_1_1 || (env && strcmp(env, "0") == 0))
+		return;
+	vkGetPhysicalDeviceFeatures2(d->phys, &f2);
+	if (!s->storageBuffer16BitAccess)
+		return;
+	memset(s, 0, sizeof(*s));
+	s->sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES;
+	s->storageBuffer16BitAccess = VK_TRUE;
+	s->pNext = (void *)ci->pNext;
+	ci->pNext = s;
+	d->f16 = 1;
+}
+
 static int make_device(vk_dev *d, char *err, size_t n)
 {
+	VkPhysicalDevice16BitStorageFeatures s16;
 	float prio = 1.0f;
 	VkPhysicalDeviceTimelineSemaphoreFeatures tl;
 	const char *tl_ext;
@@ -253,7 +278,10 @@ static int make_device(vk_dev *d, char *err, size_t n)
 		.queueFamilyIndex = d->qfam,
 	};
 	VkFenceCreateInfo fci = {.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-	VkResult r = vkCreateDevice(d->phys, &ci, NULL, &d->dev);
+	VkResult r;
+
+	want_f16(d, &ci, &s16);
+	r = vkCreateDevice(d->phys, &ci, NULL, &d->dev);
 
 	if (r != VK_SUCCESS) {
 		d->dev = VK_NULL_HANDLE;

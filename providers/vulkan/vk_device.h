@@ -38,6 +38,9 @@ typedef struct vk_dev {
 	int timeline;
 	PFN_vkWaitSemaphores wait_semaphores;
 	PFN_vkGetSemaphoreCounterValue semaphore_value;
+	/* storageBuffer16BitAccess is on: float16 tensors stay float16 in
+	 * device memory (ORTMK_VULKAN_FP16=0 turns it off) */
+	int f16;
 } vk_dev;
 
 /* Opens the device chosen as above.  On failure returns < 0 with the reason

@@ -37,6 +37,9 @@ static int vk_init(void **self, char *detail, size_t n)
 	vk_dm_init(&ep->dm, &ep->dev, &ep->heap);
 	vk_dev_describe(&ep->dev, detail, n);
 	ipc_log(IPC_LOG_INFO, "device: %s", detail);
+	ipc_log(IPC_LOG_INFO, "float16 tensors are %s", ep->dev.f16 ?
+		"float16 in device memory (16-bit storage)" :
+		"float32 in device memory (no 16-bit storage: converted at transfers)");
 	return 0;
 }
 

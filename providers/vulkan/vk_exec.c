@@ -11,6 +11,7 @@
 
 #include "log.h"
 #include "vk_cache.h"
+#include "vk_prepack.h"
 
 void *vk_list_push(vk_list *l)
 {
@@ -143,15 +144,18 @@ static int load_node(vk_exec *ex, size_t k, size_t *max_in, char *err, size_t n)
 		*max_in = p->n_input;
 	for (int id = 0; id < VKP_COUNT; id++)
 		if ((nd->op->pipes & VK_PIPE(id)) &&
-		    !vk_pipe_get(&ex->ep->dev, &ex->ep->pipes, id, err, n))
+		    !vk_pipe_get(&ex->ep->dev, &ex->ep->pipes,
+				 nd->n_in && nd->in[0] >= 0 && ex->ep->dev.f16 &&
+				 sg->values[nd->in[0]].dtype == VK_FLOAT16 ? id + VKP_F16 : id, err, n))
 			return EP_E_INTERNAL;
 	return 0;
 }
 
-static int load_weights(vk_exec *ex, char *err, size_t n)
+static int load_weights(vk_exec *ex, ep_subgraph *sg, char *err, size_t n)
 {
 	vk_uploader u = {.ep = ex->ep, .pending = {.size = sizeof(vk_xfer)}};
-	int rc = 0;
+	vk_prepack *pk = vk_prepack_open(sg);
+	int rc = pk ? 0 : EP_E_NOMEM;
 
 	for (size_t i = 0; i < ex->sg->n_weights && rc == 0; i++) {
 		const ep_weight *w = &ex->sg->weights[i];
@@ -159,6 +163,7 @@ static int load_weights(vk_exec *ex, char *err, size_t n)
 
 		if (w->value >= ex->n_values || w->rank > EP_MAX_RANK) {
 			free(u.pending.v);
+			vk_prepack_close(pk, sg);
 			snprintf(err, n, "weight %zu names no value of the subgraph", i);
 			return EP_E_INVALID;
 		}
@@ -170,18 +175,17 @@ static int load_weights(vk_exec *ex, char *err, size_t n)
 		c->host = w->data;
 		c->is_const = 1;
 		c->ready = 1;
-		/* Only float32 tensors are read by shaders; int64 ones (shapes,
+		/* Only float tensors are read by shaders; int64 ones (shapes,
 		 * axes, indices) stay on the host. */
-		if (w->dtype != VK_FLOAT)
+		if (!vk_dev_dtype(w->dtype))
 			continue;
-		rc = vk_heap_alloc(&ex->ep->heap, w->nbytes, &ex->own[w->value], err, n);
-		if (rc == 0 && w->nbytes)
-			rc = vk_upload_chunked(&u, w, &ex->own[w->value], err, n);
+		rc = vk_prepack_weight(ex, pk, &u, w, &ex->own[w->value], err, n);
 		c->dev = ex->own[w->value];
 	}
 	if (rc == 0)
 		rc = vk_upload_flush(&u, err, n);
 	free(u.pending.v);
+	vk_prepack_close(pk, sg);
 	return rc ? EP_E_NOMEM : 0;
 }
 
@@ -217,7 +221,7 @@ int vk_exec_load(vk_ep *ep, ep_subgraph *sg, char *err, size_t n)
 	for (size_t k = 0; k < ex->n_nodes && rc == 0; k++)
 		rc = load_node(ex, k, &max_in, err, n);
 	if (rc == 0)
-		rc = load_weights(ex, err, n);
+		rc = load_weights(ex, sg, err, n);
 	ex->in = calloc(max_in + 1, sizeof(*ex->in));
 	if (rc == 0 && !ex->in) {
 		snprintf(err, n, "out of memory");
@@ -265,6 +269,11 @@ int vk_device_is_cpu(const vk_ctx *c)
 	return c->ex->ep->dev.props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU;
 }
 
+int32_t vk_node_dtype(const vk_ctx *c)
+{
+	return c->n_in && c->in[0] && c->in[0]->dtype == VK_FLOAT16 ? VK_FLOAT16 : VK_FLOAT;
+}
+
 const vk_val *vk_in(const vk_ctx *c, int i)
 {
 	return i < c->n_in ? c->in[i] : NULL;
@@ -310,16 +319,19 @@ const vk_val *vk_out(vk_ctx *c, int i, int rank, const int64_t *dims)
 	vk_val *o = out_value(c, i, rank, dims, &rc);
 	vk_exec *ex = c->ex;
 	int v;
-	uint64_t nbytes;
+	uint64_t nbytes, dev_bytes;
 
 	if (!o)
 		return NULL;
 	v = c->node->out[i];
-	nbytes = (uint64_t)vk_numel(rank, dims) * 4;
+	nbytes = (uint64_t)vk_numel(rank, dims) * vk_esz(vk_node_dtype(c));
+	dev_bytes = (uint64_t)vk_numel(rank, dims) * vk_dev_esz(&ex->ep->dev, vk_node_dtype(c));
 	if (ex->bound[v] >= 0 && ex->run->bindings[ex->bound[v]].buffer_id) {
 		/* Bound to a device buffer: written in place. */
 		vk_buf dst;
-		int rc = vk_run_device_output(ex, &ex->run->bindings[ex->bound[v]], rank, dims,
+		int rc = nbytes != dev_bytes ?
+			 vk_fail(c, EP_E_UNSUPPORTED, "a float16 device buffer needs 16-bit storage") :
+			 vk_run_device_output(ex, &ex->run->bindings[ex->bound[v]], rank, dims,
 					      nbytes, &dst, c->err, c->errlen);
 
 		if (rc) {
@@ -332,9 +344,9 @@ const vk_val *vk_out(vk_ctx *c, int i, int rank, const int64_t *dims)
 		o->dev = dst;
 		goto fill;
 	}
-	if (ex->own[v].block < 0 || ex->own[v].size < nbytes) {
+	if (ex->own[v].block < 0 || ex->own[v].size < dev_bytes) {
 		vk_heap_free(&ex->ep->heap, &ex->own[v]);
-		if (vk_heap_alloc(&ex->ep->heap, nbytes, &ex->own[v], c->err, c->errlen)) {
+		if (vk_heap_alloc(&ex->ep->heap, dev_bytes, &ex->own[v], c->err, c->errlen)) {
 			c->status = EP_E_NOMEM;
 			return NULL;
 		}
@@ -342,7 +354,7 @@ const vk_val *vk_out(vk_ctx *c, int i, int rank, const int64_t *dims)
 	memset(o, 0, sizeof(*o));
 	o->dev = ex->own[v];
 fill:
-	o->dtype = VK_FLOAT;
+	o->dtype = vk_node_dtype(c);
 	o->rank = rank;
 	memcpy(o->dims, dims, sizeof(int64_t) * (size_t)rank);
 	o->numel = vk_numel(rank, dims);
@@ -381,7 +393,7 @@ int vk_emit(vk_ctx *c, int pipe, const vk_buf *bufs, int n_bufs, uint32_t writes
 	d = vk_list_push(&c->ex->disp);
 	if (!d)
 		return vk_fail(c, EP_E_NOMEM, "out of memory");
-	d->pipe = pipe;
+	d->pipe = vk_node_dtype(c) == VK_FLOAT16 && c->ex->ep->dev.f16 ? pipe + VKP_F16 : pipe;
 	d->n_bufs = n_bufs;
 	memcpy(d->bufs, bufs, sizeof(*bufs) * (size_t)n_bufs);
 	d->writes = writes;

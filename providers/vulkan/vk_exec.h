@@ -48,8 +48,9 @@ typedef struct vk_dispatch {
 typedef struct vk_xfer {
 	vk_buf dev;
 	void *host;             /* source (upload) or destination (download) */
-	uint64_t nbytes;
+	uint64_t nbytes;        /* on the host */
 	VkDeviceSize stage_off;
+	int f16;                /* host float16, device float32 (twice the bytes) */
 } vk_xfer;
 
 /* A device-to-device copy recorded after the dispatches: a bound device

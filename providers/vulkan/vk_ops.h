@@ -14,7 +14,9 @@
  * The executor then records every node's dispatches into one command
  * buffer.
  *
- * Tensors on the device are float32, dense, row-major.
+ * Tensors on the device are float32 or float16 (float16 storage where the
+ * device has it, else float32; shaders compute in float32), dense,
+ * row-major.
  */
 #ifndef ORTMK_VK_OPS_H
 #define ORTMK_VK_OPS_H
@@ -28,6 +30,37 @@
 #include "vk_pipe.h"
 
 enum { VK_FLOAT = 1, VK_INT32 = 6, VK_INT64 = 7, VK_FLOAT16 = 10 };
+
+/* 1 when tensors of this dtype live in device memory: float32 and
+ * float16; the others (int64 shapes, axes, indices) are read on the host. */
+static inline int vk_dev_dtype(int32_t dt)
+{
+	return dt == VK_FLOAT || dt == VK_FLOAT16;
+}
+
+/* Bytes per element of a float dtype on the host. */
+static inline uint64_t vk_esz(int32_t dt)
+{
+	return dt == VK_FLOAT16 ? 2 : 4;
+}
+
+/* Bytes per element on the device: float16 stays float16 with 16-bit
+ * storage (d->f16), else it is kept as float32. */
+static inline uint64_t vk_dev_esz(const vk_dev *d, int32_t dt)
+{
+	return dt == VK_FLOAT16 && d->f16 ? 2 : 4;
+}
+
+/* 1 when a float16 tensor is float32 on this device (no 16-bit storage):
+ * its transfers widen and narrow (vk_f16.c). */
+static inline int vk_f16_as_f32(const vk_dev *d, int32_t dt)
+{
+	return dt == VK_FLOAT16 && !d->f16;
+}
+
+/* float16 (host bytes) <-> float32, n elements (vk_f16.c). */
+void vk_f16_widen(float *dst, const void *src, size_t n);
+void vk_f16_narrow(void *dst, const float *src, size_t n);
 
 /* Largest element count a shader indexes (32-bit indices). */
 #define VK_MAX_ELEMS ((int64_t)1 << 31)
@@ -79,6 +112,10 @@ typedef struct vk_op {
 
 /* ---- what an op's plan calls ------------------------------------------ */
 
+/* The float type the node computes on: its input 0's (float32 or
+ * float16); its outputs get it and its dispatches use the float16 shader
+ * variants (VKP_F16) for float16. */
+int32_t vk_node_dtype(const vk_ctx *c);
 /* Input i, or NULL when omitted. */
 const vk_val *vk_in(const vk_ctx *c, int i);
 /* Output i as a new float32 device tensor of this shape (checked against
@@ -118,8 +155,8 @@ int vk_attr_is(const Onnx__NodeProto *p, const char *name, const char *want);
 /* 1 when the node has an attribute not in the NULL-terminated `known`. */
 int vk_attr_unknown(const Onnx__NodeProto *p, const char *const *known, char *why, size_t n);
 
-/* 1 when inputs [first, first + count) present are all float32 (count -1:
- * all); else 0 with the reason. */
+/* 1 when inputs [first, first + count) present are all float32 or all
+ * float16 (count -1: all); else 0 with the reason. */
 int vk_need_float(const Onnx__NodeProto *p, const int32_t *dt, int n_in, int first, int count,
 		  char *why, size_t n);
 /* Outputs the node names (non-empty). */

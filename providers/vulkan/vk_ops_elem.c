@@ -75,7 +75,7 @@ static int unary_plan(vk_ctx *c)
 	const Onnx__NodeProto *p = c->node->proto;
 	unary_push push = {.op = (uint32_t)unary_code(p->op_type)};
 
-	if (!x || x->dtype != VK_FLOAT)
+	if (!x || x->dtype != vk_node_dtype(c))
 		return vk_fail(c, EP_E_INVALID, "input is not float32");
 	if (push.op == VK_U_GELU && vk_attr_is(p, "approximate", "tanh"))
 		push.op = VK_U_GELU_TANH;
@@ -146,7 +146,7 @@ static int binary_plan(vk_ctx *c)
 	char s1[128], s2[128];
 	int r, k;
 
-	if (!a || !b || a->dtype != VK_FLOAT || b->dtype != VK_FLOAT)
+	if (!a || !b || a->dtype != vk_node_dtype(c) || b->dtype != vk_node_dtype(c))
 		return vk_fail(c, EP_E_INVALID, "inputs are not float32");
 	if (vk_broadcast(a->rank, a->dims, b->rank, b->dims, &r, dims))
 		return vk_fail(c, EP_E_INVALID, "%s and %s do not broadcast",

@@ -130,7 +130,7 @@ static int matmul_plan(vk_ctx *c)
 	int ra, rb, nb, r;
 	char s1[128], s2[128];
 
-	if (!A || !B || A->dtype != VK_FLOAT || B->dtype != VK_FLOAT || !A->rank || !B->rank)
+	if (!A || !B || A->dtype != vk_node_dtype(c) || B->dtype != vk_node_dtype(c) || !A->rank || !B->rank)
 		return vk_fail(c, EP_E_INVALID, "needs float32 operands of rank >= 1");
 	ra = A->rank + (A->rank == 1);
 	rb = B->rank + (B->rank == 1);
@@ -204,7 +204,7 @@ static int gemm_plan(vk_ctx *c)
 	int64_t M, N, K, dims[2];
 	char s1[128], s2[128];
 
-	if (!A || !B || A->rank != 2 || B->rank != 2 || A->dtype != VK_FLOAT || B->dtype != VK_FLOAT)
+	if (!A || !B || A->rank != 2 || B->rank != 2 || A->dtype != vk_node_dtype(c) || B->dtype != vk_node_dtype(c))
 		return vk_fail(c, EP_E_INVALID, "A and B must be 2-D float32");
 	M = A->dims[ta];
 	K = A->dims[!ta];
@@ -213,7 +213,7 @@ static int gemm_plan(vk_ctx *c)
 		return vk_fail(c, EP_E_INVALID, "%s x %s do not multiply (transA=%d, transB=%d)",
 			       vk_shape_str(2, A->dims, s1, sizeof(s1)),
 			       vk_shape_str(2, B->dims, s2, sizeof(s2)), ta, tb);
-	if (C && (C->dtype != VK_FLOAT || bias_strides(C, M, N, &p)))
+	if (C && (C->dtype != vk_node_dtype(c) || bias_strides(C, M, N, &p)))
 		return vk_fail(c, EP_E_INVALID, "C %s does not broadcast to [%lld,%lld]",
 			       vk_shape_str(C->rank, C->dims, s1, sizeof(s1)), (long long)M,
 			       (long long)N);

@@ -216,14 +216,14 @@ static int conv_plan(vk_ctx *c)
 	win g;
 	int rc;
 
-	if (!x || !w || x->rank < 3 || w->rank != x->rank || x->dtype != VK_FLOAT ||
-	    w->dtype != VK_FLOAT)
+	if (!x || !w || x->rank < 3 || w->rank != x->rank || x->dtype != vk_node_dtype(c) ||
+	    w->dtype != vk_node_dtype(c))
 		return vk_fail(c, EP_E_INVALID, "X and W must be float32 of the same rank >= 3");
 	if (x->dims[1] != w->dims[1] * G || w->dims[0] % G)
 		return vk_fail(c, EP_E_INVALID, "channels: X has %lld, W is [%lld,%lld,...], group %lld",
 			       (long long)x->dims[1], (long long)w->dims[0], (long long)w->dims[1],
 			       (long long)G);
-	if (b && (b->dtype != VK_FLOAT || b->numel != w->dims[0]))
+	if (b && (b->dtype != vk_node_dtype(c) || b->numel != w->dims[0]))
 		return vk_fail(c, EP_E_INVALID, "B must hold %lld floats", (long long)w->dims[0]);
 	rc = geometry(c, x, w->dims + 2, &g);
 	if (rc)
@@ -283,7 +283,7 @@ static int pool_plan(vk_ctx *c)
 	pool_push p = {0};
 	win g;
 
-	if (!x || x->dtype != VK_FLOAT || x->rank != nk + 2)
+	if (!x || x->dtype != vk_node_dtype(c) || x->rank != nk + 2)
 		return vk_fail(c, EP_E_INVALID, "X must be float32 of rank %d", nk + 2);
 	rc = geometry(c, x, ks, &g);
 	if (rc)
@@ -332,7 +332,7 @@ static int global_plan(vk_ctx *c)
 	int64_t dims[EP_MAX_RANK], S = 1;
 	vk_reduce_push p = {0};
 
-	if (!x || x->dtype != VK_FLOAT || x->rank < 2)
+	if (!x || x->dtype != vk_node_dtype(c) || x->rank < 2)
 		return vk_fail(c, EP_E_INVALID, "X must be float32 of rank >= 2");
 	for (int i = 0; i < x->rank; i++) {
 		dims[i] = i < 2 ? x->dims[i] : 1;

@@ -60,11 +60,11 @@ static int bn_plan(vk_ctx *c)
 	bn_push p = {.eps = vk_attr_float(c->node->proto, "epsilon", 1e-5f)};
 	uint32_t gy;
 
-	if (!x || x->dtype != VK_FLOAT || x->rank < 2)
+	if (!x || x->dtype != vk_node_dtype(c) || x->rank < 2)
 		return vk_fail(c, EP_E_INVALID, "X must be float32 of rank >= 2");
 	for (int i = 0; i < 4; i++) {
 		prm[i] = vk_in(c, i + 1);
-		if (!prm[i] || prm[i]->dtype != VK_FLOAT || prm[i]->numel != x->dims[1])
+		if (!prm[i] || prm[i]->dtype != vk_node_dtype(c) || prm[i]->numel != x->dims[1])
 			return vk_fail(c, EP_E_INVALID, "input %d must hold %lld floats", i + 1,
 				       (long long)x->dims[1]);
 	}
@@ -105,9 +105,9 @@ static int softmax_plan(vk_ctx *c)
 	softmax_push p = {.log_ = c->node->proto->op_type[0] == 'L'};
 	int64_t outer = 1, inner = 1, len;
 
-	if (x && x->rank == 0 && x->dtype == VK_FLOAT)
+	if (x && x->rank == 0 && x->dtype == vk_node_dtype(c))
 		a = 0;
-	if (!x || x->dtype != VK_FLOAT || a < 0)
+	if (!x || x->dtype != vk_node_dtype(c) || a < 0)
 		return vk_fail(c, EP_E_INVALID, "X must be float32 with axis in range");
 	for (int i = 0; i < a; i++)
 		outer *= x->dims[i];
@@ -145,6 +145,9 @@ static int ln_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *d
 		return 0;
 	if (vk_attr_int(p, "stash_type", 1) != 1)
 		return snprintf(why, n, "stash_type other than float32"), 0;
+	/* Mean and InvStdDev are float32 (U) whatever X is. */
+	if (n_in > 0 && dt[0] == VK_FLOAT16 && vk_n_outputs(p) > 1)
+		return snprintf(why, n, "float16 with the Mean/InvStdDev outputs"), 0;
 	return vk_need_float(p, dt, n_in, 0, -1, why, n);
 }
 
@@ -194,7 +197,7 @@ static int ln_plan(vk_ctx *c)
 	vk_buf mean, inv;
 	int rc;
 
-	if (!x || !s || x->dtype != VK_FLOAT || a < 0)
+	if (!x || !s || x->dtype != vk_node_dtype(c) || a < 0)
 		return vk_fail(c, EP_E_INVALID, "X must be float32 with axis in range");
 	if (!suffix_of(s, x, a) || (b && !suffix_of(b, x, a)) || !s->numel || (b && !b->numel))
 		return vk_fail(c, EP_E_UNSUPPORTED, "Scale or B does not broadcast as a suffix");

@@ -140,7 +140,7 @@ static int reduce_plan(vk_ctx *c)
 	int64_t od[EP_MAX_RANK];
 	vk_reduce_push p = {.op = (uint32_t)red_op(c->node->proto->op_type)};
 
-	if (x->dtype != VK_FLOAT)
+	if (x->dtype != vk_node_dtype(c))
 		return vk_fail(c, EP_E_INVALID, "X is not float32");
 	if (reduced_dims(c, x, red, &rc))
 		return vk_out_alias(c, 0, x, x->rank, x->dims);

@@ -309,7 +309,7 @@ static int concat_plan(vk_ctx *c)
 	for (int i = 0; i < c->n_in; i++) {
 		const vk_val *x = vk_in(c, i);
 
-		if (!x || x->rank != x0->rank || x->dtype != VK_FLOAT)
+		if (!x || x->rank != x0->rank || x->dtype != vk_node_dtype(c))
 			return vk_fail(c, EP_E_INVALID, "input %d does not match input 0", i);
 		for (int d = 0; d < x->rank; d++)
 			if (d != a && x->dims[d] != x0->dims[d])

@@ -31,7 +31,7 @@ static const struct {
 
 int vk_pipe_bindings(int id)
 {
-	return id >= 0 && id < VKP_COUNT ? pipe_table[id].n_bind : 0;
+	return id >= 0 && id < VKP_ALL ? pipe_table[id % VKP_COUNT].n_bind : 0;
 }
 
 static const vk_spirv *find_spirv(const char *name)
@@ -110,16 +110,19 @@ const vk_pipe *vk_pipe_get(vk_dev *d, vk_pipes *ps, int id, char *err, size_t n)
 {
 	vk_pipe *p = &ps->p[id];
 	const vk_spirv *sp;
+	char name[64];
 	VkResult r;
 
 	if (p->pipe)
 		return p;
-	sp = find_spirv(pipe_table[id].shader);
+	snprintf(name, sizeof(name), "%s%s", pipe_table[id % VKP_COUNT].shader,
+		 id >= VKP_F16 ? "_f16" : "");
+	sp = find_spirv(name);
 	if (!sp) {
-		snprintf(err, n, "shader '%s' is not in this binary", pipe_table[id].shader);
+		snprintf(err, n, "shader '%s' is not in this binary", name);
 		return NULL;
 	}
-	p->n_bind = pipe_table[id].n_bind;
+	p->n_bind = pipe_table[id % VKP_COUNT].n_bind;
 	r = p->layout ? VK_SUCCESS : make_layouts(d, p, p->n_bind);
 	if (r == VK_SUCCESS)
 		r = make_pipeline(d, p, sp);
@@ -133,7 +136,7 @@ const vk_pipe *vk_pipe_get(vk_dev *d, vk_pipes *ps, int id, char *err, size_t n)
 
 void vk_pipes_fini(vk_dev *d, vk_pipes *ps)
 {
-	for (int i = 0; i < VKP_COUNT; i++) {
+	for (int i = 0; i < VKP_ALL; i++) {
 		vk_pipe *p = &ps->p[i];
 
 		if (p->pipe)

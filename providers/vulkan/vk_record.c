@@ -145,7 +145,7 @@ static void profile_report(vk_exec *ex, VkQueryPool qp)
 			const vk_dispatch *d = &((vk_dispatch *)ex->disp.v)[i];
 
 			ipc_log(IPC_LOG_DEBUG, "dispatch %zu %-9s %5ux%ux%u groups %9.3f ms", i,
-				names[d->pipe], d->groups[0], d->groups[1], d->groups[2],
+				names[d->pipe % VKP_COUNT], d->groups[0], d->groups[1], d->groups[2],
 				(double)(t[i + 1] - t[i]) * ns / 1e6);
 		}
 	free(t);
@@ -190,6 +190,12 @@ static int record_dispatches(vk_exec *ex, VkQueryPool qp, char *err, size_t n)
 	return rc;
 }
 
+/* Bytes of a transfer on the device (and in staging). */
+static VkDeviceSize dev_bytes(const vk_xfer *x)
+{
+	return x->f16 ? 2 * x->nbytes : x->nbytes;
+}
+
 /* Places every transfer in the staging buffer; returns the bytes needed. */
 static VkDeviceSize layout_staging(vk_list *l, VkDeviceSize at)
 {
@@ -197,7 +203,7 @@ static VkDeviceSize layout_staging(vk_list *l, VkDeviceSize at)
 		vk_xfer *x = &((vk_xfer *)l->v)[i];
 
 		x->stage_off = at;
-		at += (x->nbytes + STAGE_ALIGN - 1) / STAGE_ALIGN * STAGE_ALIGN;
+		at += (dev_bytes(x) + STAGE_ALIGN - 1) / STAGE_ALIGN * STAGE_ALIGN;
 	}
 	return at;
 }
@@ -211,9 +217,9 @@ static void record_copies(vk_exec *ex, int download)
 		const vk_xfer *x = &((const vk_xfer *)l->v)[i];
 
 		if (download)
-			copy(ex->ep->dev.cmd, x->dev.buf, x->dev.off, s->buf, x->stage_off, x->nbytes);
+			copy(ex->ep->dev.cmd, x->dev.buf, x->dev.off, s->buf, x->stage_off, dev_bytes(x));
 		else
-			copy(ex->ep->dev.cmd, s->buf, x->stage_off, x->dev.buf, x->dev.off, x->nbytes);
+			copy(ex->ep->dev.cmd, s->buf, x->stage_off, x->dev.buf, x->dev.off, dev_bytes(x));
 	}
 }
 
@@ -235,7 +241,10 @@ int vk_record_and_run(vk_exec *ex, char *err, size_t n)
 	for (size_t i = 0; i < ex->up.n; i++) {
 		const vk_xfer *x = &((const vk_xfer *)ex->up.v)[i];
 
-		memcpy(ep->staging.map + x->stage_off, x->host, x->nbytes);
+		if (x->f16)
+			vk_f16_widen((float *)(ep->staging.map + x->stage_off), x->host, x->nbytes / 2);
+		else
+			memcpy(ep->staging.map + x->stage_off, x->host, x->nbytes);
 	}
 	record_copies(ex, 0);
 	if (ex->up.n)
@@ -275,7 +284,11 @@ int vk_record_and_run(vk_exec *ex, char *err, size_t n)
 	for (size_t i = 0; i < ex->down.n; i++) {
 		const vk_xfer *x = &((const vk_xfer *)ex->down.v)[i];
 
-		memcpy(x->host, ep->staging.map + x->stage_off, x->nbytes);
+		if (x->f16)
+			vk_f16_narrow(x->host, (const float *)(ep->staging.map + x->stage_off),
+				      x->nbytes / 2);
+		else
+			memcpy(x->host, ep->staging.map + x->stage_off, x->nbytes);
 	}
 	return 0;
 }

@@ -107,6 +107,8 @@ static int bind_input(vk_exec *ex, const ep_tensor *b, char *err, size_t n)
 {
 	vk_val *x = &ex->vals[b->value];
 	vk_buf *own = &ex->own[b->value];
+	int wide = vk_f16_as_f32(&ex->ep->dev, b->dtype);
+	uint64_t dev_bytes = wide ? 2 * b->nbytes : b->nbytes;
 	vk_xfer *up;
 
 	if (b->dynamic)
@@ -121,16 +123,19 @@ static int bind_input(vk_exec *ex, const ep_tensor *b, char *err, size_t n)
 	x->host = b->data;
 	x->dev.block = -1;
 	x->ready = 1;
-	if (b->buffer_id && b->dtype == VK_FLOAT)
+	if (b->buffer_id && vk_f16_as_f32(&ex->ep->dev, b->dtype))
+		return snprintf(err, n, "input '%s': a float16 device buffer needs 16-bit storage",
+				ex->sg->values[b->value].name), EP_E_UNSUPPORTED;
+	if (b->buffer_id && vk_dev_dtype(b->dtype))
 		return vk_dm_range(&ex->ep->dm, b->buffer_id, b->buffer_offset, b->nbytes, &x->dev,
 				   err, n) ? EP_E_INVALID : 0;
 	if (b->buffer_id)
 		return fetch_input(ex, b, x, err, n);
-	if (b->dtype != VK_FLOAT)
+	if (!vk_dev_dtype(b->dtype))
 		return 0;
-	if (own->block < 0 || own->size < b->nbytes) {
+	if (own->block < 0 || own->size < dev_bytes) {
 		vk_heap_free(&ex->ep->heap, own);
-		if (vk_heap_alloc(&ex->ep->heap, b->nbytes, own, err, n))
+		if (vk_heap_alloc(&ex->ep->heap, dev_bytes, own, err, n))
 			return EP_E_NOMEM;
 	}
 	x->dev = *own;
@@ -142,6 +147,7 @@ static int bind_input(vk_exec *ex, const ep_tensor *b, char *err, size_t n)
 	up->dev = *own;
 	up->host = b->data;
 	up->nbytes = b->nbytes;
+	up->f16 = wide;
 	ex->run->uploads++;
 	ex->run->upload_bytes += b->nbytes;
 	return 0;
@@ -331,6 +337,7 @@ static int collect_one(vk_exec *ex, int v, int *overflow, char *err, size_t n)
 	down->dev = x->dev;
 	down->host = dst;
 	down->nbytes = x->nbytes;
+	down->f16 = vk_f16_as_f32(&ex->ep->dev, x->dtype);
 	ex->run->downloads++;
 	ex->run->download_bytes += x->nbytes;
 	return 0;

@@ -67,12 +67,16 @@ int vk_need_float(const Onnx__NodeProto *p, const int32_t *dt, int n_in, int fir
 		  char *why, size_t n)
 {
 	int end = count < 0 ? n_in : first + count;
+	int32_t want = 0;
 
 	for (int i = first; i < end && i < n_in; i++) {
 		if (i < (int)p->n_input && !p->input[i][0])
 			continue;
-		if (dt[i] != VK_FLOAT) {
-			snprintf(why, n, "input %d is not float32 (dtype %d)", i, dt[i]);
+		if (!want && (dt[i] == VK_FLOAT || dt[i] == VK_FLOAT16))
+			want = dt[i];
+		if (dt[i] != want) {
+			snprintf(why, n, "input %d is not %s (dtype %d)", i,
+				 want == VK_FLOAT16 ? "float16 like input 0" : "float32", dt[i]);
 			return 0;
 		}
 	}

@@ -1,4 +1,5 @@
 #version 450
+#include "elem.glsl"
 // binary: c = a OP b with numpy broadcasting.  The host folds the shapes
 // to at most 8 dims; sa/sb are element strides of a and b (0 where a dim
 // broadcasts).
@@ -6,9 +7,9 @@ layout(local_size_x = 64) in;
 #include "common.glsl"
 #include "mathf.glsl"
 
-layout(std430, binding = 0) readonly buffer A { float a[]; };
-layout(std430, binding = 1) readonly buffer B { float b[]; };
-layout(std430, binding = 2) writeonly buffer C { float c[]; };
+layout(std430, binding = 0) readonly buffer A { ELEM a[]; };
+layout(std430, binding = 1) readonly buffer B { ELEM b[]; };
+layout(std430, binding = 2) writeonly buffer C { ELEM c[]; };
 layout(push_constant) uniform P {
 	uint n;
 	uint op;
@@ -44,7 +45,7 @@ void main()
 			ib += k * p.sb[d];
 		}
 	}
-	float x = a[ia], y = b[ib], r;
+	float x = LD(a[ia]), y = LD(b[ib]), r;
 	switch (p.op) {
 	case B_ADD: r = x + y; break;
 	case B_SUB: r = x - y; break;
@@ -52,5 +53,5 @@ void main()
 	case B_DIV: r = x / y; break;
 	default: r = pow_f(x, y); break;
 	}
-	c[i] = r;
+	c[i] = ST(r);
 }

@@ -1,4 +1,5 @@
 #version 450
+#include "elem.glsl"
 // conv: N-D convolution (1 to 3 spatial dims, as D x H x W with unused dims
 // 1) with groups, pads, strides and dilations, as an implicit GEMM per
 // (image, group): Y[co][o] = sum_k W[co][k] * X_col[k][o] (+ bias[co]),
@@ -8,10 +9,10 @@
 // workgroup.
 layout(local_size_x = 16, local_size_y = 8) in;
 
-layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 1) readonly buffer W { float w[]; };
-layout(std430, binding = 2) readonly buffer Bias { float bias[]; };
-layout(std430, binding = 3) writeonly buffer Y { float y[]; };
+layout(std430, binding = 0) readonly buffer X { ELEM x[]; };
+layout(std430, binding = 1) readonly buffer W { ELEM w[]; };
+layout(std430, binding = 2) readonly buffer Bias { ELEM bias[]; };
+layout(std430, binding = 3) writeonly buffer Y { ELEM y[]; };
 layout(push_constant) uniform P {
 	uint G, Cig, Cog;
 	uint D, H, W;
@@ -41,7 +42,7 @@ float x_col(uint x_base, uint k, uint o)
 	int iw = int(ow * p.SW + kw * p.DW) - p.PW;
 	if (id < 0 || ih < 0 || iw < 0 || id >= int(p.D) || ih >= int(p.H) || iw >= int(p.W))
 		return 0.0;
-	return x[x_base + ((ci * p.D + uint(id)) * p.H + uint(ih)) * p.W + uint(iw)];
+	return LD(x[x_base + ((ci * p.D + uint(id)) * p.H + uint(ih)) * p.W + uint(iw)]);
 }
 
 void main()
@@ -60,7 +61,7 @@ void main()
 	for (uint k0 = 0u; k0 < K; k0 += TK) {
 		for (uint e = tid; e < TM * TK; e += 128u) {
 			uint r = e / TK, kk = e % TK, gr = row0 + r, gk = k0 + kk;
-			As[kk][r] = gr < p.Cog && gk < K ? w[w_base + gr * K + gk] : 0.0;
+			As[kk][r] = gr < p.Cog && gk < K ? LD(w[w_base + gr * K + gk]) : 0.0;
 		}
 		for (uint e = tid; e < TK * TN; e += 128u) {
 			uint kk = e / TN, cc = e % TN, gk = k0 + kk, gc = col0 + cc;
@@ -86,8 +87,8 @@ void main()
 			uint oc = g * p.Cog + co;
 			float v = acc[i][j];
 			if ((p.flags & 1u) != 0u)
-				v += bias[oc];
-			y[(n * Co + oc) * O + o] = v;
+				v += LD(bias[oc]);
+			y[(n * Co + oc) * O + o] = ST(v);
 		}
 	}
 }

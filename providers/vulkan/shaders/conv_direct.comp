@@ -1,4 +1,5 @@
 #version 450
+#include "elem.glsl"
 // conv_direct: the same convolution as conv.comp computed directly, one
 // invocation per output position and block of up to 4 output channels,
 // with the kernel window clipped to the input once (no padding tests and
@@ -9,10 +10,10 @@
 layout(local_size_x = 64) in;
 #include "common.glsl"
 
-layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 1) readonly buffer W { float w[]; };
-layout(std430, binding = 2) readonly buffer Bias { float bias[]; };
-layout(std430, binding = 3) writeonly buffer Y { float y[]; };
+layout(std430, binding = 0) readonly buffer X { ELEM x[]; };
+layout(std430, binding = 1) readonly buffer W { ELEM w[]; };
+layout(std430, binding = 2) readonly buffer Bias { ELEM bias[]; };
+layout(std430, binding = 3) writeonly buffer Y { ELEM y[]; };
 layout(push_constant) uniform P {
 	uint G, Cig, Cog;
 	uint D, H, W;
@@ -62,11 +63,11 @@ void main()
 					  (uint(sd + kd * int(p.DD)) * p.H + uint(sh + kh * int(p.DH))) * p.W;
 				uint wr = wb + ((ci * p.KD + uint(kd)) * p.KH + uint(kh)) * p.KW;
 				for (int kw = aw; kw < bw; kw++) {
-					float xv = x[xr + uint(sw + kw * int(p.DW))];
+					float xv = LD(x[xr + uint(sw + kw * int(p.DW))]);
 					// Constant trip count (unrolled); channels past
 					// the last reread the last one and are dropped.
 					for (uint j = 0u; j < CB; j++)
-						acc[j] += w[wr + min(j, nco - 1u) * K + uint(kw)] * xv;
+						acc[j] += LD(w[wr + min(j, nco - 1u) * K + uint(kw)]) * xv;
 				}
 			}
 		}
@@ -78,7 +79,7 @@ void main()
 			break;
 		float v = acc[j];
 		if ((p.flags & 1u) != 0u)
-			v += bias[oc];
-		y[(n * Co + oc) * O + o] = v;
+			v += LD(bias[oc]);
+		y[(n * Co + oc) * O + o] = ST(v);
 	}
 }

@@ -1,12 +1,13 @@
 #version 450
+#include "elem.glsl"
 // gather: Gather along one axis of an (outer, axis, inner) view with
 // indices already made non-negative and checked by the host.
 layout(local_size_x = 64) in;
 #include "common.glsl"
 
-layout(std430, binding = 0) readonly buffer X { float x[]; };
+layout(std430, binding = 0) readonly buffer X { ELEM x[]; };
 layout(std430, binding = 1) readonly buffer I { int idx[]; };
-layout(std430, binding = 2) writeonly buffer Y { float y[]; };
+layout(std430, binding = 2) writeonly buffer Y { ELEM y[]; };
 layout(push_constant) uniform P {
 	uint n;
 	uint nidx;
@@ -20,5 +21,5 @@ void main()
 	if (i >= p.n)
 		return;
 	uint r = i % p.inner, j = (i / p.inner) % p.nidx, o = i / (p.inner * p.nidx);
-	y[i] = x[(o * p.axis_len + uint(idx[j])) * p.inner + r];
+	y[i] = ST(LD(x[(o * p.axis_len + uint(idx[j])) * p.inner + r]));
 }

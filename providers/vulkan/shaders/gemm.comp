@@ -1,4 +1,5 @@
 #version 450
+#include "elem.glsl"
 // gemm: y[b] = alpha * op(A[b]) x op(B[b]) + beta * bias, batched with
 // broadcasting batch dims.  Tiled: a 16x8 workgroup computes a 32x32 block
 // of y (each invocation 2 columns x 4 rows) from 32x16 and 16x32 tiles of A
@@ -7,10 +8,10 @@
 // it broadcasts).
 layout(local_size_x = 16, local_size_y = 8) in;
 
-layout(std430, binding = 0) readonly buffer A { float a[]; };
-layout(std430, binding = 1) readonly buffer B { float b[]; };
-layout(std430, binding = 2) readonly buffer Bias { float bias[]; };
-layout(std430, binding = 3) writeonly buffer Y { float y[]; };
+layout(std430, binding = 0) readonly buffer A { ELEM a[]; };
+layout(std430, binding = 1) readonly buffer B { ELEM b[]; };
+layout(std430, binding = 2) readonly buffer Bias { ELEM bias[]; };
+layout(std430, binding = 3) writeonly buffer Y { ELEM y[]; };
 layout(push_constant) uniform P {
 	uint M, N, K;
 	uint a_rs, a_cs, b_rs, b_cs;
@@ -48,11 +49,11 @@ void main()
 	for (uint k0 = 0u; k0 < p.K; k0 += TK) {
 		for (uint e = tid; e < TM * TK; e += 128u) {
 			uint r = e / TK, kk = e % TK, gr = row0 + r, gk = k0 + kk;
-			As[kk][r] = gr < p.M && gk < p.K ? a[a_off + gr * p.a_rs + gk * p.a_cs] : 0.0;
+			As[kk][r] = gr < p.M && gk < p.K ? LD(a[a_off + gr * p.a_rs + gk * p.a_cs]) : 0.0;
 		}
 		for (uint e = tid; e < TK * TN; e += 128u) {
 			uint kk = e / TN, cc = e % TN, gk = k0 + kk, gc = col0 + cc;
-			Bs[kk][cc] = gk < p.K && gc < p.N ? b[b_off + gk * p.b_rs + gc * p.b_cs] : 0.0;
+			Bs[kk][cc] = gk < p.K && gc < p.N ? LD(b[b_off + gk * p.b_rs + gc * p.b_cs]) : 0.0;
 		}
 		barrier();
 		for (uint kk = 0u; kk < TK; kk++) {
@@ -74,8 +75,8 @@ void main()
 				continue;
 			float v = p.alpha * acc[i][j];
 			if ((p.flags & 1u) != 0u)
-				v += p.beta * bias[r * p.c_rs + c * p.c_cs];
-			y[y_off + r * p.N + c] = v;
+				v += p.beta * LD(bias[r * p.c_rs + c * p.c_cs]);
+			y[y_off + r * p.N + c] = ST(v);
 		}
 	}
 }

@@ -1,4 +1,5 @@
 #version 450
+#include "elem.glsl"
 // gemm_direct: gemm.comp's product without tiles: one invocation per 4x4
 // block of the output, looping over K.  No shared memory and no
 // barriers, which is what CPU implementations (lavapipe) run fastest; the
@@ -6,10 +7,10 @@
 layout(local_size_x = 64) in;
 #include "common.glsl"
 
-layout(std430, binding = 0) readonly buffer A { float a[]; };
-layout(std430, binding = 1) readonly buffer B { float b[]; };
-layout(std430, binding = 2) readonly buffer Bias { float bias[]; };
-layout(std430, binding = 3) writeonly buffer Y { float y[]; };
+layout(std430, binding = 0) readonly buffer A { ELEM a[]; };
+layout(std430, binding = 1) readonly buffer B { ELEM b[]; };
+layout(std430, binding = 2) readonly buffer Bias { ELEM bias[]; };
+layout(std430, binding = 3) writeonly buffer Y { ELEM y[]; };
 layout(push_constant) uniform P {
 	uint M, N, K;
 	uint a_rs, a_cs, b_rs, b_cs;
@@ -58,9 +59,9 @@ void main()
 		uint ak = k * p.a_cs, bk = k * p.b_rs;
 		float av[RB], bv[CB];
 		for (uint i = 0u; i < RB; i++)
-			av[i] = a[ar[i] + ak];
+			av[i] = LD(a[ar[i] + ak]);
 		for (uint j = 0u; j < CB; j++)
-			bv[j] = b[bc[j] + bk];
+			bv[j] = LD(b[bc[j] + bk]);
 		for (uint i = 0u; i < RB; i++)
 			for (uint j = 0u; j < CB; j++)
 				acc[i][j] += av[i] * bv[j];
@@ -73,8 +74,8 @@ void main()
 				continue;
 			float v = p.alpha * acc[i][j];
 			if ((p.flags & 1u) != 0u)
-				v += p.beta * bias[r * p.c_rs + c * p.c_cs];
-			y[(batch * p.M + r) * p.N + c] = v;
+				v += p.beta * LD(bias[r * p.c_rs + c * p.c_cs]);
+			y[(batch * p.M + r) * p.N + c] = ST(v);
 		}
 	}
 }

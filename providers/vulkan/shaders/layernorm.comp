@@ -1,4 +1,5 @@
 #version 450
+#include "elem.glsl"
 // layernorm: LayerNormalization over the trailing `n` elements of each row,
 // one workgroup of 64 per row, two passes (mean, then the variance of
 // x - mean).  Scale and bias broadcast over a trailing part of the row
@@ -6,10 +7,10 @@
 layout(local_size_x = 64) in;
 #include "common.glsl"
 
-layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 1) readonly buffer S { float scale[]; };
-layout(std430, binding = 2) readonly buffer Bi { float bias[]; };
-layout(std430, binding = 3) writeonly buffer Y { float y[]; };
+layout(std430, binding = 0) readonly buffer X { ELEM x[]; };
+layout(std430, binding = 1) readonly buffer S { ELEM scale[]; };
+layout(std430, binding = 2) readonly buffer Bi { ELEM bias[]; };
+layout(std430, binding = 3) writeonly buffer Y { ELEM y[]; };
 layout(std430, binding = 4) writeonly buffer Mo { float mean_out[]; };
 layout(std430, binding = 5) writeonly buffer Io { float invstd_out[]; };
 layout(push_constant) uniform P {
@@ -45,19 +46,19 @@ void main()
 	uint t = gl_LocalInvocationID.x, base = row * p.n;
 	float s = 0.0;
 	for (uint j = t; j < p.n; j += 64u)
-		s += x[base + j];
+		s += LD(x[base + j]);
 	float mean = reduce_sum(s) / float(p.n);
 	float q = 0.0;
 	for (uint j = t; j < p.n; j += 64u) {
-		float d = x[base + j] - mean;
+		float d = LD(x[base + j]) - mean;
 		q += d * d;
 	}
 	float inv = 1.0 / sqrt(reduce_sum(q) / float(p.n) + p.eps);
 	for (uint j = t; j < p.n; j += 64u) {
-		float v = (x[base + j] - mean) * inv * scale[j % p.sn];
+		float v = (LD(x[base + j]) - mean) * inv * LD(scale[j % p.sn]);
 		if ((p.flags & 1u) != 0u)
-			v += bias[j % p.bn];
-		y[base + j] = v;
+			v += LD(bias[j % p.bn]);
+		y[base + j] = ST(v);
 	}
 	if (t == 0u && (p.flags & 2u) != 0u)
 		mean_out[row] = mean;

@@ -1,4 +1,5 @@
 #version 450
+#include "elem.glsl"
 // pool: MaxPool and AveragePool over 1 to 3 spatial dims (as D x H x W),
 // one invocation per output element, with the window geometry of
 // providers/cpu/ops/pool.c: taps outside the input are skipped; with
@@ -6,8 +7,8 @@
 layout(local_size_x = 64) in;
 #include "common.glsl"
 
-layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 1) writeonly buffer Y { float y[]; };
+layout(std430, binding = 0) readonly buffer X { ELEM x[]; };
+layout(std430, binding = 1) writeonly buffer Y { ELEM y[]; };
 layout(push_constant) uniform P {
 	uint n;                 // output elements
 	uint flags;             // 1: max (else average), 2: count_include_pad
@@ -63,11 +64,11 @@ void main()
 		for (int kh = a[1]; kh < b[1]; kh++)
 			for (int kw = a[2]; kw < b[2]; kw++) {
 				int id = s[0] + kd * d[0], ih = s[1] + kh * d[1], iw = s[2] + kw * d[2];
-				float v = x[base + (uint(id) * p.H + uint(ih)) * p.W + uint(iw)];
+				float v = LD(x[base + (uint(id) * p.H + uint(ih)) * p.W + uint(iw)]);
 				sum += v;
 				if (first || v > best)
 					best = v;
 				first = false;
 			}
-	y[i] = is_max ? best : (cnt > 0 ? sum / float(cnt) : 0.0);
+	y[i] = ST(is_max ? best : (cnt > 0 ? sum / float(cnt) : 0.0));
 }

@@ -1,4 +1,5 @@
 #version 450
+#include "elem.glsl"
 // reduce: ReduceSum, ReduceMean, ReduceMax and ReduceMin, one invocation
 // per output element (a NaN wins Max and Min, as on cpu).  The host folds the input into alternating kept and reduced dim
 // groups: the output index walks the kept dims (kdims, input strides kstr),
@@ -6,8 +7,8 @@
 layout(local_size_x = 64) in;
 #include "common.glsl"
 
-layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 1) writeonly buffer Y { float y[]; };
+layout(std430, binding = 0) readonly buffer X { ELEM x[]; };
+layout(std430, binding = 1) writeonly buffer Y { ELEM y[]; };
 layout(push_constant) uniform P {
 	uint n;                 // output elements
 	uint count;             // elements reduced into each
@@ -40,11 +41,11 @@ void main()
 			q /= p.rdims[d];
 		}
 		for (uint j = 0u; j < inner; j++) {
-			float v = x[off + j * istr];
+			float v = LD(x[off + j * istr]);
 			sum += v;
 			if (isnan(v) || (p.op == 3u ? v < best : v > best))
 				best = isnan(best) ? best : v;
 		}
 	}
-	y[i] = p.op >= 2u ? best : (p.op == 1u ? sum / float(p.count) : sum);
+	y[i] = ST(p.op >= 2u ? best : (p.op == 1u ? sum / float(p.count) : sum));
 }

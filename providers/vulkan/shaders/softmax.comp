@@ -1,12 +1,13 @@
 #version 450
+#include "elem.glsl"
 // softmax: Softmax and LogSoftmax along one axis of an (outer, n, inner)
 // view, one workgroup of 64 per row (row = (outer, inner) pair): max,
 // then the sum of exp(x - max), then the outputs.
 layout(local_size_x = 64) in;
 #include "common.glsl"
 
-layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 1) writeonly buffer Y { float y[]; };
+layout(std430, binding = 0) readonly buffer X { ELEM x[]; };
+layout(std430, binding = 1) writeonly buffer Y { ELEM y[]; };
 layout(push_constant) uniform P {
 	uint rows;
 	uint n;
@@ -55,15 +56,15 @@ void main()
 	uint base = (row / p.inner) * p.n * p.inner + row % p.inner;
 	float m = -uintBitsToFloat(0x7f800000u);
 	for (uint j = t; j < p.n; j += 64u)
-		m = max(m, x[base + j * p.inner]);
+		m = max(m, LD(x[base + j * p.inner]));
 	m = reduce_max(m);
 	float s = 0.0;
 	for (uint j = t; j < p.n; j += 64u)
-		s += exp(x[base + j * p.inner] - m);
+		s += exp(LD(x[base + j * p.inner]) - m);
 	s = reduce_sum(s);
 	float ls = log(s);
 	for (uint j = t; j < p.n; j += 64u) {
-		float v = x[base + j * p.inner] - m;
-		y[base + j * p.inner] = p.log_ != 0u ? v - ls : exp(v) / s;
+		float v = LD(x[base + j * p.inner]) - m;
+		y[base + j * p.inner] = ST(p.log_ != 0u ? v - ls : exp(v) / s);
 	}
 }

@@ -1,11 +1,12 @@
 #version 450
+#include "elem.glsl"
 // transpose: y[i] = x[source of i]; the host gives the output dims and,
 // for each, the input stride of the axis it came from (folded to <= 8).
 layout(local_size_x = 64) in;
 #include "common.glsl"
 
-layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 1) writeonly buffer Y { float y[]; };
+layout(std430, binding = 0) readonly buffer X { ELEM x[]; };
+layout(std430, binding = 1) writeonly buffer Y { ELEM y[]; };
 layout(push_constant) uniform P {
 	uint n;
 	uint rank;
@@ -23,5 +24,5 @@ void main()
 		src += (rem % p.dims[d]) * p.istr[d];
 		rem /= p.dims[d];
 	}
-	y[i] = x[src];
+	y[i] = ST(LD(x[src]));
 }

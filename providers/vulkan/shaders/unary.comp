@@ -1,11 +1,12 @@
 #version 450
+#include "elem.glsl"
 // unary: y[i] = f(x[i]) for the elementwise ops of vk_ops_elem.c.
 layout(local_size_x = 64) in;
 #include "common.glsl"
 #include "mathf.glsl"
 
-layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 1) writeonly buffer Y { float y[]; };
+layout(std430, binding = 0) readonly buffer X { ELEM x[]; };
+layout(std430, binding = 1) writeonly buffer Y { ELEM y[]; };
 layout(push_constant) uniform P {
 	uint n;
 	uint op;
@@ -29,7 +30,7 @@ void main()
 	uint i = flat_id();
 	if (i >= p.n)
 		return;
-	float v = x[i];
+	float v = LD(x[i]);
 	float r;
 	switch (p.op) {
 	case U_RELU: r = v > 0.0 ? v : (isnan(v) ? v : 0.0); break;
@@ -46,5 +47,5 @@ void main()
 	case U_LEAKY_RELU: r = v >= 0.0 ? v : p.alpha * v; break;
 	default: r = v; break;
 	}
-	y[i] = r;
+	y[i] = ST(r);
 }
