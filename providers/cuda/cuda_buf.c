@@ -56,6 +56,7 @@ int cuda_buf_alloc(void *self, uint64_t id, uint64_t nbytes, char *err, size_t n
 
 	if (!ep->ok)
 		return snprintf(err, n, "no CUDA device (%s)", ep->why), EP_E_UNSUPPORTED;
+	cuda_dev_bind(&ep->dev);
 	if (!id || cuda_buf_find(ep, id))
 		return snprintf(err, n, "buffer id %llu is %s", (unsigned long long)id,
 				id ? "in use" : "invalid"), EP_E_INVALID;
@@ -69,6 +70,7 @@ void cuda_buf_free(void *self, uint64_t id)
 
 	if (!b)
 		return;
+	cuda_dev_bind(&ep->dev);
 	/* Copies or runs still enqueued may use it: they finish first. */
 	cuda_dev_sync_all(&ep->dev);
 	cuda_heap_free(&ep->heap, &b->blk);
@@ -182,6 +184,7 @@ int cuda_copy(void *self, uint32_t stream, const ep_copy *ops, size_t n_ops, ep_
 
 	if (!ep->ok)
 		return snprintf(err, n, "no CUDA device (%s)", ep->why), EP_E_UNSUPPORTED;
+	cuda_dev_bind(&ep->dev);
 	if (cuda_dev_stream(&ep->dev, stream, &s, err, n))
 		return EP_E_INTERNAL;
 	for (size_t i = 0; i < n_ops; i++)
@@ -214,6 +217,8 @@ void cuda_stream_free(void *self, uint32_t stream)
 {
 	cuda_ep *ep = self;
 
-	if (ep->ok)
-		cuda_dev_stream_free(&ep->dev, stream);
+	if (!ep->ok)
+		return;
+	cuda_dev_bind(&ep->dev);
+	cuda_dev_stream_free(&ep->dev, stream);
 }

@@ -204,6 +204,11 @@ void cuda_dev_stream_free(cuda_dev *d, uint32_t id)
 	}
 }
 
+void cuda_dev_bind(const cuda_dev *d)
+{
+	cudaSetDevice(d->index);
+}
+
 void cuda_dev_sync_all(cuda_dev *d)
 {
 	for (size_t i = 0; i < d->n_streams; i++)

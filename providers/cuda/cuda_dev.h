@@ -65,6 +65,10 @@ _Noreturn void cuda_dev_probe(void);
 int cuda_dev_stream(cuda_dev *d, uint32_t id, cudaStream_t *out, char *err, size_t n);
 /* Destroys it once its pending work is done (a later use makes a new one). */
 void cuda_dev_stream_free(cuda_dev *d, uint32_t id);
+/* Makes the device current on the calling thread: ep_host calls the
+ * vtable from its request thread and from its ring thread, and the CUDA
+ * runtime's current device is per thread. */
+void cuda_dev_bind(const cuda_dev *d);
 /* Waits for every stream's work. */
 void cuda_dev_sync_all(cuda_dev *d);
 /* Calls fn(arg, ok) from the completion thread once the work enqueued on

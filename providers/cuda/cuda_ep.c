@@ -46,6 +46,7 @@ static void cuda_fini(void *self)
 	if (!ep)
 		return;
 	if (ep->ok) {
+		cuda_dev_bind(&ep->dev);
 		cudaDeviceSynchronize();
 		cuda_buf_fini(ep);
 		cuda_dev_close(&ep->dev);
@@ -84,17 +85,24 @@ static int cuda_load(void *self, ep_subgraph *sg, char *err, size_t n)
 
 	if (!ep->ok)
 		return snprintf(err, n, "no CUDA device (%s)", ep->why), EP_E_UNSUPPORTED;
+	cuda_dev_bind(&ep->dev);
 	return cuda_exec_load(ep, sg, err, n);
 }
 
 static int cuda_run(void *self, ep_subgraph *sg, ep_run *r, char *err, size_t n)
 {
-	return cuda_exec_run(self, sg, r, err, n);
+	cuda_ep *ep = self;
+
+	cuda_dev_bind(&ep->dev);
+	return cuda_exec_run(ep, sg, r, err, n);
 }
 
 static void cuda_unload(void *self, ep_subgraph *sg)
 {
-	cuda_exec_unload(self, sg);
+	cuda_ep *ep = self;
+
+	cuda_dev_bind(&ep->dev);
+	cuda_exec_unload(ep, sg);
 }
 
 static const ep_vtable cuda_vtable = {

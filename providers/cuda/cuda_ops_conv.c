@@ -13,6 +13,7 @@
 
 #include "cuda_dev.h"
 #include "cuda_window.h"
+#include "log.h"
 
 typedef struct conv_state {
 	int64_t key[2 * EP_MAX_RANK + 1];       /* x and w dims of the setup */
@@ -156,6 +157,12 @@ static int dnn_prepare_shape(cu_ctx *c, conv_state *s, const cu_val *x, const cu
 	st = describe(s, x, w, y, g, G, cu_dev(c)->tf32, nsp);
 	/* A shape cuDNN cannot describe or run goes to the implicit GEMM. */
 	s->use_dnn = st == CUDNN_STATUS_SUCCESS && choose_algo(c, s) == 0;
+	if (s->use_dnn)
+		ipc_log(IPC_LOG_DEBUG, "Conv '%s': cuDNN algorithm %d, workspace %zu bytes",
+			c->node->proto->name, (int)s->algo, s->ws);
+	else
+		ipc_log(IPC_LOG_DEBUG, "Conv '%s': implicit GEMM (cuDNN: %s)", c->node->proto->name,
+			st == CUDNN_STATUS_SUCCESS ? "no FMA algorithm" : cudnnGetErrorString(st));
 	return 0;
 }
 
