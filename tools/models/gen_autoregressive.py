@@ -12,11 +12,13 @@ The application feeds y back as x and new_cache back as cache.  Every op
 runs on the Vulkan provider (opset 17), so with IO binding the loop never
 leaves the device.  Weights come from a fixed seed.
 
-usage: gen_autoregressive.py OUT.onnx [--hidden H] [--reference DIR --steps N]
+usage: gen_autoregressive.py OUT.onnx [--hidden H]
+                             [--reference DIR --steps N --prefill T]
   --reference DIR  also write DIR/y.npy and DIR/cache.npy: the numpy
                    (float64) reference after N steps from the initial state
                    the example uses: x[i] = 0.5 sin(0.37 i),
-                   cache[0, 0, i] = 0.5 cos(0.11 i) (float32), T = 1
+                   cache[0, r, i] = 0.5 cos(0.11 i + 0.7 r) (float32) for
+                   the T rows r
 """
 import argparse
 import os
@@ -59,15 +61,16 @@ def build(hidden, seed=9):
     return model, w
 
 
-def initial_state(hidden):
+def initial_state(hidden, prefill):
     i = np.arange(hidden)
+    r = np.arange(prefill)[:, None]
     x = (0.5 * np.sin(0.37 * i)).astype(np.float32).reshape(1, hidden)
-    cache = (0.5 * np.cos(0.11 * i)).astype(np.float32).reshape(1, 1, hidden)
+    cache = (0.5 * np.cos(0.11 * i + 0.7 * r)).astype(np.float32).reshape(1, prefill, hidden)
     return x, cache
 
 
-def reference(w, hidden, steps):
-    x, cache = (a.astype(np.float64) for a in initial_state(hidden))
+def reference(w, hidden, steps, prefill):
+    x, cache = (a.astype(np.float64) for a in initial_state(hidden, prefill))
     wx, wm, b = (w[k].astype(np.float64) for k in ("Wx", "Wm", "b"))
     for _ in range(steps):
         m = cache.mean(axis=1)
@@ -83,13 +86,14 @@ def main():
     ap.add_argument("--hidden", type=int, default=256)
     ap.add_argument("--reference", metavar="DIR")
     ap.add_argument("--steps", type=int, default=100)
+    ap.add_argument("--prefill", type=int, default=1)
     args = ap.parse_args()
     model, w = build(args.hidden)
     onnx.checker.check_model(model)
     onnx.save(model, args.out)
     if args.reference:
         os.makedirs(args.reference, exist_ok=True)
-        y, cache = reference(w, args.hidden, args.steps)
+        y, cache = reference(w, args.hidden, args.steps, args.prefill)
         np.save(os.path.join(args.reference, "y.npy"), y.astype(np.float32))
         np.save(os.path.join(args.reference, "cache.npy"), cache.astype(np.float32))
 
