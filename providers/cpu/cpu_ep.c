@@ -50,7 +50,7 @@ typedef struct cpu_sg {
 	const char **opset_domains;
 	int64_t *opset_versions;
 	const ep_subgraph *sg;    /* for the scope of a run */
-	gemm_pool *pool;          /* intra-op threads (sg->threads > 1), or NULL */
+	gemm_pool *pool;          /* intra-op threads and GEMM scratch, or NULL */
 	cpu_fuse_node *fuse;      /* per node: fused chains (cpu_fuse.h), or NULL */
 } cpu_sg;
 
@@ -339,8 +339,10 @@ static int cpu_load(void *self, ep_subgraph *sg, char *err, size_t n)
 	}
 	c->sg = sg;
 	/* The session's intra-op threads: this thread plus threads - 1
-	 * workers, shared by the GEMM-based kernels of every node. */
-	if (sg->threads > 1 && gemm_pool_create(sg->threads, &c->pool))
+	 * workers, shared by the GEMM-based kernels of every node.  With one
+	 * thread the pool still keeps the GEMM's packing scratch between
+	 * runs (no allocation per call). */
+	if (gemm_pool_create(sg->threads > 1 ? sg->threads : 1, &c->pool))
 		fprintf(stderr, "ort-ep-cpu: warning: no thread pool (%d threads), running on one\n",
 			sg->threads);
 	load_weights(c, sg);

@@ -17,7 +17,10 @@ typedef struct exec_run {
 	cpu_tensor *out;
 	int *out_heap;
 	unsigned char *given;    /* n_out flags: output i handed to the kernel */
+	unsigned char given_buf[32];
 	void **scratch;          /* singly linked blocks; first word links */
+	size_t keep_used;        /* bytes of node->scratch_keep handed out */
+	size_t scratch_total;    /* bytes every cpu_scratch of this run asked */
 	int status;              /* first failure of cpu_output/cpu_scratch */
 } exec_run;
 
@@ -145,6 +148,7 @@ void cpu_node_fini(cpu_node *node)
 	for (int i = 0; i < node->n_packed; i++)
 		free(node->packed[i]);
 	free(node->packed);
+	free(node->scratch_keep);
 	memset(node, 0, sizeof(*node));
 }
 
@@ -192,15 +196,30 @@ static int check_inputs(cpu_ctx *ctx)
 	return 0;
 }
 
-static void run_cleanup(exec_run *run)
+/* Frees this run's overflow scratch and grows the node's kept block to
+ * what the run needed in all, so the next run with the same shapes
+ * allocates nothing (XNNPACK's "setup" done once per shape). */
+static void run_cleanup(cpu_node *node, exec_run *run)
 {
+	int overflowed = run->scratch != NULL;
+
 	while (run->scratch) {
 		void **next = run->scratch[0];
 		free(run->scratch);
 		run->scratch = next;
 	}
-	free(run->given);
+	if (run->given != run->given_buf)
+		free(run->given);
 	run->given = NULL;
+	if (overflowed && run->scratch_total > node->scratch_keep_size) {
+		void *p = aligned_alloc(64, run->scratch_total);
+
+		if (p) {
+			free(node->scratch_keep);
+			node->scratch_keep = p;
+			node->scratch_keep_size = run->scratch_total;
+		}
+	}
 }
 
 int cpu_node_run(cpu_node *node, const cpu_tensor **in, const cpu_tensor **planned,
@@ -247,7 +266,10 @@ int cpu_node_run_pool(cpu_node *node, cpu_arena *arena, const cpu_scope *scope,
 	run.planned = planned;
 	run.out = out;
 	run.out_heap = out_heap;
-	run.given = calloc((size_t)node->n_out + 1, 1);
+	if ((size_t)node->n_out + 1 <= sizeof(run.given_buf))
+		run.given = memset(run.given_buf, 0, sizeof(run.given_buf));
+	else
+		run.given = calloc((size_t)node->n_out + 1, 1);
 	ctx.node = node;
 	ctx.n_in = node->n_in;
 	ctx.n_out = node->n_out;
@@ -269,7 +291,7 @@ int cpu_node_run_pool(cpu_node *node, cpu_arena *arena, const cpu_scope *scope,
 		rc = run.status;   /* cpu_output/cpu_scratch know the real cause */
 	if (rc > 0)
 		rc = CPU_E_INTERNAL;
-	run_cleanup(&run);
+	run_cleanup(node, &run);
 	if (rc == 0)
 		return 0;
 	for (int i = 0; i < node->n_out; i++) {
@@ -287,7 +309,19 @@ int cpu_node_run_pool(cpu_node *node, cpu_arena *arena, const cpu_scope *scope,
 void *cpu_scratch(cpu_ctx *ctx, size_t nbytes)
 {
 	exec_run *run = ctx->exec;
+	cpu_node *node = ctx->node;
+	size_t need = (nbytes + 63) & ~(size_t)63;
 	void **blk;
+
+	if (nbytes <= SIZE_MAX / 4) {
+		run->scratch_total += need + 64;
+		if (node->scratch_keep && node->scratch_keep_size - run->keep_used >= need) {
+			void *p = (char *)node->scratch_keep + run->keep_used;
+
+			run->keep_used += need;
+			return p;
+		}
+	}
 	if (nbytes > SIZE_MAX / 2) {
 		blk = NULL;
 	} else {

@@ -151,6 +151,10 @@ typedef struct cpu_node {
 	int n_packed;
 	const cpu_opsets *opsets;    /* the model's (or NULL), set before prepare */
 	const cpu_fusion *fuse;      /* fused element-wise tail, or NULL */
+	/* cpu_scratch's memory kept between runs (cpu_exec.c): once a run
+	 * has seen the kernel's scratch needs, later runs allocate nothing. */
+	void *scratch_keep;
+	size_t scratch_keep_size;
 } cpu_node;
 
 /*

@@ -26,6 +26,38 @@
 #include "cpu_test_util.h"
 #include "threadpool.h"
 
+/* Allocation counter for test_no_alloc: glibc lets the executable
+ * interpose malloc and friends; counting is off except inside that test. */
+extern void *__libc_malloc(size_t n);
+extern void *__libc_calloc(size_t n, size_t m);
+extern void *__libc_realloc(void *p, size_t n);
+extern void *__libc_memalign(size_t align, size_t n);
+static int counting, allocs;
+
+void *malloc(size_t n)
+{
+	allocs += counting;
+	return __libc_malloc(n);
+}
+
+void *calloc(size_t n, size_t m)
+{
+	allocs += counting;
+	return __libc_calloc(n, m);
+}
+
+void *realloc(void *p, size_t n)
+{
+	allocs += counting;
+	return __libc_realloc(p, n);
+}
+
+void *aligned_alloc(size_t align, size_t n)
+{
+	allocs += counting;
+	return __libc_memalign(align, n);
+}
+
 static uint32_t rng = 12345;
 
 static float frand(void)
@@ -491,6 +523,92 @@ static void test_fuse_plan(void **state)
 	}
 }
 
+/* Once a node has run with a shape, running it again allocates nothing:
+ * Conv (both forms, im2col scratch, fused residual and Relu), MatMul with
+ * a fused bias and Gelu, on a one-thread and a two-thread pool. */
+static void test_no_alloc(void **state)
+{
+	static const ccase cs[] = {{1, 16, 12, 12, 24, 1, 3, 3, 1, 1, 1},
+				   {1, 16, 5, 5, 64, 1, 3, 3, 1, 1, 1}};
+	(void)state;
+	for (int threads = 1; threads <= 2; threads++) {
+		gemm_pool *pool;
+
+		assert_int_equal(gemm_pool_create(threads, &pool), 0);
+		for (size_t i = 0; i < 2; i++) {
+			const ccase *c = &cs[i];
+			int64_t xd[4] = {1, c->C, c->H, c->W}, wd[4] = {c->M, c->C, 3, 3};
+			int64_t yd[4] = {1, c->M, c->H, c->W}, bd[1] = {c->M};
+			int64_t ny = c->M * c->H * c->W;
+			float *x = rand_buf(c->C * c->H * c->W), *w = rand_buf(c->M * c->C * 9);
+			float *b = rand_buf(c->M), *r = rand_buf(ny), *y = rand_buf(ny);
+			cpu_tensor X = tens(CPU_FLOAT, 4, xd, x), W = tens(CPU_FLOAT, 4, wd, w);
+			cpu_tensor B = tens(CPU_FLOAT, 1, bd, b), R = tens(CPU_FLOAT, 4, yd, r);
+			cpu_tensor Y = tens(CPU_FLOAT, 4, yd, y), out;
+			const cpu_tensor *in[4] = {&X, &W, &B, &R}, *consts[4] = {NULL, &W, &B, NULL};
+			const cpu_tensor *pl[1] = {&Y};
+			cpu_fusion fu = {3, -1, CPU_FUSE_ACT_RELU};
+			cpu_node node;
+			char err[ERRLEN];
+			int heap;
+			tnode t;
+
+			conv_node(&t, c, 3);
+			assert_int_equal(cpu_node_init_fused(&node, NULL, NULL, &fu, &t.p, 17, consts, 4,
+							     1, err, sizeof(err)), 0);
+			for (int run = 0; run < 3; run++) {
+				counting = 1;
+				assert_int_equal(cpu_node_run_pool(&node, NULL, NULL, pool, in, pl, &out,
+								   &heap, threads, err, sizeof(err)), 0);
+				counting = 0;
+				/* The first run sizes the scratch (the counter works). */
+				if (run == 0)
+					assert_true(allocs > 0);
+				else
+					assert_int_equal(allocs, 0);
+				allocs = 0;
+			}
+			cpu_node_fini(&node);
+			free(x);
+			free(w);
+			free(b);
+			free(r);
+			free(y);
+		}
+		{
+			int64_t ad[2] = {64, 96}, bd[2] = {96, 80}, yd[2] = {64, 80}, vd[1] = {80};
+			float *a = rand_buf(64 * 96), *b = rand_buf(96 * 80), *v = rand_buf(80);
+			float *y = rand_buf(64 * 80);
+			cpu_tensor A = tens(CPU_FLOAT, 2, ad, a), B = tens(CPU_FLOAT, 2, bd, b);
+			cpu_tensor V = tens(CPU_FLOAT, 1, vd, v), Y = tens(CPU_FLOAT, 2, yd, y), out;
+			const cpu_tensor *in[3] = {&A, &B, &V}, *consts[3] = {NULL, &B, &V};
+			const cpu_tensor *pl[1] = {&Y};
+			cpu_fusion fu = {-1, 2, CPU_FUSE_ACT_GELU};
+			cpu_node node;
+			char err[ERRLEN];
+			int heap;
+			tnode t;
+
+			tn(&t, "MatMul", 2, 1);
+			assert_int_equal(cpu_node_init_fused(&node, NULL, NULL, &fu, &t.p, 17, consts, 3,
+							     1, err, sizeof(err)), 0);
+			for (int run = 0; run < 3; run++) {
+				counting = run > 0;
+				assert_int_equal(cpu_node_run_pool(&node, NULL, NULL, pool, in, pl, &out,
+								   &heap, threads, err, sizeof(err)), 0);
+				counting = 0;
+			}
+			assert_int_equal(allocs, 0);
+			cpu_node_fini(&node);
+			free(a);
+			free(b);
+			free(v);
+			free(y);
+		}
+		gemm_pool_destroy(pool);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -499,6 +617,7 @@ int main(void)
 		cmocka_unit_test(test_matmul_fused),
 		cmocka_unit_test(test_gemm_linear),
 		cmocka_unit_test(test_fuse_plan),
+		cmocka_unit_test(test_no_alloc),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
