@@ -182,6 +182,9 @@ static int load_weights(vk_exec *ex, ep_subgraph *sg, char *err, size_t n)
 		rc = vk_prepack_weight(ex, pk, &u, w, &ex->own[w->value], err, n);
 		c->dev = ex->own[w->value];
 	}
+	for (size_t k = 0; k < ex->n_nodes && rc == 0; k++)
+		if (ex->nodes[k].op->pack)
+			rc = ex->nodes[k].op->pack(ex, &ex->nodes[k], pk, &u, err, n);
 	if (rc == 0)
 		rc = vk_upload_flush(&u, err, n);
 	free(u.pending.v);

@@ -89,6 +89,8 @@ typedef struct vk_node {
 } vk_node;
 
 struct vk_exec;
+struct vk_prepack;
+struct vk_uploader;
 
 typedef struct vk_ctx {
 	struct vk_exec *ex;
@@ -108,6 +110,11 @@ typedef struct vk_op {
 	int (*prepare)(vk_node *node, char *err, size_t n);
 	int (*plan)(vk_ctx *ctx);
 	uint32_t pipes;         /* bit i: needs pipeline i (created at load) */
+	/* Optional, at load once the weights are on the device: re-lays out
+	 * a constant input into node->keep through the pre-pack cache
+	 * (vk_prepack_keep). */
+	int (*pack)(struct vk_exec *ex, vk_node *node, struct vk_prepack *pk,
+		    struct vk_uploader *u, char *err, size_t n);
 } vk_op;
 
 /* ---- what an op's plan calls ------------------------------------------ */

@@ -172,8 +172,8 @@ static int binary_plan(vk_ctx *c)
 			  sizeof(push), (uint64_t)y->numel);
 }
 
-#define UNARY(name, lo) {name, lo, 22, unary_supports, NULL, unary_plan, VK_PIPE(VKP_UNARY)}
-#define BINARY(name) {name, 7, 22, binary_supports, NULL, binary_plan, VK_PIPE(VKP_BINARY)}
+#define UNARY(name, lo) {name, lo, 22, unary_supports, NULL, unary_plan, VK_PIPE(VKP_UNARY), NULL}
+#define BINARY(name) {name, 7, 22, binary_supports, NULL, binary_plan, VK_PIPE(VKP_BINARY), NULL}
 
 const vk_op vk_ops_elem[] = {
 	UNARY("Relu", 6),

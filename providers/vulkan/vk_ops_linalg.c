@@ -235,7 +235,7 @@ static int gemm_plan(vk_ctx *c)
 }
 
 const vk_op vk_ops_linalg[] = {
-	{"MatMul", 1, 22, matmul_supports, NULL, matmul_plan, VK_PIPE(VKP_GEMM) | VK_PIPE(VKP_GEMM_DIRECT)},
-	{"Gemm", 7, 22, gemm_supports, NULL, gemm_plan, VK_PIPE(VKP_GEMM) | VK_PIPE(VKP_GEMM_DIRECT)},
+	{"MatMul", 1, 22, matmul_supports, NULL, matmul_plan, VK_PIPE(VKP_GEMM) | VK_PIPE(VKP_GEMM_DIRECT), NULL},
+	{"Gemm", 7, 22, gemm_supports, NULL, gemm_plan, VK_PIPE(VKP_GEMM) | VK_PIPE(VKP_GEMM_DIRECT), NULL},
 	{0},
 };

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "vk_ops.h"
+#include "vk_prepack.h"
 
 enum { PAD_NOTSET, PAD_SAME_UPPER, PAD_SAME_LOWER, PAD_VALID };
 
@@ -28,9 +29,11 @@ typedef struct conv_push {
 	uint32_t in[3], out[3], k[3], s[3];
 	int32_t pb[3];
 	uint32_t d[3];
-	uint32_t flags;
+	uint32_t flags;         /* 1: bias; 2: conv_direct reads the packed filter */
 	uint32_t n;             /* conv_direct: invocations */
 } conv_push;
+
+#define CONV_CB 4               /* output channels per conv_direct invocation */
 
 typedef struct pool_push {
 	uint32_t n, flags;
@@ -208,6 +211,71 @@ static int emit_conv(vk_ctx *c, conv_push *p, const vk_buf *bufs, int64_t N, int
 	return vk_emit_1d(c, VKP_CONV_DIRECT, bufs, 4, 8u, p, sizeof(*p), (uint64_t)threads);
 }
 
+/* conv_direct's filter layout: per group and block of 4 output channels,
+ * the K = Cig * kernel taps with the 4 channels' weights side by side
+ * ([G][ceil(Cog/4)][K][4], zeros past the last channel), so one tap's 4
+ * weights are one contiguous read.  Made once at load through the
+ * pre-pack cache, in the device's element type. */
+typedef struct conv_pack_arg {
+	const vk_val *w;
+	int64_t G, Cog, K;
+	int widen;              /* float16 source, float32 on the device */
+} conv_pack_arg;
+
+static int conv_pack_fill(void *dst, uint64_t size, void *arg)
+{
+	const conv_pack_arg *a = arg;
+	uint64_t esz = a->widen ? 4 : vk_esz(a->w->dtype), src_esz = vk_esz(a->w->dtype);
+	int64_t nb = (a->Cog + CONV_CB - 1) / CONV_CB;
+	const uint8_t *src = a->w->host;
+	uint8_t *d = dst;
+
+	memset(dst, 0, size);
+	for (int64_t g = 0; g < a->G; g++)
+		for (int64_t cb = 0; cb < nb; cb++)
+			for (int64_t j = 0; j < CONV_CB && cb * CONV_CB + j < a->Cog; j++) {
+				const uint8_t *row = src + (uint64_t)((g * a->Cog + cb * CONV_CB + j) * a->K) *
+							     src_esz;
+				uint8_t *col = d + (uint64_t)(((g * nb + cb) * a->K) * CONV_CB + j) * esz;
+
+				for (int64_t k = 0; k < a->K; k++) {
+					if (a->widen)
+						vk_f16_widen((float *)(col + (uint64_t)k * CONV_CB * esz),
+							     row + (uint64_t)k * src_esz, 1);
+					else
+						memcpy(col + (uint64_t)k * CONV_CB * esz,
+						       row + (uint64_t)k * src_esz, esz);
+				}
+			}
+	return 0;
+}
+
+static int conv_pack(vk_exec *ex, vk_node *nd, vk_prepack *pk, vk_uploader *u, char *err,
+		     size_t n)
+{
+	const vk_val *w = nd->n_in > 1 && nd->in[1] >= 0 ? &ex->consts[nd->in[1]] : NULL;
+	const Onnx__NodeProto *p = nd->proto;
+	conv_pack_arg a = {.w = w, .G = vk_attr_int(p, "group", 1)};
+	char key[112];
+	uint64_t size;
+
+	const char *force = getenv("ORTMK_VULKAN_CONV");
+
+	if (!w || !w->is_const || !w->host || w->rank < 3 || a.G < 1 || w->dims[0] % a.G)
+		return 0;       /* W computed at run time: conv_direct reads it as is */
+	if (force && strcmp(force, "tiled") == 0)
+		return 0;       /* only conv_direct reads the packed form */
+	a.Cog = w->dims[0] / a.G;
+	a.K = w->numel / (w->dims[0] ? w->dims[0] : 1);
+	a.widen = vk_f16_as_f32(&ex->ep->dev, w->dtype);
+	size = (uint64_t)(a.G * ((a.Cog + CONV_CB - 1) / CONV_CB) * a.K * CONV_CB) *
+	       vk_dev_esz(&ex->ep->dev, w->dtype);
+	snprintf(key, sizeof(key), "%.90s#1#conv%d-%s",
+		 p->name && p->name[0] ? p->name : p->output[0], CONV_CB,
+		 vk_dev_esz(&ex->ep->dev, w->dtype) == 2 ? "f16" : "f32");
+	return vk_prepack_keep(ex, pk, u, nd, key, w, size, conv_pack_fill, &a, err, n);
+}
+
 static int conv_plan(vk_ctx *c)
 {
 	const vk_val *x = vk_in(c, 0), *w = vk_in(c, 1), *b = vk_in(c, 2), *y;
@@ -250,6 +318,12 @@ static int conv_plan(vk_ctx *c)
 	p.flags = b != NULL;
 	if (!y->numel)
 		return 0;
+	/* conv_direct reads the filter packed at load when there is one. */
+	if (!use_tiled(c, &p, O) && c->node->keep.block >= 0 && w->is_const) {
+		p.flags |= 2;
+		return emit_conv(c, &p, (vk_buf[]){x->dev, c->node->keep, b ? b->dev : w->dev, y->dev},
+				 x->dims[0], O);
+	}
 	return emit_conv(c, &p, (vk_buf[]){x->dev, w->dev, b ? b->dev : w->dev, y->dev},
 			 x->dims[0], O);
 }
@@ -357,10 +431,11 @@ static int global_plan(vk_ctx *c)
 }
 
 const vk_op vk_ops_nn[] = {
-	{"Conv", 1, 22, conv_supports, NULL, conv_plan, VK_PIPE(VKP_CONV) | VK_PIPE(VKP_CONV_DIRECT)},
-	{"MaxPool", 1, 22, pool_supports, NULL, pool_plan, VK_PIPE(VKP_POOL)},
-	{"AveragePool", 1, 22, pool_supports, NULL, pool_plan, VK_PIPE(VKP_POOL)},
-	{"GlobalAveragePool", 1, 22, global_supports, NULL, global_plan, VK_PIPE(VKP_REDUCE)},
-	{"GlobalMaxPool", 1, 22, global_supports, NULL, global_plan, VK_PIPE(VKP_REDUCE)},
+	{"Conv", 1, 22, conv_supports, NULL, conv_plan, VK_PIPE(VKP_CONV) | VK_PIPE(VKP_CONV_DIRECT),
+	 conv_pack},
+	{"MaxPool", 1, 22, pool_supports, NULL, pool_plan, VK_PIPE(VKP_POOL), NULL},
+	{"AveragePool", 1, 22, pool_supports, NULL, pool_plan, VK_PIPE(VKP_POOL), NULL},
+	{"GlobalAveragePool", 1, 22, global_supports, NULL, global_plan, VK_PIPE(VKP_REDUCE), NULL},
+	{"GlobalMaxPool", 1, 22, global_supports, NULL, global_plan, VK_PIPE(VKP_REDUCE), NULL},
 	{0},
 };

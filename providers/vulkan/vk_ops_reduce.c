@@ -163,9 +163,9 @@ static int reduce_plan(vk_ctx *c)
 }
 
 const vk_op vk_ops_reduce[] = {
-	{"ReduceSum", 1, 22, reduce_supports, NULL, reduce_plan, VK_PIPE(VKP_REDUCE)},
-	{"ReduceMean", 1, 22, reduce_supports, NULL, reduce_plan, VK_PIPE(VKP_REDUCE)},
-	{"ReduceMax", 1, 22, reduce_supports, NULL, reduce_plan, VK_PIPE(VKP_REDUCE)},
-	{"ReduceMin", 1, 22, reduce_supports, NULL, reduce_plan, VK_PIPE(VKP_REDUCE)},
+	{"ReduceSum", 1, 22, reduce_supports, NULL, reduce_plan, VK_PIPE(VKP_REDUCE), NULL},
+	{"ReduceMean", 1, 22, reduce_supports, NULL, reduce_plan, VK_PIPE(VKP_REDUCE), NULL},
+	{"ReduceMax", 1, 22, reduce_supports, NULL, reduce_plan, VK_PIPE(VKP_REDUCE), NULL},
+	{"ReduceMin", 1, 22, reduce_supports, NULL, reduce_plan, VK_PIPE(VKP_REDUCE), NULL},
 	{0},
 };

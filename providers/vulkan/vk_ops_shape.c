@@ -419,7 +419,7 @@ static int gather_plan(vk_ctx *c)
 			  (uint64_t)y->numel);
 }
 
-#define VIEW(name, lo, plan) {name, lo, 22, view_supports, NULL, plan, 0}
+#define VIEW(name, lo, plan) {name, lo, 22, view_supports, NULL, plan, 0, NULL}
 
 const vk_op vk_ops_shape[] = {
 	VIEW("Reshape", 5, reshape_plan),
@@ -427,8 +427,8 @@ const vk_op vk_ops_shape[] = {
 	VIEW("Squeeze", 1, squeeze_plan),
 	VIEW("Unsqueeze", 1, unsqueeze_plan),
 	VIEW("Identity", 1, identity_plan),
-	{"Transpose", 1, 22, transpose_supports, NULL, transpose_plan, VK_PIPE(VKP_TRANSPOSE)},
-	{"Concat", 4, 22, concat_supports, NULL, concat_plan, VK_PIPE(VKP_COPY)},
-	{"Gather", 1, 22, gather_supports, NULL, gather_plan, VK_PIPE(VKP_GATHER)},
+	{"Transpose", 1, 22, transpose_supports, NULL, transpose_plan, VK_PIPE(VKP_TRANSPOSE), NULL},
+	{"Concat", 4, 22, concat_supports, NULL, concat_plan, VK_PIPE(VKP_COPY), NULL},
+	{"Gather", 1, 22, gather_supports, NULL, gather_plan, VK_PIPE(VKP_GATHER), NULL},
 	{0},
 };

@@ -93,7 +93,9 @@ static uint64_t hash(const void *data, size_t n)
 
 static void warn(const char *why)
 {
-	ipc_log(IPC_LOG_WARN, "pre-pack cache ignored: %s; packing again", why);
+	/* Always shown (like ort-ep-cpu's): a cache that stopped working costs
+	 * load time, and says why once. */
+	fprintf(stderr, "ort-ep-vulkan: warning: pre-pack cache ignored: %s; packing again\n", why);
 }
 
 static int cache_valid(const uint8_t *m, size_t len, uint64_t model_id)
@@ -190,8 +192,8 @@ const void *vk_prepack_get(vk_prepack *pk, const char *key, const void *src, uin
 	e.src_hash = hash(src, src_bytes);
 	hit = lookup(pk, &e, &stale);
 	if (stale)
-		ipc_log(IPC_LOG_WARN, "pre-pack cache: '%s' changed since it was packed; packing again",
-			key);
+		fprintf(stderr, "ort-ep-vulkan: warning: pre-pack cache: '%s' changed since it was "
+			"packed; packing again\n", key);
 	if (hit) {
 		pk->hits++;
 		return remember(pk, &e, hit, NULL) ? snprintf(err, n, "out of memory"), NULL : hit;
@@ -266,7 +268,8 @@ void vk_prepack_close(vk_prepack *pk, ep_subgraph *sg)
 	if (sg->prepack_out_fd >= 0 && pk->n_blobs && (pk->misses || !pk->map)) {
 		sg->prepack_written = write_cache(pk, sg->prepack_out_fd) == 0;
 		if (!sg->prepack_written)
-			ipc_log(IPC_LOG_WARN, "cannot write the pre-pack cache: %s", strerror(errno));
+			fprintf(stderr, "ort-ep-vulkan: warning: cannot write the pre-pack cache: %s\n",
+				strerror(errno));
 	}
 	for (size_t i = 0; i < pk->n_blobs; i++)
 		free(pk->blobs[i].owned);
@@ -277,6 +280,21 @@ void vk_prepack_close(vk_prepack *pk, ep_subgraph *sg)
 }
 
 /* ---- weights ---------------------------------------------------------- */
+
+int vk_prepack_keep(vk_exec *ex, vk_prepack *pk, vk_uploader *u, vk_node *node, const char *key,
+		    const vk_val *src, uint64_t size, vk_pack_fn fill, void *arg, char *err,
+		    size_t n)
+{
+	ep_weight blob = {.fd = -1, .nbytes = size};
+
+	blob.data = vk_prepack_get(pk, key, src->host, src->nbytes, size, fill, arg, err, n);
+	if (!blob.data)
+		return EP_E_NOMEM;
+	vk_heap_free(&ex->ep->heap, &node->keep);
+	if (vk_heap_alloc(&ex->ep->heap, size, &node->keep, err, n))
+		return EP_E_NOMEM;
+	return size && vk_upload_chunked(u, &blob, &node->keep, err, n) ? EP_E_NOMEM : 0;
+}
 
 static int widen(void *dst, uint64_t size, void *arg)
 {

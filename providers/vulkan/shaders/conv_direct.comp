@@ -22,7 +22,7 @@ layout(push_constant) uniform P {
 	uint SD, SH, SW;
 	int PD, PH, PW;
 	uint DD, DH, DW;
-	uint flags;             // 1: bias
+	uint flags;             // 1: bias; 2: w is packed [G][Cog/4][K][4]
 	uint n;                 // invocations: N * G * ceil(Cog / 4) * O
 } p;
 
@@ -54,20 +54,24 @@ void main()
 	uint K = p.Cig * p.KD * p.KH * p.KW, plane = p.D * p.H * p.W;
 	uint co0 = cb * CB, nco = min(CB, p.Cog - co0);
 	uint xb = (n * p.Cig * p.G + g * p.Cig) * plane;
-	uint wb = (g * p.Cog + co0) * K;
+	bool packed = (p.flags & 2u) != 0u;
+	// Unpacked: channel j's row at wb + j * K; packed: tap k's 4 channels
+	// side by side at wb + k * 4 (zeros past the last channel).
+	uint wb = packed ? (g * nb + cb) * K * CB : (g * p.Cog + co0) * K;
+	uint wj = packed ? 1u : K, wk = packed ? CB : 1u;
 	float acc[CB] = float[CB](0.0, 0.0, 0.0, 0.0);
 	for (uint ci = 0u; ci < p.Cig; ci++) {
 		for (int kd = ad; kd < bd; kd++) {
 			for (int kh = ah; kh < bh; kh++) {
 				uint xr = xb + ci * plane +
 					  (uint(sd + kd * int(p.DD)) * p.H + uint(sh + kh * int(p.DH))) * p.W;
-				uint wr = wb + ((ci * p.KD + uint(kd)) * p.KH + uint(kh)) * p.KW;
+				uint wr = wb + ((ci * p.KD + uint(kd)) * p.KH + uint(kh)) * p.KW * wk;
 				for (int kw = aw; kw < bw; kw++) {
 					float xv = LD(x[xr + uint(sw + kw * int(p.DW))]);
 					// Constant trip count (unrolled); channels past
 					// the last reread the last one and are dropped.
 					for (uint j = 0u; j < CB; j++)
-						acc[j] += LD(w[wr + min(j, nco - 1u) * K + uint(kw)]) * xv;
+						acc[j] += LD(w[wr + min(j, nco - 1u) * wj + uint(kw) * wk]) * xv;
 				}
 			}
 		}
