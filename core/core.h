@@ -22,6 +22,8 @@
 #define CORE_HANDSHAKE_MS 10000
 #define CORE_CONTROL_MS 60000    /* deadline of control requests (load...) */
 #define CORE_FENCE_SLOTS 1024    /* fence words in an environment's fence segment */
+#define CORE_DEV_POOL 32         /* freed device buffers kept for reuse, per env */
+#define CORE_DEV_POOL_BYTES (UINT64_C(512) << 20)
 
 /* Sets the thread-local message and returns `st`. */
 ortmk_status core_fail(ortmk_status st, const char *fmt, ...)
@@ -106,6 +108,12 @@ struct ortmk_env {
 	uint32_t fence_refs[CORE_FENCE_SLOTS];
 	uint32_t next_stream;
 	struct ortmk_stream *streams;
+	/* Device values destroyed while their process lived: the buffers stay
+	 * allocated there and back the next device values of a similar size
+	 * (an ALLOC and a RELEASE saved per output of a bound loop). */
+	struct ortmk_value *dev_pool[CORE_DEV_POOL];
+	int n_dev_pool;
+	uint64_t dev_pool_bytes;
 };
 
 uint64_t core_env_next_id(ortmk_env *env);
@@ -169,6 +177,7 @@ struct ortmk_value {
 	uint64_t dev_exec;        /* core_proc.exec_id of that process */
 	int dev_pid;
 	uint64_t buffer_id;
+	uint64_t dev_capacity;    /* bytes of the buffer (>= nbytes) */
 	core_pend pend;           /* the last copy into it, until waited for */
 	ortmk_value_kind kind;    /* tensor, sequence or empty optional */
 	int32_t dtype;            /* element type (of the elements, for a sequence) */

@@ -83,6 +83,9 @@ void core_dev_proc_lost(core_ep *ep, const core_proc *p)
 
 void core_dev_env_fini(ortmk_env *env)
 {
+	/* The processes are gone: their buffers with them. */
+	while (env->n_dev_pool)
+		free(env->dev_pool[--env->n_dev_pool]);
 	while (env->streams) {
 		ortmk_stream *st = env->streams;
 
@@ -147,6 +150,91 @@ ortmk_status core_dev_pend_wait_locked(ortmk_env *env, core_pend *p, uint64_t de
 
 /* ---- device values ---------------------------------------------------------- */
 
+/* Room to grow: a tensor that gets a little larger every step (a cache)
+ * still fits the buffer a previous step freed.  ALLOC refuses 0 bytes. */
+static uint64_t capacity_for(uint64_t n)
+{
+	uint64_t unit = 4096;
+
+	while (unit < n / 8)
+		unit <<= 1;
+	return n ? (n + unit - 1) / unit * unit : unit;
+}
+
+/* A pooled buffer of ep's current process that fits n bytes without
+ * wasting more than half of it; 1 with *out reshaped. */
+static int pool_take(core_ep *ep, int32_t dtype, const int64_t *dims, size_t rank, uint64_t n,
+		     ortmk_value **out)
+{
+	ortmk_env *env = ep->env;
+	ortmk_value *v = NULL;
+
+	pthread_mutex_lock(&env->dev_lock);
+	for (int i = 0; i < env->n_dev_pool; i++) {
+		ortmk_value *c = env->dev_pool[i];
+
+		if (c->dev == ep && c->dev_exec == ep->p.exec_id && c->dev_capacity >= n &&
+		    c->dev_capacity / 2 <= n + 4096) {
+			v = c;
+			env->dev_pool[i] = env->dev_pool[--env->n_dev_pool];
+			env->dev_pool_bytes -= c->dev_capacity;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&env->dev_lock);
+	if (!v)
+		return 0;
+	v->dtype = dtype;
+	v->rank = rank;
+	if (rank)
+		memcpy(v->dims, dims, rank * sizeof(int64_t));
+	v->nbytes = n;
+	v->pend.slot = -1;
+	*out = v;
+	return 1;
+}
+
+/* Keeps a destroyed device value's buffer; 1 if kept.  When the pool is
+ * full, an entry of the same provider (whose lock the caller holds) makes
+ * room and is returned in *evict for the caller to release. */
+static int pool_put(ortmk_value *v, ortmk_value **evict)
+{
+	ortmk_env *env = v->env;
+	int kept = 0;
+
+	*evict = NULL;
+	if (v->dev_capacity > CORE_DEV_POOL_BYTES / 4)
+		return 0;
+	pthread_mutex_lock(&env->dev_lock);
+	/* Buffers of processes that are gone are just dropped. */
+	for (int i = 0; i < env->n_dev_pool; i++) {
+		ortmk_value *c = env->dev_pool[i];
+
+		if (!same_process(c->dev, c->dev_exec)) {
+			env->dev_pool_bytes -= c->dev_capacity;
+			env->dev_pool[i--] = env->dev_pool[--env->n_dev_pool];
+			free(c);
+		}
+	}
+	for (int i = 0; i < env->n_dev_pool && (env->n_dev_pool == CORE_DEV_POOL ||
+		env->dev_pool_bytes + v->dev_capacity > CORE_DEV_POOL_BYTES); i++) {
+		if (env->dev_pool[i]->dev == v->dev) {
+			*evict = env->dev_pool[i];
+			env->dev_pool_bytes -= (*evict)->dev_capacity;
+			env->dev_pool[i] = env->dev_pool[--env->n_dev_pool];
+			break;
+		}
+	}
+	if (env->n_dev_pool < CORE_DEV_POOL &&
+	    env->dev_pool_bytes + v->dev_capacity <= CORE_DEV_POOL_BYTES) {
+		env->dev_pool[env->n_dev_pool++] = v;
+		env->dev_pool_bytes += v->dev_capacity;
+		kept = 1;
+	}
+	pthread_mutex_unlock(&env->dev_lock);
+	return kept;
+}
+
 ortmk_status core_dev_value_check(const ortmk_value *v)
 {
 	if (!v->dev || same_process(v->dev, v->dev_exec))
@@ -170,6 +258,7 @@ ortmk_status core_dev_value_wrap(ortmk_env *env, core_ep *ep, uint64_t buffer_id
 	v->dev_exec = ep->p.exec_id;
 	v->dev_pid = (int)ep->p.pid;
 	v->buffer_id = buffer_id;
+	v->dev_capacity = nbytes;
 	v->pend.slot = -1;
 	v->dtype = dtype;
 	v->rank = rank;
@@ -199,9 +288,10 @@ ortmk_status core_dev_value_alloc(core_ep *ep, int32_t dtype, const int64_t *dim
 	st = core_ep_ensure(ep);
 	if (st)
 		return st;
+	if (pool_take(ep, dtype, dims, rank, n, out))
+		return ORTMK_OK;
 	body.buffer_id = core_env_next_id(ep->env);
-	/* ALLOC refuses 0 bytes: an empty tensor still gets a buffer. */
-	body.nbytes = n ? n : 1;
+	body.nbytes = capacity_for(n);
 	e.kind = ORTMK__KIND__ALLOC;
 	e.body_case = ORTMK__ENVELOPE__BODY_ALLOC;
 	e.alloc = &body;
@@ -212,7 +302,10 @@ ortmk_status core_dev_value_alloc(core_ep *ep, int32_t dtype, const int64_t *dim
 	core_ep_reply_free(ep, rep);
 	if (st)
 		return st;
-	return core_dev_value_wrap(ep->env, ep, body.buffer_id, dtype, dims, rank, n, out);
+	st = core_dev_value_wrap(ep->env, ep, body.buffer_id, dtype, dims, rank, n, out);
+	if (st == ORTMK_OK)
+		(*out)->dev_capacity = body.nbytes;
+	return st;
 }
 
 ortmk_status ortmk_value_create_on(ortmk_env *env, const char *provider, ortmk_dtype dtype,
@@ -251,13 +344,10 @@ const char *ortmk_value_location(const ortmk_value *v)
 
 /* Frees a device value's buffer in the process that holds it (if it still
  * lives) and the value.  Called by ortmk_value_destroy. */
-void core_dev_value_free_locked(ortmk_value *v)
+static void release_buffer(ortmk_value *v)
 {
 	core_ep *ep = v->dev;
 
-	/* A copy into it may still be running: let it end first. */
-	core_dev_pend_wait_locked(v->env, &v->pend, shm_now_ns() + (uint64_t)CORE_CONTROL_MS * 1000000u);
-	core_dev_slot_put(v->env, v->pend.slot);
 	if (same_process(ep, v->dev_exec)) {
 		Ortmk__Envelope e = ORTMK__ENVELOPE__INIT, *rep = NULL;
 		Ortmk__Release body = ORTMK__RELEASE__INIT;
@@ -268,9 +358,25 @@ void core_dev_value_free_locked(ortmk_value *v)
 		e.body_case = ORTMK__ENVELOPE__BODY_RELEASE;
 		e.release = &body;
 		core_proc_request(ep, &ep->p, &e, CORE_CONTROL_MS, &rep);
-		ipc_envelope_free(rep);
+		core_ep_reply_free(ep, rep);
 	}
 	free(v);
+}
+
+void core_dev_value_free_locked(ortmk_value *v)
+{
+	ortmk_value *evict = NULL;
+
+	/* A copy into it may still be running: let it end first. */
+	core_dev_pend_wait_locked(v->env, &v->pend, shm_now_ns() + (uint64_t)CORE_CONTROL_MS * 1000000u);
+	core_dev_slot_put(v->env, v->pend.slot);
+	v->pend.slot = -1;
+	if (same_process(v->dev, v->dev_exec) && pool_put(v, &evict))
+		v = NULL;
+	if (evict)
+		release_buffer(evict);
+	if (v)
+		release_buffer(v);
 }
 
 void core_dev_value_free(ortmk_value *v)

@@ -501,7 +501,8 @@ ortmk_status core_proc_request(core_ep *ep, core_proc *p, Ortmk__Envelope *req,
 	/* The hot requests take the ring; those that pass descriptors or
 	 * whose replies callers free with ipc_envelope_free stay on nng. */
 	if (p->ring_on && (req->kind == ORTMK__KIND__RUN || req->kind == ORTMK__KIND__ALLOC ||
-			   req->kind == ORTMK__KIND__COPY)) {
+			   req->kind == ORTMK__KIND__COPY ||
+			   (req->kind == ORTMK__KIND__RELEASE && req->release->has_buffer_id))) {
 		ortmk_status st = ring_request(ep, p, req, deadline, timeout_ms, rep);
 
 		if (st != ORTMK_ERR_INTERNAL || *rep)

@@ -24,6 +24,7 @@ typedef struct loc {
 	int own_dev;              /* dev was made by this run (free on failure) */
 	uint64_t dyn_buffer;
 	core_ep *dyn_ep;
+	ortmk_value *host_out;    /* a new host output computed in place */
 } loc;
 
 typedef struct run_ctx {

@@ -214,6 +214,26 @@ static ortmk_status bind_value(run_ctx *c, core_out *o)
 	return ORTMK_OK;
 }
 
+/* An output bound to the host whose shape is planned: its new value
+ * takes the place of its arena slot (no copy after the run). */
+static ortmk_status bind_host_out(run_ctx *c, int v)
+{
+	loc *l = &c->locs[v];
+	const graph_tinfo *t = &c->plan->tinfo[v];
+	ortmk_status st;
+
+	if (!planned(c, v) || c->s->g->values[v].kind != GRAPH_VALUE_ACTIVATION ||
+	    !graph_dtype_size(out_dtype(c, v)) || l->seg || l->dev)
+		return ORTMK_OK;
+	st = core_value_new(c->s->env, out_dtype(c, v), t->dims, (size_t)t->rank, &l->host_out);
+	if (st == ORTMK_OK)
+		st = share_segment(c, &l->host_out->seg);
+	if (st == ORTMK_OK)
+		core_run_set_loc(l, &l->host_out->seg, 0, l->host_out->nbytes, 0, l->host_out->dtype,
+				 t->rank, t->dims);
+	return st;
+}
+
 ortmk_status core_run_bind_outputs(run_ctx *c)
 {
 	for (size_t i = 0; i < c->n_out; i++) {
@@ -224,9 +244,10 @@ ortmk_status core_run_bind_outputs(run_ctx *c)
 
 		if (o->mode == CORE_OUT_VALUE) {
 			st = bind_value(c, o);
-		} else if (o->mode == CORE_OUT_DEVICE && o->dev) {
-			st = core_ep_ensure(o->dev);
-			if (st || !direct_on(c, v, o->dev))
+		} else if (o->mode == CORE_OUT_DEVICE && (!o->dev || !o->dev->p.device_memory)) {
+			st = bind_host_out(c, v);
+		} else if (o->mode == CORE_OUT_DEVICE) {
+			if (!direct_on(c, v, o->dev))
 				;
 			else if (planned(c, v)) {
 				const graph_tinfo *t = &c->plan->tinfo[v];
@@ -395,6 +416,11 @@ static ortmk_status finish_one(run_ctx *c, core_out *o)
 			st = core_dev_value_alloc(o->dev, l->dtype, l->dims, (size_t)l->rank, &o->result);
 			return st ? st : copy_into(c, o->v, o->result);
 		}
+		if (l->host_out && l->seg == &l->host_out->seg) {
+			o->result = l->host_out;
+			l->host_out = NULL;
+			return ORTMK_OK;
+		}
 		return new_host(c, o->v, &o->result);
 	default:
 		return new_host(c, o->v, &o->result);
@@ -420,6 +446,8 @@ void core_run_device_cleanup(run_ctx *c)
 		if (c->locs[v].own_dev && c->locs[v].dev)
 			ortmk_value_destroy(c->locs[v].dev);
 		c->locs[v].dev = NULL;
+		ortmk_value_destroy(c->locs[v].host_out);
+		c->locs[v].host_out = NULL;
 	}
 	for (size_t i = 0; c->staged && i < s->g->n_inputs; i++) {
 		ortmk_value_destroy(c->staged[i]);
