@@ -52,6 +52,8 @@ typedef struct problem {
 	const float *B;          /* ... from here */
 	int64_t ldb;
 	int transB;
+	gemm_pack_fn *pack;      /* ... or by this */
+	void *pack_ctx;
 	gemm_epilogue ep;
 	gemm_tile_ep tile;       /* the per-call part of the kernel epilogue */
 	float *C;
@@ -172,6 +174,8 @@ static void compute_block(const problem *p, int64_t m0, int64_t m1, int64_t p0, 
 			const float *bq0 = bbuf;
 			if (p->b.data)
 				bq0 = gemm_packed_panel(&p->b, k0, q0);
+			else if (p->pack)
+				p->pack(p->pack_ctx, k0, kc, q0, q1, nr, bbuf);
 			else
 				gemm_pack_block(p->B, p->ldb, p->transB, p->N, nr, k0, kc, q0, q1,
 						bbuf);
@@ -347,9 +351,10 @@ int gemm_compute(gemm_pool *pool, int64_t M, int64_t N, int64_t K, const float *
 	return rc;
 }
 
-int gemm_sgemm(gemm_pool *pool, gemm_isa isa, int transA, int transB, int64_t M, int64_t N,
-	       int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
-	       const gemm_epilogue *ep, float *C, int64_t ldc)
+/* Both on-the-fly entry points: B from a matrix or from fn. */
+static int sgemm_any(gemm_pool *pool, gemm_isa isa, int transA, int transB, int64_t M,
+		     int64_t N, int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
+		     gemm_pack_fn *fn, void *fn_ctx, const gemm_epilogue *ep, float *C, int64_t ldc)
 {
 	const gemm_isa_desc *d = gemm_isa_desc_get(isa);
 	problem p;
@@ -360,8 +365,10 @@ int gemm_sgemm(gemm_pool *pool, gemm_isa isa, int transA, int transB, int64_t M,
 	rc = setup(&p, M, N, K, A, lda, transA, ep, C, ldc);
 	if (rc)
 		return rc;
-	if (M > 0 && N > 0 && K > 0 && (!B || ldb < (transB ? K : N)))
+	if (M > 0 && N > 0 && K > 0 && !fn && (!B || ldb < (transB ? K : N)))
 		return -EINVAL;
+	p.pack = fn;
+	p.pack_ctx = fn_ctx;
 	p.b.isa = d;
 	p.b.K = K;
 	p.b.N = N;
@@ -375,4 +382,21 @@ int gemm_sgemm(gemm_pool *pool, gemm_isa isa, int transA, int transB, int64_t M,
 	if (mine)
 		gemm_pool_end(pool);
 	return rc;
+}
+
+int gemm_sgemm(gemm_pool *pool, gemm_isa isa, int transA, int transB, int64_t M, int64_t N,
+	       int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
+	       const gemm_epilogue *ep, float *C, int64_t ldc)
+{
+	return sgemm_any(pool, isa, transA, transB, M, N, K, A, lda, B, ldb, NULL, NULL, ep, C,
+			 ldc);
+}
+
+int gemm_sgemm_packer(gemm_pool *pool, gemm_isa isa, int transA, int64_t M, int64_t N,
+		      int64_t K, const float *A, int64_t lda, gemm_pack_fn *fn, void *fn_ctx,
+		      const gemm_epilogue *ep, float *C, int64_t ldc)
+{
+	if (!fn)
+		return -EINVAL;
+	return sgemm_any(pool, isa, transA, 0, M, N, K, A, lda, NULL, 0, fn, fn_ctx, ep, C, ldc);
 }

@@ -117,4 +117,16 @@ int gemm_sgemm(gemm_pool *pool, gemm_isa isa, int transA, int transB, int64_t M,
 	       int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
 	       const gemm_epilogue *ep, float *C, int64_t ldc);
 
+/* A B that is never stored as a matrix (a convolution's im2col): fn
+ * writes rows [k0, k0 + rows) x panels [p0, p1) of op(B) (K x N) into
+ * dst in gemm_pack_block's layout: panel after panel, each rows x nr,
+ * zero-padded past N.  Called concurrently from pool threads. */
+typedef void gemm_pack_fn(void *ctx, int64_t k0, int64_t rows, int64_t p0, int64_t p1,
+			  int64_t nr, float *dst);
+
+/* gemm_sgemm with B produced block by block by fn. */
+int gemm_sgemm_packer(gemm_pool *pool, gemm_isa isa, int transA, int64_t M, int64_t N,
+		      int64_t K, const float *A, int64_t lda, gemm_pack_fn *fn, void *fn_ctx,
+		      const gemm_epilogue *ep, float *C, int64_t ldc);
+
 #endif

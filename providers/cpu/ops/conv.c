@@ -14,8 +14,10 @@
  *    the pre-pack cache; each finished block of Y^T is transposed into Y
  *    while it is still in cache.
  *
- * col is the im2col of the group's channels; a 1x1, stride-1, unpadded
- * convolution multiplies the input itself.  Bias, a fused residual Add and
+ * The rows form packs the im2col of the group's channels straight into the
+ * GEMM's B blocks (conv_pack_im2col); the pixels form builds it as a
+ * matrix (its A).  A 1x1, stride-1, unpadded convolution multiplies the
+ * input itself.  Bias, a fused residual Add and
  * a fused Relu (node->fuse, set by cpu_fuse.c) are applied as each block of
  * the result leaves the GEMM.
  */
@@ -182,10 +184,11 @@ static void transpose_out(void *arg, float *c, int64_t ldc, int64_t row0, int64_
  * itself (1x1); y: the group's output [Mg, osz]; res: the residual at y's
  * place (then y already holds it for the rows form) or NULL; packed: the
  * group's W^T for the pixels-as-rows form (ct its [osz, Mg] result), or
- * NULL for the rows form. */
-static int group_gemm(cpu_ctx *ctx, const conv_job *j, const float *a, const float *w,
-		      const float *bias, const void *packed, float *y, const float *res,
-		      float *ct)
+ * NULL for the rows form, which packs the im2col of pk_in (the group's
+ * input) itself when pk_in is not NULL. */
+static int group_gemm(cpu_ctx *ctx, const conv_job *j, const float *a, const float *pk_in,
+		      const float *w, const float *bias, const void *packed, float *y,
+		      const float *res, float *ct)
 {
 	gemm_epilogue ep = GEMM_EPILOGUE_INIT;
 	post_t pt;
@@ -208,6 +211,13 @@ static int group_gemm(cpu_ctx *ctx, const conv_job *j, const float *a, const flo
 	ep.bias_kind = bias ? GEMM_BIAS_ROW : GEMM_BIAS_NONE;
 	ep.beta = res ? 1.0f : 0.0f;
 	ep.act = j->relu ? GEMM_ACT_RELU : GEMM_ACT_NONE;
+	if (pk_in) {
+		/* The im2col goes straight into the GEMM's packed B blocks. */
+		conv_packer cp = {pk_in, &j->g};
+
+		return gemm_sgemm_packer(ctx->pool, GEMM_ISA_AUTO, 0, j->Mg, j->osz, j->ksz, w,
+					 j->ksz, conv_pack_im2col, &cp, &ep, y, j->osz);
+	}
 	return gemm_sgemm(ctx->pool, GEMM_ISA_AUTO, 0, 0, j->Mg, j->osz, j->ksz, w, j->ksz, a,
 			  j->osz, &ep, y, j->osz);
 }
@@ -264,7 +274,8 @@ static int conv_compute(cpu_ctx *ctx)
 	}
 	if (!direct && j.osz && (uint64_t)j.ksz > SIZE_MAX / sizeof(float) / 2 / (uint64_t)j.osz)
 		return cpu_fail(ctx, CPU_E_NOMEM, "im2col buffer too large");
-	if (!direct && !(col = cpu_scratch(ctx, (size_t)j.ksz * (size_t)j.osz * sizeof(float))))
+	if (!direct && use_t &&
+	    !(col = cpu_scratch(ctx, (size_t)j.ksz * (size_t)j.osz * sizeof(float))))
 		return CPU_E_NOMEM;
 	if (use_t && !(ct = cpu_scratch(ctx, (size_t)j.osz * (size_t)j.Mg * sizeof(float))))
 		return CPU_E_NOMEM;
@@ -278,12 +289,13 @@ static int conv_compute(cpu_ctx *ctx)
 			const float *bias = B ? (const float *)B->data + grp * j.Mg : NULL;
 			const void *pk = use_t ? (const char *)packed + grp * st->pk_size : NULL;
 
-			if (!direct)
+			if (!direct && use_t)
 				cpu_im2col(x, j.Cg, &j.g, col);
 			/* The rows form adds the residual as the GEMM's C (beta 1). */
 			if (res && !pk && res != y)
 				memcpy(y, res, (size_t)(j.Mg * j.osz) * sizeof(float));
-			if (group_gemm(ctx, &j, direct ? x : col, w, bias, pk, y, res, ct))
+			if (group_gemm(ctx, &j, direct ? x : col, direct || use_t ? NULL : x, w, bias,
+				       pk, y, res, ct))
 				return cpu_fail(ctx, CPU_E_NOMEM, "GEMM failed (out of memory)");
 		}
 	return cpu_fuse_end(ctx, &fr, 1);

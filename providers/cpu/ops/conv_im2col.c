@@ -2,9 +2,10 @@
  * conv_im2col: the data movement of the Conv kernel (conv.c): the im2col
  * that lays the input out for the GEMM, and the depthwise convolution,
  * which has one input channel per output channel and is a sliding window
- * rather than a GEMM.  Both cut each output row into the part whose window
- * lies in the padding and the part that reads the input, so the inner loops
- * carry no bounds checks.
+ * rather than a GEMM, and conv_pack_im2col, which writes the im2col straight
+ * into the GEMM's packed panels (no im2col matrix).  They cut each output
+ * row into the part whose window lies in the padding and the part that
+ * reads the input, so the inner loops carry no bounds checks.
  */
 #include <string.h>
 
@@ -73,6 +74,61 @@ void cpu_im2col(const float *x, int64_t C, const cpu_geom *g, float *col)
 							im2col_line(dst, x + ((c * ID + id) * IH + ih) * IW, g, kw);
 						}
 					}
+}
+
+void conv_pack_im2col(void *arg, int64_t k0, int64_t rows, int64_t p0, int64_t p1, int64_t nr,
+		      float *dst)
+{
+	const conv_packer *cp = arg;
+	const cpu_geom *g = cp->g;
+	int64_t OH = g->out[1], OW = g->out[2], plane = OH * OW;
+	int64_t osz = g->out[0] * plane, taps = g->k[0] * g->k[1] * g->k[2];
+
+	for (int64_t r = 0; r < rows; r++) {
+		int64_t t = k0 + r, c = t / taps, tk = t % taps;
+		int64_t kd = tk / (g->k[1] * g->k[2]), kh = tk / g->k[2] % g->k[1], kw = tk % g->k[2];
+		int64_t s = g->s[2], base = kw * g->d[2] - g->pb[2], lo, hi;
+		const float *xc = cp->x + c * g->in[0] * g->in[1] * g->in[2];
+
+		inside(g, kw, &lo, &hi);
+		for (int64_t p = p0; p < p1; p++) {
+			float *o = dst + ((p - p0) * rows + r) * nr;
+			int64_t j = p * nr, end = j + nr < osz ? j + nr : osz;
+			int64_t od = j / plane, oh = j % plane / OW, ow = j % OW;
+
+			while (j < end) {
+				int64_t run = end - j < OW - ow ? end - j : OW - ow;
+				int64_t id = od * g->s[0] - g->pb[0] + kd * g->d[0];
+				int64_t ih = oh * g->s[1] - g->pb[1] + kh * g->d[1];
+				int64_t a = ow > lo ? ow : lo, b = ow + run < hi ? ow + run : hi, q = ow;
+
+				if (id < 0 || id >= g->in[0] || ih < 0 || ih >= g->in[1])
+					a = b = ow + run;   /* all padding */
+				for (; q < a && q < ow + run; q++)
+					o[q - ow] = 0.0f;
+				if (b > a) {
+					const float *src = xc + (id * g->in[1] + ih) * g->in[2] + base;
+					if (s == 1)
+						memcpy(o + (a - ow), src + a, (size_t)(b - a) * sizeof(float));
+					else
+						for (q = a; q < b; q++)
+							o[q - ow] = src[q * s];
+					q = b;
+				}
+				for (; q < ow + run; q++)
+					o[q - ow] = 0.0f;
+				o += run;
+				j += run;
+				ow = 0;
+				if (++oh == OH) {
+					oh = 0;
+					od++;
+				}
+			}
+			if (end - p * nr < nr)
+				memset(o, 0, (size_t)(nr - (end - p * nr)) * sizeof(float));
+		}
+	}
 }
 
 /* y[ow] += w * x[base + ow * s] for the output columns inside the input. */

@@ -34,6 +34,15 @@ typedef struct conv_job {
 /* col[(c, kd, kh, kw), (od, oh, ow)] for the C channels at x. */
 void cpu_im2col(const float *x, int64_t C, const cpu_geom *g, float *col);
 
+/* gemm_pack_fn (gemm.h) for the rows form: op(B) = im2col of the Cg
+ * channels at x, packed block by block without the matrix. */
+typedef struct conv_packer {
+	const float *x;
+	const cpu_geom *g;
+} conv_packer;
+void conv_pack_im2col(void *arg, int64_t k0, int64_t rows, int64_t p0, int64_t p1, int64_t nr,
+		      float *dst);
+
 /* Depthwise (one input and one output channel per group): planes planes
  * of x (each g.in) into y (each g.out), plane p with filter w + p * taps
  * and bias b[p % (bias planes)], then the residual and Relu of j. */
