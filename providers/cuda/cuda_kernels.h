@@ -63,6 +63,12 @@ cudaError_t cuk_layernorm(cudaStream_t s, int dtype, const void *x, const void *
 			  const void *bias, void *y, float *mean, float *inv_std, int64_t rows,
 			  int64_t n, int64_t sn, int64_t bn, float eps);
 
+/* BatchNormalization (inference): X [outer, C, inner]; the four parameter
+ * vectors have C elements of X's dtype. */
+cudaError_t cuk_batchnorm(cudaStream_t s, int dtype, const void *x, const void *scale,
+			  const void *bias, const void *mean, const void *var, void *y,
+			  int64_t outer, int64_t C, int64_t inner, float eps);
+
 /* ---- windows (k_nn.cu) ---------------------------------------------- */
 
 /* Slots 0..2 are D, H, W; unused leading slots have size 1. */

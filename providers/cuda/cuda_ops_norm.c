@@ -1,13 +1,54 @@
 /*
- * cuda_ops_norm: Softmax and LogSoftmax (opset < 13: over the flattened
- * dims from axis on; 13 and later: over one axis) and LayerNormalization
- * with its optional Mean and InvStdDev outputs (k_norm.cu), float32 and
- * float16 (LayerNormalization in float16 with the Y output only).
+ * cuda_ops_norm: BatchNormalization (inference mode), Softmax and
+ * LogSoftmax (opset < 13: over the flattened dims from axis on; 13 and
+ * later: over one axis) and LayerNormalization with its optional Mean and
+ * InvStdDev outputs (k_norm.cu), float32 and float16 (LayerNormalization in
+ * float16 with the Y output only).
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "cuda_ops.h"
+
+static int bn_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
+		       char *why, size_t n)
+{
+	static const char *const known[] = {"epsilon", "momentum", "spatial", "training_mode", NULL};
+
+	(void)opset;
+	if (p->n_input != 5 || cu_n_outputs(p) != 1 || !p->output[0][0])
+		return snprintf(why, n, "only inference mode (five inputs, the Y output)"), 0;
+	if (cu_attr_unknown(p, known, why, n))
+		return 0;
+	if (cu_attr_int(p, "training_mode", 0) != 0 || cu_attr_int(p, "spatial", 1) != 1)
+		return snprintf(why, n, "training_mode or spatial=0 is not supported"), 0;
+	return cu_need_float(p, dt, n_in, 0, -1, 1, why, n);
+}
+
+static int bn_run(cu_ctx *c)
+{
+	const cu_val *x = cu_in(c, 0), *y, *prm[4];
+	int64_t inner;
+
+	if (!cu_is_float(x->dtype) || x->rank < 2)
+		return cu_fail(c, EP_E_INVALID, "X must be float of rank >= 2");
+	for (int i = 0; i < 4; i++) {
+		prm[i] = cu_in(c, i + 1);
+		if (!prm[i] || prm[i]->dtype != x->dtype || prm[i]->numel != x->dims[1])
+			return cu_fail(c, EP_E_INVALID, "input %d must hold %lld values of X's dtype",
+				       i + 1, (long long)x->dims[1]);
+	}
+	y = cu_out(c, 0, x->dtype, x->rank, x->dims);
+	if (!y)
+		return c->status;
+	if (!y->numel)
+		return 0;
+	inner = x->numel / (x->dims[0] * x->dims[1]);
+	return cu_check(c, cuk_batchnorm(c->stream, x->dtype, x->dev, prm[0]->dev, prm[1]->dev,
+					 prm[2]->dev, prm[3]->dev, y->dev, x->dims[0], x->dims[1],
+					 inner, cu_attr_float(c->node->proto, "epsilon", 1e-5f)),
+			"batchnorm kernel");
+}
 
 static int softmax_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
 			    char *why, size_t n)
@@ -132,6 +173,7 @@ static int ln_run(cu_ctx *c)
 }
 
 const cu_op cu_ops_norm[] = {
+	{"BatchNormalization", 7, 22, bn_supports, NULL, bn_run, NULL},
 	{"Softmax", 1, 22, softmax_supports, NULL, softmax_run, NULL},
 	{"LogSoftmax", 1, 22, softmax_supports, NULL, softmax_run, NULL},
 	{"LayerNormalization", 17, 22, ln_supports, NULL, ln_run, NULL},

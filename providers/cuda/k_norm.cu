@@ -2,7 +2,8 @@
  * k_norm: Softmax / LogSoftmax and LayerNormalization, one thread block
  * per row (rows spread over a grid-stride loop), reductions through warp
  * shuffles (k_common.cuh).  LayerNormalization takes two passes over the
- * row (mean, then the centred variance) for accuracy.
+ * row (mean, then the centred variance) for accuracy.  BatchNormalization
+ * (inference) is elementwise, one thread per element.
  */
 #include <math.h>
 
@@ -68,6 +69,18 @@ __global__ void layernorm_kernel(const T *x, const T *scale, const T *bias, T *y
 	}
 }
 
+template <typename T>
+__global__ void batchnorm_kernel(const T *x, const T *scale, const T *bias, const T *mean,
+				 const T *var, T *y, int64_t n, int64_t C, int64_t inner, float eps)
+{
+	for (int64_t i = k_first(); i < n; i += k_stride()) {
+		int64_t c = (i / inner) % C;
+		float v = (ld(x, i) - ld(mean, c)) / sqrtf(ld(var, c) + eps);
+
+		st(y, i, v * ld(scale, c) + ld(bias, c));
+	}
+}
+
 /* Threads per row: a multiple of 32 covering short rows, 256 at most. */
 static unsigned row_threads(int64_t len)
 {
@@ -111,5 +124,24 @@ extern "C" cudaError_t cuk_layernorm(cudaStream_t s, int dtype, const void *x, c
 		layernorm_kernel<<<row_blocks(rows), row_threads(n), 0, s>>>(
 			(const float *)x, (const float *)scale, (const float *)bias, (float *)y,
 			mean, inv_std, rows, n, sn, bn, eps);
+	return cudaGetLastError();
+}
+
+extern "C" cudaError_t cuk_batchnorm(cudaStream_t s, int dtype, const void *x, const void *scale,
+				     const void *bias, const void *mean, const void *var, void *y,
+				     int64_t outer, int64_t C, int64_t inner, float eps)
+{
+	int64_t n = outer * C * inner;
+
+	if (n <= 0)
+		return cudaSuccess;
+	if (dtype == CUK_F16)
+		batchnorm_kernel<<<k_blocks(n), K_THREADS, 0, s>>>(
+			(const __half *)x, (const __half *)scale, (const __half *)bias,
+			(const __half *)mean, (const __half *)var, (__half *)y, n, C, inner, eps);
+	else
+		batchnorm_kernel<<<k_blocks(n), K_THREADS, 0, s>>>(
+			(const float *)x, (const float *)scale, (const float *)bias,
+			(const float *)mean, (const float *)var, (float *)y, n, C, inner, eps);
 	return cudaGetLastError();
 }
