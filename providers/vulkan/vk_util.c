@@ -74,7 +74,7 @@ int vk_need_float(const Onnx__NodeProto *p, const int32_t *dt, int n_in, int fir
 			continue;
 		if (!want && (dt[i] == VK_FLOAT || dt[i] == VK_FLOAT16))
 			want = dt[i];
-		if (dt[i] != want) {
+		if (!want || dt[i] != want) {   /* 0: a sequence, an optional, unknown */
 			snprintf(why, n, "input %d is not %s (dtype %d)", i,
 				 want == VK_FLOAT16 ? "float16 like input 0" : "float32", dt[i]);
 			return 0;
