@@ -90,6 +90,10 @@ static ortmk_status enqueue(ortmk_stream *st, const ortmk_value *const *src, ort
 		}
 		if (s == ORTMK_OK && k)
 			s = core_dev_copy_ops(st, pops, k, &done);
+		/* A death noticed only by the request: say what it cost. */
+		for (size_t i = 0; i < n && s == ORTMK_ERR_PROVIDER_DIED; i++)
+			if (core_dev_value_check(src[i]) || core_dev_value_check(dst[i]))
+				break;
 		pthread_mutex_unlock(&ep->lock);
 	}
 	free(ops);

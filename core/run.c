@@ -552,6 +552,13 @@ ortmk_status core_session_run_outs(ortmk_session *s, const ortmk_value **bound, 
 		outs[i].result = NULL;
 	pthread_mutex_lock(&s->lock);
 	st = run_with_recovery(s, bound, outs, n_out, stream);
+	/* A death noticed only by a request: name the device values it cost. */
+	for (size_t i = 0; i < s->g->n_inputs && st == ORTMK_ERR_PROVIDER_DIED; i++)
+		if (core_dev_value_check(bound[i]))
+			break;
+	for (size_t i = 0; i < n_out && st == ORTMK_ERR_PROVIDER_DIED; i++)
+		if (outs[i].value && core_dev_value_check(outs[i].value))
+			break;
 	s->runs++;
 	s->failed_runs += st != ORTMK_OK;
 	pthread_mutex_unlock(&s->lock);
