@@ -59,6 +59,18 @@ static float scalar_of(const planner *pl, int v)
 	return t && cpu_numel(t) == 1 ? *(const float *)t->data : NAN;
 }
 
+/* The factor a Div (invert) or Mul by constant scalar v applies; NAN
+ * when v is not one or the factor is 0 or not finite. */
+static float scale_of(const planner *pl, int v, int invert)
+{
+	float c = scalar_of(pl, v);
+
+	if (!isfinite(c) || c == 0.0f)
+		return NAN;
+	c = invert ? 1.0f / c : c;
+	return isfinite(c) && c != 0.0f ? c : NAN;
+}
+
 /* Node k's only output (other outputs omitted), or -1. */
 static int single_out(const planner *pl, int k)
 {
@@ -278,6 +290,18 @@ static void chain_gemm(planner *pl, int k, int gemm)
 	while (fn->n_in < (gemm ? 3 : 2))
 		fn->in[fn->n_in++] = -1;
 	r = next_reader(pl, cur, last);
+	/* MatMul -> Div or Mul by a constant scalar (attention's 1/sqrt(d)). */
+	if (!gemm && r >= 0 && single_out(pl, r) >= 0 &&
+	    ((is_op(node(pl, r), "Div") && pl->fg->node_in[r][0] == cur &&
+	      isfinite(scale_of(pl, pl->fg->node_in[r][1], 1))) ||
+	     (is_op(node(pl, r), "Mul") && isfinite(scale_of(pl, other_input(pl, r, cur), 0))))) {
+		fn->fuse.scale = is_op(node(pl, r), "Div") ?
+			scale_of(pl, pl->fg->node_in[r][1], 1) :
+			scale_of(pl, other_input(pl, r, cur), 0);
+		cur = take(pl, k, r);
+		last = r;
+		r = next_reader(pl, cur, last);
+	}
 	if (N > 0 && r >= 0 && is_op(node(pl, r), "Add") && single_out(pl, r) >= 0 &&
 	    (o = other_input(pl, r, cur)) >= 0 && (b = const_of(pl, o)) && b->rank >= 1 &&
 	    cpu_numel(b) == N && b->dims[b->rank - 1] == N) {

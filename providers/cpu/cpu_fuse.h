@@ -6,6 +6,7 @@
  *   Conv (+BN) -> Add -> Relu         residual and activation in the Conv
  *   MatMul|Gemm -> Add(const row) -> Add -> Relu | Gelu(Erf form) | Gelu
  *                                     bias, residual, activation in the GEMM
+ *   MatMul -> Div|Mul(const scalar) -> ...   the scale as the GEMM's alpha
  *
  * and turns each chain into one node: the head (Conv, MatMul, Gemm) gets
  * the extra inputs and a cpu_fusion (node->fuse), writes the last node's

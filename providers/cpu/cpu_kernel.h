@@ -121,7 +121,7 @@ typedef struct cpu_op {
 
 /* Element-wise work the provider fused into a node at load (cpu_fuse.c):
  * the kernel applies it to its output 0 before writing it,
- *   y = act(op(node) + in[bias_input] + in[add_input])
+ *   y = act(scale * op(node) + in[bias_input] + in[add_input])
  * where in[add_input] broadcasts onto the result (numpy rules; the kernel
  * handles an addend whose broadcast widens the result too).  Kernels that
  * do not look at node->fuse are never given one (cpu_fuse_accepts). */
@@ -137,6 +137,9 @@ typedef struct cpu_fusion {
 	 * addend (the Add of nn.Linear's bias), or -1. */
 	int bias_input;
 	cpu_fuse_act act;
+	/* MatMul: the product is first multiplied by this (a Div or Mul by a
+	 * constant scalar, as attention scores are); 0 stands for 1. */
+	float scale;
 } cpu_fusion;
 
 typedef struct cpu_node {

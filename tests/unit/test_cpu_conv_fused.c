@@ -184,7 +184,7 @@ static void conv_run(const ccase *c, int w_const, int bias, int res_kind, int re
 	cpu_tensor P, out;
 	const cpu_tensor *in[4] = {&X, &Wt, bias ? &B : NULL, res_kind ? &R : NULL};
 	const cpu_tensor *consts[4] = {NULL, w_const ? &Wt : NULL, bias ? &B : NULL, NULL};
-	cpu_fusion fu = {res_kind ? 3 : -1, -1, relu ? CPU_FUSE_ACT_RELU : CPU_FUSE_ACT_NONE};
+	cpu_fusion fu = {res_kind ? 3 : -1, -1, relu ? CPU_FUSE_ACT_RELU : CPU_FUSE_ACT_NONE, 0};
 	int fused = res_kind || relu;
 	double *want = ref_conv(c, x, w, bias ? b : NULL, res_kind ? r : NULL, res_kind == 2, relu);
 	char what[160];
@@ -284,7 +284,7 @@ static void matmul_case(int64_t batch, int64_t M, int64_t K, int64_t N, cpu_fuse
 	cpu_tensor V = tens(CPU_FLOAT, 1, vd, bias), R = tens(CPU_FLOAT, 3, yd, r), P, out;
 	const cpu_tensor *in[4] = {&A, &B, with_bias ? &V : NULL, with_res ? &R : NULL};
 	const cpu_tensor *consts[4] = {NULL, &B, with_bias ? &V : NULL, NULL};
-	cpu_fusion fu = {with_res ? 3 : -1, with_bias ? 2 : -1, act};
+	cpu_fusion fu = {with_res ? 3 : -1, with_bias ? 2 : -1, act, 0};
 	char what[128];
 	tnode t;
 
@@ -333,6 +333,42 @@ static void test_matmul_fused(void **state)
 	gemm_pool_destroy(pool);
 }
 
+/* Attention scores: batched MatMul of two activations with the scale of
+ * a fused Div (the planner's Div by 8 becomes 0.125), then a residual. */
+static void test_matmul_scale(void **state)
+{
+	int64_t ad[3] = {4, 16, 8}, bd[3] = {4, 8, 19}, yd[3] = {4, 16, 19}, ny = 4 * 16 * 19;
+	float *a = rand_buf(4 * 16 * 8), *b = rand_buf(4 * 8 * 19), *r = rand_buf(ny);
+	double *want = malloc(sizeof(double) * (size_t)ny);
+	cpu_tensor A = tens(CPU_FLOAT, 3, ad, a), B = tens(CPU_FLOAT, 3, bd, b);
+	cpu_tensor R = tens(CPU_FLOAT, 3, yd, r), out;
+	const cpu_tensor *in[4] = {&A, &B, NULL, &R}, *consts[4] = {NULL, NULL, NULL, NULL};
+	cpu_fusion fu = {3, -1, CPU_FUSE_ACT_NONE, 0.125f};
+	gemm_pool *pool;
+	tnode t;
+
+	(void)state;
+	for (int64_t h = 0; h < 4; h++)
+		for (int64_t i = 0; i < 16; i++)
+			for (int64_t j = 0; j < 19; j++) {
+				double s = 0;
+				for (int64_t k = 0; k < 8; k++)
+					s += (double)a[(h * 16 + i) * 8 + k] * b[(h * 8 + k) * 19 + j];
+				want[(h * 16 + i) * 19 + j] = s * 0.125 + r[(h * 16 + i) * 19 + j];
+			}
+	assert_int_equal(gemm_pool_create(2, &pool), 0);
+	tn(&t, "MatMul", 2, 1);
+	out = run_node(&t, &fu, consts, 4, in, NULL, pool);
+	assert_memory_equal(out.dims, yd, sizeof(yd));
+	expect_near(out.data, want, ny, 1e-5, "scaled matmul");
+	free(out.data);
+	gemm_pool_destroy(pool);
+	free(want);
+	free(a);
+	free(b);
+	free(r);
+}
+
 /* Gemm as nn.Linear exports it (transB 1, C a row) with a fused Relu, and
  * with a C of [M, N] (not foldable): alpha and beta apply. */
 static void test_gemm_linear(void **state)
@@ -351,7 +387,7 @@ static void test_gemm_linear(void **state)
 			cpu_tensor A = tens(CPU_FLOAT, 2, ad, a), B = tens(CPU_FLOAT, 2, bd, b);
 			cpu_tensor C = tens(CPU_FLOAT, 2, cd, cc), out;
 			const cpu_tensor *in[3] = {&A, &B, &C}, *consts[3] = {NULL, &B, &C};
-			cpu_fusion fu = {-1, -1, CPU_FUSE_ACT_RELU};
+			cpu_fusion fu = {-1, -1, CPU_FUSE_ACT_RELU, 0};
 			tnode t;
 
 			for (int64_t r = 0; r < M; r++)
@@ -511,6 +547,30 @@ static void test_fuse_plan(void **state)
 	assert_false(f[0].head);
 	cpu_fuse_free(f, 5);
 
+	/* MatMul(0, 1) -> 2 -> Div(2, 3 = 8) -> 4 -> Softmax: the scale fuses,
+	 * a Div by a non-constant does not. */
+	memset(&tg, 0, sizeof(tg));
+	{
+		static const int64_t sd[1] = {1};
+		static const float eight = 8.0f;
+		static const int mm_in[2] = {0, 1}, div_in[2] = {2, 3}, sm_in[1] = {4};
+
+		tg.consts[3] = tens(CPU_FLOAT, 1, sd, &eight);
+		tg_node(&tg, 0, "MatMul", 2, mm_in, 2);
+		tg_node(&tg, 1, "Div", 2, div_in, 4);
+		tg_node(&tg, 2, "Softmax", 1, sm_in, 5);
+		tg.exported[5] = 1;
+		f = tg_plan(&tg, 3);
+		assert_true(f[0].head && f[1].skip && !f[2].skip);
+		assert_float_equal(f[0].fuse.scale, 0.125, 0);
+		assert_int_equal(f[0].out0, 4);
+		cpu_fuse_free(f, 3);
+		tg.consts[3].data = NULL;
+		f = tg_plan(&tg, 3);
+		assert_false(f[0].head);
+		cpu_fuse_free(f, 3);
+	}
+
 	/* Without the list of exported values nothing is fused. */
 	resnet_block(&tg, w, p);
 	{
@@ -547,7 +607,7 @@ static void test_no_alloc(void **state)
 			cpu_tensor Y = tens(CPU_FLOAT, 4, yd, y), out;
 			const cpu_tensor *in[4] = {&X, &W, &B, &R}, *consts[4] = {NULL, &W, &B, NULL};
 			const cpu_tensor *pl[1] = {&Y};
-			cpu_fusion fu = {3, -1, CPU_FUSE_ACT_RELU};
+			cpu_fusion fu = {3, -1, CPU_FUSE_ACT_RELU, 0};
 			cpu_node node;
 			char err[ERRLEN];
 			int heap;
@@ -583,7 +643,7 @@ static void test_no_alloc(void **state)
 			cpu_tensor V = tens(CPU_FLOAT, 1, vd, v), Y = tens(CPU_FLOAT, 2, yd, y), out;
 			const cpu_tensor *in[3] = {&A, &B, &V}, *consts[3] = {NULL, &B, &V};
 			const cpu_tensor *pl[1] = {&Y};
-			cpu_fusion fu = {-1, 2, CPU_FUSE_ACT_GELU};
+			cpu_fusion fu = {-1, 2, CPU_FUSE_ACT_GELU, 0};
 			cpu_node node;
 			char err[ERRLEN];
 			int heap;
@@ -615,6 +675,7 @@ int main(void)
 		cmocka_unit_test(test_conv_forms),
 		cmocka_unit_test(test_conv_fused),
 		cmocka_unit_test(test_matmul_fused),
+		cmocka_unit_test(test_matmul_scale),
 		cmocka_unit_test(test_gemm_linear),
 		cmocka_unit_test(test_fuse_plan),
 		cmocka_unit_test(test_no_alloc),

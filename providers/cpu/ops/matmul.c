@@ -28,6 +28,7 @@ typedef struct mm_run {
 	const float *a, *b;
 	float *y;
 	int64_t M, N, K;
+	float alpha;
 	struct gemm_pool *pool;
 } mm_run;
 
@@ -39,8 +40,8 @@ static int mm_row(void *arg, int64_t len, const int64_t *off, const int64_t *st)
 		const float *a = r->a + (off[0] + j * st[0]) * r->M * r->K;
 		const float *b = r->b + (off[1] + j * st[1]) * r->K * r->N;
 		float *y = r->y + (off[2] + j) * r->M * r->N;
-		cpu_sgemm_pool(r->pool, 0, 0, r->M, r->N, r->K, 1.0f, a, r->K, b, r->N, 0.0f, y,
-			       r->N);
+		cpu_sgemm_pool(r->pool, 0, 0, r->M, r->N, r->K, r->alpha, a, r->K, b, r->N, 0.0f,
+			       y, r->N);
 	}
 	return 0;
 }
@@ -241,11 +242,13 @@ static int matmul_compute(cpu_ctx *ctx)
 	r.b = B->data;
 	r.y = fr.y->data;
 	r.pool = ctx->pool;
+	r.alpha = ctx->node->fuse && ctx->node->fuse->scale != 0.0f ? ctx->node->fuse->scale : 1.0f;
 	for (int d = 0; d < ranks[1]; d++)
 		bbatch *= B->dims[d];
 	if (bbatch == 1 && B->rank == 2 && (packed = packed_for(ctx, B, r.K, r.N))) {
 		gemm_epilogue ep = GEMM_EPILOGUE_INIT;
 
+		ep.alpha = r.alpha;
 		fused_epilogue(&fr, st->bias, &ep);
 		/* Every batch entry of A against the same packed weights: one
 		 * tall GEMM; a single row streams the panels once. */
@@ -256,8 +259,8 @@ static int matmul_compute(cpu_ctx *ctx)
 	}
 	if (bbatch == 1) {
 		/* B is shared by every batch entry: one GEMM over the stacked rows */
-		cpu_sgemm_pool(ctx->pool, 0, 0, cpu_numel(fr.y) / (r.N ? r.N : 1), r.N, r.K, 1.0f,
-			       r.a, r.K, r.b, r.N, 0.0f, r.y, r.N);
+		cpu_sgemm_pool(ctx->pool, 0, 0, cpu_numel(fr.y) / (r.N ? r.N : 1), r.N, r.K,
+			       r.alpha, r.a, r.K, r.b, r.N, 0.0f, r.y, r.N);
 	} else if ((rc = cpu_bcast_each(&bc, mm_row, &r)) != 0) {
 		return rc;
 	}
