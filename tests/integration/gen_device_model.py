@@ -10,6 +10,10 @@ grows every step, and whose `pos` output has a shape nobody can plan.
 
 References (numpy, float32), for STEPS steps from x0 and past0:
     x0.npy past0.npy  y_final.npy present_final.npy pos_final.npy  y_1.npy
+
+small.onnx, y = Tanh(x @ W2 + b2) on float[1,64], every node one any
+provider runs: the latency comparison and a loop fed back LOOP times
+(small_x0.npy, small_y_loop.npy).
 Usage: gen_device_model.py OUT_DIR"""
 import os
 import sys
@@ -20,6 +24,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 D = 8
 STEPS = 5
+S = 64
+LOOP = 20
 
 
 def model(w, b):
@@ -53,6 +59,29 @@ def model(w, b):
     return m
 
 
+def small(out, rng):
+    w = (rng.standard_normal((S, S)) / np.sqrt(S)).astype(np.float32)
+    b = (0.1 * rng.standard_normal(S)).astype(np.float32)
+    nodes = [
+        helper.make_node("MatMul", ["x", "W"], ["h"]),
+        helper.make_node("Add", ["h", "b"], ["h2"]),
+        helper.make_node("Tanh", ["h2"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes, "small",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, S])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, S])],
+        [numpy_helper.from_array(w, "W"), numpy_helper.from_array(b, "b")])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(out, "small.onnx"))
+    x = rng.standard_normal((1, S)).astype(np.float32)
+    np.save(os.path.join(out, "small_x0.npy"), x)
+    for _ in range(LOOP):
+        x = np.tanh((x @ w + b).astype(np.float32)).astype(np.float32)
+    np.save(os.path.join(out, "small_y_loop.npy"), x)
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -74,6 +103,7 @@ def main():
     np.save(os.path.join(out, "y_final.npy"), y)
     np.save(os.path.join(out, "present_final.npy"), present)
     np.save(os.path.join(out, "pos_final.npy"), pos)
+    small(out, rng)
 
 
 if __name__ == "__main__":

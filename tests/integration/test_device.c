@@ -13,7 +13,10 @@
  * memcpy, fences complete at once.
  *
  * Also: test_device MODEL_DIR DEVICE PROVIDERS --bench N prints the median
- * latency of N runs of the step model bound vs unbound (docs/DEVICE.md).
+ * latency of N runs of small.onnx bound vs unbound (docs/DEVICE.md), and
+ * --loop N runs small.onnx N times with y fed back as x on the device and
+ * checks the result against numpy (the trace of it shows the transfers:
+ * device_trace_test.py).
  */
 #include <math.h>
 #include <signal.h>
@@ -117,18 +120,23 @@ static void check_identical(ortmk_env *env, const ortmk_value *a, const ortmk_va
 	ortmk_value_destroy(hb);
 }
 
-static ortmk_session *open_step(ortmk_env *env)
+static ortmk_session *open_model(ortmk_env *env, const char *file)
 {
 	ortmk_session_options *o;
 	ortmk_session *s;
 	char path[1024];
 
-	snprintf(path, sizeof(path), "%s/step.onnx", dir);
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
 	OK(ortmk_session_options_create(&o));
 	OK(ortmk_session_options_set(o, "providers", providers));
 	OK(ortmk_session_create(env, path, o, &s));
 	ortmk_session_options_destroy(o);
 	return s;
+}
+
+static ortmk_session *open_step(ortmk_env *env)
+{
+	return open_model(env, "step.onnx");
 }
 
 static int provider_pid(ortmk_env *env, const char *name)
@@ -409,42 +417,38 @@ static int cmp_d(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Median ms of n runs each, interleaved so that both see the same machine:
- * unbound (ortmk_session_run, outputs copied into new host values) and
- * bound (outputs bound to DEVICE, inputs bound once). */
+/* Median ms of n runs each of small.onnx, interleaved so that both see the
+ * same machine (alternating which goes first): unbound (a host input,
+ * ortmk_session_run copying the output into a new host value) and bound
+ * (the input a device value copied there once, the output bound to DEVICE). */
 static void bench(ortmk_env *env, int n)
 {
-	ortmk_session *s = open_step(env);
-	ortmk_value *x = load_npy(env, "x0.npy"), *past = load_npy(env, "past0.npy"), *outs[2];
-	const char *in_names[] = {"x", "past"}, *out_names[] = {"y", "present"};
+	ortmk_session *s = open_model(env, "small.onnx");
+	ortmk_value *x = load_npy(env, "small_x0.npy"), *dx, *out;
+	const char *in_names[] = {"x"}, *out_names[] = {"y"};
 	double *tu = calloc((size_t)n, sizeof(double)), *tb = calloc((size_t)n, sizeof(double));
 	ortmk_io_binding *b;
 
+	OK(ortmk_value_create_on(env, dev, ORTMK_FLOAT, ortmk_value_dims(x), 2, &dx));
+	OK(ortmk_copy_tensors(env, (const ortmk_value *const[]){x}, (ortmk_value *const[]){dx}, 1, NULL));
 	OK(ortmk_io_binding_create(s, &b));
-	OK(ortmk_io_binding_bind_input(b, "x", x));
-	OK(ortmk_io_binding_bind_input(b, "past", past));
+	OK(ortmk_io_binding_bind_input(b, "x", dx));
 	OK(ortmk_io_binding_bind_output_to_device(b, "y", dev));
-	OK(ortmk_io_binding_bind_output_to_device(b, "present", dev));
 	for (int i = -5; i < n; i++) {
 		double t0 = now_ms(), t1, t2;
 
-		/* Alternate which goes first: the second of a pair finds the
-		 * provider already awake. */
 		if (i & 1) {
 			OK(ortmk_session_run_binding(s, b));
 			t1 = now_ms();
-			OK(ortmk_session_run(s, in_names, (const ortmk_value *const[]){x, past}, 2,
-					     out_names, 2, outs));
+			OK(ortmk_session_run(s, in_names, (const ortmk_value *const[]){x}, 1, out_names, 1, &out));
 			t2 = now_ms();
 		} else {
-			OK(ortmk_session_run(s, in_names, (const ortmk_value *const[]){x, past}, 2,
-					     out_names, 2, outs));
+			OK(ortmk_session_run(s, in_names, (const ortmk_value *const[]){x}, 1, out_names, 1, &out));
 			t1 = now_ms();
 			OK(ortmk_session_run_binding(s, b));
 			t2 = now_ms();
 		}
-		ortmk_value_destroy(outs[0]);
-		ortmk_value_destroy(outs[1]);
+		ortmk_value_destroy(out);
 		if (i >= 0) {
 			tu[i] = i & 1 ? t2 - t1 : t1 - t0;
 			tb[i] = i & 1 ? t1 - t0 : t2 - t1;
@@ -452,14 +456,48 @@ static void bench(ortmk_env *env, int n)
 	}
 	qsort(tu, (size_t)n, sizeof(double), cmp_d);
 	qsort(tb, (size_t)n, sizeof(double), cmp_d);
-	printf("unbound: median %.3f ms; bound (outputs on %s): median %.3f ms; %d runs each\n",
-	       tu[n / 2], ortmk_value_location(ortmk_io_binding_output(b, "y")), tb[n / 2], n);
+	printf("small.onnx on %s: unbound median %.3f ms; bound (input and output on %s) median %.3f ms; %d runs each\n",
+	       providers, tu[n / 2], ortmk_value_location(ortmk_io_binding_output(b, "y")), tb[n / 2], n);
 	ortmk_io_binding_destroy(b);
+	ortmk_value_destroy(dx);
 	ortmk_value_destroy(x);
-	ortmk_value_destroy(past);
 	ortmk_session_destroy(s);
 	free(tu);
 	free(tb);
+}
+
+/* small.onnx n times, y fed back as x, everything on DEVICE: the only
+ * transfers are the first copy in and the last copy out. */
+static void loop(ortmk_env *env, int n)
+{
+	ortmk_session *s = open_model(env, "small.onnx");
+	ortmk_value *x = load_npy(env, "small_x0.npy"), *ref = load_npy(env, "small_y_loop.npy"), *dx;
+	ortmk_io_binding *b;
+
+	OK(ortmk_value_create_on(env, dev, ORTMK_FLOAT, ortmk_value_dims(x), 2, &dx));
+	OK(ortmk_copy_tensors(env, (const ortmk_value *const[]){x}, (ortmk_value *const[]){dx}, 1, NULL));
+	OK(ortmk_io_binding_create(s, &b));
+	OK(ortmk_io_binding_bind_input(b, "x", dx));
+	OK(ortmk_io_binding_bind_output_to_device(b, "y", dev));
+	for (int i = 0; i < n; i++) {
+		OK(ortmk_session_run_binding(s, b));
+		OK(ortmk_io_binding_bind_input(b, "x", ortmk_io_binding_output(b, "y")));
+	}
+	if (n == 20) {
+		ortmk_value *h = to_host(env, ortmk_io_binding_output(b, "y"));
+		const float *a = ortmk_value_data_const(h), *r = ortmk_value_data_const(ref);
+		double worst = 0;
+
+		for (size_t i = 0; i < ortmk_value_nbytes(ref) / 4; i++)
+			worst = fmax(worst, fabs((double)a[i] - (double)r[i]));
+		CHECK(worst <= 1e-4, "small loop: differs from numpy by %g", worst);
+		ortmk_value_destroy(h);
+	}
+	ortmk_io_binding_destroy(b);
+	ortmk_value_destroy(dx);
+	ortmk_value_destroy(x);
+	ortmk_value_destroy(ref);
+	ortmk_session_destroy(s);
 }
 
 int main(int argc, char **argv)
@@ -491,6 +529,11 @@ int main(int argc, char **argv)
 		bench(env, atoi(argv[5]));
 		ortmk_env_destroy(env);
 		return 0;
+	}
+	if (argc == 6 && strcmp(argv[4], "--loop") == 0) {
+		loop(env, atoi(argv[5]));
+		ortmk_env_destroy(env);
+		return failures ? 1 : 0;
 	}
 	printf("device '%s' (%s), providers %s\n", dev, on_device ? "device memory" : "host memory",
 	       providers);
