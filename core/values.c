@@ -109,6 +109,10 @@ ortmk_status ortmk_value_create_sequence(ortmk_env *env, ortmk_dtype elem_dtype,
 	if (!env || !out || (n && !items) || n > (1u << 24))
 		return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "sequence: bad arguments");
 	for (size_t i = 0; i < n; i++) {
+		if (items[i] && items[i]->dev)
+			return core_fail(ORTMK_ERR_INVALID_ARGUMENT,
+					 "sequence: element %zu is in '%s' memory; copy it to a host value first",
+					 i, items[i]->dev->name);
 		if (!items[i] || items[i]->kind != ORTMK_VALUE_TENSOR ||
 		    items[i]->dtype != (int32_t)elem_dtype)
 			return core_fail(ORTMK_ERR_INVALID_ARGUMENT,

@@ -196,6 +196,15 @@ static void test_copy_roundtrip(ortmk_env *env)
 		      strstr(ortmk_last_error(), "bytes"), "size mismatch accepted");
 		ortmk_value_destroy(small);
 	}
+	/* A device value cannot be put in a (host) sequence directly. */
+	if (on_device) {
+		ortmk_value *seq = NULL;
+
+		CHECK(ortmk_value_create_sequence(env, ORTMK_FLOAT, (const ortmk_value *const[]){d}, 1,
+						  &seq) == ORTMK_ERR_INVALID_ARGUMENT &&
+		      strstr(ortmk_last_error(), "copy it to a host value"), "sequence of a device value");
+		ortmk_value_destroy(seq);
+	}
 	ortmk_stream_destroy(st);
 	ortmk_value_destroy(h);
 	ortmk_value_destroy(d);

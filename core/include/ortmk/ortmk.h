@@ -240,7 +240,8 @@ const char *ortmk_value_location(const ortmk_value *v);
  * A stream of a provider without device memory completes everything at
  * once. */
 ortmk_status ortmk_stream_create(ortmk_env *env, const char *provider, ortmk_stream **out);
-/* Waits for the stream's pending work first (no deadline). */
+/* Waits for the stream's pending work first (no deadline).  Streams,
+ * fences and values are destroyed before their environment. */
 void ortmk_stream_destroy(ortmk_stream *st);
 /* Waits until everything enqueued on the stream so far is done.
  * timeout_ms < 0: no deadline; ORTMK_ERR_TIMEOUT past it (the work goes
