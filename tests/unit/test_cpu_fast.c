@@ -447,6 +447,189 @@ static void test_global_pool(void **state)
 		}
 }
 
+/* ---- vmath and the unary ops ---- */
+
+static double rel_err(double got, double want)
+{
+	if (isnan(want))
+		return isnan(got) ? 0.0 : INFINITY;
+	if (isinf(want))
+		return got == want ? 0.0 : INFINITY;
+	if (fabs(want) < 1.2e-38)   /* denormal results carry fewer bits */
+		return fabs(got - want) <= 1.5e-45 + 1e-7 * fabs(want) ? 0.0 : INFINITY;
+	return fabs(got - want) / fabs(want);
+}
+
+/* The scalar functions over ~1M float32 spread evenly in bit pattern. */
+static void test_vmath_accuracy(void **state)
+{
+	double worst[4] = {0};
+	static const double bound[4] = {2e-7, 5e-7, 4e-7, 3e-7};
+	(void)state;
+	for (uint64_t b = 0; b <= 0xffffffffu; b += 4099) {
+		uint32_t bits = (uint32_t)b;
+		float x;
+		memcpy(&x, &bits, sizeof(x));
+		float a = -fabsf(x) * 4.3f;   /* exp down to -86: below 2^-126 it flushes to 0 */
+		if (!(fabsf(x) <= 20.0f))
+			continue;
+		double e[4] = {rel_err(vm_exp_nonpos(a), exp((double)a)),
+			       rel_err(vm_erf(x), erf(x)), rel_err(vm_tanh(x), tanh(x)),
+			       rel_err(vm_sigmoid(x), 1.0 / (1.0 + exp(-(double)x)))};
+		for (int k = 0; k < 4; k++)
+			if (e[k] > worst[k])
+				worst[k] = e[k];
+	}
+	for (int k = 0; k < 4; k++)
+		if (worst[k] > bound[k])
+			fail_msg("function %d: worst relative error %g", k, worst[k]);
+	/* special values */
+	assert_true(isnan(vm_exp_nonpos(NAN)) && isnan(vm_erf(NAN)) && isnan(vm_tanh(NAN)) &&
+		    isnan(vm_sigmoid(NAN)));
+	assert_true(vm_exp_nonpos(-INFINITY) == 0.0f && vm_exp_nonpos(-87.9f) == 0.0f);
+	assert_true(vm_exp_nonpos(0.0f) == 1.0f && vm_exp_nonpos(-0.0f) == 1.0f);
+	assert_true(vm_erf(INFINITY) == 1.0f && vm_erf(-INFINITY) == -1.0f && vm_erf(4.5f) == 1.0f);
+	assert_true(vm_tanh(INFINITY) == 1.0f && vm_tanh(-1e30f) == -1.0f);
+	assert_true(vm_sigmoid(INFINITY) == 1.0f && vm_sigmoid(-INFINITY) == 0.0f);
+	assert_true(vm_erf(-0.0f) == 0.0f && vm_tanh(1e-30f) == 1e-30f);
+}
+
+/* A float tensor of n random values in [lo, hi) with the special values
+ * the kernels must get right sprinkled in. */
+static cpu_tensor special_tens(int64_t n, float lo, float hi)
+{
+	static const float sp[] = {0.0f, -0.0f, NAN, INFINITY, -INFINITY, 1e-40f, -1e-40f,
+				   88.7f, 88.8f, -87.5f, -103.0f, -110.0f, 3.5f, -9.5f, 1e30f};
+	cpu_tensor t = rtens(1, &n, lo, hi);
+	for (int64_t i = 0; i < n; i += 97)
+		((float *)t.data)[i] = sp[(i / 97) % (int64_t)(sizeof(sp) / sizeof(sp[0]))];
+	return t;
+}
+
+typedef struct un_case {
+	const char *op;
+	double tol;
+	double (*ref)(double x);
+} un_case;
+
+static double ref_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
+static double ref_gelu(double x) { return 0.5 * x * (1.0 + erf(x / sqrt(2.0))); }
+static double ref_relu(double x) { return isnan(x) ? x : x < 0.0 ? 0.0 : x; }
+static double ref_leaky(double x) { return x < 0.0 ? 0.01 * x : x; }
+static double ref_neg(double x) { return -x; }
+static double ref_recip(double x) { return 1.0 / x; }
+
+static void test_unary_ops(void **state)
+{
+	static const un_case cases[] = {
+		{"Exp", 2e-7, exp}, {"Erf", 5e-7, erf}, {"Tanh", 4e-7, tanh},
+		{"Sigmoid", 3e-7, ref_sigmoid}, {"Gelu", 6e-7, ref_gelu}, {"Relu", 0, ref_relu},
+		{"LeakyRelu", 1e-7, ref_leaky}, {"Neg", 0, ref_neg}, {"Abs", 0, fabs},
+		{"Reciprocal", 1e-7, ref_recip},
+	};
+	static const int64_t sizes[] = {1, 7, 8, 9, 1000, 200003};
+	(void)state;
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
+		for (size_t z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
+			cpu_tensor x = special_tens(sizes[z], -12.0f, 12.0f), y[1];
+			const cpu_tensor *in[1] = {&x};
+			tnode t;
+			tn(&t, cases[c].op, 1, 1);
+			run_ok(&t, 20, 1, in, 1, y);
+			for (int64_t i = 0; i < sizes[z]; i++) {
+				float xv = ((float *)x.data)[i], got = ((float *)y[0].data)[i];
+				double want = cases[c].ref(xv);
+				/* Gelu's 1 + erf cancels for x << 0: absolute error there */
+				if (!strcmp(cases[c].op, "Gelu") && fabs(got - want) <= 2e-7 * fabs(xv))
+					continue;
+				if (rel_err(got, (float)want) > cases[c].tol &&
+				    rel_err(got, want) > cases[c].tol)
+					fail_msg("%s(%.9g) = %.9g, want %.9g", cases[c].op, xv, got, want);
+			}
+			free_outs(y, 1);
+			free(x.data);
+		}
+}
+
+/* ---- Softmax ---- */
+
+static void ref_softmax(const float *x, double *y, int64_t outer, int64_t n, int64_t inner,
+			int is_log)
+{
+	for (int64_t o = 0; o < outer; o++)
+		for (int64_t j = 0; j < inner; j++) {
+			const float *xl = x + o * n * inner + j;
+			double *yl = y + o * n * inner + j, m = -INFINITY, s = 0.0;
+			for (int64_t i = 0; i < n; i++)
+				m = xl[i * inner] > m ? xl[i * inner] : m;
+			for (int64_t i = 0; i < n; i++)
+				s += exp(xl[i * inner] - m);
+			for (int64_t i = 0; i < n; i++)
+				yl[i * inner] = is_log ? xl[i * inner] - m - log(s)
+						       : exp(xl[i * inner] - m) / s;
+		}
+}
+
+static void check_softmax(int rank, const int64_t *dims, int axis, int64_t opset, int is_log,
+			  float spread)
+{
+	int64_t outer = 1, n = 1, inner = 1, total;
+	cpu_tensor x = rtens(rank, dims, -spread, spread), y[1];
+	const cpu_tensor *in[1] = {&x};
+	double *want;
+	tnode t;
+	int ax = axis < 0 ? axis + rank : axis;
+	for (int d = 0; d < rank; d++) {
+		if (d < ax)
+			outer *= dims[d];
+		else if (d == ax || opset < 13)
+			n *= dims[d];
+		else
+			inner *= dims[d];
+	}
+	total = outer * n * inner;
+	if (total > 5)   /* a masked position, as attention masks make */
+		((float *)x.data)[total / 2] = -INFINITY;
+	want = malloc(sizeof(double) * (size_t)total + 1);
+	assert_non_null(want);
+	ref_softmax(x.data, want, outer, n, inner, is_log);
+	tn(&t, is_log ? "LogSoftmax" : "Softmax", 1, 1);
+	tn_int(&t, "axis", axis);
+	run_ok(&t, opset, 1, in, 1, y);
+	for (int64_t i = 0; i < total; i++) {
+		double got = ((float *)y[0].data)[i];
+		double tol = is_log ? 2e-6 * (1.0 + fabs(want[i])) : 1e-6 * want[i] + 1e-12;
+		if (!(fabs(got - want[i]) <= tol) && !(isinf(want[i]) && got == want[i]) &&
+		    !(isnan(want[i]) && isnan(got)))
+			fail_msg("%s rank %d axis %d opset %lld: [%lld] got %.9g want %.9g",
+				 t.p.op_type, rank, axis, (long long)opset, (long long)i, got, want[i]);
+	}
+	free(want);
+	free_outs(y, 1);
+	free(x.data);
+}
+
+static void test_softmax_random(void **state)
+{
+	(void)state;
+	for (int c = 0; c < 120; c++) {
+		int64_t dims[4];
+		int rank = (int)rnd_in(1, 4), axis;
+		for (int d = 0; d < rank; d++)
+			dims[d] = rnd_in(1, c % 3 ? 9 : 40);
+		axis = (int)rnd_in(-rank, rank - 1);
+		check_softmax(rank, dims, axis, c % 4 ? 13 : 11, c % 2, c % 5 ? 8.0f : 60.0f);
+	}
+	{   /* BERT's scores, big enough for the pool; a long row; a wide inner */
+		static const int64_t s1[4] = {1, 8, 128, 128}, s2[2] = {2, 5003}, s3[3] = {3, 17, 1031};
+		check_softmax(4, s1, -1, 13, 0, 10.0f);
+		check_softmax(4, s1, 3, 13, 1, 10.0f);
+		check_softmax(2, s2, 1, 13, 0, 30.0f);
+		check_softmax(3, s3, 1, 13, 0, 5.0f);
+		check_softmax(3, s3, 1, 13, 1, 5.0f);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -454,6 +637,9 @@ int main(void)
 		cmocka_unit_test(test_pool_common),
 		cmocka_unit_test(test_pool_nan),
 		cmocka_unit_test(test_global_pool),
+		cmocka_unit_test(test_vmath_accuracy),
+		cmocka_unit_test(test_unary_ops),
+		cmocka_unit_test(test_softmax_random),
 	};
 	int rc;
 	if (gemm_pool_create(2, &test_pool) != 0)

@@ -4,13 +4,17 @@
  * BatchNormalization: inference mode (all opsets: per-channel statistics,
  * or the per-activation ones of spatial=0 before opset 9) and, from opset
  * 14, training_mode=1, which normalises with the batch's own statistics
- * and returns the updated running ones.  float32; means and variances
- * accumulate in double.
+ * and returns the updated running ones.  float32.  LayerNormalization
+ * runs each row on 8-lane vectors (float accumulators; two passes for mean
+ * and variance over a row held in L1), rows split over the intra-op pool;
+ * BatchNormalization accumulates its batch statistics in double.
  */
 #include <math.h>
 #include <string.h>
 
 #include "cpu_ops.h"
+#include "par.h"
+#include "vfloat.h"
 
 static int f32_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
 			char *why, size_t n)
@@ -48,21 +52,63 @@ static const float *spread(cpu_ctx *ctx, const cpu_tensor *t, int idx, int rank,
 	return out;
 }
 
+/* One row: mean, then the variance around it (two passes over a row that
+ * sits in L1, which keeps the precision of a large mean), then
+ * y = (x - mean) * inv * scale + bias; 8-lane vectors, float lanes. */
+CPU_MULTIVERSION
 static void ln_row(const float *x, float *y, int64_t n, const float *scale, const float *bias,
 		   float eps, float *mean_out, float *inv_out)
 {
-	double s = 0.0, v = 0.0;
+	vf8 acc = vf_splat(0.0f), vm, vi;
 	float mean, inv;
-	for (int64_t i = 0; i < n; i++)
-		s += x[i];
-	mean = n ? (float)(s / (double)n) : 0.0f;
-	for (int64_t i = 0; i < n; i++)
-		v += (double)(x[i] - mean) * (double)(x[i] - mean);
-	inv = (float)(1.0 / sqrt((n ? v / (double)n : 0.0) + (double)eps));
-	for (int64_t i = 0; i < n; i++)
+	int64_t i = 0;
+	for (; i + 8 <= n; i += 8)
+		acc += vf_load(x + i);
+	if (i < n)
+		acc += vf_load_part(x + i, n - i, 0.0f);
+	mean = n ? vf_hsum(acc) / (float)n : 0.0f;
+	vm = vf_splat(mean);
+	acc = vf_splat(0.0f);
+	for (i = 0; i + 8 <= n; i += 8) {
+		vf8 d = vf_load(x + i) - vm;
+		acc += d * d;
+	}
+	if (i < n) {
+		vf8 d = vf_load_part(x + i, n - i, mean) - vm;
+		acc += d * d;
+	}
+	inv = 1.0f / sqrtf((n ? vf_hsum(acc) / (float)n : 0.0f) + eps);
+	vi = vf_splat(inv);
+	for (i = 0; i + 8 <= n; i += 8) {
+		vf8 v = (vf_load(x + i) - vm) * vi * vf_load(scale + i);
+		vf_store(y + i, bias ? v + vf_load(bias + i) : v);
+	}
+	for (; i < n; i++)
 		y[i] = (x[i] - mean) * inv * scale[i] + (bias ? bias[i] : 0.0f);
 	*mean_out = mean;
 	*inv_out = inv;
+}
+
+typedef struct ln_job {
+	const float *x, *scale, *bias;
+	float *y, *mean, *inv;      /* mean, inv: NULL when not requested */
+	int64_t inner;
+	float eps;
+} ln_job;
+
+static void ln_range(void *arg, int64_t o0, int64_t o1, int member)
+{
+	const ln_job *j = arg;
+	float m, v;
+	(void)member;
+	for (int64_t o = o0; o < o1; o++) {
+		ln_row(j->x + o * j->inner, j->y + o * j->inner, j->inner, j->scale, j->bias,
+		       j->eps, &m, &v);
+		if (j->mean)
+			j->mean[o] = m;
+		if (j->inv)
+			j->inv[o] = v;
+	}
 }
 
 static int layernorm_compute(cpu_ctx *ctx)
@@ -72,8 +118,9 @@ static int layernorm_compute(cpu_ctx *ctx)
 	const float *scale, *bias = NULL;
 	cpu_tensor *Y, *M = NULL, *I = NULL;
 	int64_t sdims[CPU_MAX_RANK], outer = 1, inner = 1;
-	float eps = cpu_attr_float(p, "epsilon", 1e-5f), m, v;
+	float eps = cpu_attr_float(p, "epsilon", 1e-5f);
 	int axis, rc = 0;
+	ln_job j;
 
 	if (!(X = cpu_require(ctx, 0, &rc)) || !(S = cpu_require(ctx, 1, &rc)))
 		return rc;
@@ -100,14 +147,15 @@ static int layernorm_compute(cpu_ctx *ctx)
 		return CPU_E_NOMEM;
 	if (ctx->n_out > 2 && !(I = cpu_output(ctx, 2, CPU_FLOAT, X->rank, sdims)))
 		return CPU_E_NOMEM;
-	for (int64_t o = 0; o < outer; o++) {
-		ln_row((const float *)X->data + o * inner, (float *)Y->data + o * inner, inner,
-		       scale, bias, eps, &m, &v);
-		if (M)
-			((float *)M->data)[o] = m;
-		if (I)
-			((float *)I->data)[o] = v;
-	}
+	j.x = X->data;
+	j.scale = scale;
+	j.bias = bias;
+	j.y = Y->data;
+	j.mean = M ? M->data : NULL;
+	j.inv = I ? I->data : NULL;
+	j.inner = inner;
+	j.eps = eps;
+	cpu_par_for(ctx, outer, (double)inner * 0.15 + 10.0, 1, ln_range, &j);
 	return 0;
 }
 

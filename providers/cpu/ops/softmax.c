@@ -1,14 +1,23 @@
 /*
  * softmax: ONNX Softmax and LogSoftmax for float32, numerically stable
- * (the row maximum is subtracted before exp; sums accumulate in double).
- * Before opset 13 the input is coerced to 2-D at `axis` (default 1) and
- * normalised over the whole trailing block; from opset 13 over the single
- * dim `axis` (default -1).  exp is vmath's vectorizable one.
+ * (the line maximum is subtracted before exp).  Before opset 13 the input
+ * is coerced to 2-D at `axis` (default 1) and normalised over the whole
+ * trailing block; from opset 13 over the single dim `axis` (default -1).
+ *
+ * The last axis (BERT's attention scores) runs a line at a time in three
+ * passes over 8-lane vectors: max, exp and sum, scale.  Another axis runs
+ * the same passes over whole rows of the dims after it, so every access is
+ * contiguous.  Sums are kept in float lanes and flushed into a double every
+ * 1024 elements.  Lines (or outer blocks) are split over the intra-op pool.
  */
 #include <math.h>
+#include <string.h>
 
 #include "cpu_ops.h"
+#include "par.h"
 #include "vmath.h"
+
+enum { FLUSH = 1024 };
 
 static int softmax_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt,
 			    int n_in, char *why, size_t n)
@@ -18,73 +27,122 @@ static int softmax_supports(const Onnx__NodeProto *p, int64_t opset, const int32
 	return cpu_supports_dtype(dt, n_in, 0, CPU_TYPES_F32, why, n);
 }
 
-/* A contiguous line: max, exp and sum, scale — with 16 independent partial
- * maxima and sums so each pass vectorizes. */
-CPU_MULTIVERSION
-static void softmax_row(const float *x, float *y, int64_t n, int is_log)
+/* One contiguous line of n. */
+static inline __attribute__((always_inline)) void
+line(const float *x, float *y, int64_t n, int is_log)
 {
-	float pm[16], ps[16], m = -INFINITY, s = 0.0f;
-	int64_t i = 0, tail = n - n % 16;
-	for (int t = 0; t < 16; t++) {
-		pm[t] = -INFINITY;
-		ps[t] = 0.0f;
-	}
-	for (; i < tail; i += 16)
-		for (int t = 0; t < 16; t++)
-			pm[t] = x[i + t] > pm[t] ? x[i + t] : pm[t];
-	for (; i < n; i++)
-		m = x[i] > m ? x[i] : m;
-	for (int t = 0; t < 16; t++)
-		m = pm[t] > m ? pm[t] : m;
-	for (i = 0; i < tail; i += 16)
-		for (int t = 0; t < 16; t++) {
-			float e = vm_exp_nonpos(x[i + t] - m);
-			y[i + t] = e;
-			ps[t] += e;
+	vf8 vm = vf_splat(-INFINITY), acc;
+	int64_t i = 0;
+	double s = 0.0;
+	float m, ls, inv;
+
+	for (; i + 8 <= n; i += 8)
+		vm = vf_max(vf_load(x + i), vm);
+	if (i < n)
+		vm = vf_max(vf_load_part(x + i, n - i, -INFINITY), vm);
+	m = vf_hmax(vm);
+	for (i = 0; i < n;) {
+		int64_t end = n - i > FLUSH ? i + FLUSH : n;
+		acc = vf_splat(0.0f);
+		for (; i + 8 <= end; i += 8) {
+			vf8 e = vf_exp_nonpos(vf_load(x + i) - m);
+			acc += e;
+			if (!is_log)
+				vf_store(y + i, e);
 		}
-	for (; i < n; i++) {
-		y[i] = vm_exp_nonpos(x[i] - m);
-		s += y[i];
+		if (i < end) {
+			vf8 e = vf_exp_nonpos(vf_load_part(x + i, end - i, -INFINITY) - m);
+			acc += e;
+			if (!is_log)
+				vf_store_part(y + i, e, end - i);
+			i = end;
+		}
+		s += vf_hsum(acc);
 	}
-	for (int t = 0; t < 16; t++)
-		s += ps[t];
-	if (is_log) {
-		float ls = logf(s);
-		for (i = 0; i < n; i++)
-			y[i] = x[i] - m - ls;
+	if (is_log) {   /* (x - m) - log s: exact first step, then one rounding */
+		ls = (float)log(s);
+		for (i = 0; i + 8 <= n; i += 8)
+			vf_store(y + i, (vf_load(x + i) - m) - ls);
+		for (; i < n; i++)
+			y[i] = (x[i] - m) - ls;
 	} else {
-		float inv = 1.0f / s;
-		for (i = 0; i < n; i++)
+		inv = (float)(1.0 / s);
+		for (i = 0; i + 8 <= n; i += 8)
+			vf_store(y + i, vf_load(y + i) * inv);
+		for (; i < n; i++)
 			y[i] *= inv;
 	}
 }
 
-/* One line of n elements, stride st (an axis that is not the last). */
-static void softmax_line(const float *x, float *y, int64_t n, int64_t st, int is_log)
+CPU_MULTIVERSION
+static void softmax_lines(const float *x, float *y, int64_t lines, int64_t n, int is_log)
 {
-	float m = -INFINITY;
-	double s = 0.0;
-	if (st == 1) {
-		softmax_row(x, y, n, is_log);
-		return;
-	}
-	for (int64_t i = 0; i < n; i++)
-		m = x[i * st] > m ? x[i * st] : m;
+	for (int64_t l = 0; l < lines; l++)
+		if (is_log)
+			line(x + l * n, y + l * n, n, 1);
+		else
+			line(x + l * n, y + l * n, n, 0);
+}
+
+/* One outer block [n, inner] normalised over n: the passes run along the
+ * contiguous inner rows; m and s (inner floats each) hold the running max
+ * and sum per column. */
+CPU_MULTIVERSION
+static void softmax_block(const float *x, float *y, int64_t n, int64_t inner, int is_log,
+			  float *m, float *s)
+{
+	int64_t j;
+	memcpy(m, x, (size_t)inner * sizeof(float));
+	for (int64_t i = 1; i < n; i++)
+		for (j = 0; j < inner; j++)
+			m[j] = x[i * inner + j] > m[j] ? x[i * inner + j] : m[j];
+	memset(s, 0, (size_t)inner * sizeof(float));
 	for (int64_t i = 0; i < n; i++) {
-		float e = vm_exp_nonpos(x[i * st] - m);
-		if (!is_log)
-			y[i * st] = e;
-		s += e;
+		const float *xr = x + i * inner;
+		float *yr = y + i * inner;
+		for (j = 0; j + 8 <= inner; j += 8) {
+			vf8 e = vf_exp_nonpos(vf_load(xr + j) - vf_load(m + j));
+			vf_store(s + j, vf_load(s + j) + e);
+			vf_store(yr + j, e);
+		}
+		for (; j < inner; j++) {
+			vf8 e = vf_exp_nonpos(vf_splat(xr[j] - m[j]));
+			s[j] += e[0];
+			yr[j] = e[0];
+		}
 	}
-	if (is_log) {
-		float ls = (float)log(s);
-		for (int64_t i = 0; i < n; i++)
-			y[i * st] = x[i * st] - m - ls;
-	} else {
-		float inv = (float)(1.0 / s);
-		for (int64_t i = 0; i < n; i++)
-			y[i * st] *= inv;
+	for (j = 0; j < inner; j++)
+		s[j] = is_log ? logf(s[j]) : 1.0f / s[j];
+	for (int64_t i = 0; i < n; i++) {
+		const float *xr = x + i * inner;
+		float *yr = y + i * inner;
+		for (j = 0; j < inner; j++)
+			yr[j] = is_log ? (xr[j] - m[j]) - s[j] : yr[j] * s[j];
 	}
+}
+
+typedef struct softmax_job {
+	const float *x;
+	float *y;
+	int64_t n, inner;
+	float *scratch;      /* 2 * inner floats per member */
+	int is_log;
+} softmax_job;
+
+static void lines_range(void *arg, int64_t l0, int64_t l1, int member)
+{
+	const softmax_job *j = arg;
+	(void)member;
+	softmax_lines(j->x + l0 * j->n, j->y + l0 * j->n, l1 - l0, j->n, j->is_log);
+}
+
+static void blocks_range(void *arg, int64_t o0, int64_t o1, int member)
+{
+	const softmax_job *j = arg;
+	float *m = j->scratch + member * 2 * j->inner;
+	for (int64_t o = o0; o < o1; o++)
+		softmax_block(j->x + o * j->n * j->inner, j->y + o * j->n * j->inner, j->n,
+			      j->inner, j->is_log, m, m + j->inner);
 }
 
 static int softmax_compute(cpu_ctx *ctx)
@@ -94,6 +152,7 @@ static int softmax_compute(cpu_ctx *ctx)
 	int is_log = ctx->node->proto->op_type[0] == 'L', axis, rc = 0;
 	int legacy = ctx->node->opset < 13;
 	int64_t outer = 1, n = 1, inner = 1;
+	softmax_job j;
 
 	if (!(X = cpu_require(ctx, 0, &rc)) || (rc = cpu_check_dtype(ctx, X, 0, CPU_TYPES_F32)))
 		return rc;
@@ -113,10 +172,22 @@ static int softmax_compute(cpu_ctx *ctx)
 	}
 	if (!(Y = cpu_output(ctx, 0, CPU_FLOAT, X->rank, X->dims)))
 		return CPU_E_NOMEM;
-	for (int64_t o = 0; o < outer; o++)
-		for (int64_t i = 0; i < inner; i++)
-			softmax_line((const float *)X->data + o * n * inner + i,
-				     (float *)Y->data + o * n * inner + i, n, inner, is_log);
+	if (outer * n * inner == 0)
+		return 0;
+	memset(&j, 0, sizeof(j));
+	j.x = X->data;
+	j.y = Y->data;
+	j.n = n;
+	j.inner = inner;
+	j.is_log = is_log;
+	if (inner == 1) {
+		cpu_par_for(ctx, outer, (double)n * 0.4 + 10.0, 1, lines_range, &j);
+		return 0;
+	}
+	j.scratch = cpu_scratch(ctx, (size_t)(2 * inner * cpu_par_members(ctx)) * sizeof(float));
+	if (!j.scratch)
+		return CPU_E_NOMEM;
+	cpu_par_for(ctx, outer, (double)(n * inner) * 0.5 + 10.0, 1, blocks_range, &j);
 	return 0;
 }
 

@@ -1,8 +1,9 @@
 /*
  * unary: elementwise functions of one tensor — Relu, LeakyRelu, Sigmoid,
  * Tanh, Erf, Gelu, Sqrt, Exp, Log, Neg, Abs, Reciprocal and Clip.  float32
- * runs a per-op loop (Sigmoid, Tanh, Erf and Gelu on vmath.h so they
- * vectorize; Exp and Log on libm); float64 and float16 use the double libm;
+ * runs a per-op vectorized loop (vmath.h for Sigmoid, Tanh, Erf, Gelu and
+ * Exp; Sqrt and Log on libm), split over the intra-op pool when
+ * the tensor is large; NaN stays NaN; float64 and float16 use the double libm;
  * the ops that ONNX defines on integers (Relu, Neg, Abs, Clip) also take
  * int32/int64.
  */
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "cpu_ops.h"
+#include "par.h"
 #include "vmath.h"
 
 enum unop {
@@ -45,8 +47,8 @@ static uint32_t un_types(int op)
 static inline float un_f32(int op, float x, const un_params *p)
 {
 	switch (op) {
-	case U_RELU: return x > 0.0f ? x : 0.0f;
-	case U_LEAKY: return x >= 0.0f ? x : (float)p->alpha * x;
+	case U_RELU: return x < 0.0f ? 0.0f : x;
+	case U_LEAKY: return x < 0.0f ? (float)p->alpha * x : x;
 	case U_SIGMOID: return vm_sigmoid(x);
 	case U_TANH: return vm_tanh(x);
 	case U_ERF: return vm_erf(x);
@@ -67,8 +69,8 @@ static inline float un_f32(int op, float x, const un_params *p)
 static double un_f64(int op, double x, const un_params *p)
 {
 	switch (op) {
-	case U_RELU: return x > 0.0 ? x : 0.0;
-	case U_LEAKY: return x >= 0.0 ? x : p->alpha * x;
+	case U_RELU: return x < 0.0 ? 0.0 : x;
+	case U_LEAKY: return x < 0.0 ? p->alpha * x : x;
 	case U_SIGMOID: return x >= 0.0 ? 1.0 / (1.0 + exp(-x)) : exp(x) / (1.0 + exp(x));
 	case U_TANH: return tanh(x);
 	case U_ERF: return erf(x);
@@ -100,33 +102,86 @@ static int64_t un_i64(int op, int64_t x, const un_params *p)
 	}
 }
 
+/* One vector of op (a constant after inlining). */
+static inline __attribute__((always_inline)) vf8
+un_vec(int op, vf8 x, const un_params *p)
+{
+	switch (op) {
+	case U_RELU: return vf_sel(x < 0.0f, vf_splat(0.0f), x);   /* NaN stays NaN */
+	case U_LEAKY: return vf_sel(x < 0.0f, x * (float)p->alpha, x);
+	case U_EXP: return vf_exp(x);
+	case U_NEG: return -x;
+	case U_ABS: return vf_abs(x);
+	case U_RECIP: return 1.0f / x;
+	default: return vf_clamp(x, (float)p->lo, (float)p->hi);
+	}
+}
+
 static inline __attribute__((always_inline)) void
-f32_loop(int op, const float *x, float *y, int64_t n, const un_params *p)
+f32_vloop(int op, const float *x, float *y, int64_t n, const un_params *p)
+{
+	int64_t i = 0;
+	for (; i + 8 <= n; i += 8)
+		vf_store(y + i, un_vec(op, vf_load(x + i), p));
+	if (i < n)
+		vf_store_part(y + i, un_vec(op, vf_load_part(x + i, n - i, 0.0f), p), n - i);
+}
+
+/* The scalar formula, left to gcc's vectorizer: for the functions with a
+ * division (Sigmoid, Tanh, Erf, Gelu) its 16 lanes on AVX-512 beat the
+ * 8-lane vectors (measured 40 against 59 us for Sigmoid of 128x1024). */
+static inline __attribute__((always_inline)) void
+f32_sloop(int op, const float *x, float *y, int64_t n, const un_params *p)
 {
 	for (int64_t i = 0; i < n; i++)
 		y[i] = un_f32(op, x[i], p);
 }
 
-/* A switch of constant-op loops: all but Exp and Log (libm) vectorize. */
+/* A switch of constant-op loops; Sqrt and Log call libm per element. */
 CPU_MULTIVERSION
 static void f32_run(int op, const float *x, float *y, int64_t n, const un_params *p)
 {
 	switch (op) {
-	case U_RELU: f32_loop(U_RELU, x, y, n, p); break;
-	case U_LEAKY: f32_loop(U_LEAKY, x, y, n, p); break;
-	case U_SIGMOID: f32_loop(U_SIGMOID, x, y, n, p); break;
-	case U_TANH: f32_loop(U_TANH, x, y, n, p); break;
-	case U_ERF: f32_loop(U_ERF, x, y, n, p); break;
-	case U_GELU: f32_loop(U_GELU, x, y, n, p); break;
-	case U_NEG: f32_loop(U_NEG, x, y, n, p); break;
-	case U_ABS: f32_loop(U_ABS, x, y, n, p); break;
-	case U_SQRT: f32_loop(U_SQRT, x, y, n, p); break;
-	case U_RECIP: f32_loop(U_RECIP, x, y, n, p); break;
-	case U_CLIP: f32_loop(U_CLIP, x, y, n, p); break;
+	case U_RELU: f32_vloop(U_RELU, x, y, n, p); break;
+	case U_LEAKY: f32_vloop(U_LEAKY, x, y, n, p); break;
+	case U_SIGMOID: f32_sloop(U_SIGMOID, x, y, n, p); break;
+	case U_TANH: f32_sloop(U_TANH, x, y, n, p); break;
+	case U_ERF: f32_sloop(U_ERF, x, y, n, p); break;
+	case U_GELU: f32_sloop(U_GELU, x, y, n, p); break;
+	case U_EXP: f32_vloop(U_EXP, x, y, n, p); break;
+	case U_NEG: f32_vloop(U_NEG, x, y, n, p); break;
+	case U_ABS: f32_vloop(U_ABS, x, y, n, p); break;
+	case U_RECIP: f32_vloop(U_RECIP, x, y, n, p); break;
+	case U_CLIP: f32_vloop(U_CLIP, x, y, n, p); break;
 	default:
 		for (int64_t i = 0; i < n; i++)
 			y[i] = un_f32(op, x[i], p);
 		break;
+	}
+}
+
+typedef struct un_job {
+	int op;
+	const float *x;
+	float *y;
+	const un_params *p;
+} un_job;
+
+static void un_range(void *arg, int64_t b, int64_t e, int member)
+{
+	const un_job *j = arg;
+	(void)member;
+	f32_run(j->op, j->x + b, j->y + b, e - b, j->p);
+}
+
+/* ns per element on one core, for cpu_par_for. */
+static double un_cost(int op)
+{
+	switch (op) {
+	case U_SIGMOID: case U_TANH: case U_ERF: case U_GELU: case U_EXP: case U_LOG:
+		return 0.3;
+	default:
+		return 0.05;
 	}
 }
 
@@ -196,7 +251,8 @@ static int un_compute(cpu_ctx *ctx)
 		return CPU_E_NOMEM;
 	n = cpu_numel(X);
 	if (X->dtype == CPU_FLOAT) {
-		f32_run(op, X->data, Y->data, n, &p);
+		un_job j = {op, X->data, Y->data, &p};
+		cpu_par_for(ctx, n, un_cost(op), 4096, un_range, &j);
 	} else if (cpu_dtype_is_float(X->dtype)) {
 		for (int64_t i = 0; i < n; i++)
 			cpu_set_f64(X->dtype, Y->data, i, un_f64(op, cpu_get_f64(X->dtype, X->data, i), &p));

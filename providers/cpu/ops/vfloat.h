@@ -12,7 +12,8 @@
  * width anyway.  Loads and stores go through memcpy (no alignment
  * assumed); a partial vector (the tail of a row) through a stack buffer, so
  * the tail is computed by the same code as the rest and gives the same
- * bits.
+ * bits.  The vectors never cross a call, so the ABI note gcc prints for
+ * 32-byte vectors in the baseline clone does not apply (-Wno-psabi).
  */
 #ifndef ORTMK_CPU_VFLOAT_H
 #define ORTMK_CPU_VFLOAT_H
@@ -20,9 +21,7 @@
 #include <stdint.h>
 #include <string.h>
 
-/* The vector arguments never cross a call (always_inline), so the ABI
- * note gcc gives for 32-byte vectors in non-AVX clones does not apply. */
-#pragma GCC diagnostic ignored "-Wpsabi"
+#pragma GCC diagnostic ignored "-Wpsabi"   /* for includers without -Wno-psabi */
 
 typedef float vf8 __attribute__((vector_size(32)));
 typedef int32_t vi8 __attribute__((vector_size(32)));
@@ -84,6 +83,13 @@ VF_INLINE vf8 vf_max(vf8 a, vf8 b)
 VF_INLINE vf8 vf_min(vf8 a, vf8 b)
 {
 	return vf_sel(a < b, a, b);
+}
+
+/* c < lo ? lo : c, c > hi ? hi : c, as NaN-preserving selects. */
+VF_INLINE vf8 vf_clamp(vf8 c, float lo, float hi)
+{
+	c = vf_sel(c < lo, vf_splat(lo), c);
+	return vf_sel(c > hi, vf_splat(hi), c);
 }
 
 VF_INLINE vf8 vf_abs(vf8 v)
