@@ -24,6 +24,7 @@
 
 #include <ortmk/ortmk.h>
 #include "npy.h"
+#include "ort_run_bind.h"
 #include "onnx_dims.h"
 #include "tensor_fill.h"
 
@@ -47,6 +48,7 @@ typedef struct options {
 	const char *timeout_ms;   /* NULL: no deadline */
 	long swap_every;          /* 0: no hot swaps */
 	const char *swap_binary;  /* NULL: the provider's own binary */
+	const char *bind;         /* --bind DEVICE: IO binding, NULL: none */
 	/* results */
 	long runs, failed_runs, timed;
 	name_value inputs[MAX_ARGS], dims[MAX_ARGS], shapes[MAX_ARGS];
@@ -65,6 +67,8 @@ static void usage(FILE *f)
 "  --output-dir DIR      write each output to DIR/<output name>.npy\n"
 "                        (characters other than [A-Za-z0-9._-] become '_')\n"
 "  --iters N             timed runs (default 1)\n"
+"  --bind DEVICE         run through an IO binding: inputs copied to DEVICE's\n"
+"                        memory once, outputs bound to DEVICE (docs/DEVICE.md)\n"
 "  --warmup W            untimed runs before them (default 0)\n"
 "  --threads T           intra-op threads per provider (default: cores)\n"
 "  --seed S              seed of generated inputs (default 1)\n"
@@ -138,6 +142,8 @@ static bool set_option(options *o, const char *key, const char *val)
 		       parse_long(o->dims[o->n_dims - 1].value, 0, &n);
 	else if (!strcmp(key, "--shape"))
 		return add_pair(o->shapes, &o->n_shapes, val);
+	else if (!strcmp(key, "--bind"))
+		o->bind = val;
 	else if (!strcmp(key, "--iters"))
 		return parse_long(val, 1, &o->iters);
 	else if (!strcmp(key, "--warmup"))
@@ -165,7 +171,7 @@ static bool is_value_option(const char *key)
 {
 	static const char *const keys[] = {
 		"--provider", "--output-dir", "--input", "--dim", "--shape",
-		"--iters", "--warmup", "--threads", "--seed", "--timeout-ms",
+		"--iters", "--bind", "--warmup", "--threads", "--seed", "--timeout-ms",
 		"--swap-every", "--swap-binary",
 	};
 	for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
@@ -772,9 +778,22 @@ int main(int argc, char **argv)
 			goto out;
 		}
 	}
-	if (!make_inputs(env, s, &o, inames, ins) ||
-	    !run_all(env, s, &o, inames, ins, nin, onames, outs, nout, times))
+	if (!make_inputs(env, s, &o, inames, ins))
 		goto out;
+	if (o.bind) {
+		char err[1200];
+
+		if (!ort_run_bound(env, s, o.bind, o.warmup, o.iters, inames, ins, nin, onames, outs,
+				   nout, times, err, sizeof(err))) {
+			fail("--bind %s: %s", o.bind, err);
+			goto out;
+		}
+		o.runs = o.warmup + o.iters;
+		o.timed = o.iters;
+		qsort(times, (size_t)o.timed, sizeof *times, cmp_double);
+	} else if (!run_all(env, s, &o, inames, ins, nin, onames, outs, nout, times)) {
+		goto out;
+	}
 	if (o.outdir && !write_outputs(o.outdir, onames, outs, nout))
 		goto out;
 	if (o.json)
