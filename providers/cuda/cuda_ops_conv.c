@@ -221,7 +221,7 @@ static int shape_changed(conv_state *s, const cu_val *x, const cu_val *w)
 static int conv_run(cu_ctx *c)
 {
 	const cu_val *x = cu_in(c, 0), *w = cu_in(c, 1), *b = cu_in(c, 2), *y;
-	int64_t G = cu_attr_int(c->node->proto, "group", 1), dims[5], O;
+	int64_t G = cu_attr_int(c->node->proto, "group", 1), dims[5];
 	conv_state *s = c->node->state;
 	cuk_window g;
 	int nsp, rc;
@@ -247,7 +247,6 @@ static int conv_run(cu_ctx *c)
 		return c->status;
 	if (!y->numel)
 		return 0;
-	O = g.out[0] * g.out[1] * g.out[2];
 	if (shape_changed(s, x, w))
 		s->use_dnn = s->tried = 0;
 #ifdef ORTMK_HAVE_CUDNN
@@ -260,8 +259,8 @@ static int conv_run(cu_ctx *c)
 	if (s->use_dnn && want_dnn(&g)) {
 		rc = dnn_run(c, s, x, w, y);
 		if (rc == 0 && b)
-			rc = cu_check(c, cuk_bias_add(c->stream, y->dev, b->dev, dims[0], dims[1], O),
-				      "bias kernel");
+			rc = cu_check(c, cuk_bias_add(c->stream, y->dev, b->dev, dims[0], dims[1],
+						      g.out[0] * g.out[1] * g.out[2]), "bias kernel");
 		return rc;
 	}
 #else

@@ -1,7 +1,8 @@
 /*
- * k_common: what every k_*.cu kernel file shares: float32/float16 loads
- * and stores (float16 is computed in float32), grid sizing for grid-stride
- * loops, and warp/block reductions.
+ * k_common: what every k_*.cu kernel file shares: the per-element bodies
+ * (k_body.cuh: float32/float16 loads and stores, float16 computed in
+ * float32, index math), grid sizing for grid-stride loops, and warp/block
+ * reductions.
  */
 #ifndef ORTMK_K_COMMON_CUH
 #define ORTMK_K_COMMON_CUH
@@ -10,11 +11,7 @@
 #include <stdint.h>
 
 #include "cuda_kernels.h"
-
-__device__ __forceinline__ float ld(const float *p, int64_t i) { return p[i]; }
-__device__ __forceinline__ float ld(const __half *p, int64_t i) { return __half2float(p[i]); }
-__device__ __forceinline__ void st(float *p, int64_t i, float v) { p[i] = v; }
-__device__ __forceinline__ void st(__half *p, int64_t i, float v) { p[i] = __float2half_rn(v); }
+#include "k_body.cuh"
 
 #define K_THREADS 256
 

@@ -9,57 +9,11 @@
 
 #include "k_common.cuh"
 
-/* Taps [a, b) of a window starting at s (stride d, k taps) that land in
- * [lo, hi). */
-__device__ __forceinline__ void taps(int64_t s, int64_t k, int64_t d, int64_t lo, int64_t hi,
-				     int64_t *a, int64_t *b)
-{
-	int64_t x = s >= lo ? 0 : (lo - s + d - 1) / d;
-	int64_t y = s >= hi ? 0 : (hi - s + d - 1) / d;
-
-	x = x < k ? x : k;
-	y = y < k ? y : k;
-	*a = x;
-	*b = y > x ? y : x;
-}
-
 template <typename T>
 __global__ void pool_kernel(const T *x, T *y, int64_t n, cuk_window w, int is_max, int cip)
 {
-	for (int64_t i = k_first(); i < n; i += k_stride()) {
-		int64_t o[3], sp[3], a[3], b[3], cnt = 1, rem = i;
-		const T *xp;
-		float best = -INFINITY, sum = 0.0f;
-
-		for (int j = 2; j >= 0; j--) {
-			o[j] = rem % w.out[j];
-			rem /= w.out[j];
-		}
-		xp = x + rem * w.in[0] * w.in[1] * w.in[2];
-		for (int j = 0; j < 3; j++) {
-			sp[j] = o[j] * w.s[j] - w.pb[j];
-			taps(sp[j], w.k[j], w.d[j], 0, w.in[j], &a[j], &b[j]);
-			if (cip && !is_max) {
-				int64_t pa, pz;
-
-				taps(sp[j], w.k[j], w.d[j], -w.pb[j], w.in[j] + w.pe[j], &pa, &pz);
-				cnt *= pz - pa;
-			} else {
-				cnt *= b[j] - a[j];
-			}
-		}
-		for (int64_t kd = a[0]; kd < b[0]; kd++)
-			for (int64_t kh = a[1]; kh < b[1]; kh++)
-				for (int64_t kw = a[2]; kw < b[2]; kw++) {
-					int64_t id = sp[0] + kd * w.d[0], ih = sp[1] + kh * w.d[1];
-					int64_t iw = sp[2] + kw * w.d[2];
-					float v = ld(xp, (id * w.in[1] + ih) * w.in[2] + iw);
-
-					sum += v;
-					best = fmaxf(best, v);
-				}
-		st(y, i, is_max ? best : (cnt > 0 ? sum / (float)cnt : 0.0f));
-	}
+	for (int64_t i = k_first(); i < n; i += k_stride())
+		pool_at(x, y, i, w, is_max, cip);
 }
 
 /* ---- Conv as an implicit GEMM ------------------------------------------
@@ -72,26 +26,6 @@ __global__ void pool_kernel(const T *x, T *y, int64_t n, cuk_window w, int is_ma
 #define CT_M 64
 #define CT_N 64
 #define CT_K 16
-
-typedef struct conv_geo {
-	int64_t N, G, Cig, Cog, K, O, kvol;
-	cuk_window w;
-} conv_geo;
-
-__device__ __forceinline__ float im2col(const float *xg, const conv_geo &g, int64_t k, int64_t p)
-{
-	const cuk_window &w = g.w;
-	int64_t ci = k / g.kvol, r = k % g.kvol;
-	int64_t kw = r % w.k[2], kh = (r / w.k[2]) % w.k[1], kd = r / (w.k[2] * w.k[1]);
-	int64_t ow = p % w.out[2], oh = (p / w.out[2]) % w.out[1], od = p / (w.out[2] * w.out[1]);
-	int64_t id = od * w.s[0] - w.pb[0] + kd * w.d[0];
-	int64_t ih = oh * w.s[1] - w.pb[1] + kh * w.d[1];
-	int64_t iw = ow * w.s[2] - w.pb[2] + kw * w.d[2];
-
-	if (id < 0 || id >= w.in[0] || ih < 0 || ih >= w.in[1] || iw < 0 || iw >= w.in[2])
-		return 0.0f;
-	return xg[((ci * w.in[0] + id) * w.in[1] + ih) * w.in[2] + iw];
-}
 
 __global__ void __launch_bounds__(256) conv_kernel(const float *x, const float *wt,
 						   const float *bias, float *y, conv_geo g)
@@ -148,7 +82,7 @@ __global__ void __launch_bounds__(256) conv_kernel(const float *x, const float *
 				int64_t p = p0 + tn * 4 + j;
 
 				if (p < g.O)
-					y[((n * g.G + grp) * g.Cog + m) * g.O + p] =
+					y[conv_out_index(g, n, grp, m, p)] =
 						acc[i][j] + (bias ? bias[grp * g.Cog + m] : 0.0f);
 			}
 		}

@@ -16,7 +16,7 @@ __global__ void softmax_kernel(const T *x, T *y, int64_t rows, int64_t len, int6
 	__shared__ float sh[32];
 
 	for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-		int64_t base = (r / inner) * len * inner + r % inner;
+		int64_t base = row_base(r, len, inner);
 		float m = -INFINITY, sum = 0.0f, lse;
 
 		for (int64_t j = threadIdx.x; j < len; j += blockDim.x)
@@ -73,12 +73,8 @@ template <typename T>
 __global__ void batchnorm_kernel(const T *x, const T *scale, const T *bias, const T *mean,
 				 const T *var, T *y, int64_t n, int64_t C, int64_t inner, float eps)
 {
-	for (int64_t i = k_first(); i < n; i += k_stride()) {
-		int64_t c = (i / inner) % C;
-		float v = (ld(x, i) - ld(mean, c)) / sqrtf(ld(var, c) + eps);
-
-		st(y, i, v * ld(scale, c) + ld(bias, c));
-	}
+	for (int64_t i = k_first(); i < n; i += k_stride())
+		batchnorm_at(x, scale, bias, mean, var, y, i, C, inner, eps);
 }
 
 /* Threads per row: a multiple of 32 covering short rows, 256 at most. */

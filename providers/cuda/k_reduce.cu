@@ -15,22 +15,12 @@ __global__ void reduce_kernel(int op, const T *x, T *y, cuk_reduce r)
 	bool is_max = op == CUK_R_MAX, is_min = op == CUK_R_MIN;
 
 	for (int64_t o = k_first() >> 5; o < r.nout; o += warps) {
-		int64_t rem = o, base = 0;
+		int64_t base = reduce_base(r, o);
 		float acc = is_max ? -INFINITY : is_min ? INFINITY : 0.0f;
 
-		for (int d = r.nk - 1; d >= 0; d--) {
-			base += (rem % r.kdims[d]) * r.kstr[d];
-			rem /= r.kdims[d];
-		}
 		for (int64_t e = lane; e < r.count; e += 32) {
-			int64_t re = e, off = base;
-			float v;
+			float v = ld(x, reduce_off(r, base, e));
 
-			for (int d = r.nr - 1; d >= 0; d--) {
-				off += (re % r.rdims[d]) * r.rstr[d];
-				re /= r.rdims[d];
-			}
-			v = ld(x, off);
 			acc = is_max ? fmaxf(acc, v) : is_min ? fminf(acc, v) : acc + v;
 		}
 		/* Negating turns min into max for the shuffle. */

@@ -8,15 +8,8 @@
 template <typename W>
 __global__ void transpose_kernel(const W *x, W *y, int64_t n, cuk_perm p)
 {
-	for (int64_t i = k_first(); i < n; i += k_stride()) {
-		int64_t rem = i, src = 0;
-
-		for (int d = p.rank - 1; d >= 0; d--) {
-			src += (rem % p.dims[d]) * p.istr[d];
-			rem /= p.dims[d];
-		}
-		y[i] = x[src];
-	}
+	for (int64_t i = k_first(); i < n; i += k_stride())
+		transpose_at(x, y, i, p);
 }
 
 template <typename W>
@@ -24,18 +17,15 @@ __global__ void concat_kernel(const W *x, W *y, int64_t n, int64_t blk, int64_t 
 			      int64_t dst_off)
 {
 	for (int64_t i = k_first(); i < n; i += k_stride())
-		y[(i / blk) * dst_blk + dst_off + i % blk] = x[i];
+		concat_at(x, y, i, blk, dst_blk, dst_off);
 }
 
 template <typename W>
 __global__ void gather_kernel(const W *x, const int64_t *idx, W *y, int64_t n, int64_t nidx,
 			      int64_t inner, int64_t axis_len)
 {
-	for (int64_t i = k_first(); i < n; i += k_stride()) {
-		int64_t j = i % inner, t = i / inner;
-
-		y[i] = x[((t / nidx) * axis_len + idx[t % nidx]) * inner + j];
-	}
+	for (int64_t i = k_first(); i < n; i += k_stride())
+		gather_at(x, idx, y, i, nidx, inner, axis_len);
 }
 
 extern "C" cudaError_t cuk_transpose(cudaStream_t s, int dtype, const void *x, void *y, int64_t n,
