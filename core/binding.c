@@ -90,6 +90,8 @@ ortmk_status ortmk_io_binding_bind_input(ortmk_io_binding *b, const char *name,
 	core_clear_error();
 	if (!b || !name || !v)
 		return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "bind_input: NULL argument");
+	if (v->env != b->s->env)
+		return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "bind_input: the value belongs to another environment");
 	g = b->s->g;
 	for (size_t i = 0; i < g->n_inputs; i++) {
 		if (strcmp(g->values[g->inputs[i]].name, name) == 0) {
@@ -241,6 +243,13 @@ ortmk_status ortmk_session_run_binding(ortmk_session *s, ortmk_io_binding *b)
 		if (!b->in[i])
 			return core_fail(ORTMK_ERR_INPUT, "input '%s' is not bound",
 					 s->g->values[s->g->inputs[i]].name);
+	/* A value both read and written by one run would be overwritten
+	 * while the kernels still read it. */
+	for (size_t i = 0; i < b->n_outs; i++)
+		for (size_t k = 0; b->outs[i].spec.mode == CORE_OUT_VALUE && k < s->g->n_inputs; k++)
+			if (b->in[k] == b->outs[i].spec.value)
+				return core_fail(ORTMK_ERR_INPUT, "one value is bound as input '%s' and output '%s' of one run",
+						 s->g->values[s->g->inputs[k]].name, b->outs[i].name);
 	specs = calloc(b->n_outs + 1, sizeof(*specs));
 	if (!specs)
 		return core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");

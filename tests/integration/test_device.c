@@ -274,6 +274,10 @@ static void test_bind_loop(ortmk_env *env)
 	      "took the caller's own value");
 	ortmk_value_destroy(taken);
 	taken = NULL;
+	/* One value as an input and an output of the same run: refused. */
+	OK(ortmk_io_binding_bind_output(b, "y", x));
+	CHECK(ortmk_session_run_binding(s, b) == ORTMK_ERR_INPUT &&
+	      strstr(ortmk_last_error(), "input 'x' and output 'y'"), "aliased input and output");
 	/* A bound value of the wrong shape is an input error. */
 	{
 		ortmk_value *bad;
