@@ -630,6 +630,239 @@ static void test_softmax_random(void **state)
 	}
 }
 
+/* ---- LayerNormalization ---- */
+
+static void test_layernorm_random(void **state)
+{
+	(void)state;
+	for (int c = 0; c < 60; c++) {
+		int64_t dims[4], outer = 1, inner = 1, sdims[4];
+		int rank = (int)rnd_in(1, 4), axis = (int)rnd_in(0, rank - 1), nb = c % 3 ? 3 : 2;
+		float off = c % 4 ? 0.0f : 1000.0f;   /* a large mean keeps its precision */
+		cpu_tensor x, sc, bi, y[3];
+		const cpu_tensor *in[3] = {&x, &sc, &bi};
+		tnode t;
+		for (int d = 0; d < rank; d++) {
+			dims[d] = rnd_in(1, c == 0 ? 300 : 12);
+			if (d < axis)
+				outer *= dims[d];
+			else
+				inner *= dims[d];
+		}
+		if (c == 1) {   /* BERT's, big enough for the pool */
+			rank = 3;
+			axis = 2;
+			dims[0] = 2;
+			dims[1] = 128;
+			dims[2] = 256;
+			outer = 256;
+			inner = 256;
+		}
+		x = rtens(rank, dims, off - 3.0f, off + 3.0f);
+		sc = rtens(rank - axis, dims + axis, 0.5f, 1.5f);
+		bi = rtens(rank - axis, dims + axis, -1.0f, 1.0f);
+		tn(&t, "LayerNormalization", nb, 3);
+		tn_int(&t, "axis", axis);
+		tn_float(&t, "epsilon", 1e-5f);
+		run_ok(&t, 17, nb, in, 3, y);
+		for (int d = 0; d < rank; d++)
+			sdims[d] = d < axis ? dims[d] : 1;
+		assert_int_equal(y[1].rank, rank);
+		for (int d = 0; d < rank; d++)
+			assert_int_equal(y[1].dims[d], sdims[d]);
+		for (int64_t o = 0; o < outer; o++) {
+			const float *xr = (const float *)x.data + o * inner;
+			double m = 0.0, v = 0.0, inv;
+			for (int64_t i = 0; i < inner; i++)
+				m += xr[i];
+			m /= (double)inner;
+			for (int64_t i = 0; i < inner; i++)
+				v += (xr[i] - m) * (xr[i] - m);
+			inv = 1.0 / sqrt(v / (double)inner + 1e-5);
+			assert_true(fabs(((float *)y[1].data)[o] - m) <= 1e-6 * (1.0 + fabs(m)));
+			assert_true(fabs(((float *)y[2].data)[o] - inv) <= 2e-3 * inv);
+			for (int64_t i = 0; i < inner; i++) {
+				double want = (xr[i] - m) * inv * ((float *)sc.data)[i] +
+					      (nb == 3 ? ((float *)bi.data)[i] : 0.0);
+				double got = ((float *)y[0].data)[o * inner + i];
+				/* a mean of 1000 leaves x - mean 2^-14 of float precision */
+				if (!(fabs(got - want) <= (off != 0.0f ? 2e-3 : 2e-5)))
+					fail_msg("rank %d axis %d row %lld [%lld]: got %.8g want %.8g",
+						 rank, axis, (long long)o, (long long)i, got, want);
+			}
+		}
+		free_outs(y, 3);
+		free(x.data);
+		free(sc.data);
+		free(bi.data);
+	}
+}
+
+/* ---- binary ops with broadcasting ---- */
+
+static double ref_bin(const char *op, double a, double b)
+{
+	switch (op[0]) {
+	case 'A': return a + b;
+	case 'S': return a - b;
+	case 'M':
+		if (op[1] == 'u')
+			return a * b;
+		if (isnan(a) || isnan(b))
+			return NAN;
+		return op[1] == 'a' ? (a > b ? a : b) : (a < b ? a : b);
+	case 'D': return a / b;
+	default: return pow(a, b);
+	}
+}
+
+/* Random shapes that broadcast: each of A's and B's dims is the output's
+ * or 1, ranks may differ; plus the same-shape, scalar and bias cases. */
+static void test_binary_random(void **state)
+{
+	static const char *const ops[] = {"Add", "Sub", "Mul", "Div", "Max", "Min", "Pow"};
+	(void)state;
+	for (int c = 0; c < 300; c++) {
+		const char *op = ops[c % 7];
+		int64_t od[4], ad[4], bd[4], total = 1, ast[4], bst[4], sa = 1, sb = 1;
+		int rank = (int)rnd_in(1, 4), ar = rank, br = (int)rnd_in(0, rank), kind = c % 5;
+		cpu_tensor a, b, y[1];
+		const cpu_tensor *in[2] = {&a, &b};
+		tnode t;
+		for (int d = 0; d < rank; d++) {
+			od[d] = rnd_in(1, c < 20 ? 70 : 9);
+			total *= od[d];
+		}
+		for (int d = 0; d < br; d++)   /* B aligns with the last br dims */
+			bd[d] = kind == 1 ? od[rank - br + d] : kind == 2 ? 1
+				: rnd_in(0, 2) ? od[rank - br + d] : 1;
+		if (kind == 3) {   /* bias: [N] over [..., N] */
+			br = 1;
+			bd[0] = od[rank - 1];
+		}
+		for (int d = 0; d < rank; d++) {   /* A has the output's dim where B has not */
+			int bdim = d - (rank - br);
+			int b_full = bdim >= 0 && bd[bdim] == od[d];
+			ad[d] = b_full && kind == 4 && rnd_in(0, 1) ? 1 : od[d];
+		}
+		a = rtens(ar, ad, op[0] == 'P' ? 0.1f : -4.0f, 4.0f);
+		b = rtens(br, bd, op[0] == 'P' ? -2.0f : -4.0f, 4.0f);
+		if (cpu_numel(&a) > 3 && op[0] == 'M' && op[1] != 'u')
+			((float *)a.data)[cpu_numel(&a) / 3] = NAN;
+		for (int d = rank - 1; d >= 0; d--) {   /* broadcast strides of A and B */
+			int bdim = d - (rank - br);
+			ast[d] = ad[d] == 1 ? 0 : sa;
+			sa *= ad[d];
+			bst[d] = bdim < 0 || bd[bdim] == 1 ? 0 : sb;
+			sb *= bdim < 0 ? 1 : bd[bdim];
+		}
+		tn(&t, op, 2, 1);
+		run_ok(&t, 14, 2, in, 1, y);
+		assert_int_equal(y[0].rank, rank);
+		for (int64_t e = 0; e < total; e++) {
+			int64_t r = e, ia = 0, ib = 0;
+			for (int d = rank - 1; d >= 0; d--) {
+				ia += (r % od[d]) * ast[d];
+				ib += (r % od[d]) * bst[d];
+				r /= od[d];
+			}
+			double want = ref_bin(op, ((float *)a.data)[ia], ((float *)b.data)[ib]);
+			double got = ((float *)y[0].data)[e];
+			if (!(fabs(got - want) <= 2e-7 * fabs(want)) && !(isnan(got) && isnan(want)))
+				fail_msg("%s case %d [%lld]: got %.9g want %.9g", op, c, (long long)e, got,
+					 want);
+		}
+		free_outs(y, 1);
+		free(a.data);
+		free(b.data);
+	}
+}
+
+/* Max and Min with three inputs fold through the output. */
+static void test_variadic_max(void **state)
+{
+	static const int64_t d0[2] = {3, 5}, d1[1] = {5}, d2[2] = {3, 1};
+	cpu_tensor x0 = rtens(2, d0, -1, 1), x1 = rtens(1, d1, -1, 1), x2 = rtens(2, d2, -1, 1), y[1];
+	const cpu_tensor *in[3] = {&x0, &x1, &x2};
+	tnode t;
+	(void)state;
+	((float *)x1.data)[2] = NAN;
+	tn(&t, "Max", 3, 1);
+	run_ok(&t, 13, 3, in, 1, y);
+	for (int i = 0; i < 3; i++)
+		for (int j = 0; j < 5; j++) {
+			float a = ((float *)x0.data)[i * 5 + j], b = ((float *)x1.data)[j];
+			float c = ((float *)x2.data)[i], m = a > b ? a : b;
+			m = c > m ? c : m;
+			if (j == 2)
+				assert_true(isnan(((float *)y[0].data)[i * 5 + j]));
+			else
+				assert_true(((float *)y[0].data)[i * 5 + j] == m);
+		}
+	free_outs(y, 1);
+	free(x0.data);
+	free(x1.data);
+	free(x2.data);
+}
+
+/* ---- Transpose ---- */
+
+static void test_transpose_random(void **state)
+{
+	(void)state;
+	for (int c = 0; c < 200; c++) {
+		int64_t dims[5], perm[5], od[5], xs[5], total = 1;
+		int rank = (int)rnd_in(1, 5);
+		cpu_tensor x, y[1];
+		const cpu_tensor *in[1] = {&x};
+		tnode t;
+		for (int d = 0; d < rank; d++) {
+			dims[d] = rnd_in(1, c < 40 ? 40 : 7);
+			perm[d] = d;
+		}
+		if (c == 0 || c == 1) {   /* BERT's heads: [1, 128, 4, 64] */
+			static const int64_t bert[4] = {1, 128, 4, 64};
+			rank = 4;
+			memcpy(dims, bert, sizeof(bert));
+			perm[0] = 0;
+			perm[1] = 2;
+			perm[2] = c ? 3 : 1;
+			perm[3] = c ? 1 : 3;
+		} else {
+			for (int d = rank - 1; d > 0; d--) {   /* Fisher-Yates */
+				int k = (int)rnd_in(0, d);
+				int64_t tmp = perm[d];
+				perm[d] = perm[k];
+				perm[k] = tmp;
+			}
+		}
+		xs[rank - 1] = 1;
+		for (int d = rank - 2; d >= 0; d--)
+			xs[d] = xs[d + 1] * dims[d + 1];
+		for (int d = 0; d < rank; d++) {
+			od[d] = dims[perm[d]];
+			total *= dims[d];
+		}
+		x = rtens(rank, dims, -1.0f, 1.0f);
+		tn(&t, "Transpose", 1, 1);
+		tn_ints(&t, "perm", perm, (size_t)rank);
+		run_ok(&t, 13, 1, in, 1, y);
+		for (int d = 0; d < rank; d++)
+			assert_int_equal(y[0].dims[d], od[d]);
+		for (int64_t e = 0; e < total; e++) {
+			int64_t r = e, src = 0;
+			for (int d = rank - 1; d >= 0; d--) {
+				src += (r % od[d]) * xs[perm[d]];
+				r /= od[d];
+			}
+			if (((float *)y[0].data)[e] != ((float *)x.data)[src])
+				fail_msg("rank %d case %d: element %lld", rank, c, (long long)e);
+		}
+		free_outs(y, 1);
+		free(x.data);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -640,6 +873,10 @@ int main(void)
 		cmocka_unit_test(test_vmath_accuracy),
 		cmocka_unit_test(test_unary_ops),
 		cmocka_unit_test(test_softmax_random),
+		cmocka_unit_test(test_layernorm_random),
+		cmocka_unit_test(test_binary_random),
+		cmocka_unit_test(test_variadic_max),
+		cmocka_unit_test(test_transpose_random),
 	};
 	int rc;
 	if (gemm_pool_create(2, &test_pool) != 0)

@@ -3,7 +3,9 @@
  * elementwise ops (Add, Where, ...), Expand, the reductions, Transpose and
  * Slice.  Both collapse the iteration space first (drop size-1 dims, merge
  * dims that stay contiguous) so the common cases — same shapes, a scalar,
- * a bias along the last dim — run as long flat rows.
+ * a bias along the last dim — run as long flat rows.  A strided copy whose
+ * innermost output dim is a gather but another dim reads contiguously (a
+ * transpose) is done in tiles.
  */
 #include <stdio.h>
 #include <string.h>
@@ -163,6 +165,65 @@ static void copy_row(char *dst, const char *src, size_t es, int64_t len, int64_t
 	}
 }
 
+/* One tile of a transpose: rows i < ni of the output dim whose source
+ * stride is 1, columns j < nj of the innermost output dim (source stride
+ * sj).  The element size is a constant after inlining. */
+static inline __attribute__((always_inline)) void
+tile(char *dst, int64_t di, const char *src, int64_t sj, int64_t ni, int64_t nj, size_t es)
+{
+	for (int64_t i = 0; i < ni; i++)
+		for (int64_t j = 0; j < nj; j++)
+			memcpy(dst + (size_t)(i * di + j) * es, src + (size_t)(i + j * sj) * es, es);
+}
+
+enum { TILE = 16 };
+
+/* A gather whose innermost output dim reads with a stride while output dim
+ * k reads contiguously (a transpose of the last two axes, BERT's key
+ * heads): copied in TILE x TILE tiles so both sides stay within a few
+ * cache lines.  cd/cs are the collapsed dims and source strides, r >= 2. */
+static void copy_transposed(char *dst, const char *src, size_t es, int r, const int64_t *cd,
+			    const int64_t *cs, int k)
+{
+	int64_t ost[CPU_MAX_RANK], idx[CPU_MAX_RANK] = {0}, outer = 1, so = 0, dof = 0;
+	int64_t nj = cd[r - 1], sj = cs[r - 1], ni = cd[k];
+
+	ost[r - 1] = 1;
+	for (int d = r - 2; d >= 0; d--)
+		ost[d] = ost[d + 1] * cd[d + 1];
+	for (int d = 0; d < r - 1; d++)
+		if (d != k)
+			outer *= cd[d];
+	for (int64_t o = 0; o < outer; o++) {
+		for (int64_t i0 = 0; i0 < ni; i0 += TILE)
+			for (int64_t j0 = 0; j0 < nj; j0 += TILE) {
+				int64_t ti = ni - i0 < TILE ? ni - i0 : TILE;
+				int64_t tj = nj - j0 < TILE ? nj - j0 : TILE;
+				char *d = dst + (size_t)(dof + i0 * ost[k] + j0) * es;
+				const char *q = src + (size_t)(so + i0 + j0 * sj) * es;
+				if (es == 4)
+					tile(d, ost[k], q, sj, ti, tj, 4);
+				else if (es == 8)
+					tile(d, ost[k], q, sj, ti, tj, 8);
+				else if (es == 2)
+					tile(d, ost[k], q, sj, ti, tj, 2);
+				else
+					tile(d, ost[k], q, sj, ti, tj, es);
+			}
+		for (int d = r - 2; d >= 0; d--) {   /* next index of the other dims */
+			if (d == k)
+				continue;
+			so += cs[d];
+			dof += ost[d];
+			if (++idx[d] < cd[d])
+				break;
+			so -= cs[d] * cd[d];
+			dof -= ost[d] * cd[d];
+			idx[d] = 0;
+		}
+	}
+}
+
 void cpu_copy_strided(void *dst, const void *src, size_t esize, int rank,
 		      const int64_t *dims, const int64_t *strides)
 {
@@ -193,6 +254,11 @@ void cpu_copy_strided(void *dst, const void *src, size_t esize, int rank,
 	inner = cd[r - 1];
 	for (int d = 0; d < r - 1; d++)
 		rows *= cd[d];
+	for (int d = 0; d < r - 1 && cs[r - 1] > 1 && inner >= 4; d++)
+		if (cs[d] == 1 && cd[d] >= 4) {
+			copy_transposed(dst, src, esize, r, cd, cs, d);
+			return;
+		}
 	for (int64_t row = 0; row < rows; row++) {
 		copy_row(out, (const char *)src + off * (int64_t)esize, esize, inner, cs[r - 1]);
 		out += (size_t)inner * esize;

@@ -1,7 +1,10 @@
 /*
  * binary: elementwise ops with numpy broadcasting — Add, Sub, Mul, Div, Pow,
  * Max, Min (variadic) and the comparisons Equal, Less, Greater, LessOrEqual,
- * GreaterOrEqual.  float32 runs a vectorizable loop per broadcast row; the
+ * GreaterOrEqual.  float32 runs a vectorizable loop per broadcast row (the
+ * broadcast iteration merges dims, so same shapes and a scalar make one
+ * long row and a bias [N] over [M, N] rows of N), the elements split over
+ * the intra-op pool when there are many; the
  * other types go through cpu_get_/cpu_set_ element access (int Div truncates
  * like C and refuses a zero divisor).  uint64 travels as int64 bits: the
  * wrapping +, -, * are the same, order and division are done unsigned.
@@ -13,6 +16,7 @@
 #include <string.h>
 
 #include "cpu_ops.h"
+#include "par.h"
 
 /* The comparisons come last: op >= OP_EQ means a bool output. */
 enum binop {
@@ -104,27 +108,48 @@ static inline int64_t u64_op(int op, int64_t sx, int64_t sy)
 	}
 }
 
+/* float32 op on floats: the same results as through double for + - * /
+ * (double rounding is exact for them); Max/Min propagate NaN with two
+ * selects, which gcc keeps branch-free. */
+static inline __attribute__((always_inline)) float f32_op(int op, float x, float y)
+{
+	float m;
+	switch (op) {
+	case OP_ADD: return x + y;
+	case OP_SUB: return x - y;
+	case OP_MUL: return x * y;
+	case OP_DIV: return x / y;
+	case OP_MAX:
+		m = x > y ? x : y;
+		return x != x ? x : m;
+	default:
+		m = x < y ? x : y;
+		return x != x ? x : m;
+	}
+}
+
 /* op is a constant after inlining, so each case is one vectorizable loop. */
 static inline __attribute__((always_inline)) void
 f32_loop(int op, const float *a, int64_t sa, const float *b, int64_t sb, float *y, int64_t n)
 {
 	if (sa == 1 && sb == 1) {
 		for (int64_t i = 0; i < n; i++)
-			y[i] = (float)f64_op(op, a[i], b[i]);
+			y[i] = f32_op(op, a[i], b[i]);
 	} else if (sa == 1 && sb == 0) {
-		double bv = b[0];
+		float bv = b[0];
 		for (int64_t i = 0; i < n; i++)
-			y[i] = (float)f64_op(op, a[i], bv);
+			y[i] = f32_op(op, a[i], bv);
 	} else if (sa == 0 && sb == 1) {
-		double av = a[0];
+		float av = a[0];
 		for (int64_t i = 0; i < n; i++)
-			y[i] = (float)f64_op(op, av, b[i]);
+			y[i] = f32_op(op, av, b[i]);
 	} else {
 		for (int64_t i = 0; i < n; i++)
-			y[i] = (float)f64_op(op, a[i * sa], b[i * sb]);
+			y[i] = f32_op(op, a[i * sa], b[i * sb]);
 	}
 }
 
+CPU_MULTIVERSION
 static void f32_row(int op, const float *a, int64_t sa, const float *b, int64_t sb, float *y,
 		    int64_t n)
 {
@@ -142,17 +167,50 @@ static void f32_row(int op, const float *a, int64_t sa, const float *b, int64_t 
 	}
 }
 
+/* The float32 case over a range of output elements, for cpu_par_for: the
+ * range is cut at row boundaries of the broadcast iteration, each row's
+ * operand offsets found from its index. */
+typedef struct f32_job {
+	const cpu_bcast *bc;
+	int op;
+	const float *a, *b;
+	float *y;
+} f32_job;
+
+static void row_offsets(const cpu_bcast *bc, int64_t r, int64_t *oa, int64_t *ob)
+{
+	*oa = *ob = 0;
+	for (int d = bc->rank - 2; d >= 0 && r; d--) {
+		int64_t idx = r % bc->dims[d];
+		r /= bc->dims[d];
+		*oa += idx * bc->strides[0][d];
+		*ob += idx * bc->strides[1][d];
+	}
+}
+
+static void f32_range(void *arg, int64_t e0, int64_t e1, int member)
+{
+	const f32_job *j = arg;
+	const cpu_bcast *bc = j->bc;
+	int64_t inner = bc->dims[bc->rank - 1], sa = bc->strides[0][bc->rank - 1];
+	int64_t sb = bc->strides[1][bc->rank - 1];
+	(void)member;
+	while (e0 < e1) {
+		int64_t r = e0 / inner, c = e0 % inner, len = inner - c, oa, ob;
+		len = len < e1 - e0 ? len : e1 - e0;
+		row_offsets(bc, r, &oa, &ob);
+		f32_row(j->op, j->a + oa + c * sa, sa, j->b + ob + c * sb, sb, j->y + e0, len);
+		e0 += len;
+	}
+}
+
+/* The other dtypes, one broadcast row at a time. */
 static int bin_row(void *arg, int64_t n, const int64_t *off, const int64_t *st)
 {
 	bin_run *r = arg;
 	int ints = !cpu_dtype_is_float(r->adt) && !cpu_dtype_is_float(r->bdt);
 	/* Pow: only the exponent's type says how to read it */
 	int uns = (r->op == OP_POW ? r->bdt : r->adt) == CPU_UINT64;
-	if (r->adt == CPU_FLOAT && r->bdt == CPU_FLOAT && r->ydt == CPU_FLOAT) {
-		f32_row(r->op, (const float *)r->a + off[0], st[0], (const float *)r->b + off[1],
-			st[1], (float *)r->y + off[r->yk], n);
-		return 0;
-	}
 	for (int64_t i = 0; i < n; i++) {
 		int64_t ia = off[0] + i * st[0], ib = off[1] + i * st[1];
 		if (ints) {
@@ -221,6 +279,11 @@ static int bin_apply(cpu_ctx *ctx, int op, const cpu_tensor *A, const cpu_tensor
 	r.a = A->data;
 	r.b = B->data;
 	r.y = (*Y)->data;
+	if (A->dtype == CPU_FLOAT && B->dtype == CPU_FLOAT && ydt == CPU_FLOAT) {
+		f32_job j = {&bc, op, A->data, B->data, (*Y)->data};
+		cpu_par_for(ctx, cpu_numel(*Y), op == OP_POW ? 5.0 : 0.08, 4096, f32_range, &j);
+		return 0;
+	}
 	rc = cpu_bcast_each(&bc, bin_row, &r);
 	if (rc)
 		return cpu_fail(ctx, rc, "integer division by zero");
