@@ -64,6 +64,8 @@ static void tensor_summary(sbuf *b, const tr_names *names, const Ortmk__Trace__M
 	sb_add(b, "%s", tr_dtype_name(t->dtype));
 	if (t->dynamic && t->n_dims == 0 && m->kind == ORTMK__KIND__RUN) {
 		sb_add(b, "[?] dynamic");
+		if (t->has_buffer)
+			sb_add(b, " @buf %llu", (unsigned long long)t->buffer);
 		return;
 	}
 	sb_add(b, "[");
@@ -72,6 +74,8 @@ static void tensor_summary(sbuf *b, const tr_names *names, const Ortmk__Trace__M
 	sb_add(b, "%s] %s", t->n_dims > 16 ? ",..." : "", tr_bytes(t->nbytes, bytes, sizeof(bytes)));
 	if (t->external)
 		sb_add(b, " file %llu+%llu", (unsigned long long)t->segment, (unsigned long long)t->offset);
+	if (t->has_buffer)     /* in a device buffer (docs/DEVICE.md) */
+		sb_add(b, " @buf %llu", (unsigned long long)t->buffer);
 }
 
 static void sb_sep(sbuf *b)
@@ -282,10 +286,13 @@ static void json_tensor(FILE *f, const tr_names *names, const Ortmk__Trace__Mess
 	fprintf(f, ",\"dtype\":\"%s\",\"dims\":[", tr_dtype_name(t->dtype));
 	for (size_t i = 0; i < t->n_dims; i++)
 		fprintf(f, "%s%lld", i ? "," : "", (long long)t->dims[i]);
-	fprintf(f, "],\"nbytes\":%llu,\"segment\":%llu,\"offset\":%llu,\"dynamic\":%s,\"external\":%s}",
+	fprintf(f, "],\"nbytes\":%llu,\"segment\":%llu,\"offset\":%llu,\"dynamic\":%s,\"external\":%s",
 		(unsigned long long)t->nbytes, (unsigned long long)t->segment,
 		(unsigned long long)t->offset, t->dynamic ? "true" : "false",
 		t->external ? "true" : "false");
+	if (t->has_buffer)
+		fprintf(f, ",\"buffer\":%llu", (unsigned long long)t->buffer);
+	fputc('}', f);
 }
 
 static void json_message(tr_printer *p, const Ortmk__Trace__Message *m, const char *kind,
