@@ -10,6 +10,7 @@
  *   - an int64 input bound as a device value (the provider reads it on the
  *     host) and a float input bound as a device value (used in place);
  *   - the outputs of one run bound as the inputs of the next;
+ *   - a run on a stream after a copy enqueued on it, without a wait;
  *   - SIGKILL of ort-ep-vulkan: its device values give
  *     ORTMK_ERR_PROVIDER_DIED naming 'vulkan', host values survive, the
  *     next run restarts the provider.
@@ -201,6 +202,45 @@ out:
 	ortmk_value_destroy(xh);
 }
 
+/* A run given a stream starts after the stream's copies: the input is
+ * copied to the device on the stream and the run enqueued at once (no
+ * wait by the application), 20 times with new data each time. */
+static void test_run_on_stream(ortmk_session *s, const float *x)
+{
+	int64_t sd[1] = {2}, s34[2] = {3, 4}, dims[2] = {2, 6};
+	ortmk_value *sh = NULL, *xh = NULL, *xdev = NULL;
+	ortmk_stream *st = NULL;
+	ortmk_io_binding *b = NULL;
+	float v[N];
+
+	ortmk_value_create_copy(env, ORTMK_INT64, sd, 1, s34, sizeof(s34), &sh);
+	ortmk_value_create(env, ORTMK_FLOAT, dims, 2, &xh);
+	CHECK(ortmk_stream_create(env, "vulkan", &st) == ORTMK_OK &&
+	      ortmk_value_create_on(env, "vulkan", ORTMK_FLOAT, dims, 2, &xdev) == ORTMK_OK &&
+	      ortmk_io_binding_create(s, &b) == ORTMK_OK, "stream, value, binding");
+	if (!st || !xdev || !b || !sh || !xh)
+		goto out;
+	CHECK(ortmk_io_binding_set_stream(b, st) == ORTMK_OK &&
+	      ortmk_io_binding_bind_input(b, "x", xdev) == ORTMK_OK &&
+	      ortmk_io_binding_bind_input(b, "s", sh) == ORTMK_OK &&
+	      ortmk_io_binding_bind_output_to_device(b, "y", "vulkan") == ORTMK_OK, "bind");
+	for (int k = 0; k < 20 && !failures; k++) {
+		for (int i = 0; i < N; i++)
+			v[i] = x[i] * (float)(k + 1);
+		memcpy(ortmk_value_data(xh), v, sizeof(v));
+		CHECK(ortmk_copy_tensors(env, (const ortmk_value *const[]){xh},
+					 (ortmk_value *const[]){xdev}, 1, st) == ORTMK_OK, "copy %d", k);
+		CHECK(ortmk_session_run_binding(s, b) == ORTMK_OK, "run %d", k);
+		check_output(b, "y", s34, v, 1);
+	}
+out:
+	ortmk_io_binding_destroy(b);
+	ortmk_stream_destroy(st);
+	ortmk_value_destroy(xdev);
+	ortmk_value_destroy(xh);
+	ortmk_value_destroy(sh);
+}
+
 static int vulkan_pid(ortmk_session *s)
 {
 	for (size_t i = 0; i < ortmk_session_provider_count(s); i++) {
@@ -269,6 +309,7 @@ int main(int argc, char **argv)
 		return fprintf(stderr, "session: %s\n", ortmk_last_error()), 1;
 	test_copy_stream();
 	test_binding(s, x);
+	test_run_on_stream(s, x);
 	test_provider_death(s, x);
 	ortmk_session_destroy(s);
 	ortmk_session_options_destroy(o);

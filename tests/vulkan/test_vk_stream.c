@@ -5,7 +5,8 @@
  * bit-exact (small, unaligned, and larger than a staging chunk), the
  * completion bridged from the timeline semaphore to a shared-memory fence
  * (shm_fence, waited with a deadline), ordering of many submissions on one
- * stream (more than the slot ring holds), two streams at once, copy
+ * stream (more than the slot ring holds), two streams at once (freed and
+ * made again), copy
  * validation errors, and a buffer freed while a copy still reads it.
  * Exit 77 when there is no Vulkan device.
  */
@@ -165,6 +166,18 @@ static void test_two_streams(vk_devmem *m)
 	CHECK(memcmp(a, ra, N) == 0 && memcmp(b, rb, N) == 0, "two streams mixed up their data");
 	CHECK(vk_stream_get(&m->streams, 1, 0, err, sizeof(err)) &&
 	      vk_stream_get(&m->streams, 2, 0, err, sizeof(err)), "streams 1 and 2 not made");
+	/* Freed streams go (after their work); an id used again gets a new
+	 * one that works. */
+	vk_dm_stream_free(m, 1);
+	vk_dm_stream_free(m, 2);
+	CHECK(!vk_stream_get(&m->streams, 1, 0, err, sizeof(err)) &&
+	      !vk_stream_get(&m->streams, 2, 0, err, sizeof(err)) && m->last == NULL,
+	      "freed streams still there");
+	memset(ra, 0, N);
+	sa = sig(&fa, 3);
+	CHECK(vk_dm_copy(m, 1, &da, 1, &sa, err, sizeof(err)) == 0, "%s", err);
+	CHECK(fence_wait(&fa, 3) == 0 && memcmp(a, ra, N) == 0, "stream 1 made again does not work");
+	vk_dm_stream_free(m, 1);
 	vk_dm_free(m, 10);
 	vk_dm_free(m, 11);
 	free(a);
