@@ -5,8 +5,9 @@
  * against a plain double-precision loop written here (the reference
  * kernel): random shapes with ragged edges (sizes that are not multiples
  * of the 14 x 32 tile or the K block), groups, depthwise, strides, pads,
- * dilations, 1x1; both Conv forms (pixels-as-rows with the packed filter,
- * channels-as-rows); with and without a pool; fused tails (bias, residual,
+ * dilations, 1x1; every Conv form (pixels-as-rows with the packed filter,
+ * channels-as-rows, Winograd F(2x2, 3x3) when the filter is constant and
+ * the convolution 3x3 stride 1); with and without a pool; fused tails (bias, residual,
  * Relu, Gelu) including an addend that broadcasts and outputs planned over
  * an input's memory, as the core's plan does for fused-away nodes.
  */
@@ -227,7 +228,9 @@ static const ccase conv_cases[] = {
 	{1, 6, 11, 13, 6, 6, 3, 3, 1, 1, 1},       /* depthwise */
 	{2, 4, 10, 9, 8, 4, 3, 2, 2, 1, 2},        /* grouped 2 per group, 3x2 */
 	{1, 5, 23, 23, 9, 1, 7, 7, 2, 3, 1},       /* 7x7 stride 2 (ResNet stem) */
-	{1, 300, 4, 4, 70, 1, 3, 3, 1, 1, 1},      /* K 2700: several K blocks */
+	{1, 300, 4, 4, 70, 1, 3, 3, 1, 1, 1},      /* K 2700; Winograd (3x3 s1) */
+	{2, 8, 7, 9, 16, 1, 3, 3, 1, 0, 1},        /* Winograd, odd 5x7 output, no pad */
+	{1, 24, 6, 5, 33, 1, 3, 3, 1, 2, 1},       /* Winograd, pad 2, ragged M */
 };
 
 static void test_conv_forms(void **state)

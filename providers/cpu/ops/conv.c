@@ -14,7 +14,8 @@
  *    the pre-pack cache; each finished block of Y^T is transposed into Y
  *    while it is still in cache.
  *
- * The rows form packs the im2col of the group's channels straight into the
+ * 3x3 stride-1 convolutions of one group with a constant filter go through
+ * Winograd's F(2x2, 3x3) instead (conv_wino.c).  The rows form packs the im2col of the group's channels straight into the
  * GEMM's B blocks (conv_pack_im2col); the pixels form builds it as a
  * matrix (its A).  A 1x1, stride-1, unpadded convolution multiplies the
  * input itself.  Bias, a fused residual Add and
@@ -116,6 +117,8 @@ static int conv_prepare(cpu_node *node, char *err, size_t n)
 	}
 	st->win.ceil_mode = 0;   /* a pooling attribute, not Conv's */
 	if (!rc)
+		rc = conv_wino_prepare(node, st, err, n);
+	if (!rc && !st->wino)
 		rc = pack_const_filter(node, st, err, n);
 	return rc;
 }
@@ -268,6 +271,18 @@ static int conv_compute(cpu_ctx *ctx)
 	use_t = packed && j.osz < CONV_T_RATIO * j.Mg;
 	if (cpu_numel(fr.y) == 0)
 		return cpu_fuse_end(ctx, &fr, 1);
+	if (st->wino && W->data == st->wino_src && X->rank == 4 && G == 1 && j.g.k[1] == 3 &&
+	    j.g.k[2] == 3 && j.g.s[1] == 1 && j.g.s[2] == 1 && j.g.d[1] == 1 && j.g.d[2] == 1) {
+		for (int64_t b = 0; b < N; b++) {
+			const float *res = j.res ? (const float *)j.res->data + b * M * j.osz : NULL;
+
+			rc = conv_wino_run(ctx, st, &j, (const float *)X->data + b * j.Cg * isz,
+					   B ? B->data : NULL, res, (float *)fr.y->data + b * M * j.osz);
+			if (rc)
+				return rc;
+		}
+		return cpu_fuse_end(ctx, &fr, 1);
+	}
 	if (j.Cg == 1 && j.Mg == 1) {
 		conv_depthwise(&j, X->data, W->data, B ? B->data : NULL, fr.y->data, N * G, G);
 		return cpu_fuse_end(ctx, &fr, 1);

@@ -20,6 +20,11 @@ typedef struct conv_state {
 	size_t pk_size;
 	const float *w_src;
 	int64_t Mg, ksz;
+	/* 3x3 stride 1: the 16 Winograd-transformed filters (conv_wino.c),
+	 * wino_size bytes each, made from wino_src; NULL when not used. */
+	const void *wino;
+	size_t wino_size;
+	const float *wino_src;
 } conv_state;
 
 /* One call's geometry: per group Cg input and Mg output channels, ksz =
@@ -48,5 +53,12 @@ void conv_pack_im2col(void *arg, int64_t k0, int64_t rows, int64_t p0, int64_t p
  * and bias b[p % (bias planes)], then the residual and Relu of j. */
 void conv_depthwise(const conv_job *j, const float *x, const float *w, const float *b,
 		    float *y, int64_t planes, int64_t channels);
+
+/* conv_wino.c: packs the transformed filter when the node qualifies
+ * (3x3, stride 1, no dilation, one group, constant W); 0 or a status. */
+int conv_wino_prepare(cpu_node *node, conv_state *st, char *err, size_t n);
+/* One image: y = act(conv(x) + bias + res) by F(2x2, 3x3). */
+int conv_wino_run(cpu_ctx *ctx, const conv_state *st, const conv_job *j, const float *x,
+		  const float *bias, const float *res, float *y);
 
 #endif
