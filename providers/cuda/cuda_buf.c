@@ -19,6 +19,17 @@
 
 #define STAGE_ALIGN 64
 
+cuda_pinned_buf *cuda_stage_get(cuda_ep *ep, uint64_t nbytes, char *err, size_t n)
+{
+	cuda_pinned_buf *b = cuda_pinned_get(&ep->pinned, nbytes, err, n);
+
+	if (b)
+		return b;
+	cuda_dev_sync_all(&ep->dev);
+	cuda_dev_drain(&ep->dev);
+	return cuda_pinned_get(&ep->pinned, nbytes, err, n);
+}
+
 cuda_dbuf *cuda_buf_find(cuda_ep *ep, uint64_t id)
 {
 	for (size_t i = 0; i < ep->n_bufs; i++)
@@ -197,7 +208,7 @@ int cuda_copy(void *self, uint32_t stream, const ep_copy *ops, size_t n_ops, ep_
 	}
 	j->ep = ep;
 	j->fence = signal;
-	if (total && !(j->stage = cuda_pinned_get(&ep->pinned, total, err, n)))
+	if (total && !(j->stage = cuda_stage_get(ep, total, err, n)))
 		rc = EP_E_NOMEM;
 	for (size_t i = 0; rc == 0 && i < n_ops; i++)
 		rc = enqueue_one(j, s, &ops[i], &at, err, n);

@@ -99,6 +99,7 @@ int cuda_dev_open(cuda_dev *d, char *why, size_t n)
 		return -1;
 	pthread_mutex_init(&d->mu, NULL);
 	pthread_cond_init(&d->cv, NULL);
+	pthread_cond_init(&d->idle, NULL);
 	if (pthread_create(&d->waiter, NULL, waiter_main, d))
 		return snprintf(why, n, "cannot start the completion thread"), -1;
 	d->waiter_on = 1;
@@ -235,6 +236,7 @@ static void *waiter_main(void *arg)
 		d->head = p->next;
 		if (!d->head)
 			d->tail = NULL;
+		d->busy = 1;
 		pthread_mutex_unlock(&d->mu);
 		/* Events complete in stream order, and callbacks of different
 		 * streams may wait behind one another: fine for fences. */
@@ -245,9 +247,22 @@ static void *waiter_main(void *arg)
 		cudaEventDestroy(p->ev);
 		free(p);
 		pthread_mutex_lock(&d->mu);
+		d->busy = 0;
+		if (!d->head)
+			pthread_cond_broadcast(&d->idle);
 	}
 	pthread_mutex_unlock(&d->mu);
 	return NULL;
+}
+
+void cuda_dev_drain(cuda_dev *d)
+{
+	if (!d->waiter_on)
+		return;
+	pthread_mutex_lock(&d->mu);
+	while (d->head || d->busy)
+		pthread_cond_wait(&d->idle, &d->mu);
+	pthread_mutex_unlock(&d->mu);
 }
 
 int cuda_dev_when_done(cuda_dev *d, cudaStream_t s, void (*fn)(void *, int), void *arg,

@@ -49,6 +49,8 @@ typedef struct cuda_dev {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	cuda_pending *head, *tail;
+	int busy;               /* the waiter is running a callback */
+	pthread_cond_t idle;    /* signalled when the queue drains */
 	int stop, waiter_on;
 } cuda_dev;
 
@@ -76,6 +78,10 @@ void cuda_dev_sync_all(cuda_dev *d);
  * owns arg). */
 int cuda_dev_when_done(cuda_dev *d, cudaStream_t s, void (*fn)(void *, int), void *arg,
 		       char *err, size_t n);
+
+/* Waits until every queued callback has run (their staging buffers are
+ * back in the pool). */
+void cuda_dev_drain(cuda_dev *d);
 
 /* "cudaMalloc: out of memory" into err; returns -1. */
 int cuda_err(cudaError_t e, const char *what, char *err, size_t n);

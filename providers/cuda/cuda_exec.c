@@ -388,7 +388,7 @@ static int upload(cu_ctx *c, const void *data, uint64_t nbytes, void *dst)
 
 	if (!slot)
 		return cu_fail(c, EP_E_NOMEM, "out of memory");
-	*slot = cuda_pinned_get(&ex->ep->pinned, nbytes, c->err, c->errlen);
+	*slot = cuda_stage_get(ex->ep, nbytes, c->err, c->errlen);
 	if (!*slot) {
 		ex->stage.n--;
 		c->status = EP_E_NOMEM;

@@ -81,6 +81,10 @@ void *cu_list_push(cu_list *l);
  * is the block for weight i (ptr NULL: not a device weight). */
 int cuda_load_weights(cuda_ep *ep, const ep_subgraph *sg, cuda_block *dst, char *err, size_t n);
 
+/* A pinned staging buffer of at least nbytes; when the pool is exhausted
+ * by copies in flight, waits for them to complete and tries again. */
+cuda_pinned_buf *cuda_stage_get(cuda_ep *ep, uint64_t nbytes, char *err, size_t n);
+
 /* Device buffers by id (cuda_buf.c). */
 cuda_dbuf *cuda_buf_find(cuda_ep *ep, uint64_t id);
 /* Buffer id of `nbytes` (a dynamic device output), replacing an old one. */

@@ -124,7 +124,7 @@ int cuda_load_weights(cuda_ep *ep, const ep_subgraph *sg, cuda_block *dst, char 
 	if (cuda_dev_stream(&ep->dev, 0, &l.s, err, n))
 		return EP_E_INTERNAL;
 	for (int b = 0; b < 2 && rc == 0; b++) {
-		l.buf[b] = cuda_pinned_get(&ep->pinned, CHUNK, err, n);
+		l.buf[b] = cuda_stage_get(ep, CHUNK, err, n);
 		if (!l.buf[b])
 			rc = EP_E_NOMEM;
 		else if ((e = cudaEventCreateWithFlags(&l.ev[b], cudaEventDisableTiming)) != cudaSuccess)

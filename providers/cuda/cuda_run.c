@@ -178,7 +178,7 @@ static int stage(cu_exec *ex, cu_list *l, int upload, char *err, size_t n)
 	slot = cu_list_push(&ex->stage);
 	if (!slot)
 		return snprintf(err, n, "out of memory"), EP_E_NOMEM;
-	*slot = cuda_pinned_get(&ex->ep->pinned, total, err, n);
+	*slot = cuda_stage_get(ex->ep, total, err, n);
 	if (!*slot) {
 		ex->stage.n--;
 		return EP_E_NOMEM;

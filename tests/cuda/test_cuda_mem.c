@@ -4,14 +4,14 @@
  * rest needs a GPU (exit 77 without one): a freed block is reused for a
  * request of its class and not for a larger one, large blocks within 1.25x
  * are reused, trim returns the cache, pinned buffers are reused by size and
- * round-trip bytes through the device, one CUDA stream per ortmk stream
- * id, and the completion thread runs callbacks in order after the work.
+ * round-trip bytes through the device, the pool refuses a 65th buffer in
+ * flight, one CUDA stream per ortmk stream id, and the completion thread
+ * runs callbacks in order after the work (cuda_dev_drain waits for them).
  */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cuda_dev.h"
 #include "cuda_mem.h"
@@ -102,6 +102,24 @@ static void pinned(void)
 		      !memcmp(a->ptr, b->ptr, 65536), "pinned round trip");
 		cuda_heap_free(&h, &d);
 	}
+	/* The pool holds 64 buffers: the 65th in flight is refused with a
+	 * message, and one coming back makes room. */
+	{
+		cuda_pinned_buf *held[64];
+		int got = 0;
+
+		cuda_pinned_put(&p, a);
+		cuda_pinned_put(&p, b);
+		for (int i = 0; i < 64; i++)
+			if ((held[i] = cuda_pinned_get(&p, 1000, err, sizeof(err))))
+				got++;
+		CHECK(got == 64, "%d of 64 pinned buffers", got);
+		CHECK(!cuda_pinned_get(&p, 1000, err, sizeof(err)) && strstr(err, "in flight"),
+		      "a 65th pinned buffer: '%s'", err);
+		cuda_pinned_put(&p, held[10]);
+		CHECK(cuda_pinned_get(&p, 1000, err, sizeof(err)) == held[10],
+		      "the returned buffer was not handed out again");
+	}
 	cuda_pinned_fini(&p);
 	cuda_heap_fini(&h);
 }
@@ -142,16 +160,12 @@ static void streams(void)
 		CHECK(cuda_dev_when_done(&d, s1, done, (void *)(intptr_t)i, err, sizeof(err)) == 0,
 		      "when_done: %s", err);
 	}
-	cudaStreamSynchronize(s1);
-	for (int t = 0; t < 1000; t++) {
-		pthread_mutex_lock(&ord.mu);
-		n = ord.n;
-		pthread_mutex_unlock(&ord.mu);
-		if (n == 4)
-			break;
-		usleep(10000);
-	}
-	CHECK(ord.n == 4 && !ord.bad, "%d callbacks (%d failed), want 4", ord.n, ord.bad);
+	/* drain returns once every callback queued so far has run. */
+	cuda_dev_drain(&d);
+	pthread_mutex_lock(&ord.mu);
+	n = ord.n;
+	pthread_mutex_unlock(&ord.mu);
+	CHECK(n == 4 && !ord.bad, "%d callbacks (%d failed) after drain, want 4", n, ord.bad);
 	for (int i = 0; i < ord.n; i++)
 		CHECK(ord.seen[i] == i, "callback %d ran as %d", i, ord.seen[i]);
 	cuda_dev_stream_free(&d, 2);
