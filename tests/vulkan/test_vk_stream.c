@@ -8,7 +8,8 @@
  * stream (more than the slot ring holds), two streams at once (freed and
  * made again), copy
  * validation errors, and a buffer freed while a copy still reads it.
- * Exit 77 when there is no Vulkan device.
+ * Exit 77 when there is no Vulkan device.  `--bench N` measures instead
+ * the latency of a small COPY to its fence.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -256,7 +257,45 @@ static void test_free_in_flight(vk_devmem *m)
 	free(junk);
 }
 
-int main(void)
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* --bench N: latency of one small COPY from enqueue to its shm fence
+ * (host -> device -> host of 256 bytes, waited each time): the cost of a
+ * submission plus the bridge's semaphore wait and fence signal. */
+static void bench(vk_devmem *m, shm_fence *f, uint64_t *fv, int n)
+{
+	uint8_t a[256], b[256];
+	uint64_t *t = calloc((size_t)n, sizeof(*t));
+	char err[256];
+	vk_copy_op ops[2] = {
+		{.src_host = a, .dst_buf = 40, .nbytes = sizeof(a)},
+		{.src_buf = 40, .dst_host = b, .nbytes = sizeof(b)},
+	};
+
+	if (!t || vk_dm_alloc(m, 40, sizeof(a), err, sizeof(err)))
+		return;
+	fill(a, sizeof(a), 7);
+	for (int i = 0; i < n; i++) {
+		vk_signal s = sig(f, ++*fv);
+		uint64_t t0 = shm_now_ns();
+
+		if (vk_dm_copy(m, 0, ops, 2, &s, err, sizeof(err)) || fence_wait(f, *fv))
+			break;
+		t[i] = shm_now_ns() - t0;
+	}
+	qsort(t, (size_t)n, sizeof(*t), cmp_u64);
+	printf("COPY 256 B h2d+d2h, enqueue to shm fence: median %.1f us, p90 %.1f us (%d)\n",
+	       t[n / 2] / 1e3, t[n * 9 / 10] / 1e3, n);
+	vk_dm_free(m, 40);
+	free(t);
+}
+
+int main(int argc, char **argv)
 {
 	vk_dev d;
 	vk_heap h;
@@ -276,6 +315,14 @@ int main(void)
 	vk_heap_init(&h, &d, VK_BLOCK_SIZE);
 	vk_dm_init(&m, &d, &h);
 	shm_fence_init(&f, 0);
+	if (argc == 3 && strcmp(argv[1], "--bench") == 0) {
+		bench(&m, &f, &fv, atoi(argv[2]) > 0 ? atoi(argv[2]) : 1000);
+		vk_dm_fini(&m);
+		vk_heap_fini(&h);
+		vk_dev_close(&d);
+		fflush(stdout);
+		_exit(0);
+	}
 	test_ids(&m);
 	round_trip(&m, &f, &fv, 4, 0);
 	round_trip(&m, &f, &fv, 1001, 0);     /* not a multiple of 4 */
