@@ -118,13 +118,13 @@ int conv_wino_prepare(cpu_node *node, conv_state *st, char *err, size_t n)
  * width (rows r[0..3], wp floats each, from buf), then the horizontal
  * step writes each xi's tiles contiguously. */
 CPU_MULTIVERSION
-static void input_transform(const float *x, int64_t C, const cpu_geom *g, int64_t th,
-			    int64_t tw, float *buf, float *V)
+static void input_transform(const float *x, int64_t c0, int64_t c1, int64_t C,
+			    const cpu_geom *g, int64_t th, int64_t tw, float *buf, float *V)
 {
 	int64_t IH = g->in[1], IW = g->in[2], T = th * tw, wp = 2 * tw + 2, pl = g->pb[2];
 	float *d = buf, *r = buf + 4 * wp;
 
-	for (int64_t c = 0; c < C; c++) {
+	for (int64_t c = c0; c < c1; c++) {
 		const float *xc = x + c * IH * IW;
 
 		for (int64_t ty = 0; ty < th; ty++) {
@@ -173,12 +173,12 @@ static void input_transform(const float *x, int64_t C, const cpu_geom *g, int64_
  * over the channels of a tile (contiguous in M_xi) into o, then scatter. */
 CPU_MULTIVERSION
 static void output_transform(const float *Mb, int64_t M, const cpu_geom *g, int64_t th,
-			     int64_t tw, const float *bias, const float *res, int relu,
-			     float *o, float *y)
+			     int64_t tw, int64_t t0, int64_t t1, const float *bias,
+			     const float *res, int relu, float *o, float *y)
 {
 	int64_t OH = g->out[1], OW = g->out[2], T = th * tw, TM = T * M;
 
-	for (int64_t t = 0; t < T; t++) {
+	for (int64_t t = t0; t < t1; t++) {
 		int64_t ty = t / tw, tx = t % tw;
 		const float *p = Mb + t * M;
 
@@ -212,24 +212,67 @@ static void output_transform(const float *Mb, int64_t M, const cpu_geom *g, int6
 	}
 }
 
+/* The transforms split over the pool: input by channels, output by
+ * tiles; each member has its own row buffer. */
+typedef struct wino_par {
+	const conv_job *j;
+	const float *x, *bias, *res;
+	float *V, *Mb, *y, *bufs;
+	int64_t th, tw, chunks;
+	size_t buf_floats;
+} wino_par;
+
+static void in_task(void *arg, int64_t task, int member)
+{
+	const wino_par *w = arg;
+	int64_t C = w->j->Cg, c0 = C * task / w->chunks, c1 = C * (task + 1) / w->chunks;
+
+	input_transform(w->x, c0, c1, C, &w->j->g, w->th, w->tw,
+			w->bufs + (size_t)member * w->buf_floats, w->V);
+}
+
+static void out_task(void *arg, int64_t task, int member)
+{
+	const wino_par *w = arg;
+	int64_t T = w->th * w->tw, t0 = T * task / w->chunks, t1 = T * (task + 1) / w->chunks;
+
+	output_transform(w->Mb, w->j->Mg, &w->j->g, w->th, w->tw, t0, t1, w->bias, w->res,
+			 w->j->relu, w->bufs + (size_t)member * w->buf_floats, w->y);
+}
+
+static void par_for(gemm_pool *pool, gemm_task_fn *fn, wino_par *w)
+{
+	int mine = gemm_pool_try_begin(pool), n = mine ? gemm_pool_threads(pool) : 1;
+
+	w->chunks = n > 1 ? 4 * n : 1;
+	if (mine)
+		gemm_pool_for(pool, n, w->chunks, fn, w);
+	else
+		fn(w, 0, 0);
+	if (mine)
+		gemm_pool_end(pool);
+}
+
 int conv_wino_run(cpu_ctx *ctx, const conv_state *st, const conv_job *j, const float *x,
 		  const float *bias, const float *res, float *y)
 {
 	int64_t th = (j->g.out[1] + 1) / 2, tw = (j->g.out[2] + 1) / 2, T = th * tw;
 	int64_t C = j->Cg, M = j->Mg;
+	int members = gemm_pool_threads(ctx->pool);
+	size_t bf = (size_t)(8 * (2 * tw + 2) > 4 * M ? 8 * (2 * tw + 2) : 4 * M);
 	float *V = cpu_scratch(ctx, sizeof(float) * XI * (size_t)(T * C));
 	float *Mb = cpu_scratch(ctx, sizeof(float) * XI * (size_t)(T * M));
-	float *buf = cpu_scratch(ctx, sizeof(float) * 8 * (size_t)(2 * tw + 2));
-	float *buf2 = cpu_scratch(ctx, sizeof(float) * 4 * (size_t)M);
+	float *bufs = cpu_scratch(ctx, sizeof(float) * bf * (size_t)members);
+	wino_par w = {j, x, bias, res, V, Mb, y, bufs, th, tw, 1, bf};
 
-	if (!V || !Mb || !buf || !buf2)
+	if (!V || !Mb || !bufs)
 		return CPU_E_NOMEM;
-	input_transform(x, C, &j->g, th, tw, buf, V);
+	par_for(ctx->pool, in_task, &w);
 	/* V_xi is stored [C, tiles]: the GEMM reads it as A^T. */
 	for (int xi = 0; xi < XI; xi++)
 		if (gemm_compute(ctx->pool, T, M, C, V + xi * T * C, T, 1,
 				 (const char *)st->wino + xi * st->wino_size, NULL, Mb + xi * T * M, M))
 			return cpu_fail(ctx, CPU_E_INTERNAL, "Winograd GEMM failed");
-	output_transform(Mb, M, &j->g, th, tw, bias, res, j->relu, buf2, y);
+	par_for(ctx->pool, out_task, &w);
 	return 0;
 }
