@@ -19,11 +19,13 @@
 
 #include <cudnn.h>
 
+#include "emu.h"
+
 #define MAXD 8
 #define EMU_WORKSPACE 1024
 
 struct cudnnContext {
-	int unused;
+	cudaStream_t stream = nullptr;
 };
 
 struct cudnnTensorStruct {
@@ -60,8 +62,7 @@ cudnnStatus_t cudnnDestroy(cudnnHandle_t h)
 
 cudnnStatus_t cudnnSetStream(cudnnHandle_t h, cudaStream_t s)
 {
-	(void)h;
-	(void)s;
+	h->stream = s;
 	return CUDNN_STATUS_SUCCESS;
 }
 
@@ -216,6 +217,55 @@ cudnnStatus_t cudnnGetConvolutionForwardWorkspaceSize(cudnnHandle_t h,
 	return check(x, w, c, y);
 }
 
+/* The convolution itself, from copies of the descriptors (the caller may
+ * change them once the call returned, as with cuDNN). */
+static void forward(float a, cudnnTensorStruct xd, const float *x, cudnnFilterStruct wd,
+		    const float *w, cudnnConvolutionStruct cd, float b, cudnnTensorStruct yd,
+		    float *y)
+{
+	int nsp = xd.nd - 2, K = wd.dim[0], Cg = wd.dim[1], G = cd.groups, Kg = K / G;
+	long long outs = 1, taps = 1;
+
+	for (int i = 0; i < nsp; i++) {
+		outs *= yd.dim[2 + i];
+		taps *= wd.dim[2 + i];
+	}
+	for (int n = 0; n < xd.dim[0]; n++)
+		for (int k = 0; k < K; k++)
+			for (long long o = 0; o < outs; o++) {
+				int op[MAXD];
+				long long rem = o, yi = (long long)n * yd.stride[0] +
+							 (long long)k * yd.stride[1];
+				double acc = 0;
+
+				for (int i = nsp - 1; i >= 0; i--) {
+					op[i] = (int)(rem % yd.dim[2 + i]);
+					rem /= yd.dim[2 + i];
+					yi += (long long)op[i] * yd.stride[2 + i];
+				}
+				for (int c = 0; c < Cg; c++)
+					for (long long t = 0; t < taps; t++) {
+						long long trem = t, xi = (long long)n * xd.stride[0] +
+							(long long)((k / Kg) * Cg + c) * xd.stride[1];
+						long long wi = ((long long)k * Cg + c) * taps + t;
+						int inside = 1;
+
+						for (int i = nsp - 1; i >= 0; i--) {
+							int kk = (int)(trem % wd.dim[2 + i]);
+							int pos = op[i] * cd.stride[i] - cd.pad[i] +
+								  kk * cd.dil[i];
+
+							trem /= wd.dim[2 + i];
+							inside &= pos >= 0 && pos < xd.dim[2 + i];
+							xi += (long long)pos * xd.stride[2 + i];
+						}
+						if (inside)
+							acc += (double)x[xi] * w[wi];
+					}
+				y[yi] = (float)(a * acc + (b != 0.0f ? b * y[yi] : 0.0));
+			}
+}
+
 cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t h, const void *alpha,
 				      const cudnnTensorDescriptor_t xd, const void *xv,
 				      const cudnnFilterDescriptor_t wd, const void *wv,
@@ -223,57 +273,21 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t h, const void *alpha,
 				      cudnnConvolutionFwdAlgo_t algo, void *ws, size_t ws_bytes,
 				      const void *beta, const cudnnTensorDescriptor_t yd, void *yv)
 {
-	const float *x = (const float *)xv, *w = (const float *)wv;
-	float *y = (float *)yv, a = *(const float *)alpha, b = *(const float *)beta;
-	int nsp = xd->nd - 2, K = wd->dim[0], Cg = wd->dim[1], G = cd->groups, Kg = K / G;
-	long long outs = 1, taps = 1;
+	float a = *(const float *)alpha, b = *(const float *)beta;
+	cudnnTensorStruct x = *xd, y = *yd;
+	cudnnFilterStruct w = *wd;
+	cudnnConvolutionStruct c = *cd;
 	cudnnStatus_t st = check(xd, wd, cd, yd);
 
-	(void)h;
 	if (st != CUDNN_STATUS_SUCCESS)
 		return st;
 	if (algo != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM || cd->math != CUDNN_FMA_MATH)
 		return CUDNN_STATUS_NOT_SUPPORTED;      /* the TF32 algorithm */
 	if (!ws || ws_bytes < EMU_WORKSPACE)
 		return CUDNN_STATUS_BAD_PARAM;
-	for (int i = 0; i < nsp; i++) {
-		outs *= yd->dim[2 + i];
-		taps *= wd->dim[2 + i];
-	}
-	for (int n = 0; n < xd->dim[0]; n++)
-		for (int k = 0; k < K; k++)
-			for (long long o = 0; o < outs; o++) {
-				int op[MAXD];
-				long long rem = o, yi = (long long)n * yd->stride[0] +
-							 (long long)k * yd->stride[1];
-				double acc = 0;
-
-				for (int i = nsp - 1; i >= 0; i--) {
-					op[i] = (int)(rem % yd->dim[2 + i]);
-					rem /= yd->dim[2 + i];
-					yi += (long long)op[i] * yd->stride[2 + i];
-				}
-				for (int c = 0; c < Cg; c++)
-					for (long long t = 0; t < taps; t++) {
-						long long trem = t, xi = (long long)n * xd->stride[0] +
-							(long long)((k / Kg) * Cg + c) * xd->stride[1];
-						long long wi = ((long long)k * Cg + c) * taps + t;
-						int inside = 1;
-
-						for (int i = nsp - 1; i >= 0; i--) {
-							int kk = (int)(trem % wd->dim[2 + i]);
-							int pos = op[i] * cd->stride[i] - cd->pad[i] +
-								  kk * cd->dil[i];
-
-							trem /= wd->dim[2 + i];
-							inside &= pos >= 0 && pos < xd->dim[2 + i];
-							xi += (long long)pos * xd->stride[2 + i];
-						}
-						if (inside)
-							acc += (double)x[xi] * w[wi];
-					}
-				y[yi] = (float)(a * acc + (b != 0.0f ? b * y[yi] : 0.0));
-			}
+	emu_enqueue(h->stream, [=] {
+		forward(a, x, (const float *)xv, w, (const float *)wv, c, b, y, (float *)yv);
+	});
 	return CUDNN_STATUS_SUCCESS;
 }
 

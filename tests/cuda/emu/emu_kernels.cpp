@@ -10,6 +10,7 @@
  */
 #include <math.h>
 
+#include "emu.h"
 #include "k_body.cuh"
 
 template <typename T>
@@ -94,31 +95,36 @@ extern "C" {
 cudaError_t cuk_unary(cudaStream_t s, int dtype, int op, float alpha, const void *x, void *y,
 		      int64_t n)
 {
-	(void)s;
-	if (dtype == CUK_F16)
-		unary(op, alpha, (const __half *)x, (__half *)y, n);
-	else
-		unary(op, alpha, (const float *)x, (float *)y, n);
+	emu_enqueue(s, [=] {
+		if (dtype == CUK_F16)
+			unary(op, alpha, (const __half *)x, (__half *)y, n);
+		else
+			unary(op, alpha, (const float *)x, (float *)y, n);
+	});
 	return cudaSuccess;
 }
 
 cudaError_t cuk_binary(cudaStream_t s, int dtype, int op, const void *a, const void *b, void *y,
-		       int64_t n, const cuk_bcast *bc)
+		       int64_t n, const cuk_bcast *bcp)
 {
-	(void)s;
-	if (dtype == CUK_F16)
-		binary(op, (const __half *)a, (const __half *)b, (__half *)y, n, *bc);
-	else
-		binary(op, (const float *)a, (const float *)b, (float *)y, n, *bc);
+	cuk_bcast bc = *bcp;
+
+	emu_enqueue(s, [=] {
+		if (dtype == CUK_F16)
+			binary(op, (const __half *)a, (const __half *)b, (__half *)y, n, bc);
+		else
+			binary(op, (const float *)a, (const float *)b, (float *)y, n, bc);
+	});
 	return cudaSuccess;
 }
 
 cudaError_t cuk_bias_add(cudaStream_t s, float *y, const float *bias, int64_t outer, int64_t C,
 			 int64_t inner)
 {
-	(void)s;
-	for (int64_t i = 0; i < outer * C * inner; i++)
-		y[i] += bias[channel_of(i, C, inner)];
+	emu_enqueue(s, [=] {
+		for (int64_t i = 0; i < outer * C * inner; i++)
+			y[i] += bias[channel_of(i, C, inner)];
+	});
 	return cudaSuccess;
 }
 
@@ -126,28 +132,30 @@ cudaError_t cuk_batchnorm(cudaStream_t s, int dtype, const void *x, const void *
 			  const void *bias, const void *mean, const void *var, void *y,
 			  int64_t outer, int64_t C, int64_t inner, float eps)
 {
-	(void)s;
-	for (int64_t i = 0; i < outer * C * inner; i++) {
-		if (dtype == CUK_F16)
-			batchnorm_at((const __half *)x, (const __half *)scale, (const __half *)bias,
-				     (const __half *)mean, (const __half *)var, (__half *)y, i, C,
-				     inner, eps);
-		else
-			batchnorm_at((const float *)x, (const float *)scale, (const float *)bias,
-				     (const float *)mean, (const float *)var, (float *)y, i, C,
-				     inner, eps);
-	}
+	emu_enqueue(s, [=] {
+		for (int64_t i = 0; i < outer * C * inner; i++) {
+			if (dtype == CUK_F16)
+				batchnorm_at((const __half *)x, (const __half *)scale,
+					     (const __half *)bias, (const __half *)mean,
+					     (const __half *)var, (__half *)y, i, C, inner, eps);
+			else
+				batchnorm_at((const float *)x, (const float *)scale,
+					     (const float *)bias, (const float *)mean,
+					     (const float *)var, (float *)y, i, C, inner, eps);
+		}
+	});
 	return cudaSuccess;
 }
 
 cudaError_t cuk_softmax(cudaStream_t s, int dtype, const void *x, void *y, int64_t outer,
 			int64_t len, int64_t inner, int log_)
 {
-	(void)s;
-	if (dtype == CUK_F16)
-		softmax((const __half *)x, (__half *)y, outer * inner, len, inner, log_);
-	else
-		softmax((const float *)x, (float *)y, outer * inner, len, inner, log_);
+	emu_enqueue(s, [=] {
+		if (dtype == CUK_F16)
+			softmax((const __half *)x, (__half *)y, outer * inner, len, inner, log_);
+		else
+			softmax((const float *)x, (float *)y, outer * inner, len, inner, log_);
+	});
 	return cudaSuccess;
 }
 
@@ -155,108 +163,126 @@ cudaError_t cuk_layernorm(cudaStream_t s, int dtype, const void *x, const void *
 			  const void *bias, void *y, float *mean, float *inv_std, int64_t rows,
 			  int64_t n, int64_t sn, int64_t bn, float eps)
 {
-	(void)s;
 	if (rows <= 0 || n <= 0)
 		return cudaSuccess;
-	if (dtype == CUK_F16)
-		layernorm((const __half *)x, (const __half *)scale, (const __half *)bias, (__half *)y,
-			  mean, inv_std, rows, n, sn, bn, eps);
-	else
-		layernorm((const float *)x, (const float *)scale, (const float *)bias, (float *)y,
-			  mean, inv_std, rows, n, sn, bn, eps);
+	emu_enqueue(s, [=] {
+		if (dtype == CUK_F16)
+			layernorm((const __half *)x, (const __half *)scale, (const __half *)bias,
+				  (__half *)y, mean, inv_std, rows, n, sn, bn, eps);
+		else
+			layernorm((const float *)x, (const float *)scale, (const float *)bias,
+				  (float *)y, mean, inv_std, rows, n, sn, bn, eps);
+	});
 	return cudaSuccess;
 }
 
 cudaError_t cuk_pool(cudaStream_t s, int dtype, const void *x, void *y, int64_t planes,
-		     const cuk_window *w, int is_max, int count_include_pad)
+		     const cuk_window *wp, int is_max, int cip)
 {
-	int64_t n = planes * w->out[0] * w->out[1] * w->out[2];
+	cuk_window w = *wp;
+	int64_t n = planes * w.out[0] * w.out[1] * w.out[2];
 
-	(void)s;
-	for (int64_t i = 0; i < n; i++) {
-		if (dtype == CUK_F16)
-			pool_at((const __half *)x, (__half *)y, i, *w, is_max, count_include_pad);
-		else
-			pool_at((const float *)x, (float *)y, i, *w, is_max, count_include_pad);
-	}
+	emu_enqueue(s, [=] {
+		for (int64_t i = 0; i < n; i++) {
+			if (dtype == CUK_F16)
+				pool_at((const __half *)x, (__half *)y, i, w, is_max, cip);
+			else
+				pool_at((const float *)x, (float *)y, i, w, is_max, cip);
+		}
+	});
 	return cudaSuccess;
 }
 
-cudaError_t cuk_conv(cudaStream_t s, const float *x, const float *w, const float *bias, float *y,
-		     int64_t N, int64_t G, int64_t Cig, int64_t Cog, const cuk_window *win)
+static void conv(const float *x, const float *w, const float *bias, float *y, conv_geo g)
 {
-	conv_geo g = {N, G, Cig, Cog, 0, 0, 0, *win};
-	int64_t plane = win->in[0] * win->in[1] * win->in[2];
+	int64_t plane = g.w.in[0] * g.w.in[1] * g.w.in[2];
 
-	(void)s;
-	g.kvol = win->k[0] * win->k[1] * win->k[2];
-	g.K = Cig * g.kvol;
-	g.O = win->out[0] * win->out[1] * win->out[2];
-	for (int64_t n = 0; n < N; n++)
-		for (int64_t grp = 0; grp < G; grp++) {
-			const float *xg = x + (n * G + grp) * Cig * plane;
-			const float *wg = w + grp * Cog * g.K;
+	for (int64_t n = 0; n < g.N; n++)
+		for (int64_t grp = 0; grp < g.G; grp++) {
+			const float *xg = x + (n * g.G + grp) * g.Cig * plane;
+			const float *wg = w + grp * g.Cog * g.K;
 
-			for (int64_t m = 0; m < Cog; m++)
+			for (int64_t m = 0; m < g.Cog; m++)
 				for (int64_t p = 0; p < g.O; p++) {
 					float acc = 0.0f;
 
 					for (int64_t k = 0; k < g.K; k++)
 						acc = fmaf(wg[m * g.K + k], im2col(xg, g, k, p), acc);
 					y[conv_out_index(g, n, grp, m, p)] =
-						acc + (bias ? bias[grp * Cog + m] : 0.0f);
+						acc + (bias ? bias[grp * g.Cog + m] : 0.0f);
 				}
 		}
+}
+
+cudaError_t cuk_conv(cudaStream_t s, const float *x, const float *w, const float *bias, float *y,
+		     int64_t N, int64_t G, int64_t Cig, int64_t Cog, const cuk_window *win)
+{
+	conv_geo g = {N, G, Cig, Cog, 0, 0, 0, *win};
+
+	g.kvol = win->k[0] * win->k[1] * win->k[2];
+	g.K = Cig * g.kvol;
+	g.O = win->out[0] * win->out[1] * win->out[2];
+	emu_enqueue(s, [=] { conv(x, w, bias, y, g); });
 	return cudaSuccess;
 }
 
 cudaError_t cuk_reduce_run(cudaStream_t s, int dtype, int op, const void *x, void *y,
-			   const cuk_reduce *r)
+			   const cuk_reduce *rp)
 {
-	(void)s;
-	if (dtype == CUK_F16)
-		reduce(op, (const __half *)x, (__half *)y, *r);
-	else
-		reduce(op, (const float *)x, (float *)y, *r);
+	cuk_reduce r = *rp;
+
+	emu_enqueue(s, [=] {
+		if (dtype == CUK_F16)
+			reduce(op, (const __half *)x, (__half *)y, r);
+		else
+			reduce(op, (const float *)x, (float *)y, r);
+	});
 	return cudaSuccess;
 }
 
 cudaError_t cuk_transpose(cudaStream_t s, int dtype, const void *x, void *y, int64_t n,
-			  const cuk_perm *p)
+			  const cuk_perm *pp)
 {
-	(void)s;
-	for (int64_t i = 0; i < n; i++) {
-		if (dtype == CUK_F16)
-			transpose_at((const uint16_t *)x, (uint16_t *)y, i, *p);
-		else
-			transpose_at((const uint32_t *)x, (uint32_t *)y, i, *p);
-	}
+	cuk_perm p = *pp;
+
+	emu_enqueue(s, [=] {
+		for (int64_t i = 0; i < n; i++) {
+			if (dtype == CUK_F16)
+				transpose_at((const uint16_t *)x, (uint16_t *)y, i, p);
+			else
+				transpose_at((const uint32_t *)x, (uint32_t *)y, i, p);
+		}
+	});
 	return cudaSuccess;
 }
 
 cudaError_t cuk_concat_copy(cudaStream_t s, int dtype, const void *x, void *y, int64_t outer,
 			    int64_t blk, int64_t dst_blk, int64_t dst_off)
 {
-	(void)s;
-	for (int64_t i = 0; i < outer * blk; i++) {
-		if (dtype == CUK_F16)
-			concat_at((const uint16_t *)x, (uint16_t *)y, i, blk, dst_blk, dst_off);
-		else
-			concat_at((const uint32_t *)x, (uint32_t *)y, i, blk, dst_blk, dst_off);
-	}
+	emu_enqueue(s, [=] {
+		for (int64_t i = 0; i < outer * blk; i++) {
+			if (dtype == CUK_F16)
+				concat_at((const uint16_t *)x, (uint16_t *)y, i, blk, dst_blk, dst_off);
+			else
+				concat_at((const uint32_t *)x, (uint32_t *)y, i, blk, dst_blk, dst_off);
+		}
+	});
 	return cudaSuccess;
 }
 
 cudaError_t cuk_gather(cudaStream_t s, int dtype, const void *x, const int64_t *idx, void *y,
 		       int64_t outer, int64_t nidx, int64_t inner, int64_t axis_len)
 {
-	(void)s;
-	for (int64_t i = 0; i < outer * nidx * inner; i++) {
-		if (dtype == CUK_F16)
-			gather_at((const uint16_t *)x, idx, (uint16_t *)y, i, nidx, inner, axis_len);
-		else
-			gather_at((const uint32_t *)x, idx, (uint32_t *)y, i, nidx, inner, axis_len);
-	}
+	emu_enqueue(s, [=] {
+		for (int64_t i = 0; i < outer * nidx * inner; i++) {
+			if (dtype == CUK_F16)
+				gather_at((const uint16_t *)x, idx, (uint16_t *)y, i, nidx, inner,
+					  axis_len);
+			else
+				gather_at((const uint32_t *)x, idx, (uint32_t *)y, i, nidx, inner,
+					  axis_len);
+		}
+	});
 	return cudaSuccess;
 }
 
