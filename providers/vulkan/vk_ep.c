@@ -19,6 +19,8 @@
 #include "log.h"
 #include "vk_exec.h"
 
+static ep_vtable vk_vtable;
+
 static int vk_init(void **self, char *detail, size_t n)
 {
 	vk_ep *ep = calloc(1, sizeof(*ep));
@@ -29,6 +31,10 @@ static int vk_init(void **self, char *detail, size_t n)
 	if (vk_dev_open(&ep->dev, ep->why, sizeof(ep->why))) {
 		ipc_log(IPC_LOG_WARN, "no Vulkan device: %s; every node goes to the next provider",
 			ep->why);
+		vk_vtable.buf_alloc = NULL;
+		vk_vtable.buf_free = NULL;
+		vk_vtable.copy = NULL;
+		vk_vtable.stream_free = NULL;
 		snprintf(detail, n, "vulkan: no device (%s)", ep->why);
 		return 0;
 	}
@@ -89,7 +95,9 @@ static int vk_supported_shapes(void *self, const Onnx__NodeProto *node,
 	vk_ep *ep = self;
 
 	(void)node;
-	return vk_shapes_fit(q, ep->dev.props.limits.maxStorageBufferRange, why, n);
+	if (!ep->ok)
+		return 0;
+	return vk_shapes_fit(q, ep->dev.props.limits.maxStorageBufferRange, ep->dev.f16, why, n);
 }
 
 static int vk_load(void *self, ep_subgraph *sg, char *err, size_t n)
@@ -178,7 +186,10 @@ static void vk_stream_free(void *self, uint32_t stream)
 		vk_dm_stream_free(&ep->dm, stream);
 }
 
-static const ep_vtable vk_vtable = {
+/* Not const: without a device, vk_init takes the device-memory entries
+ * out before ep_host says HELLO (device_memory is "buf_alloc is set"), so
+ * the core gives host values instead of failing every ALLOC. */
+static ep_vtable vk_vtable = {
 	.name = "vulkan",
 	.init = vk_init,
 	.supported = vk_supported,

@@ -181,8 +181,9 @@ int vk_broadcast(int ra, const int64_t *a, int rb, const int64_t *b, int *ro, in
 
 /* 1 when every float tensor of the capability query whose shape the core
  * inferred fits in `max_bytes` (maxStorageBufferRange) and 32-bit
- * indexing; else 0 with the reason. */
-int vk_shapes_fit(const Ortmk__NodeQuery *q, uint64_t max_bytes, char *why, size_t n);
+ * indexing, float16 taking 2 bytes with 16-bit storage (f16) and 4
+ * without; else 0 with the reason. */
+int vk_shapes_fit(const Ortmk__NodeQuery *q, uint64_t max_bytes, int f16, char *why, size_t n);
 
 /* The registry: every op the provider runs, by type and opset. */
 const vk_op *vk_op_find(const char *op_type, const char *domain, int64_t opset);

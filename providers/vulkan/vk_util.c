@@ -149,7 +149,7 @@ int vk_broadcast(int ra, const int64_t *a, int rb, const int64_t *b, int *ro, in
  * known size exceeds what one storage-buffer binding reaches. */
 static int side_fits(const char *side, size_t n_t, const int32_t *dt, size_t n_dt,
 		     const int32_t *ranks, const int64_t *dims, size_t n_dims,
-		     uint64_t max_bytes, char *why, size_t n)
+		     uint64_t max_bytes, uint64_t f16_size, char *why, size_t n)
 {
 	size_t at = 0;
 
@@ -168,7 +168,7 @@ static int side_fits(const char *side, size_t n_t, const int32_t *dt, size_t n_d
 			else if (numel <= VK_MAX_ELEMS)
 				numel *= dims[at];
 		}
-		esz = i < n_dt && dt[i] == VK_FLOAT16 ? 2 : i < n_dt && dt[i] == VK_FLOAT ? 4 : 0;
+		esz = i < n_dt && dt[i] == VK_FLOAT16 ? f16_size : i < n_dt && dt[i] == VK_FLOAT ? 4 : 0;
 		if (!known || !esz)
 			continue;
 		if (numel >= VK_MAX_ELEMS || (uint64_t)numel * esz > max_bytes)
@@ -179,12 +179,16 @@ static int side_fits(const char *side, size_t n_t, const int32_t *dt, size_t n_d
 	return 1;
 }
 
-int vk_shapes_fit(const Ortmk__NodeQuery *q, uint64_t max_bytes, char *why, size_t n)
+int vk_shapes_fit(const Ortmk__NodeQuery *q, uint64_t max_bytes, int f16, char *why, size_t n)
 {
+	uint64_t f16_size = f16 ? 2 : 4;
+
 	return side_fits("input", q->n_input_ranks, q->input_dtypes, q->n_input_dtypes,
-			 q->input_ranks, q->input_dims, q->n_input_dims, max_bytes, why, n) &&
+			 q->input_ranks, q->input_dims, q->n_input_dims, max_bytes, f16_size, why,
+			 n) &&
 	       side_fits("output", q->n_output_ranks, q->output_dtypes, q->n_output_dtypes,
-			 q->output_ranks, q->output_dims, q->n_output_dims, max_bytes, why, n);
+			 q->output_ranks, q->output_dims, q->n_output_dims, max_bytes, f16_size, why,
+			 n);
 }
 
 const vk_op *vk_op_find(const char *op_type, const char *domain, int64_t opset)
