@@ -55,8 +55,10 @@ struct vk_prepack {
 	const vp_entry *entries;
 	uint32_t n_entries;
 	uint64_t model_id;
-	vp_blob *blobs;
+	vp_blob *blobs;         /* what the next cache holds (when one is written) */
 	size_t n_blobs, cap;
+	int keep;               /* a cache will be written: keep every blob */
+	void *scratch;          /* else the last miss, freed at the next one */
 	unsigned hits, misses;
 	uint64_t pack_ns;
 };
@@ -129,6 +131,7 @@ vk_prepack *vk_prepack_open(const ep_subgraph *sg)
 	if (!pk)
 		return NULL;
 	pk->model_id = sg->msg ? hash(sg->msg->graph.data, sg->msg->graph.len) : 0;
+	pk->keep = sg->prepack_out_fd >= 0;
 	if (sg->prepack_in_fd < 0 || sg->prepack_in_size == 0)
 		return pk;
 	m = mmap(NULL, sg->prepack_in_size, PROT_READ, MAP_SHARED, sg->prepack_in_fd, 0);
@@ -196,14 +199,21 @@ const void *vk_prepack_get(vk_prepack *pk, const char *key, const void *src, uin
 			"packed; packing again\n", key);
 	if (hit) {
 		pk->hits++;
-		return remember(pk, &e, hit, NULL) ? snprintf(err, n, "out of memory"), NULL : hit;
+		return pk->keep && remember(pk, &e, hit, NULL) ?
+		       snprintf(err, n, "out of memory"), NULL : hit;
 	}
+	/* Without a cache to write, a miss lives only until the caller has
+	 * uploaded it (the next call): a large model is not held twice. */
+	free(pk->scratch);
+	pk->scratch = NULL;
 	dst = malloc(size ? size : 1);
-	if (!dst || remember(pk, &e, dst, dst)) {
+	if (!dst || (pk->keep && remember(pk, &e, dst, dst))) {
 		free(dst);
 		return snprintf(err, n, "out of memory packing %llu bytes", (unsigned long long)size),
 		       NULL;
 	}
+	if (!pk->keep)
+		pk->scratch = dst;
 	if (fill(dst, size, arg))
 		return snprintf(err, n, "packing '%s' failed", key), NULL;
 	pk->misses++;
@@ -273,6 +283,7 @@ void vk_prepack_close(vk_prepack *pk, ep_subgraph *sg)
 	}
 	for (size_t i = 0; i < pk->n_blobs; i++)
 		free(pk->blobs[i].owned);
+	free(pk->scratch);
 	free(pk->blobs);
 	if (pk->map)
 		munmap((void *)pk->map, pk->map_len);

@@ -21,8 +21,8 @@ vk_prepack *vk_prepack_open(const ep_subgraph *sg);
 typedef int (*vk_pack_fn)(void *dst, uint64_t size, void *arg);
 /* The blob `key` ("<name>#<input>#<format>") of `size` bytes made from the
  * constant src (src_bytes, hashed to detect an edited weight): from the
- * cache, else made by fill.  Valid until vk_prepack_close; NULL with err
- * set on failure. */
+ * cache, else made by fill.  Valid until the next vk_prepack_get (or
+ * vk_prepack_close): use it at once; NULL with err set on failure. */
 const void *vk_prepack_get(vk_prepack *pk, const char *key, const void *src, uint64_t src_bytes,
 			   uint64_t size, vk_pack_fn fill, void *arg, char *err, size_t n);
 /* Writes the cache to prepack_out when anything had to be packed, sets
