@@ -165,6 +165,74 @@ K_HD int64_t conv_out_index(const conv_geo &g, int64_t n, int64_t grp, int64_t m
 	return ((n * g.G + grp) * g.Cog + m) * g.O + p;
 }
 
+/* The tiled implicit GEMM of Conv (k_nn.cu), by phase, for thread tid of
+ * a block of CT_THREADS that computes Y[m0 .. m0+63, p0 .. p0+63] of one
+ * image and group: each thread owns a 4x4 block of it (rows tm*4.., columns
+ * tn*4..).  Between the phases the block synchronises. */
+#define CT_M 64
+#define CT_N 64
+#define CT_K 16
+#define CT_THREADS 256
+
+/* Loads the thread's share of the 16-deep slices k0.. of W (As[k][m]) and
+ * of the im2col matrix (Bs[k][p]); zeros outside.  W is [m][k], k
+ * contiguous, so consecutive threads read consecutive k of a row. */
+K_HD void conv_load(int tid, const float *wg, const float *xg, const conv_geo &g, int64_t m0,
+		    int64_t p0, int64_t k0, float (*As)[CT_M], float (*Bs)[CT_N])
+{
+	for (int e = tid; e < CT_K * CT_M; e += CT_THREADS) {
+		int kk = e % CT_K, mm = e / CT_K;
+		int64_t m = m0 + mm, k = k0 + kk;
+
+		As[kk][mm] = m < g.Cog && k < g.K ? wg[m * g.K + k] : 0.0f;
+	}
+	for (int e = tid; e < CT_K * CT_N; e += CT_THREADS) {
+		int kk = e / CT_N, nn = e % CT_N;
+		int64_t p = p0 + nn, k = k0 + kk;
+
+		Bs[kk][nn] = p < g.O && k < g.K ? im2col(xg, g, k, p) : 0.0f;
+	}
+}
+
+/* Accumulates the slice into the thread's 4x4 block. */
+K_HD void conv_fma(int tid, const float (*As)[CT_M], const float (*Bs)[CT_N], float acc[4][4])
+{
+	int tm = tid / 16, tn = tid % 16;
+
+	for (int kk = 0; kk < CT_K; kk++) {
+		float a[4], b[4];
+
+		for (int i = 0; i < 4; i++) {
+			a[i] = As[kk][tm * 4 + i];
+			b[i] = Bs[kk][tn * 4 + i];
+		}
+		for (int i = 0; i < 4; i++)
+			for (int j = 0; j < 4; j++)
+				acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
+	}
+}
+
+/* Writes the thread's 4x4 block (what lies inside Y) plus the bias. */
+K_HD void conv_store(int tid, const conv_geo &g, int64_t n, int64_t grp, int64_t m0, int64_t p0,
+		     const float acc[4][4], const float *bias, float *y)
+{
+	int tm = tid / 16, tn = tid % 16;
+
+	for (int i = 0; i < 4; i++) {
+		int64_t m = m0 + tm * 4 + i;
+
+		if (m >= g.Cog)
+			continue;
+		for (int j = 0; j < 4; j++) {
+			int64_t p = p0 + tn * 4 + j;
+
+			if (p < g.O)
+				y[conv_out_index(g, n, grp, m, p)] =
+					acc[i][j] + (bias ? bias[grp * g.Cog + m] : 0.0f);
+		}
+	}
+}
+
 /* Reduction: the input offset of output o's first element, and of its
  * e-th reduced element. */
 K_HD int64_t reduce_base(const cuk_reduce &r, int64_t o)

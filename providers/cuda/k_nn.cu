@@ -23,16 +23,12 @@ __global__ void pool_kernel(const T *x, T *y, int64_t n, cuk_window w, int is_ma
  * tile of Y with 256 threads, 4x4 each, from 16-deep slices of W and X'
  * staged in shared memory.  grid: x = position tiles, y = channel tiles,
  * z = n * G (strided when more than 65535). */
-#define CT_M 64
-#define CT_N 64
-#define CT_K 16
-
-__global__ void __launch_bounds__(256) conv_kernel(const float *x, const float *wt,
-						   const float *bias, float *y, conv_geo g)
+__global__ void __launch_bounds__(CT_THREADS) conv_kernel(const float *x, const float *wt,
+							  const float *bias, float *y, conv_geo g)
 {
 	__shared__ float As[CT_K][CT_M];
 	__shared__ float Bs[CT_K][CT_N];
-	int tid = threadIdx.x, tm = tid / 16, tn = tid % 16;
+	int tid = threadIdx.x;
 	int64_t m0 = (int64_t)blockIdx.y * CT_M, p0 = (int64_t)blockIdx.x * CT_N;
 	int64_t plane = g.w.in[0] * g.w.in[1] * g.w.in[2];
 
@@ -43,49 +39,12 @@ __global__ void __launch_bounds__(256) conv_kernel(const float *x, const float *
 		float acc[4][4] = {{0.0f}};
 
 		for (int64_t k0 = 0; k0 < g.K; k0 += CT_K) {
-			/* W is [m][k], k contiguous: consecutive threads take
-			 * consecutive k of one row. */
-			for (int e = tid; e < CT_K * CT_M; e += 256) {
-				int kk = e % CT_K, mm = e / CT_K;
-				int64_t m = m0 + mm, k = k0 + kk;
-
-				As[kk][mm] = m < g.Cog && k < g.K ? wg[m * g.K + k] : 0.0f;
-			}
-			/* X' is gathered with consecutive threads on
-			 * consecutive output positions. */
-			for (int e = tid; e < CT_K * CT_N; e += 256) {
-				int kk = e / CT_N, nn = e % CT_N;
-				int64_t p = p0 + nn, k = k0 + kk;
-
-				Bs[kk][nn] = p < g.O && k < g.K ? im2col(xg, g, k, p) : 0.0f;
-			}
+			conv_load(tid, wg, xg, g, m0, p0, k0, As, Bs);
 			__syncthreads();
-			for (int kk = 0; kk < CT_K; kk++) {
-				float a[4], b[4];
-
-				for (int i = 0; i < 4; i++) {
-					a[i] = As[kk][tm * 4 + i];
-					b[i] = Bs[kk][tn * 4 + i];
-				}
-				for (int i = 0; i < 4; i++)
-					for (int j = 0; j < 4; j++)
-						acc[i][j] = fmaf(a[i], b[j], acc[i][j]);
-			}
+			conv_fma(tid, As, Bs, acc);
 			__syncthreads();
 		}
-		for (int i = 0; i < 4; i++) {
-			int64_t m = m0 + tm * 4 + i;
-
-			if (m >= g.Cog)
-				continue;
-			for (int j = 0; j < 4; j++) {
-				int64_t p = p0 + tn * 4 + j;
-
-				if (p < g.O)
-					y[conv_out_index(g, n, grp, m, p)] =
-						acc[i][j] + (bias ? bias[grp * g.Cog + m] : 0.0f);
-			}
-		}
+		conv_store(tid, g, n, grp, m0, p0, acc, bias, y);
 	}
 }
 
@@ -122,7 +81,7 @@ extern "C" cudaError_t cuk_conv(cudaStream_t s, const float *x, const float *w, 
 		return cudaSuccess;
 	if (tiles_p > 0x7fffffff || tiles_m > 65535)
 		return cudaErrorInvalidConfiguration;
-	conv_kernel<<<dim3((unsigned)tiles_p, (unsigned)tiles_m, (unsigned)z), 256, 0, s>>>(
+	conv_kernel<<<dim3((unsigned)tiles_p, (unsigned)tiles_m, (unsigned)z), CT_THREADS, 0, s>>>(
 		x, w, bias, y, g);
 	return cudaGetLastError();
 }

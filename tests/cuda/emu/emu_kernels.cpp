@@ -9,6 +9,7 @@
  * memory, shuffles).
  */
 #include <math.h>
+#include <string.h>
 
 #include "emu.h"
 #include "k_body.cuh"
@@ -193,25 +194,35 @@ cudaError_t cuk_pool(cudaStream_t s, int dtype, const void *x, void *y, int64_t 
 	return cudaSuccess;
 }
 
+/* The tiled kernel's phases (k_body.cuh) for every block and thread of its
+ * grid, one phase for all threads before the next (the barriers). */
 static void conv(const float *x, const float *w, const float *bias, float *y, conv_geo g)
 {
+	static thread_local float acc[CT_THREADS][4][4];
+	float As[CT_K][CT_M], Bs[CT_K][CT_N];
 	int64_t plane = g.w.in[0] * g.w.in[1] * g.w.in[2];
+	int64_t tiles_p = (g.O + CT_N - 1) / CT_N, tiles_m = (g.Cog + CT_M - 1) / CT_M;
 
-	for (int64_t n = 0; n < g.N; n++)
-		for (int64_t grp = 0; grp < g.G; grp++) {
-			const float *xg = x + (n * g.G + grp) * g.Cig * plane;
-			const float *wg = w + grp * g.Cog * g.K;
+	for (int64_t z = 0; z < g.N * g.G; z++) {
+		int64_t n = z / g.G, grp = z % g.G;
+		const float *xg = x + (n * g.G + grp) * g.Cig * plane;
+		const float *wg = w + grp * g.Cog * g.K;
 
-			for (int64_t m = 0; m < g.Cog; m++)
-				for (int64_t p = 0; p < g.O; p++) {
-					float acc = 0.0f;
+		for (int64_t by = 0; by < tiles_m; by++)
+			for (int64_t bx = 0; bx < tiles_p; bx++) {
+				int64_t m0 = by * CT_M, p0 = bx * CT_N;
 
-					for (int64_t k = 0; k < g.K; k++)
-						acc = fmaf(wg[m * g.K + k], im2col(xg, g, k, p), acc);
-					y[conv_out_index(g, n, grp, m, p)] =
-						acc + (bias ? bias[grp * g.Cog + m] : 0.0f);
+				memset(acc, 0, sizeof(acc));
+				for (int64_t k0 = 0; k0 < g.K; k0 += CT_K) {
+					for (int t = 0; t < CT_THREADS; t++)
+						conv_load(t, wg, xg, g, m0, p0, k0, As, Bs);
+					for (int t = 0; t < CT_THREADS; t++)
+						conv_fma(t, As, Bs, acc[t]);
 				}
-		}
+				for (int t = 0; t < CT_THREADS; t++)
+					conv_store(t, g, n, grp, m0, p0, acc[t], bias, y);
+			}
+	}
 }
 
 cudaError_t cuk_conv(cudaStream_t s, const float *x, const float *w, const float *bias, float *y,
