@@ -7,6 +7,9 @@ usage: partition_test.py ORT_RUN ORT_EP_VULKAN MODELS_DIR WORKDIR
     model order: 12 steps before grouping) runs as at most 3 vulkan steps,
     the same ones in two sessions (the order is deterministic), with the
     outputs of cpu alone within rtol 1e-3;
+  - two independent chains interleaved in model order (Relu on vulkan,
+    Cos on cpu only: 8 alternating runs) become one vulkan step and one
+    cpu step, outputs as numpy;
   - only values that leave a step are downloaded: the integration CNN (one
     step) downloads exactly its graph outputs per run, and the
     transformer's vulkan steps download no more values than the later
@@ -109,6 +112,38 @@ def check_cnn_downloads(ort_run, models, work):
     return outputs_equal(model, os.path.join(work, "cv"), os.path.join(work, "cc"))
 
 
+def check_interleaved(ort_run, work):
+    """Two independent chains, Relu (vulkan) and Cos (cpu only), interleaved
+    in model order: 8 alternating runs of nodes, 2 steps once grouped."""
+    nodes, a, b = [], "x", "x"
+    for i in range(4):
+        nodes.append(helper.make_node("Relu", [a], ["a%d" % i], name="relu%d" % i))
+        nodes.append(helper.make_node("Cos", [b], ["b%d" % i], name="cos%d" % i))
+        a, b = "a%d" % i, "b%d" % i
+    g = helper.make_graph(nodes, "inter", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [64])],
+                          [helper.make_tensor_value_info(a, TensorProto.FLOAT, [64]),
+                           helper.make_tensor_value_info(b, TensorProto.FLOAT, [64])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    model, xin = os.path.join(work, "inter.onnx"), os.path.join(work, "inter_x.npy")
+    onnx.save(m, model)
+    x = np.linspace(-3, 3, 64).astype(np.float32)
+    np.save(xin, x)
+    rep, err = run(ort_run, model, {"x": xin}, os.path.join(work, "iv"), "vulkan,cpu")
+    loads = LOAD_RE.findall(err)
+    if [n for n, _ in loads] != ["4"]:
+        return "interleaved: vulkan steps %s, want one of 4 Relu" % [n for n, _ in loads]
+    want_b = x
+    for _ in range(4):
+        want_b = np.cos(want_b)
+    got_a = np.load(os.path.join(work, "iv", a + ".npy"))
+    got_b = np.load(os.path.join(work, "iv", b + ".npy"))
+    if not np.allclose(got_a, np.maximum(x, 0)) or not np.allclose(got_b, want_b, rtol=1e-5):
+        return "interleaved: outputs differ from numpy"
+    print("interleaved: 1 vulkan step of 4 Relu, nodes %s" % rep["nodes_per_provider"])
+    return None
+
+
 def big_model(path, n):
     """x[1] -> Expand to [n] (cpu: not a Vulkan op) -> Relu -> ReduceSum
     -> Mul by itself: the middle tensors are 4n bytes."""
@@ -155,6 +190,7 @@ def main():
     failed = 0
     for check in (lambda: check_transformer(ort_run, models, work),
                   lambda: check_cnn_downloads(ort_run, models, work),
+                  lambda: check_interleaved(ort_run, work),
                   lambda: check_big(ort_run, ep, work)):
         why = check()
         if why:
