@@ -273,7 +273,7 @@ static void random_pool_case(pool_case *pc, int is_max)
 		int64_t eff;
 		pc->k[i] = rnd_in(1, 4);
 		pc->s[i] = rnd_in(1, 3);
-		pc->d[i] = is_max && rnd_in(0, 3) == 0 ? 2 : 1;   /* AveragePool < 19: no dilations */
+		pc->d[i] = rnd_in(0, 3) == 0 ? 2 : 1;   /* AveragePool takes them from opset 19 */
 		eff = (pc->k[i] - 1) * pc->d[i] + 1;
 		pc->in[i] = rnd_in(eff, eff + 40);
 		/* pads up to the window's reach keep a tap of every window inside */

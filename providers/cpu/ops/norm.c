@@ -59,28 +59,11 @@ CPU_MULTIVERSION
 static void ln_row(const float *x, float *y, int64_t n, const float *scale, const float *bias,
 		   float eps, float *mean_out, float *inv_out)
 {
-	vf8 acc = vf_splat(0.0f), vm, vi;
-	float mean, inv;
-	int64_t i = 0;
-	for (; i + 8 <= n; i += 8)
-		acc += vf_load(x + i);
-	if (i < n)
-		acc += vf_load_part(x + i, n - i, 0.0f);
-	mean = n ? vf_hsum(acc) / (float)n : 0.0f;
-	vm = vf_splat(mean);
-	acc = vf_splat(0.0f);
+	float mean = n ? vf_row_sum(x, n) / (float)n : 0.0f, inv;
+	int64_t i;
+	inv = 1.0f / sqrtf((n ? vf_row_sqdev(x, n, mean) / (float)n : 0.0f) + eps);
 	for (i = 0; i + 8 <= n; i += 8) {
-		vf8 d = vf_load(x + i) - vm;
-		acc += d * d;
-	}
-	if (i < n) {
-		vf8 d = vf_load_part(x + i, n - i, mean) - vm;
-		acc += d * d;
-	}
-	inv = 1.0f / sqrtf((n ? vf_hsum(acc) / (float)n : 0.0f) + eps);
-	vi = vf_splat(inv);
-	for (i = 0; i + 8 <= n; i += 8) {
-		vf8 v = (vf_load(x + i) - vm) * vi * vf_load(scale + i);
+		vf8 v = (vf_load(x + i) - mean) * inv * vf_load(scale + i);
 		vf_store(y + i, bias ? v + vf_load(bias + i) : v);
 	}
 	for (; i < n; i++)

@@ -31,16 +31,11 @@ static int softmax_supports(const Onnx__NodeProto *p, int64_t opset, const int32
 static inline __attribute__((always_inline)) void
 line(const float *x, float *y, int64_t n, int is_log)
 {
-	vf8 vm = vf_splat(-INFINITY), acc;
-	int64_t i = 0;
+	vf8 acc;
+	int64_t i;
 	double s = 0.0;
-	float m, ls, inv;
+	float m = vf_row_max(x, n), ls, inv;
 
-	for (; i + 8 <= n; i += 8)
-		vm = vf_max(vf_load(x + i), vm);
-	if (i < n)
-		vm = vf_max(vf_load_part(x + i, n - i, -INFINITY), vm);
-	m = vf_hmax(vm);
 	for (i = 0; i < n;) {
 		int64_t end = n - i > FLUSH ? i + FLUSH : n;
 		acc = vf_splat(0.0f);
