@@ -262,6 +262,111 @@ K_HD int64_t row_base(int64_t r, int64_t len, int64_t inner)
 	return (r / inner) * len * inner + r % inner;
 }
 
+/* Row kernels (softmax, layernorm): a block of row_threads(len) threads
+ * per row; thread tid of nt takes elements tid, tid + nt, ...  The
+ * partial results of the threads are combined by the block (a max or a
+ * sum), then each thread writes its elements. */
+K_HD unsigned row_threads(int64_t len)
+{
+	int64_t t = (len + 31) / 32 * 32;
+
+	return t > 256 ? 256u : t < 32 ? 32u : (unsigned)t;
+}
+
+template <typename T>
+K_HD float softmax_part_max(const T *x, int64_t base, int64_t len, int64_t inner, int tid, int nt)
+{
+	float m = -INFINITY;
+
+	for (int64_t j = tid; j < len; j += nt)
+		m = fmaxf(m, ld(x, base + j * inner));
+	return m;
+}
+
+template <typename T>
+K_HD float softmax_part_sum(const T *x, int64_t base, int64_t len, int64_t inner, float m,
+			    int tid, int nt)
+{
+	float sum = 0.0f;
+
+	for (int64_t j = tid; j < len; j += nt)
+		sum += expf(ld(x, base + j * inner) - m);
+	return sum;
+}
+
+template <typename T>
+K_HD void softmax_write(const T *x, T *y, int64_t base, int64_t len, int64_t inner, float m,
+			float sum, int log_, int tid, int nt)
+{
+	float lse = logf(sum);
+
+	for (int64_t j = tid; j < len; j += nt) {
+		float v = ld(x, base + j * inner) - m;
+
+		st(y, base + j * inner, log_ ? v - lse : expf(v) / sum);
+	}
+}
+
+template <typename T>
+K_HD float ln_part_sum(const T *xr, int64_t n, int tid, int nt)
+{
+	float sum = 0.0f;
+
+	for (int64_t j = tid; j < n; j += nt)
+		sum += ld(xr, j);
+	return sum;
+}
+
+template <typename T>
+K_HD float ln_part_var(const T *xr, int64_t n, float mu, int tid, int nt)
+{
+	float var = 0.0f;
+
+	for (int64_t j = tid; j < n; j += nt) {
+		float d = ld(xr, j) - mu;
+
+		var += d * d;
+	}
+	return var;
+}
+
+template <typename T>
+K_HD void ln_write(const T *xr, const T *scale, const T *bias, T *yr, int64_t n, int64_t sn,
+		   int64_t bn, float mu, float inv, int tid, int nt)
+{
+	for (int64_t j = tid; j < n; j += nt) {
+		float v = (ld(xr, j) - mu) * inv * ld(scale, j % sn);
+
+		st(yr, j, bias ? v + ld(bias, j % bn) : v);
+	}
+}
+
+/* Reductions: a warp per output; lane takes reduced elements lane,
+ * lane + 32, ...; the warp combines the 32 partials with reduce_combine,
+ * and lane 0 stores reduce_final. */
+template <typename T>
+K_HD float reduce_part(const T *x, const cuk_reduce &r, int64_t base, int op, int lane)
+{
+	float acc = op == CUK_R_MAX ? -INFINITY : op == CUK_R_MIN ? INFINITY : 0.0f;
+
+	for (int64_t e = lane; e < r.count; e += 32) {
+		float v = ld(x, reduce_off(r, base, e));
+
+		acc = op == CUK_R_MAX ? fmaxf(acc, v) : op == CUK_R_MIN ? fminf(acc, v) : acc + v;
+	}
+	return acc;
+}
+
+K_HD float reduce_combine(int op, float a, float b)
+{
+	return op == CUK_R_MAX ? fmaxf(a, b) : op == CUK_R_MIN ? fminf(a, b) : a + b;
+}
+
+K_HD float reduce_final(int op, float acc, int64_t count)
+{
+	return op == CUK_R_MEAN ? acc / (float)count : acc;
+}
+
 template <typename W>
 K_HD void transpose_at(const W *x, W *y, int64_t i, const cuk_perm &p)
 {

@@ -14,23 +14,14 @@ __global__ void softmax_kernel(const T *x, T *y, int64_t rows, int64_t len, int6
 			       int log_)
 {
 	__shared__ float sh[32];
+	int tid = threadIdx.x, nt = blockDim.x;
 
 	for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
 		int64_t base = row_base(r, len, inner);
-		float m = -INFINITY, sum = 0.0f, lse;
+		float m = block_reduce(softmax_part_max(x, base, len, inner, tid, nt), sh, true);
+		float sum = block_reduce(softmax_part_sum(x, base, len, inner, m, tid, nt), sh, false);
 
-		for (int64_t j = threadIdx.x; j < len; j += blockDim.x)
-			m = fmaxf(m, ld(x, base + j * inner));
-		m = block_reduce(m, sh, true);
-		for (int64_t j = threadIdx.x; j < len; j += blockDim.x)
-			sum += expf(ld(x, base + j * inner) - m);
-		sum = block_reduce(sum, sh, false);
-		lse = logf(sum);
-		for (int64_t j = threadIdx.x; j < len; j += blockDim.x) {
-			float v = ld(x, base + j * inner) - m;
-
-			st(y, base + j * inner, log_ ? v - lse : expf(v) / sum);
-		}
+		softmax_write(x, y, base, len, inner, m, sum, log_, tid, nt);
 	}
 }
 
@@ -40,27 +31,16 @@ __global__ void layernorm_kernel(const T *x, const T *scale, const T *bias, T *y
 				 float eps)
 {
 	__shared__ float sh[32];
+	int tid = threadIdx.x, nt = blockDim.x;
 
 	for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
 		const T *xr = x + r * n;
-		T *yr = y + r * n;
-		float sum = 0.0f, var = 0.0f, mu, inv;
+		float mu = block_reduce(ln_part_sum(xr, n, tid, nt), sh, false) / (float)n;
+		float var = block_reduce(ln_part_var(xr, n, mu, tid, nt), sh, false) / (float)n;
+		float inv = 1.0f / sqrtf(var + eps);
 
-		for (int64_t j = threadIdx.x; j < n; j += blockDim.x)
-			sum += ld(xr, j);
-		mu = block_reduce(sum, sh, false) / (float)n;
-		for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
-			float d = ld(xr, j) - mu;
-
-			var += d * d;
-		}
-		inv = 1.0f / sqrtf(block_reduce(var, sh, false) / (float)n + eps);
-		for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
-			float v = (ld(xr, j) - mu) * inv * ld(scale, j % sn);
-
-			st(yr, j, bias ? v + ld(bias, j % bn) : v);
-		}
-		if (threadIdx.x == 0) {
+		ln_write(xr, scale, bias, y + r * n, n, sn, bn, mu, inv, tid, nt);
+		if (tid == 0) {
 			if (mean)
 				mean[r] = mu;
 			if (inv_std)
@@ -75,14 +55,6 @@ __global__ void batchnorm_kernel(const T *x, const T *scale, const T *bias, cons
 {
 	for (int64_t i = k_first(); i < n; i += k_stride())
 		batchnorm_at(x, scale, bias, mean, var, y, i, C, inner, eps);
-}
-
-/* Threads per row: a multiple of 32 covering short rows, 256 at most. */
-static unsigned row_threads(int64_t len)
-{
-	int64_t t = (len + 31) / 32 * 32;
-
-	return t > 256 ? 256u : t < 32 ? 32u : (unsigned)t;
 }
 
 static unsigned row_blocks(int64_t rows)

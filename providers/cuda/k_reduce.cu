@@ -12,26 +12,19 @@ __global__ void reduce_kernel(int op, const T *x, T *y, cuk_reduce r)
 {
 	int64_t warps = ((int64_t)gridDim.x * blockDim.x) >> 5;
 	int lane = threadIdx.x & 31;
-	bool is_max = op == CUK_R_MAX, is_min = op == CUK_R_MIN;
 
 	for (int64_t o = k_first() >> 5; o < r.nout; o += warps) {
-		int64_t base = reduce_base(r, o);
-		float acc = is_max ? -INFINITY : is_min ? INFINITY : 0.0f;
+		float acc = reduce_part(x, r, reduce_base(r, o), op, lane);
 
-		for (int64_t e = lane; e < r.count; e += 32) {
-			float v = ld(x, reduce_off(r, base, e));
-
-			acc = is_max ? fmaxf(acc, v) : is_min ? fminf(acc, v) : acc + v;
-		}
 		/* Negating turns min into max for the shuffle. */
-		if (is_max)
+		if (op == CUK_R_MAX)
 			acc = warp_max(acc);
-		else if (is_min)
+		else if (op == CUK_R_MIN)
 			acc = -warp_max(-acc);
 		else
 			acc = warp_sum(acc);
 		if (lane == 0)
-			st(y, o, op == CUK_R_MEAN ? acc / (float)r.count : acc);
+			st(y, o, reduce_final(op, acc, r.count));
 	}
 }
 

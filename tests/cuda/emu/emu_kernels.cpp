@@ -28,23 +28,23 @@ static void binary(int op, const T *a, const T *b, T *y, int64_t n, const cuk_bc
 		binary_at(op, a, b, y, i, bc);
 }
 
+/* The row kernels: every thread's partial result, combined as the block
+ * does, then every thread's writes. */
 template <typename T>
 static void softmax(const T *x, T *y, int64_t rows, int64_t len, int64_t inner, int log_)
 {
+	int nt = (int)row_threads(len);
+
 	for (int64_t r = 0; r < rows; r++) {
 		int64_t base = row_base(r, len, inner);
-		float m = -INFINITY, sum = 0.0f, lse;
+		float m = -INFINITY, sum = 0.0f;
 
-		for (int64_t j = 0; j < len; j++)
-			m = fmaxf(m, ld(x, base + j * inner));
-		for (int64_t j = 0; j < len; j++)
-			sum += expf(ld(x, base + j * inner) - m);
-		lse = logf(sum);
-		for (int64_t j = 0; j < len; j++) {
-			float v = ld(x, base + j * inner) - m;
-
-			st(y, base + j * inner, log_ ? v - lse : expf(v) / sum);
-		}
+		for (int t = 0; t < nt; t++)
+			m = fmaxf(m, softmax_part_max(x, base, len, inner, t, nt));
+		for (int t = 0; t < nt; t++)
+			sum += softmax_part_sum(x, base, len, inner, m, t, nt);
+		for (int t = 0; t < nt; t++)
+			softmax_write(x, y, base, len, inner, m, sum, log_, t, nt);
 	}
 }
 
@@ -52,22 +52,20 @@ template <typename T>
 static void layernorm(const T *x, const T *scale, const T *bias, T *y, float *mean, float *inv_std,
 		      int64_t rows, int64_t n, int64_t sn, int64_t bn, float eps)
 {
+	int nt = (int)row_threads(n);
+
 	for (int64_t r = 0; r < rows; r++) {
 		const T *xr = x + r * n;
-		T *yr = y + r * n;
 		float sum = 0.0f, var = 0.0f, mu, inv;
 
-		for (int64_t j = 0; j < n; j++)
-			sum += ld(xr, j);
+		for (int t = 0; t < nt; t++)
+			sum += ln_part_sum(xr, n, t, nt);
 		mu = sum / (float)n;
-		for (int64_t j = 0; j < n; j++)
-			var += (ld(xr, j) - mu) * (ld(xr, j) - mu);
+		for (int t = 0; t < nt; t++)
+			var += ln_part_var(xr, n, mu, t, nt);
 		inv = 1.0f / sqrtf(var / (float)n + eps);
-		for (int64_t j = 0; j < n; j++) {
-			float v = (ld(xr, j) - mu) * inv * ld(scale, j % sn);
-
-			st(yr, j, bias ? v + ld(bias, j % bn) : v);
-		}
+		for (int t = 0; t < nt; t++)
+			ln_write(xr, scale, bias, y + r * n, n, sn, bn, mu, inv, t, nt);
 		if (mean)
 			mean[r] = mu;
 		if (inv_std)
@@ -75,19 +73,17 @@ static void layernorm(const T *x, const T *scale, const T *bias, T *y, float *me
 	}
 }
 
+/* A warp per output: the 32 lanes' partials, combined. */
 template <typename T>
 static void reduce(int op, const T *x, T *y, const cuk_reduce &r)
 {
 	for (int64_t o = 0; o < r.nout; o++) {
 		int64_t base = reduce_base(r, o);
-		float acc = op == CUK_R_MAX ? -INFINITY : op == CUK_R_MIN ? INFINITY : 0.0f;
+		float acc = reduce_part(x, r, base, op, 0);
 
-		for (int64_t e = 0; e < r.count; e++) {
-			float v = ld(x, reduce_off(r, base, e));
-
-			acc = op == CUK_R_MAX ? fmaxf(acc, v) : op == CUK_R_MIN ? fminf(acc, v) : acc + v;
-		}
-		st(y, o, op == CUK_R_MEAN ? acc / (float)r.count : acc);
+		for (int lane = 1; lane < 32; lane++)
+			acc = reduce_combine(op, acc, reduce_part(x, r, base, op, lane));
+		st(y, o, reduce_final(op, acc, r.count));
 	}
 }
 
