@@ -44,6 +44,7 @@ typedef struct opts {
 typedef struct result {
 	ortmk_value *y, *cache;
 	double ms;
+	char where[32];         /* where the bound loop's state lived */
 } result;
 
 static int fail(const char *what)
@@ -164,6 +165,9 @@ static int loop_bound(ortmk_session *s, ortmk_env *env, const char *dev, int64_t
 		fail("copy to the device");
 		goto out;
 	}
+	/* "host" when the provider has no device memory (cpu, or vulkan
+	 * without a device): the same code then runs on host values. */
+	snprintf(r->where, sizeof(r->where), "%s", ortmk_value_location(xd));
 	if (ortmk_io_binding_create(s, &b) ||
 	    ortmk_io_binding_bind_output_to_device(b, "y", dev) ||
 	    ortmk_io_binding_bind_output_to_device(b, "new_cache", dev)) {
@@ -301,9 +305,10 @@ static int parse(int argc, char **argv, opts *o)
 	return 0;
 }
 
-static void report(const opts *o, const char *dev, int64_t h, const result *u, const result *b,
-		   double diff)
+static void report(const opts *o, int64_t h, const result *u, const result *b, double diff)
 {
+	const char *dev = b->y ? b->where : "-";
+
 	if (o->json) {
 		printf("{\"steps\": %d, \"hidden\": %lld, \"prefill\": %lld, \"provider\": \"%s\", "
 		       "\"device\": \"%s\"", o->steps, (long long)h, (long long)o->prefill,
@@ -317,8 +322,8 @@ static void report(const opts *o, const char *dev, int64_t h, const result *u, c
 		printf("}\n");
 		return;
 	}
-	printf("autoregressive: %d steps, H=%lld, cache %lld -> %lld rows, providers %s, device "
-	       "values on %s\n", o->steps, (long long)h, (long long)o->prefill,
+	printf("autoregressive: %d steps, H=%lld, cache %lld -> %lld rows, providers %s, bound "
+	       "state on %s\n", o->steps, (long long)h, (long long)o->prefill,
 	       (long long)(o->prefill + o->steps), o->providers, dev);
 	if (u->y)
 		printf("  unbound: %9.3f ms (%.3f ms/step)\n", u->ms, u->ms / o->steps);
@@ -361,7 +366,7 @@ int main(int argc, char **argv)
 		goto out;
 	if (u.y && b.y)
 		diff = fmax(max_diff(u.y, b.y), max_diff(u.cache, b.cache));
-	report(&o, dev, dims[1], &u, &b, diff);
+	report(&o, dims[1], &u, &b, diff);
 	if (o.dump && dump(o.dump, b.y ? &b : &u))
 		goto out;
 	rc = diff <= 1e-5 ? 0 : 1;

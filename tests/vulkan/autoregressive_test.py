@@ -12,7 +12,9 @@ Checks:
   - the bound loop's outputs equal the unbound loop's (same kernels, same
     inputs: within 1e-5), and both match the numpy float64 reference of
     tools/models/gen_autoregressive.py (rtol 1e-3, atol 1e-4);
-  - `--mode both` (the example's own comparison) exits 0.
+  - `--mode both` (the example's own comparison) exits 0, with the state
+    on vulkan; with no usable Vulkan device (ORTMK_VULKAN_DEVICE matching
+    none) the same program runs with the state on the host.
 Exit 77 (skipped) without a Vulkan device.
 
 usage: autoregressive_test.py EXAMPLE ORT_TRACE ORT_EP_VULKAN GENERATOR WORKDIR
@@ -100,6 +102,15 @@ def main():
 
     out = run([example] + common + ["--mode", "both", "--json"])
     j = json.loads(out.strip().splitlines()[-1])
+    if j["device"] != "vulkan":
+        sys.exit("FAIL: the bound state was on %s, not vulkan" % j["device"])
+
+    # Without a usable Vulkan device the provider has no device memory: the
+    # same program runs on host values (and everything on cpu).
+    env = dict(os.environ, ORTMK_VULKAN_DEVICE="no-such-device")
+    out = run([example] + common + ["--mode", "both", "--json", "--steps", "10"], env=env)
+    if json.loads(out.strip().splitlines()[-1])["device"] != "host":
+        sys.exit("FAIL: without a Vulkan device the bound state is not on the host: " + out)
     print("ok: 100 steps; traffic %s; bound %.1f ms, unbound %.1f ms, |bound - unbound| %g"
           % ({k: v[k] for k in ("run_uploads", "run_downloads", "copy_h2d", "copy_d2h")},
              j["bound_ms"], j["unbound_ms"], j["max_abs_diff"]))
