@@ -326,6 +326,16 @@ static void plan_fusions(cpu_sg *c, const ep_subgraph *sg)
 	free(extra);
 }
 
+/* Intra-op threads for a session's request: at least 1, and no more than
+ * four per online CPU (more only adds waiting threads and scratch). */
+static int pool_size(int requested)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int cap = cpus > 0 && cpus < 64 ? 4 * (int)cpus : 256;
+
+	return requested < 1 ? 1 : requested > cap ? cap : requested;
+}
+
 static int cpu_load(void *self, ep_subgraph *sg, char *err, size_t n)
 {
 	cpu_sg *c = calloc(1, sizeof(*c));
@@ -342,7 +352,7 @@ static int cpu_load(void *self, ep_subgraph *sg, char *err, size_t n)
 	 * workers, shared by the GEMM-based kernels of every node.  With one
 	 * thread the pool still keeps the GEMM's packing scratch between
 	 * runs (no allocation per call). */
-	if (gemm_pool_create(sg->threads > 1 ? sg->threads : 1, &c->pool))
+	if (gemm_pool_create(pool_size(sg->threads), &c->pool))
 		fprintf(stderr, "ort-ep-cpu: warning: no thread pool (%d threads), running on one\n",
 			sg->threads);
 	load_weights(c, sg);
