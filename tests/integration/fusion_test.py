@@ -1,0 +1,190 @@
+#!/usr/bin/python3
+"""CPU provider fusions (providers/cpu/cpu_fuse.c, docs/PERFORMANCE.md): the
+same models run fused (default) and unfused (ORTMK_CPU_FUSE=0) give the
+same outputs within 1e-4, both match numpy, and the provider reports the
+chains it fused.  Models: a ResNet block (Conv+BN+Relu, Conv+BN+Add+Relu,
+a 1x1/2 downsample with BN, one intermediate also a graph output, which
+must not be fused away), a transformer layer (MatMul+bias, Erf-form Gelu,
+residual Add, attention MatMul->Div->Softmax->MatMul) and a Gemm transB
+MLP.  Usage: fusion_test.py ORT_RUN WORK"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+passed = failed = 0
+rng = np.random.default_rng(7)
+
+
+def check(ok, what):
+    global passed, failed
+    print(("ok   " if ok else "FAIL ") + what)
+    passed += ok
+    failed += not ok
+
+
+def conv(x, w, stride=1, pad=0):
+    n, c, h, wd = x.shape
+    m, _, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad))).astype(np.float64)
+    oh, ow = (h + 2 * pad - kh) // stride + 1, (wd + 2 * pad - kw) // stride + 1
+    y = np.zeros((n, m, oh, ow))
+    for i in range(kh):
+        for j in range(kw):
+            patch = xp[:, :, i:i + stride * oh:stride, j:j + stride * ow:stride]
+            y += np.einsum("nchw,mc->nmhw", patch, w[:, :, i, j].astype(np.float64))
+    return y
+
+
+def bn(y, p, eps=1e-5):
+    s, b, mean, var = (q.astype(np.float64)[None, :, None, None] for q in p)
+    return (y - mean) / np.sqrt(var + eps) * s + b
+
+
+def bn_params(c, name, inits):
+    vals = [rng.uniform(0.5, 1.5, c), rng.uniform(-0.5, 0.5, c), rng.uniform(-0.2, 0.2, c),
+            rng.uniform(0.5, 2.0, c)]
+    names = [name + s for s in (".scale", ".b", ".mean", ".var")]
+    for n, v in zip(names, vals):
+        inits.append(numpy_helper.from_array(v.astype(np.float32), n))
+    return names, [v.astype(np.float32) for v in vals]
+
+
+def resnet_model():
+    c, hw = 16, 12
+    x = rng.standard_normal((1, c, hw, hw)).astype(np.float32)
+    w1, w2 = (rng.standard_normal((c, c, 3, 3)).astype(np.float32) * 0.2 for _ in range(2))
+    w3 = rng.standard_normal((2 * c, c, 3, 3)).astype(np.float32) * 0.2
+    wd = rng.standard_normal((2 * c, c, 1, 1)).astype(np.float32) * 0.2
+    inits = [numpy_helper.from_array(a, n) for a, n in ((w1, "w1"), (w2, "w2"), (w3, "w3"), (wd, "wd"))]
+    b1, p1 = bn_params(c, "bn1", inits)
+    b2, p2 = bn_params(c, "bn2", inits)
+    b3, p3 = bn_params(2 * c, "bn3", inits)
+    bd, pd = bn_params(2 * c, "bnd", inits)
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["c1"] + b1, ["n1"]),
+        helper.make_node("Relu", ["n1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "w2"], ["c2"], pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["c2"] + b2, ["n2"]),
+        helper.make_node("Add", ["n2", "x"], ["a2"]),
+        helper.make_node("Relu", ["a2"], ["r2"]),
+        helper.make_node("Conv", ["r2", "w3"], ["c3"], pads=[1, 1, 1, 1], strides=[2, 2]),
+        helper.make_node("BatchNormalization", ["c3"] + b3, ["n3"]),
+        helper.make_node("Conv", ["r2", "wd"], ["cd"], strides=[2, 2]),
+        helper.make_node("BatchNormalization", ["cd"] + bd, ["nd"]),
+        helper.make_node("Add", ["n3", "nd"], ["a3"]),
+        helper.make_node("Relu", ["a3"], ["y"]),
+    ]
+    outs = [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+            helper.make_tensor_value_info("n1", TensorProto.FLOAT, None)]
+    g = helper.make_graph(nodes, "resnet", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+                          outs, inits)
+    n1 = bn(conv(x, w1, pad=1), p1)
+    r1 = np.maximum(n1, 0)
+    r2 = np.maximum(bn(conv(r1, w2, pad=1), p2) + x, 0)
+    y = np.maximum(bn(conv(r2, w3, 2, 1), p3) + bn(conv(r2, wd, 2), pd), 0)
+    return g, {"x": x}, {"y": y, "n1": n1}
+
+
+def erf(v):
+    from math import erf as e
+    return np.vectorize(e)(v)
+
+
+def bert_model():
+    s, d, f = 16, 32, 64
+    h = rng.standard_normal((s, d)).astype(np.float32)
+    W = {n: (rng.standard_normal(shape) * 0.2).astype(np.float32) for n, shape in
+         (("wq", (d, d)), ("wk", (d, d)), ("w1", (d, f)), ("w2", (f, d)))}
+    B = {n: rng.standard_normal(shape).astype(np.float32) * 0.1 for n, shape in
+         (("bq", (d,)), ("b1", (f,)), ("b2", (d,)))}
+    consts = {"sqrt2": np.array(1.4142135, np.float32), "one": np.array(1.0, np.float32),
+              "half": np.array(0.5, np.float32), "scale": np.array(np.sqrt(d), np.float32)}
+    inits = [numpy_helper.from_array(v, n) for n, v in {**W, **B, **consts}.items()]
+    nodes = [
+        helper.make_node("MatMul", ["h", "wq"], ["q0"]), helper.make_node("Add", ["q0", "bq"], ["q"]),
+        helper.make_node("MatMul", ["h", "wk"], ["k"]),
+        helper.make_node("Transpose", ["k"], ["kt"], perm=[1, 0]),
+        helper.make_node("MatMul", ["q", "kt"], ["s0"]), helper.make_node("Div", ["s0", "scale"], ["s1"]),
+        helper.make_node("Softmax", ["s1"], ["p"], axis=-1),
+        helper.make_node("MatMul", ["p", "h"], ["ctx"]),
+        helper.make_node("MatMul", ["ctx", "w1"], ["f0"]), helper.make_node("Add", ["f0", "b1"], ["f"]),
+        helper.make_node("Div", ["f", "sqrt2"], ["g0"]), helper.make_node("Erf", ["g0"], ["g1"]),
+        helper.make_node("Add", ["g1", "one"], ["g2"]), helper.make_node("Mul", ["f", "g2"], ["g3"]),
+        helper.make_node("Mul", ["g3", "half"], ["g"]),
+        helper.make_node("MatMul", ["g", "w2"], ["o0"]), helper.make_node("Add", ["o0", "b2"], ["o1"]),
+        helper.make_node("Add", ["o1", "h"], ["y"]),
+    ]
+    g = helper.make_graph(nodes, "bert", [helper.make_tensor_value_info("h", TensorProto.FLOAT, [s, d])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    h64 = h.astype(np.float64)
+    q = h64 @ W["wq"] + B["bq"]
+    sc = q @ (h64 @ W["wk"]).T / np.sqrt(d)
+    p = np.exp(sc - sc.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    fv = (p @ h64) @ W["w1"] + B["b1"]
+    gv = fv * 0.5 * (1 + erf(fv / np.sqrt(2)))
+    return g, {"h": h}, {"y": gv @ W["w2"] + B["b2"] + h64}
+
+
+def mlp_model():
+    x = rng.standard_normal((3, 40)).astype(np.float32)
+    w = (rng.standard_normal((50, 40)) * 0.3).astype(np.float32)
+    b = rng.standard_normal(50).astype(np.float32)
+    inits = [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")]
+    nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["g"], transB=1),
+             helper.make_node("Relu", ["g"], ["y"])]
+    g = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 40])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    return g, {"x": x}, {"y": np.maximum(x.astype(np.float64) @ w.T + b, 0)}
+
+
+def run(ort_run, model, feeds, out, fuse):
+    args = [ort_run, model, "--output-dir", out, "--json", "--threads", "2"]
+    for name, path in feeds.items():
+        args += ["--input", name + "=" + path]
+    env = dict(os.environ, ORTMK_CPU_FUSE=fuse, ORTMK_LOG="debug")
+    r = subprocess.run(args, capture_output=True, text=True, timeout=120, env=env)
+    if r.returncode:
+        raise SystemExit("ort-run failed: " + r.stderr[-2000:])
+    return r.stderr.count("fused ")
+
+
+def main():
+    ort_run, work = sys.argv[1:3]
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    for name, (g, inputs, want), min_fused in (("resnet", resnet_model(), 4), ("bert", bert_model(), 4),
+                                               ("mlp", mlp_model(), 1)):
+        d = os.path.join(work, name)
+        os.makedirs(d)
+        model = os.path.join(d, "model.onnx")
+        onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), model)
+        feeds = {}
+        for k, v in inputs.items():
+            feeds[k] = os.path.join(d, k + ".npy")
+            np.save(feeds[k], v)
+        n_fused = run(ort_run, model, feeds, os.path.join(d, "fused"), "1")
+        n_plain = run(ort_run, model, feeds, os.path.join(d, "plain"), "0")
+        check(n_fused >= min_fused and n_plain == 0,
+              "%s: %d chains fused (>= %d), none with ORTMK_CPU_FUSE=0" % (name, n_fused, min_fused))
+        for out, ref in want.items():
+            a = np.load(os.path.join(d, "fused", out + ".npy")).astype(np.float64)
+            b = np.load(os.path.join(d, "plain", out + ".npy")).astype(np.float64)
+            tol = 1e-4 * max(1.0, np.abs(ref).max())
+            check(a.shape == b.shape == ref.shape and np.abs(a - b).max() <= tol,
+                  "%s.%s: fused vs unfused max diff %.2g (tol %.2g)" % (name, out, np.abs(a - b).max(), tol))
+            check(np.abs(a - ref).max() <= tol,
+                  "%s.%s: fused vs numpy max diff %.2g" % (name, out, np.abs(a - ref).max()))
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
