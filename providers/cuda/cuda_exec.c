@@ -118,8 +118,9 @@ static int load_node(cu_exec *ex, size_t k, size_t *max_in, char *err, size_t n)
 	nd->opset = ep_subgraph_opset(ex->sg, domain);
 	nd->op = cu_op_find(p->op_type, domain, nd->opset);
 	if (!nd->op)
-		return snprintf(err, n, "node '%s': %s (opset %lld) is not a CUDA op", p->name,
-				p->op_type, (long long)nd->opset), EP_E_UNSUPPORTED;
+		return snprintf(err, n, "node '%s': %s (opset %lld) is not a CUDA op",
+				p->name ? p->name : "", p->op_type, (long long)nd->opset),
+		       EP_E_UNSUPPORTED;
 	nd->n_in = (int)p->n_input;
 	nd->n_out = (int)p->n_output;
 	rc = map_names(ex->sg, p->input, p->n_input, &nd->in, err, n);

@@ -159,9 +159,10 @@ static int dnn_prepare_shape(cu_ctx *c, conv_state *s, const cu_val *x, const cu
 	s->use_dnn = st == CUDNN_STATUS_SUCCESS && choose_algo(c, s) == 0;
 	if (s->use_dnn)
 		ipc_log(IPC_LOG_DEBUG, "Conv '%s': cuDNN algorithm %d, workspace %zu bytes",
-			c->node->proto->name, (int)s->algo, s->ws);
+			c->node->proto->name ? c->node->proto->name : "", (int)s->algo, s->ws);
 	else
-		ipc_log(IPC_LOG_DEBUG, "Conv '%s': implicit GEMM (cuDNN: %s)", c->node->proto->name,
+		ipc_log(IPC_LOG_DEBUG, "Conv '%s': implicit GEMM (cuDNN: %s)",
+			c->node->proto->name ? c->node->proto->name : "",
 			st == CUDNN_STATUS_SUCCESS ? "no FMA algorithm" : cudnnGetErrorString(st));
 	return 0;
 }
