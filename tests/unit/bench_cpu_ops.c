@@ -1,0 +1,184 @@
+/*
+ * bench_cpu_ops: times single CPU kernels (the non-GEMM ops of the ResNet
+ * and BERT benchmark models, issue #7) straight through cpu_node_run_pool,
+ * without the IPC and output copies that ort-bench --ops has to subtract.
+ * Each case runs for half a second after a warm-up into a planned
+ * (reused) output; the figure is the fastest run, in microseconds.
+ *
+ *   bench_cpu_ops [--threads T] [SUBSTRING...]   cases whose name contains one
+ *
+ * Not a test (docs/PERFORMANCE.md quotes it); built next to the unit tests
+ * because it uses the same kernel entry points.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cpu_exec.h"
+#include "threadpool.h"
+
+enum { MAXIN = 5, MAXATTR = 4 };
+
+typedef struct attr {
+	const char *name;
+	int n;                 /* 0: an int, else an ints list of n */
+	int64_t v[4];
+} attr;
+
+typedef struct bench_case {
+	const char *name, *op;
+	int n_in;
+	int rank[MAXIN];
+	int64_t dims[MAXIN][4];
+	attr attrs[MAXATTR];
+} bench_case;
+
+static const bench_case cases[] = {
+	{"maxpool 1x64x112x112 k3 s2 p1", "MaxPool", 1, {4}, {{1, 64, 112, 112}},
+	 {{"kernel_shape", 2, {3, 3}}, {"strides", 2, {2, 2}}, {"pads", 4, {1, 1, 1, 1}}}},
+	{"averagepool 1x64x56x56 k3 s1 p1", "AveragePool", 1, {4}, {{1, 64, 56, 56}},
+	 {{"kernel_shape", 2, {3, 3}}, {"pads", 4, {1, 1, 1, 1}}}},
+	{"globalaveragepool 1x512x7x7", "GlobalAveragePool", 1, {4}, {{1, 512, 7, 7}}, {{0}}},
+	{"globalaveragepool 1x64x56x56", "GlobalAveragePool", 1, {4}, {{1, 64, 56, 56}}, {{0}}},
+	{"softmax 1x4x128x128", "Softmax", 1, {4}, {{1, 4, 128, 128}}, {{"axis", 0, {-1}}}},
+	{"layernorm 1x128x256", "LayerNormalization", 3, {3, 1, 1}, {{1, 128, 256}, {256}, {256}},
+	 {{"axis", 0, {-1}}}},
+	{"erf 1x128x1024", "Erf", 1, {3}, {{1, 128, 1024}}, {{0}}},
+	{"tanh 1x128x1024", "Tanh", 1, {3}, {{1, 128, 1024}}, {{0}}},
+	{"sigmoid 1x128x1024", "Sigmoid", 1, {3}, {{1, 128, 1024}}, {{0}}},
+	{"exp 1x128x1024", "Exp", 1, {3}, {{1, 128, 1024}}, {{0}}},
+	{"relu 1x64x56x56", "Relu", 1, {4}, {{1, 64, 56, 56}}, {{0}}},
+	{"add 1x128x1024 + [1024]", "Add", 2, {3, 1}, {{1, 128, 1024}, {1024}}, {{0}}},
+	{"add 1x128x256 same shape", "Add", 2, {3, 3}, {{1, 128, 256}, {1, 128, 256}}, {{0}}},
+	{"add 1x64x56x56 same shape", "Add", 2, {4, 4}, {{1, 64, 56, 56}, {1, 64, 56, 56}}, {{0}}},
+	{"div 1x4x128x128 / scalar", "Div", 2, {4, 0}, {{1, 4, 128, 128}, {0}}, {{0}}},
+	{"mul 1x128x1024 * scalar", "Mul", 2, {3, 0}, {{1, 128, 1024}, {0}}, {{0}}},
+	{"transpose 1x128x4x64 0,2,1,3", "Transpose", 1, {4}, {{1, 128, 4, 64}},
+	 {{"perm", 4, {0, 2, 1, 3}}}},
+	{"transpose 1x128x4x64 0,2,3,1", "Transpose", 1, {4}, {{1, 128, 4, 64}},
+	 {{"perm", 4, {0, 2, 3, 1}}}},
+};
+
+static double now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* Random inputs in [-2, 2) (LayerNorm's scale shifted to [0.5, 4.5)). */
+static int make_inputs(const bench_case *c, cpu_tensor *t)
+{
+	for (int i = 0; i < c->n_in; i++) {
+		int64_t n;
+		memset(&t[i], 0, sizeof(t[i]));
+		t[i].dtype = CPU_FLOAT;
+		t[i].rank = c->rank[i];
+		memcpy(t[i].dims, c->dims[i], sizeof(int64_t) * (size_t)c->rank[i]);
+		n = cpu_numel(&t[i]);
+		t[i].nbytes = (size_t)n * sizeof(float);
+		if (!(t[i].data = malloc(t[i].nbytes + 64)))
+			return -1;
+		for (int64_t k = 0; k < n; k++)
+			((float *)t[i].data)[k] = (float)rand() / (float)RAND_MAX * 4.0f - 2.0f +
+						  (i == 1 && c->n_in == 3 ? 2.5f : 0.0f);
+	}
+	return 0;
+}
+
+static int run_case(const bench_case *c, gemm_pool *pool, int threads)
+{
+	Onnx__NodeProto p = ONNX__NODE_PROTO__INIT;
+	Onnx__AttributeProto a[MAXATTR], *ap[MAXATTR];
+	char *in_names[MAXIN] = {"i0", "i1", "i2", "i3", "i4"}, *out_names[1] = {"o0"};
+	cpu_tensor in[MAXIN], out[1], planned;
+	const cpu_tensor *inp[MAXIN], *pl[1] = {NULL};
+	int heap[1] = {0}, rc, runs = 0;
+	double best = 1e9, end;
+	char err[256];
+	cpu_node node;
+
+	p.op_type = (char *)c->op;
+	p.name = "bench";
+	p.n_input = (size_t)c->n_in;
+	p.input = in_names;
+	p.n_output = 1;
+	p.output = out_names;
+	p.attribute = ap;
+	for (int k = 0; k < MAXATTR && c->attrs[k].name; k++) {
+		Onnx__AttributeProto init = ONNX__ATTRIBUTE_PROTO__INIT;
+		a[k] = init;
+		a[k].name = (char *)c->attrs[k].name;
+		a[k].has_type = 1;
+		if (c->attrs[k].n) {
+			a[k].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+			a[k].n_ints = (size_t)c->attrs[k].n;
+			a[k].ints = (int64_t *)c->attrs[k].v;
+		} else {
+			a[k].type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+			a[k].has_i = 1;
+			a[k].i = c->attrs[k].v[0];
+		}
+		ap[k] = &a[k];
+		p.n_attribute++;
+	}
+	if (make_inputs(c, in))
+		return -1;
+	for (int i = 0; i < c->n_in; i++)
+		inp[i] = &in[i];
+	rc = cpu_node_init(&node, &p, 17, NULL, c->n_in, 1, err, sizeof(err));
+	if (!rc)   /* the first run allocates the output; the rest reuse it */
+		rc = cpu_node_run_pool(&node, NULL, NULL, pool, inp, pl, out, heap, threads, err,
+				       sizeof(err));
+	if (rc) {
+		fprintf(stderr, "bench_cpu_ops: %s: %s\n", c->name, err);
+		return -1;
+	}
+	planned = out[0];
+	pl[0] = &planned;
+	end = now() + 0.5;
+	while (now() < end || runs < 20) {
+		double t0 = now(), t;
+		cpu_node_run_pool(&node, NULL, NULL, pool, inp, pl, out, heap, threads, err,
+				  sizeof(err));
+		t = now() - t0;
+		best = t < best ? t : best;
+		runs++;
+	}
+	printf("%-36s %9.1f us  (%d runs)\n", c->name, best * 1e6, runs);
+	cpu_node_fini(&node);
+	free(planned.data);
+	for (int i = 0; i < c->n_in; i++)
+		free(in[i].data);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	gemm_pool *pool = NULL;
+	int threads = 1, first = 1, rc = 0;
+
+	if (argc > 2 && !strcmp(argv[1], "--threads")) {
+		threads = atoi(argv[2]);
+		first = 3;
+	}
+	if (threads < 1) {
+		fprintf(stderr, "bench_cpu_ops: --threads wants a count >= 1\n");
+		return 2;
+	}
+	if (threads > 1 && gemm_pool_create(threads, &pool)) {
+		fprintf(stderr, "bench_cpu_ops: no thread pool of %d\n", threads);
+		return 1;
+	}
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		int pick = first >= argc;
+		for (int a = first; a < argc; a++)
+			pick |= strstr(cases[c].name, argv[a]) != NULL;
+		if (pick && run_case(&cases[c], pool, threads))
+			rc = 1;
+	}
+	gemm_pool_destroy(pool);
+	return rc;
+}
