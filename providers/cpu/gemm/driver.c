@@ -31,6 +31,9 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <xmmintrin.h>
+#endif
 
 #include "gemm_kern.h"
 
@@ -75,8 +78,37 @@ static void copy_a(const problem *p, int64_t r0, int64_t r1, int64_t k0, int64_t
 			       (size_t)kc * sizeof(float));
 		return;
 	}
-	/* op(A)[r][k] = A[k][r]: read A's rows in order. */
-	for (int64_t k = 0; k < kc; k++) {
+	/* op(A)[r][k] = A[k][r]: 4 x 4 blocks through SSE registers (baseline
+	 * on x86-64), so both sides move four floats at a time; the edges one
+	 * by one, reading A's rows in order. */
+	int64_t k = 0;
+#ifdef __SSE2__
+	for (; k + 4 <= kc; k += 4) {
+		const float *s0 = p->A + (k0 + k) * p->lda, *s1 = s0 + p->lda;
+		const float *s2 = s1 + p->lda, *s3 = s2 + p->lda;
+		int64_t r = r0;
+
+		for (; r + 4 <= r1; r += 4) {
+			__m128 a = _mm_loadu_ps(s0 + r), b = _mm_loadu_ps(s1 + r);
+			__m128 c = _mm_loadu_ps(s2 + r), d = _mm_loadu_ps(s3 + r);
+			float *o = dst + (r - r0) * p->lds + k;
+
+			_MM_TRANSPOSE4_PS(a, b, c, d);
+			_mm_storeu_ps(o, a);
+			_mm_storeu_ps(o + p->lds, b);
+			_mm_storeu_ps(o + 2 * p->lds, c);
+			_mm_storeu_ps(o + 3 * p->lds, d);
+		}
+		for (; r < r1; r++) {
+			float *o = dst + (r - r0) * p->lds + k;
+			o[0] = s0[r];
+			o[1] = s1[r];
+			o[2] = s2[r];
+			o[3] = s3[r];
+		}
+	}
+#endif
+	for (; k < kc; k++) {
 		const float *src = p->A + (k0 + k) * p->lda;
 		for (int64_t r = r0; r < r1; r++)
 			dst[(r - r0) * p->lds + k] = src[r];
