@@ -139,6 +139,10 @@ static ortmk_session *open_step(ortmk_env *env)
 	return open_model(env, "step.onnx");
 }
 
+/* SIGKILLs the process serving `name`; -1 when there is none (never
+ * kill(-1, ...), which would signal every process we may signal). */
+static int kill_provider(ortmk_env *env, const char *name);
+
 static int provider_pid(ortmk_env *env, const char *name)
 {
 	for (size_t i = 0; i < ortmk_env_provider_count(env); i++) {
@@ -148,6 +152,13 @@ static int provider_pid(ortmk_env *env, const char *name)
 			return ps.pid;
 	}
 	return -1;
+}
+
+static int kill_provider(ortmk_env *env, const char *name)
+{
+	int pid = provider_pid(env, name);
+
+	return pid > 0 ? kill(pid, SIGKILL) : -1;
 }
 
 /* host -> device -> host, bit-exact, on a stream with a fence, and
@@ -254,6 +265,9 @@ static void test_bind_loop(ortmk_env *env)
 	/* take_output: ownership moves to the caller; the next run makes a new one. */
 	OK(ortmk_io_binding_take_output(b, "present", &taken));
 	CHECK(ortmk_io_binding_output(b, "present") == NULL, "taken output still there");
+	check_close(env, taken, rp, "a taken output");
+	ortmk_value_destroy(taken);
+	taken = NULL;
 	/* The same inputs without a binding give bit-identical outputs. */
 	ortmk_io_binding_clear_inputs(b);
 	OK(ortmk_io_binding_bind_input(b, "x", x));
@@ -359,7 +373,7 @@ static void test_fence_deadline(void)
 		CHECK(rc == ORTMK_ERR_TIMEOUT, "fence of a stuck copy: %s", ortmk_status_name(rc));
 		CHECK(ms >= 140 && ms < 1000, "deadline of 150 ms took %.1f ms", ms);
 		CHECK(ortmk_fence_wait(f, 0) == ORTMK_ERR_TIMEOUT, "a zero timeout is a check");
-		kill(provider_pid(env, dev), SIGKILL);
+		kill_provider(env, dev);
 		t0 = now_ms();
 		rc = ortmk_fence_wait(f, 10000);
 		ms = now_ms() - t0;
@@ -393,7 +407,7 @@ static void test_death(ortmk_env *env)
 	OK(ortmk_value_create_on(env, dev, ORTMK_FLOAT, ortmk_value_dims(x), 2, &dx));
 	OK(ortmk_copy_tensors(env, (const ortmk_value *const[]){x}, (ortmk_value *const[]){dx}, 1, NULL));
 	OK(ortmk_value_create(env, ORTMK_FLOAT, ortmk_value_dims(x), 2, &back));
-	CHECK(kill(provider_pid(env, dev), SIGKILL) == 0, "kill %s", dev);
+	CHECK(kill_provider(env, dev) == 0, "kill %s", dev);
 	usleep(50000);
 	rc = ortmk_copy_tensors(env, (const ortmk_value *const[]){dx}, (ortmk_value *const[]){back}, 1, NULL);
 	if (on_device) {
