@@ -21,6 +21,7 @@
 #define CORE_VALUE_POOL_BYTES (256u << 20)
 #define CORE_HANDSHAKE_MS 10000
 #define CORE_CONTROL_MS 60000    /* deadline of control requests (load...) */
+#define CORE_DEVICE_MS 10000     /* deadline of ALLOC, COPY (its ACK) and RELEASE of a buffer */
 #define CORE_FENCE_SLOTS 1024    /* fence words in an environment's fence segment */
 #define CORE_DEV_POOL 32         /* freed device buffers kept for reuse, per env */
 #define CORE_DEV_POOL_BYTES (UINT64_C(512) << 20)

@@ -295,7 +295,7 @@ ortmk_status core_dev_value_alloc(core_ep *ep, int32_t dtype, const int64_t *dim
 	e.kind = ORTMK__KIND__ALLOC;
 	e.body_case = ORTMK__ENVELOPE__BODY_ALLOC;
 	e.alloc = &body;
-	st = core_proc_request(ep, &ep->p, &e, CORE_CONTROL_MS, &rep);
+	st = core_proc_request(ep, &ep->p, &e, CORE_DEVICE_MS, &rep);
 	if (st == ORTMK_OK && rep->kind != ORTMK__KIND__ACK)
 		st = core_fail(ORTMK_ERR_PROTOCOL, "provider '%s': ALLOC answered with %s", ep->name,
 			       ipc_kind_name(rep->kind));
@@ -357,7 +357,7 @@ static void release_buffer(ortmk_value *v)
 		e.kind = ORTMK__KIND__RELEASE;
 		e.body_case = ORTMK__ENVELOPE__BODY_RELEASE;
 		e.release = &body;
-		core_proc_request(ep, &ep->p, &e, CORE_CONTROL_MS, &rep);
+		core_proc_request(ep, &ep->p, &e, CORE_DEVICE_MS, &rep);
 		core_ep_reply_free(ep, rep);
 	}
 	free(v);
@@ -604,7 +604,7 @@ ortmk_status core_dev_copy_ops(ortmk_stream *st, Ortmk__CopyOp **ops, size_t n_o
 	/* Issued before the request: a death during it must fail this value. */
 	st->issued = fence.value;
 	st->exec = ep->p.exec_id;
-	s = core_proc_request(ep, &ep->p, &e, CORE_CONTROL_MS, &rep);
+	s = core_proc_request(ep, &ep->p, &e, CORE_DEVICE_MS, &rep);
 	if (s == ORTMK_OK && rep->kind != ORTMK__KIND__ACK)
 		s = core_fail(ORTMK_ERR_PROTOCOL, "provider '%s': COPY answered with %s", ep->name,
 			      ipc_kind_name(rep->kind));
