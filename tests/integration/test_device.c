@@ -14,6 +14,7 @@
  *
  * Also: test_device MODEL_DIR DEVICE PROVIDERS --bench N prints the median
  * latency of N runs of small.onnx bound vs unbound (docs/DEVICE.md), and
+ * --hang checks a provider hanging in COPY (10 s device deadline);
  * --loop N runs small.onnx N times with y fed back as x on the device and
  * checks the result against numpy (the trace of it shows the transfers:
  * device_trace_test.py).
@@ -437,6 +438,50 @@ static void test_death(ortmk_env *env)
 	ortmk_session_destroy(s);
 }
 
+/* A provider that hangs in COPY: the copy fails with ORTMK_ERR_TIMEOUT at
+ * the 10 s device deadline, the process is killed, its device values are
+ * lost, and host work goes on (a restarted provider). */
+static void test_copy_hang(void)
+{
+	char fault[64];
+	ortmk_env *env;
+	ortmk_session *s;
+	ortmk_value *h, *d, *x, *past, *y1, *out[1];
+	const char *in_names[] = {"x", "past"}, *out_names[] = {"y"};
+	double t0, ms;
+	ortmk_status rc;
+
+	snprintf(fault, sizeof(fault), "%s/hang-after:copy:1", dev);
+	setenv("ORTMK_EP_FAULT", fault, 1);
+	OK(ortmk_env_create(&env));
+	OK(ortmk_value_create(env, ORTMK_FLOAT, (int64_t[]){16}, 1, &h));
+	OK(ortmk_value_create_on(env, dev, ORTMK_FLOAT, (int64_t[]){16}, 1, &d));
+	t0 = now_ms();
+	rc = ortmk_copy_tensors(env, (const ortmk_value *const[]){h}, (ortmk_value *const[]){d}, 1, NULL);
+	ms = now_ms() - t0;
+	CHECK(rc == ORTMK_ERR_TIMEOUT && strstr(ortmk_last_error(), "no reply to COPY"),
+	      "hung copy: %s", ortmk_status_name(rc));
+	CHECK(ms >= 9900 && ms < 13000, "hung copy failed after %.0f ms", ms);
+	rc = ortmk_copy_tensors(env, (const ortmk_value *const[]){d}, (ortmk_value *const[]){h}, 1, NULL);
+	CHECK(rc == ORTMK_ERR_PROVIDER_DIED && strstr(ortmk_last_error(), "lost"),
+	      "device value of a killed provider: %s", ortmk_status_name(rc));
+	unsetenv("ORTMK_EP_FAULT");
+	s = open_step(env);
+	x = load_npy(env, "x0.npy");
+	past = load_npy(env, "past0.npy");
+	y1 = load_npy(env, "y_1.npy");
+	OK(ortmk_session_run(s, in_names, (const ortmk_value *const[]){x, past}, 2, out_names, 1, out));
+	check_close(env, out[0], y1, "y after a hung copy");
+	ortmk_value_destroy(out[0]);
+	ortmk_value_destroy(x);
+	ortmk_value_destroy(past);
+	ortmk_value_destroy(y1);
+	ortmk_session_destroy(s);
+	ortmk_value_destroy(d);
+	ortmk_value_destroy(h);
+	ortmk_env_destroy(env);
+}
+
 static int cmp_d(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -556,6 +601,16 @@ int main(int argc, char **argv)
 		bench(env, atoi(argv[5]));
 		ortmk_env_destroy(env);
 		return 0;
+	}
+	if (argc == 5 && strcmp(argv[4], "--hang") == 0) {
+		ortmk_env_destroy(env);
+		if (!on_device) {
+			printf("SKIP: '%s' has no device memory: nothing to hang in\n", dev);
+			return 77;
+		}
+		test_copy_hang();
+		printf("%s\n", failures ? "hung-copy checks failed" : "hung-copy checks passed");
+		return failures ? 1 : 0;
 	}
 	if (argc == 6 && strcmp(argv[4], "--loop") == 0) {
 		loop(env, atoi(argv[5]));
