@@ -170,43 +170,56 @@ static void input_transform(const float *x, int64_t c0, int64_t c1, int64_t C,
 
 /* y = A^T M A per tile and output channel (A^T = [1 1 1 0; 0 1 -1 -1]),
  * cropped to the output, plus bias and residual, then Relu.  The sums run
- * over the channels of a tile (contiguous in M_xi) into o, then scatter. */
+ * over the channels of a tile (contiguous in M_xi, so they vectorise)
+ * into o with the bias added, then scatter to the four output pixels. */
 CPU_MULTIVERSION
-static void output_transform(const float *Mb, int64_t M, const cpu_geom *g, int64_t th,
-			     int64_t tw, int64_t t0, int64_t t1, const float *bias,
-			     const float *res, int relu, float *o, float *y)
+static void output_transform(const float *restrict Mb, int64_t M, const cpu_geom *g,
+			     int64_t th, int64_t tw, int64_t t0, int64_t t1,
+			     const float *restrict bias, const float *res, int relu,
+			     float *restrict o, float *y)
 {
 	int64_t OH = g->out[1], OW = g->out[2], T = th * tw, TM = T * M;
 
 	for (int64_t t = t0; t < t1; t++) {
 		int64_t ty = t / tw, tx = t % tw;
-		const float *p = Mb + t * M;
+		const float *restrict p = Mb + t * M;
 
 		for (int64_t m = 0; m < M; m++) {
-			float s[4][2];
+			float s00 = p[m] + p[TM + m] + p[2 * TM + m];
+			float s01 = p[TM + m] - p[2 * TM + m] - p[3 * TM + m];
+			float s10 = p[4 * TM + m] + p[5 * TM + m] + p[6 * TM + m];
+			float s11 = p[5 * TM + m] - p[6 * TM + m] - p[7 * TM + m];
+			float s20 = p[8 * TM + m] + p[9 * TM + m] + p[10 * TM + m];
+			float s21 = p[9 * TM + m] - p[10 * TM + m] - p[11 * TM + m];
+			float s30 = p[12 * TM + m] + p[13 * TM + m] + p[14 * TM + m];
+			float s31 = p[13 * TM + m] - p[14 * TM + m] - p[15 * TM + m];
+			float b = bias ? bias[m] : 0.0f;
 
-			for (int i = 0; i < 4; i++) {
-				float a0 = p[(4 * i) * TM + m], a1 = p[(4 * i + 1) * TM + m];
-				float a2 = p[(4 * i + 2) * TM + m], a3 = p[(4 * i + 3) * TM + m];
-				s[i][0] = a0 + a1 + a2;
-				s[i][1] = a1 - a2 - a3;
-			}
-			o[m] = s[0][0] + s[1][0] + s[2][0];
-			o[M + m] = s[0][1] + s[1][1] + s[2][1];
-			o[2 * M + m] = s[1][0] - s[2][0] - s[3][0];
-			o[3 * M + m] = s[1][1] - s[2][1] - s[3][1];
+			o[m] = s00 + s10 + s20 + b;
+			o[M + m] = s01 + s11 + s21 + b;
+			o[2 * M + m] = s10 - s20 - s30 + b;
+			o[3 * M + m] = s11 - s21 - s31 + b;
 		}
 		for (int i = 0; i < 2; i++)
 			for (int j = 0; j < 2; j++) {
-				int64_t oy = 2 * ty + i, ox = 2 * tx + j;
+				int64_t oy = 2 * ty + i, ox = 2 * tx + j, plane = OH * OW;
 				const float *oi = o + (2 * i + j) * M;
+				float *yo = y + oy * OW + ox;
 
 				if (oy >= OH || ox >= OW)
 					continue;
-				for (int64_t m = 0; m < M; m++) {
-					int64_t k = (m * OH + oy) * OW + ox;
-					float v = oi[m] + (bias ? bias[m] : 0.0f) + (res ? res[k] : 0.0f);
-					y[k] = relu && v < 0.0f ? 0.0f : v;
+				if (res) {
+					const float *ro = res + oy * OW + ox;
+					for (int64_t m = 0; m < M; m++) {
+						float v = oi[m] + ro[m * plane];
+						yo[m * plane] = relu && v < 0.0f ? 0.0f : v;
+					}
+				} else if (relu) {
+					for (int64_t m = 0; m < M; m++)
+						yo[m * plane] = oi[m] < 0.0f ? 0.0f : oi[m];
+				} else {
+					for (int64_t m = 0; m < M; m++)
+						yo[m * plane] = oi[m];
 				}
 			}
 	}
