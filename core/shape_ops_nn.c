@@ -1,0 +1,268 @@
+/*
+ * shape_ops_nn.c: type and shape inference for convolution and
+ * pooling (Conv, ConvTranspose, the pools and global pools): kernel,
+ * strides, dilations, pads and auto_pad.  Registered in op_table
+ * (shape_ops.c).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "graph.h"
+#include "shape_ops.h"
+#include "shape_ops_fn.h"
+
+/* ------------------------------------------------------ conv and pooling */
+
+enum { PAD_NOTSET, PAD_SAME, PAD_VALID };
+
+typedef struct window {
+	int n;                              /* spatial rank */
+	int64_t k[GRAPH_MAX_RANK];          /* kernel; < 0 unknown */
+	int64_t s[GRAPH_MAX_RANK], d[GRAPH_MAX_RANK];
+	int64_t pads[2 * GRAPH_MAX_RANK];   /* begins, then ends */
+	int pad_mode, ceil_mode;
+} window;
+
+/* Reads one per-spatial-dim attribute (default `dflt`), requiring `want`
+ * values and at least `min` in each. */
+static int window_attr(shape_ctx *c, const char *name, int want, int64_t dflt,
+		       int64_t min, int64_t *out)
+{
+	const int64_t *v;
+	int n = shape_attr_ints(c, name, &v);
+
+	for (int i = 0; i < want; i++)
+		out[i] = dflt;
+	if (n < 0)
+		return 0;
+	if (n != want)
+		return shape_fail(c, "%s has %d values, expected %d", name, n, want);
+	for (int i = 0; i < n; i++) {
+		if (v[i] < min)
+			return shape_fail(c, "%s[%d] = %lld is invalid", name, i,
+					  (long long)v[i]);
+		out[i] = v[i];
+	}
+	return 0;
+}
+
+static int window_read(shape_ctx *c, window *w)
+{
+	int rc = window_attr(c, "strides", w->n, 1, 1, w->s);
+
+	if (!rc)
+		rc = window_attr(c, "dilations", w->n, 1, 1, w->d);
+	if (!rc)
+		rc = window_attr(c, "pads", 2 * w->n, 0, 0, w->pads);
+	w->pad_mode = PAD_NOTSET;
+	if (shape_attr_is(c, "auto_pad", "SAME_UPPER") ||
+	    shape_attr_is(c, "auto_pad", "SAME_LOWER"))
+		w->pad_mode = PAD_SAME;
+	else if (shape_attr_is(c, "auto_pad", "VALID"))
+		w->pad_mode = PAD_VALID;
+	w->ceil_mode = shape_attr_int(c, "ceil_mode", 0) != 0;
+	return rc;
+}
+
+/* Output size of spatial dim i for Conv and pooling.  In ceil mode the last
+ * window must start inside the input or its leading padding (PyTorch and
+ * onnxruntime drop it otherwise). */
+static int window_out(shape_ctx *c, const window *w, int i, int64_t in, int64_t *out)
+{
+	int64_t ek, span, pb = 0, pe = 0;
+
+	*out = SHAPE_NEW;
+	if (in < 0)
+		return 0;
+	if (w->pad_mode == PAD_SAME) {
+		*out = in / w->s[i] + (in % w->s[i] != 0);
+		return 0;
+	}
+	if (w->k[i] < 0)
+		return 0;
+	if (w->k[i] == 0)
+		return shape_fail(c, "kernel dim %d is 0", i);
+	if (w->pad_mode == PAD_NOTSET) {
+		pb = w->pads[i];
+		pe = w->pads[i + w->n];
+	}
+	if (__builtin_mul_overflow(w->k[i] - 1, w->d[i], &ek) ||
+	    __builtin_add_overflow(in, pb, &span) || __builtin_add_overflow(span, pe, &span))
+		return shape_fail(c, "kernel or padding too large at spatial dim %d", i);
+	span -= ek + 1;
+	if (span < 0)
+		return shape_fail(c, "kernel %lld (dilation %lld) exceeds input %lld + padding at spatial dim %d",
+				  (long long)w->k[i], (long long)w->d[i], (long long)in, i);
+	*out = span / w->s[i] + 1;
+	if (w->ceil_mode && span % w->s[i]) {
+		int64_t starts = (in + pb) / w->s[i] + ((in + pb) % w->s[i] != 0);
+
+		if (*out < starts)
+			*out += 1;
+	}
+	return 0;
+}
+
+/* Spatial rank of an N-C-spatial op: from X, else W, else the kernel. */
+static int spatial_rank(shape_ctx *c, const graph_tinfo *x, const graph_tinfo *w,
+			int nk)
+{
+	int n = x->rank >= 0 ? x->rank - 2 : w->rank >= 0 ? w->rank - 2 : nk;
+
+	if ((x->rank >= 0 && x->rank < 3) || n < 1 || n > GRAPH_MAX_RANK - 2)
+		return shape_fail(c, "input rank %d, weight rank %d: expected N, C and spatial dims",
+				  x->rank, w->rank);
+	if ((w->rank >= 0 && w->rank != n + 2) || (nk >= 0 && nk != n))
+		return shape_fail(c, "weight/kernel_shape rank does not match %d spatial dims", n);
+	return n;
+}
+
+/* Kernel dims from kernel_shape, else from W's trailing dims. */
+static void conv_kernel(shape_ctx *c, window *w)
+{
+	const graph_tinfo *wt = shape_in(c, 1);
+	const int64_t *ks;
+	int nk = shape_attr_ints(c, "kernel_shape", &ks);
+
+	for (int i = 0; i < w->n; i++)
+		w->k[i] = nk == w->n ? ks[i] : wt->rank == w->n + 2 ? wt->dims[i + 2] : -1;
+}
+
+/* N and channel dims of Conv (arg 0) and ConvTranspose (arg 1): W is
+ * [M, C/group, k...] for Conv and [C, M/group, k...] for ConvTranspose.
+ * Returns the spatial rank, -1 when unknown, or an error. */
+static int conv_channels(shape_ctx *c)
+{
+	const graph_tinfo *x = shape_in(c, 0), *wt = shape_in(c, 1);
+	graph_tinfo *o = shape_out(c, 0);
+	const int64_t *ks;
+	int64_t group = shape_attr_int(c, "group", 1), cin = SHAPE_NEW, cout = SHAPE_NEW;
+	int nk = shape_attr_ints(c, "kernel_shape", &ks), n, rc;
+
+	if (shape_same_type(c, x->elem_type, wt->elem_type))
+		return -EINVAL;
+	o->elem_type = x->elem_type ? x->elem_type : wt->elem_type;
+	if (x->rank < 0 && wt->rank < 0 && nk < 0)
+		return -1;
+	n = spatial_rank(c, x, wt, nk);
+	if (n < 0)
+		return n;
+	if (group < 1)
+		return shape_fail(c, "group %lld is invalid", (long long)group);
+	rc = shape_set_rank(c, o, o->elem_type, n + 2);
+	if (rc)
+		return rc;
+	if (wt->rank >= 0) {
+		cin = wt->dims[!c->arg];
+		cout = wt->dims[c->arg];
+	}
+	if (!c->arg && cin >= 0)
+		cin *= group;
+	if (c->arg && cout >= 0)
+		cout *= group;
+	if (x->rank >= 0 && x->dims[1] >= 0 && cin >= 0 && x->dims[1] != cin)
+		return shape_fail(c, "input has %lld channels, weight expects %lld (group %lld)",
+				  (long long)x->dims[1], (long long)cin, (long long)group);
+	o->dims[0] = x->rank >= 0 ? x->dims[0] : SHAPE_NEW;
+	o->dims[1] = cout;
+	return n;
+}
+
+/* Output size of ConvTranspose at spatial dim i: stride * (in - 1) +
+ * output_padding + effective kernel - pads, unless auto_pad SAME. */
+static int convt_out(shape_ctx *c, const window *w, int i, int64_t in, int64_t op,
+		     int64_t *out)
+{
+	int64_t v, ek, pads = 0;
+
+	*out = SHAPE_NEW;
+	if (in >= 0 && w->pad_mode == PAD_SAME) {
+		if (__builtin_mul_overflow(in, w->s[i], out))
+			return shape_fail(c, "output size overflows at spatial dim %d", i);
+		return 0;
+	}
+	if (in < 0 || w->k[i] < 0)
+		return 0;
+	if (w->pad_mode == PAD_NOTSET)
+		pads = w->pads[i] + w->pads[i + w->n];
+	if (__builtin_mul_overflow(w->s[i], in - 1, &v) ||
+	    __builtin_mul_overflow(w->k[i] - 1, w->d[i], &ek) ||
+	    __builtin_add_overflow(v, ek + 1, &v) || __builtin_add_overflow(v, op, &v))
+		return shape_fail(c, "output size overflows at spatial dim %d", i);
+	if (v - pads < 0)
+		return shape_fail(c, "negative output size at spatial dim %d", i);
+	*out = v - pads;
+	return 0;
+}
+
+/* Conv (arg 0) and ConvTranspose (arg 1). */
+int shape_fn_conv(shape_ctx *c)
+{
+	const graph_tinfo *x = shape_in(c, 0);
+	graph_tinfo *o = shape_out(c, 0);
+	const int64_t *os;
+	int64_t op[GRAPH_MAX_RANK];
+	int nos = shape_attr_ints(c, "output_shape", &os), rc;
+	window w = { .n = conv_channels(c) };
+
+	if (w.n < 0)
+		return w.n == -1 ? 0 : w.n;
+	conv_kernel(c, &w);
+	rc = window_read(c, &w);
+	if (!rc && c->arg)
+		rc = window_attr(c, "output_padding", w.n, 0, 0, op);
+	for (int i = 0; i < w.n && !rc; i++) {
+		int64_t in = x->rank >= 0 ? x->dims[i + 2] : -1;
+
+		if (!c->arg)
+			rc = window_out(c, &w, i, in, &o->dims[i + 2]);
+		else if (nos >= w.n)
+			o->dims[i + 2] = os[nos - w.n + i];
+		else
+			rc = convt_out(c, &w, i, in, op[i], &o->dims[i + 2]);
+	}
+	return rc;
+}
+
+/* MaxPool, AveragePool, LpPool: kernel_shape is required. */
+int shape_fn_pool(shape_ctx *c)
+{
+	const graph_tinfo *x = shape_in(c, 0);
+	graph_tinfo *o = shape_out(c, 0);
+	const int64_t *ks;
+	int nk = shape_attr_ints(c, "kernel_shape", &ks), rc;
+	window w;
+
+	if (nk <= 0)
+		return shape_fail(c, "kernel_shape is required");
+	w.n = spatial_rank(c, x, &(graph_tinfo){ .rank = -1 }, nk);
+	if (w.n < 0)
+		return w.n;
+	for (int i = 0; i < w.n; i++)
+		w.k[i] = ks[i];
+	rc = window_read(c, &w);
+	if (rc || (rc = shape_set_rank(c, o, x->elem_type, w.n + 2)))
+		return rc;
+	for (int i = 0; i < 2 && x->rank >= 0; i++)
+		o->dims[i] = x->dims[i];
+	for (int i = 0; i < w.n && !rc; i++)
+		rc = window_out(c, &w, i, x->rank >= 0 ? x->dims[i + 2] : -1,
+				&o->dims[i + 2]);
+	shape_copy(shape_out(c, 1), o, 0);
+	shape_out(c, 1)->elem_type = DT(INT64);
+	return rc;
+}
+
+int shape_fn_global_pool(shape_ctx *c)
+{
+	const graph_tinfo *x = shape_in(c, 0);
+	graph_tinfo *o = shape_out(c, 0);
+
+	if (x->rank >= 0 && x->rank < 2)
+		return shape_fail(c, "input rank %d: expected N, C and spatial dims",
+				  x->rank);
+	shape_copy(o, x, 0);
+	for (int i = 2; i < o->rank; i++)
+		o->dims[i] = 1;
+	return 0;
+}
