@@ -1,7 +1,8 @@
 /*
  * shape_ops.h: the internal seam between the shape-inference driver
- * (shape.c) and the per-op inference functions (shape_ops.c).  Only those two
- * files include it; everything else goes through shape_infer() in graph.h.
+ * (shape.c) and the per-op inference functions (shape_ops.c, the op table;
+ * shape_ops_{math,nn,tensor,data}.c, the functions).  Only those files
+ * include it; everything else goes through shape_infer() in graph.h.
  *
  * An op function reads its inputs' facts through shape_in(), writes its
  * outputs through shape_out() and returns 0, a negative errno-style code from
