@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "external_path.h"
 #include "graph.h"
 #include "tensor_bytes.h"
 
@@ -274,21 +275,6 @@ static int decode_typed(graph_init *init, const Onnx__TensorProto *t,
 	return 0;
 }
 
-static int parse_u64(const char *s, uint64_t *out)
-{
-	uint64_t v = 0;
-
-	if (!s || !*s)
-		return -EINVAL;
-	for (; *s; s++) {
-		if (*s < '0' || *s > '9' || v > (UINT64_MAX - (uint64_t)(*s - '0')) / 10)
-			return -EINVAL;
-		v = v * 10 + (uint64_t)(*s - '0');
-	}
-	*out = v;
-	return 0;
-}
-
 typedef struct ext_ref {
 	const char *location;
 	uint64_t offset, length;
@@ -307,11 +293,11 @@ static int ext_parse(const Onnx__TensorProto *t, ext_ref *r, char *err, size_t e
 			continue;
 		if (strcmp(e->key, "location") == 0)
 			r->location = e->value;
-		else if (strcmp(e->key, "offset") == 0 && parse_u64(e->value, &r->offset) < 0)
+		else if (strcmp(e->key, "offset") == 0 && proto_parse_u64(e->value, &r->offset) < 0)
 			return errf(err, errlen, -EINVAL, "initializer '%s': external data offset '%s' is not a number",
 				    t->name, e->value);
 		else if (strcmp(e->key, "length") == 0) {
-			if (parse_u64(e->value, &r->length) < 0)
+			if (proto_parse_u64(e->value, &r->length) < 0)
 				return errf(err, errlen, -EINVAL, "initializer '%s': external data length '%s' is not a number",
 					    t->name, e->value);
 			r->has_length = 1;
@@ -320,37 +306,6 @@ static int ext_parse(const Onnx__TensorProto *t, ext_ref *r, char *err, size_t e
 	if (!r->location || !*r->location)
 		return errf(err, errlen, -EINVAL, "initializer '%s': external data has no location", t->name);
 	return 0;
-}
-
-/* 1 when a ".." component climbs above the directory the path starts in. */
-static int climbs_out(const char *loc)
-{
-	const char *p = loc;
-	size_t n;
-	int depth = 0;
-
-	while (*p) {
-		n = strcspn(p, "/");
-		if (n == 2 && p[0] == '.' && p[1] == '.') {
-			if (--depth < 0)
-				return 1;
-		} else if (n > 0 && !(n == 1 && p[0] == '.')) {
-			depth++;
-		}
-		p += n;
-		if (*p)
-			p++;
-	}
-	return 0;
-}
-
-static int path_inside(const char *dir, const char *path)
-{
-	size_t n = strlen(dir);
-
-	if (strcmp(dir, "/") == 0)
-		return path[0] == '/';
-	return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
 }
 
 /* Checks `loc` lexically, then resolves it: the realpath must stay inside
@@ -369,7 +324,7 @@ static int ext_resolve(graph *g, const char *name, const char *loc, char **real,
 	if (loc[0] == '/')
 		return errf(err, errlen, -EINVAL, "initializer '%s': external data location '%s' is an absolute path",
 			    name, loc);
-	if (climbs_out(loc))
+	if (proto_path_climbs_out(loc))
 		return errf(err, errlen, -EINVAL, "initializer '%s': external data location '%s' escapes the model directory",
 			    name, loc);
 	if (!g->model_dir_real && !(g->model_dir_real = realpath(g->model_dir, NULL)))
@@ -381,7 +336,7 @@ static int ext_resolve(graph *g, const char *name, const char *loc, char **real,
 	if (!*real)
 		rc = errf(err, errlen, -errno, "initializer '%s': external data file '%s': %s",
 			  name, loc, strerror(errno));
-	else if (!path_inside(g->model_dir_real, *real))
+	else if (!proto_path_inside(g->model_dir_real, *real))
 		rc = errf(err, errlen, -EINVAL, "initializer '%s': external data location '%s' escapes the model directory (it resolves to '%s')",
 			  name, loc, *real);
 	free(full);

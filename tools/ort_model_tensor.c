@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "external_path.h"
 #include "ort_model.h"
 #include "tensor_bytes.h"
 
@@ -218,52 +219,6 @@ int om_tensor_bytes(const Onnx__TensorProto *t, const char *kind, const uint8_t 
 
 /* ---- external references ----------------------------------------------- */
 
-static int parse_u64(const char *s, uint64_t *out)
-{
-	uint64_t v = 0;
-
-	if (!s || !*s)
-		return -EINVAL;
-	for (; *s; s++) {
-		if (*s < '0' || *s > '9' || v > (UINT64_MAX - (uint64_t)(*s - '0')) / 10)
-			return -EINVAL;
-		v = v * 10 + (uint64_t)(*s - '0');
-	}
-	*out = v;
-	return 0;
-}
-
-/* 1 when a ".." component climbs above the directory the path starts in. */
-static int climbs_out(const char *loc)
-{
-	const char *p = loc;
-	size_t n;
-	int depth = 0;
-
-	while (*p) {
-		n = strcspn(p, "/");
-		if (n == 2 && p[0] == '.' && p[1] == '.') {
-			if (--depth < 0)
-				return 1;
-		} else if (n > 0 && !(n == 1 && p[0] == '.')) {
-			depth++;
-		}
-		p += n;
-		if (*p)
-			p++;
-	}
-	return 0;
-}
-
-static int path_inside(const char *dir, const char *path)
-{
-	size_t n = strlen(dir);
-
-	if (strcmp(dir, "/") == 0)
-		return path[0] == '/';
-	return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
-}
-
 /* Checks `loc` lexically, then resolves it: the realpath must stay inside
  * the model directory's realpath, which also catches symlinks that point
  * out.  On success *real is the malloc'd resolved path. */
@@ -276,7 +231,7 @@ static int resolve(om_model *m, const char *who, const char *loc, char **real,
 	*real = NULL;
 	if (loc[0] == '/')
 		return om_errf(err, errlen, -EINVAL, "%s: external data location '%s' is an absolute path", who, loc);
-	if (climbs_out(loc))
+	if (proto_path_climbs_out(loc))
 		return om_errf(err, errlen, -EINVAL, "%s: external data location '%s' escapes the model directory", who, loc);
 	if (!m->dir_real && !(m->dir_real = realpath(m->dir, NULL)))
 		return om_errf(err, errlen, -errno, "%s: model directory '%s': %s", who, m->dir, strerror(errno));
@@ -285,7 +240,7 @@ static int resolve(om_model *m, const char *who, const char *loc, char **real,
 	*real = realpath(full, NULL);
 	if (!*real)
 		rc = om_errf(err, errlen, -errno, "%s: external data file '%s': %s", who, loc, strerror(errno));
-	else if (!path_inside(m->dir_real, *real))
+	else if (!proto_path_inside(m->dir_real, *real))
 		rc = om_errf(err, errlen, -EINVAL, "%s: external data location '%s' escapes the model directory (it resolves to '%s')",
 			     who, loc, *real);
 	free(full);
@@ -364,10 +319,10 @@ int om_ext_check(om_model *m, om_files *fs, const Onnx__TensorProto *t, const ch
 			continue;
 		if (strcmp(e->key, "location") == 0)
 			loc = e->value;
-		else if (strcmp(e->key, "offset") == 0 && parse_u64(e->value, &out->offset) < 0)
+		else if (strcmp(e->key, "offset") == 0 && proto_parse_u64(e->value, &out->offset) < 0)
 			return om_errf(err, errlen, -EINVAL, "%s: external data offset '%s' is not a number", who, e->value);
 		else if (strcmp(e->key, "length") == 0) {
-			if (parse_u64(e->value, &out->length) < 0)
+			if (proto_parse_u64(e->value, &out->length) < 0)
 				return om_errf(err, errlen, -EINVAL, "%s: external data length '%s' is not a number", who, e->value);
 			has_length = 1;
 		}

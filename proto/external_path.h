@@ -1,0 +1,23 @@
+/*
+ * external_path.h: the lexical checks on a TensorProto's external_data
+ * entries that every reader must make the same way (the core's loader in
+ * core/graph.c and ort-model in tools/ort_model_tensor.c): offset and
+ * length as decimal numbers, a location that must not climb out of the
+ * model directory, a resolved path that must stay inside it.
+ */
+#ifndef ORTMK_PROTO_EXTERNAL_PATH_H
+#define ORTMK_PROTO_EXTERNAL_PATH_H
+
+#include <stdint.h>
+
+/* A plain decimal uint64 (no sign, no spaces, no overflow); -EINVAL else. */
+int proto_parse_u64(const char *s, uint64_t *out);
+
+/* 1 when a ".." component of the relative path loc climbs above the
+ * directory it starts in. */
+int proto_path_climbs_out(const char *loc);
+
+/* 1 when the absolute path is dir itself or below it (both resolved). */
+int proto_path_inside(const char *dir, const char *path);
+
+#endif
