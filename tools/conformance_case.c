@@ -25,28 +25,6 @@
 
 #define MAX_IO 64       /* inputs or outputs of one model */
 
-static bool read_file(const char *path, uint8_t **buf, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	struct stat st;
-	bool ok = false;
-
-	*buf = NULL;
-	if (!f)
-		return false;
-	if (fstat(fileno(f), &st) == 0 && st.st_size >= 0) {
-		*len = (size_t)st.st_size;
-		*buf = malloc(*len ? *len : 1);
-		ok = *buf && fread(*buf, 1, *len, f) == *len;
-	}
-	fclose(f);
-	if (!ok) {
-		free(*buf);
-		*buf = NULL;
-	}
-	return ok;
-}
-
 /* ---- the model's signature ---------------------------------------------- */
 
 static bool is_initializer(const Onnx__GraphProto *g, const char *name)
@@ -91,7 +69,7 @@ static Onnx__ModelProto *load_model(const char *model_path, char *reason, size_t
 	size_t len;
 	Onnx__ModelProto *m;
 
-	if (!read_file(model_path, &buf, &len)) {
+	if (!conf_read_file(model_path, &buf, &len)) {
 		snprintf(reason, cap, "cannot read %s", model_path);
 		return NULL;
 	}

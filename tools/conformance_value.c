@@ -69,7 +69,7 @@ void conf_retag_bfloat16(conf_value *t, int model_t)
 
 /* ---- reading ------------------------------------------------------------ */
 
-static bool read_file(const char *path, uint8_t **buf, size_t *len)
+bool conf_read_file(const char *path, uint8_t **buf, size_t *len)
 {
 	FILE *f = fopen(path, "rb");
 	struct stat st;
@@ -339,7 +339,7 @@ bool conf_value_load(const char *path, const Onnx__TypeProto *declared, conf_val
 	bool ok;
 
 	memset(v, 0, sizeof *v);
-	if (!read_file(path, &buf, &len)) {
+	if (!conf_read_file(path, &buf, &len)) {
 		snprintf(err, cap, "cannot read the file");
 		return false;
 	}

@@ -44,6 +44,10 @@ const char *conf_dtype_name(int t);
  * with the same bits; they are read as bfloat16 where model_t says so. */
 void conf_retag_bfloat16(conf_value *t, int model_t);
 
+/* The whole file at path, malloc'ed into *buf (*len bytes); false if it
+ * cannot be read. */
+bool conf_read_file(const char *path, uint8_t **buf, size_t *len);
+
 /* Reads path as the value type `declared` describes (NULL: a tensor). */
 bool conf_value_load(const char *path, const Onnx__TypeProto *declared, conf_value *v,
 		     char *err, size_t cap);
