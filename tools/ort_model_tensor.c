@@ -2,12 +2,14 @@
  * ort_model_tensor.c: reading a model and its tensors for ort-model.
  *
  * Loads the ModelProto, walks every tensor it holds, turns inline tensors
- * into raw little-endian bytes and checks external-data references.  The
- * checks are the core loader's (core/graph.c), restated here because the
- * tool must refuse exactly what a session would refuse: a location that is
- * absolute, climbs out with "..", or resolves (through symlinks) outside the
- * model directory; a file that is not regular; offset or length past the end
- * of the file; a length that is not dtype x shape.  A model is untrusted
+ * into raw little-endian bytes (proto/tensor_bytes.c) and checks
+ * external-data references.  The checks are the core loader's
+ * (core/graph.c; the lexical ones shared through proto/external_path.c),
+ * because the tool must refuse exactly what a session would refuse: a
+ * location that is absolute, climbs out with "..", or resolves (through
+ * symlinks) outside the model directory; a file that is not regular;
+ * offset or length past the end of the file; a length that is not
+ * dtype x shape.  A model is untrusted
  * input: every problem is a one-line error, never a crash.
  */
 #include <errno.h>
