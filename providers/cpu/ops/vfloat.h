@@ -25,6 +25,7 @@
 
 typedef float vf8 __attribute__((vector_size(32)));
 typedef int32_t vi8 __attribute__((vector_size(32)));
+typedef uint32_t vu8 __attribute__((vector_size(32)));
 
 #define VF_INLINE static inline __attribute__((always_inline))
 

@@ -38,11 +38,16 @@ static inline float vm_exp_poly(float r)
 static inline float vm_exp_nonpos(float x)
 {
 	const float ln2_hi = 0.693145752f, ln2_lo = 1.42860677e-6f;
-	float c = x < -88.0f ? -88.0f : x, n, r, scale;
+	float c = x < -88.0f ? -88.0f : x, t, n, r, scale;
 	uint32_t bits;
-	n = (c * 1.44269504f + 12582912.0f) - 12582912.0f;   /* round to nearest */
+	/* t = 1.5 * 2^23 + round(c log2 e): n sits in t's low mantissa bits, so
+	 * 2^n comes from integer arithmetic on t (no float-to-int conversion,
+	 * which would be undefined for NaN) */
+	t = c * 1.44269504f + 12582912.0f;
+	n = t - 12582912.0f;
 	r = c - n * ln2_hi - n * ln2_lo;
-	bits = (uint32_t)((int32_t)n + 127) << 23;
+	memcpy(&bits, &t, sizeof(bits));
+	bits = (bits - 0x4b400000u + 127u) << 23;
 	memcpy(&scale, &bits, sizeof(scale));
 	return vm_exp_poly(r) * scale;
 }
@@ -85,26 +90,27 @@ static inline float vm_sigmoid(float x)
 /* ---- 8 lanes ---- */
 
 /* Reduction and polynomial of vm_exp_nonpos (vm_exp_poly's coefficients);
- * c already clamped, n out. */
-VF_INLINE vf8 vf_exp_core(vf8 c, vf8 *n)
+ * c already clamped; *ni = n as an integer, from t's bits. */
+VF_INLINE vf8 vf_exp_core(vf8 c, vi8 *ni)
 {
 	const float ln2_hi = 0.693145752f, ln2_lo = 1.42860677e-6f;
-	vf8 r;
-	*n = (c * 1.44269504f + 12582912.0f) - 12582912.0f;
-	r = c - *n * ln2_hi - *n * ln2_lo;
+	vf8 t = c * 1.44269504f + 12582912.0f, n = t - 12582912.0f, r;
+	*ni = (vi8)t - 0x4b400000;
+	r = c - n * ln2_hi - n * ln2_lo;
 	return 1.0f + r * (1.0f + r * (0.49999991f + r * (0.16666420f + r * (0.041668225f +
 		r * (0.0083748158f + r * 0.0013836850f)))));
 }
 
-/* 2^n for integral n in [-127, 127] (-127 gives 0). */
-VF_INLINE vf8 vf_pow2i(vf8 n)
+/* 2^n for n in [-127, 127] (-127 gives 0). */
+VF_INLINE vf8 vf_pow2i(vi8 n)
 {
-	return (vf8)((__builtin_convertvector(n, vi8) + 127) << 23);
+	return (vf8)((vu8)(n + 127) << 23);
 }
 
 VF_INLINE vf8 vf_exp_nonpos(vf8 x)
 {
-	vf8 n, p;
+	vi8 n;
+	vf8 p;
 	x = vf_sel(x < -88.0f, vf_splat(-88.0f), x);
 	p = vf_exp_core(x, &n);
 	return p * vf_pow2i(n);
@@ -115,8 +121,9 @@ VF_INLINE vf8 vf_exp_nonpos(vf8 x)
  * no special case. */
 VF_INLINE vf8 vf_exp(vf8 x)
 {
-	vf8 n, h, p = vf_exp_core(vf_clamp(x, -104.0f, 89.0f), &n);
-	h = __builtin_convertvector(__builtin_convertvector(n, vi8) >> 1, vf8);
+	vi8 n, h;
+	vf8 p = vf_exp_core(vf_clamp(x, -104.0f, 89.0f), &n);
+	h = n >> 1;
 	return p * vf_pow2i(h) * vf_pow2i(n - h);
 }
 
