@@ -863,6 +863,46 @@ static void test_transpose_random(void **state)
 	}
 }
 
+/* Empty tensors go through every fast path without touching memory. */
+static void test_empty_tensors(void **state)
+{
+	static const int64_t d0[2] = {0, 5}, d1[2] = {3, 0}, d4[4] = {0, 3, 8, 8};
+	static const int64_t k[2] = {3, 3}, perm[2] = {1, 0};
+	static const char *const un[] = {"Softmax", "Relu", "Exp", "Erf", "GlobalAveragePool"};
+	cpu_tensor a = rtens(2, d0, 0, 1), b = rtens(2, d1, 0, 1), p = rtens(4, d4, 0, 1), y[1];
+	const cpu_tensor *in[2] = {&a, &a};
+	tnode t;
+	(void)state;
+	for (size_t i = 0; i < sizeof(un) / sizeof(un[0]); i++)
+		for (int w = 0; w < 2; w++) {
+			in[0] = w ? &b : &a;
+			tn(&t, un[i], 1, 1);
+			run_ok(&t, 13, 1, in, 1, y);
+			assert_int_equal(cpu_numel(&y[0]), 0);
+			free_outs(y, 1);
+		}
+	in[0] = in[1] = &b;
+	tn(&t, "Add", 2, 1);
+	run_ok(&t, 13, 2, in, 1, y);
+	assert_int_equal(y[0].dims[1], 0);
+	free_outs(y, 1);
+	tn(&t, "Transpose", 1, 1);
+	tn_ints(&t, "perm", perm, 2);
+	run_ok(&t, 13, 1, in, 1, y);
+	assert_int_equal(y[0].dims[0], 0);
+	free_outs(y, 1);
+	in[0] = &p;
+	tn(&t, "MaxPool", 1, 1);
+	tn_ints(&t, "kernel_shape", k, 2);
+	run_ok(&t, 12, 1, in, 1, y);
+	assert_int_equal(y[0].dims[0], 0);
+	assert_int_equal(y[0].dims[2], 6);
+	free_outs(y, 1);
+	free(a.data);
+	free(b.data);
+	free(p.data);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -877,6 +917,7 @@ int main(void)
 		cmocka_unit_test(test_binary_random),
 		cmocka_unit_test(test_variadic_max),
 		cmocka_unit_test(test_transpose_random),
+		cmocka_unit_test(test_empty_tensors),
 	};
 	int rc;
 	if (gemm_pool_create(2, &test_pool) != 0)
