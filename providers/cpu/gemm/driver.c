@@ -29,6 +29,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef __SSE2__
@@ -43,6 +44,9 @@
 /* Bytes of packed B a task may expect to keep in L2 (1 MiB on Zen 4,
  * 2 MiB on Sapphire Rapids, shared with A and C). */
 #define L2_BUDGET ((int64_t)512 * 1024)
+/* Products with at most this many rows and a packed B go to the ISA's
+ * gemv kernel when it has one. */
+#define GEMV_ROWS 4
 
 typedef struct problem {
 	int64_t M, N, K;
@@ -365,6 +369,59 @@ static int run(problem *p, gemm_pool *pool)
 	return 0;
 }
 
+/* ORTMK_CPU_GEMV=0 sends few-row products through the tiles instead (for
+ * comparisons); read once. */
+static int gemv_enabled(void)
+{
+	static _Atomic int on = -1;
+	int v = atomic_load_explicit(&on, memory_order_relaxed);
+
+	if (v < 0) {
+		const char *e = getenv("ORTMK_CPU_GEMV");
+		v = !(e && strcmp(e, "0") == 0);
+		atomic_store_explicit(&on, v, memory_order_relaxed);
+	}
+	return v;
+}
+
+/* A gemv task: one contiguous run of panels, all of K, the few rows. */
+static void gemv_task(void *arg, int64_t i, int member)
+{
+	const problem *p = arg;
+	int64_t q0 = p->b.panels * i / p->tn, q1 = p->b.panels * (i + 1) / p->tn;
+	int64_t nr = p->b.isa->nr, j0 = q0 * nr, j1 = q1 * nr < p->N ? q1 * nr : p->N;
+
+	(void)member;
+	if (q1 <= q0)
+		return;
+	p->b.isa->gemv(&p->b, (int)p->M, p->A, p->lda, q0, q1, p->C, p->ldc, &p->tile);
+	if (p->ep.post)
+		p->ep.post(p->ep.post_ctx, p->C + j0, p->ldc, 0, p->M, j0, j1 - j0);
+}
+
+/* At most GEMV_ROWS rows against a packed B: B is read once, from L3 or
+ * memory, so the product runs at its bandwidth.  N is cut into one
+ * contiguous run of panels per thread (each streams its own part of every
+ * K block), none smaller than MIN_FLOPS_PER_THREAD's worth. */
+static void run_gemv(problem *p, gemm_pool *pool)
+{
+	double flops = 2.0 * (double)p->M * (double)p->N * (double)p->K;
+	int threads = gemm_pool_threads(pool);
+
+	if (flops / MIN_FLOPS_PER_THREAD < threads)
+		threads = (int)(flops / MIN_FLOPS_PER_THREAD) + 1;
+	if (threads > p->b.panels)
+		threads = (int)p->b.panels;
+	p->tile.beta = p->ep.beta;
+	p->tile.finish = 1;
+	p->tm = 1;
+	p->tn = threads;
+	if (pool && threads > 1)
+		gemm_pool_for(pool, threads, threads, gemv_task, p);
+	else
+		gemv_task(p, 0, 0);
+}
+
 int gemm_compute(gemm_pool *pool, int64_t M, int64_t N, int64_t K, const float *A,
 		 int64_t lda, int transA, const void *packed_b, const gemm_epilogue *ep,
 		 float *C, int64_t ldc)
@@ -377,7 +434,11 @@ int gemm_compute(gemm_pool *pool, int64_t M, int64_t N, int64_t K, const float *
 	if (gemm_packed_view_get(packed_b, &p.b) || p.b.K != K || p.b.N != N)
 		return -EINVAL;
 	mine = gemm_pool_try_begin(pool);
-	rc = run(&p, mine ? pool : NULL);
+	if (M >= 1 && M <= GEMV_ROWS && N > 0 && K > 0 && !transA && p.b.isa->gemv &&
+	    gemv_enabled())
+		run_gemv(&p, mine ? pool : NULL);
+	else
+		rc = run(&p, mine ? pool : NULL);
 	if (mine)
 		gemm_pool_end(pool);
 	return rc;

@@ -29,6 +29,18 @@ typedef struct gemm_tile_ep {
 typedef void gemm_kernel_fn(int64_t kc, const float *a, int64_t lda, const float *b,
 			    float *c, int64_t ldc, int mr, int nr, const gemm_tile_ep *ep);
 
+struct gemm_packed_view;
+
+/* Rows [0, mr) of C (1 <= mr <= 4, row stride ldc) times panels [q0, q1)
+ * of a packed B, over all of K: each column's sum is kept in registers
+ * across the K blocks and stored once, through the epilogue (finish set;
+ * bias_col/bias_row point at column/row 0).  The few rows of a batch-1
+ * MatMul/Gemm, where B streams from memory and the product is bound by
+ * its bandwidth. */
+typedef void gemm_gemv_fn(const struct gemm_packed_view *v, int mr, const float *a,
+			  int64_t lda, int64_t q0, int64_t q1, float *c, int64_t ldc,
+			  const gemm_tile_ep *ep);
+
 typedef struct gemm_isa_desc {
 	gemm_isa id;
 	const char *name;
@@ -37,6 +49,7 @@ typedef struct gemm_isa_desc {
 	int nc;                   /* N block: kc x nc of packed B stays in L2 */
 	int mc;                   /* rows of C per group (C group stays in L2) */
 	gemm_kernel_fn *kernel;
+	gemm_gemv_fn *gemv;       /* NULL: few rows go through the tiles */
 } gemm_isa_desc;
 
 extern const gemm_isa_desc gemm_desc_scalar;
