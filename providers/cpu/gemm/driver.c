@@ -23,6 +23,9 @@
  * share L1 sets and evict each other): those cases copy a group's rows of
  * the K block into the task's scratch with a padded stride.
  *
+ * At most GEMV_ROWS rows against a packed B (batch-1 MatMul/Gemm) go to
+ * the ISA's gemv kernel instead, when it has one: see run_gemv.
+ *
  * Threads: C is cut into tm x tn rectangles (rows anywhere, columns on
  * panel boundaries), a few per thread when there is enough work; see
  * split().
