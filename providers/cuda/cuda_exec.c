@@ -163,7 +163,7 @@ static int load_weights(cu_exec *ex, char *err, size_t n)
 		c->dtype = w->dtype;
 		c->rank = w->rank;
 		memcpy(c->dims, w->dims, sizeof(int64_t) * (size_t)w->rank);
-		c->numel = cu_numel(w->rank, w->dims);
+		c->numel = ep_numel(w->rank, w->dims);
 		c->nbytes = w->nbytes;
 		c->host = w->data;
 		c->dev = dst[i].ptr;
@@ -286,8 +286,8 @@ static int check_planned(cu_ctx *c, int v, int32_t dtype, int rank, const int64_
 		return 0;
 	if (b->rank != rank || memcmp(b->dims, dims, sizeof(int64_t) * (size_t)rank))
 		return cu_fail(c, EP_E_SHAPE, "output '%s' is %s but the core planned %s",
-			       ex->sg->values[v].name, cu_shape_str(rank, dims, s1, sizeof(s1)),
-			       cu_shape_str(b->rank, b->dims, s2, sizeof(s2)));
+			       ex->sg->values[v].name, ep_shape_str(rank, dims, s1, sizeof(s1)),
+			       ep_shape_str(b->rank, b->dims, s2, sizeof(s2)));
 	return 0;
 }
 
@@ -295,7 +295,7 @@ static cu_val *out_value(cu_ctx *c, int i, int32_t dtype, int rank, const int64_
 			 int *rc)
 {
 	int v = i < c->node->n_out ? c->node->out[i] : -1;
-	int64_t numel = cu_numel(rank, dims);
+	int64_t numel = ep_numel(rank, dims);
 
 	if (v < 0)
 		*rc = cu_fail(c, EP_E_INTERNAL, "output %d is not in the graph", i);
@@ -317,7 +317,7 @@ const cu_val *cu_out(cu_ctx *c, int i, int32_t dtype, int rank, const int64_t *d
 	if (!o)
 		return NULL;
 	v = c->node->out[i];
-	nbytes = (uint64_t)cu_numel(rank, dims) * cu_elem_size(dtype);
+	nbytes = (uint64_t)ep_numel(rank, dims) * cu_elem_size(dtype);
 	/* Kept across runs; a larger shape gets a larger block.  The old one
 	 * may still be read by work of this stream: it goes back to the cache
 	 * only at the end of the run. */
@@ -340,7 +340,7 @@ const cu_val *cu_out(cu_ctx *c, int i, int32_t dtype, int rank, const int64_t *d
 	o->dtype = dtype;
 	o->rank = rank;
 	memcpy(o->dims, dims, sizeof(int64_t) * (size_t)rank);
-	o->numel = cu_numel(rank, dims);
+	o->numel = ep_numel(rank, dims);
 	o->nbytes = nbytes;
 	o->dev = ex->own[v].ptr;
 	o->ready = 1;
@@ -355,9 +355,9 @@ int cu_out_alias(cu_ctx *c, int i, const cu_val *src, int rank, const int64_t *d
 
 	if (!o)
 		return rc;
-	if (cu_numel(rank, dims) != src->numel)
+	if (ep_numel(rank, dims) != src->numel)
 		return cu_fail(c, EP_E_INVALID, "cannot view %lld elements as %lld",
-			       (long long)src->numel, (long long)cu_numel(rank, dims));
+			       (long long)src->numel, (long long)ep_numel(rank, dims));
 	copy.rank = rank;
 	memcpy(copy.dims, dims, sizeof(int64_t) * (size_t)rank);
 	copy.is_const = 0;

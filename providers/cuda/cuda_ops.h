@@ -28,6 +28,7 @@
 #include "cuda_kernels.h"
 #include "cuda_mem.h"
 #include "ep_host.h"
+#include "ep_shape.h"
 #include "onnx.pb-c.h"
 
 enum { CU_FLOAT = 1, CU_INT32 = 6, CU_INT64 = 7, CU_FLOAT16 = 10 };
@@ -102,29 +103,17 @@ int cu_fail(cu_ctx *c, int code, const char *fmt, ...) __attribute__((format(pri
 
 /* ---- helpers (cuda_util.c) --------------------------------------------- */
 
-const Onnx__AttributeProto *cu_attr(const Onnx__NodeProto *p, const char *name);
-int64_t cu_attr_int(const Onnx__NodeProto *p, const char *name, int64_t dflt);
-float cu_attr_float(const Onnx__NodeProto *p, const char *name, float dflt);
-/* Count of ints (-1 when absent). */
-int cu_attr_ints(const Onnx__NodeProto *p, const char *name, const int64_t **v);
-int cu_attr_is(const Onnx__NodeProto *p, const char *name, const char *want);
-/* 1 when the node has an attribute not in the NULL-terminated `known`. */
-int cu_attr_unknown(const Onnx__NodeProto *p, const char *const *known, char *why, size_t n);
+/* Attributes, numel, axes, broadcasting: ep_shape.h (ep_attr, ep_numel...). */
 
 /* 1 when inputs [first, first + count) present (count -1: all) are all of
  * one float dtype: float32, or float16 when `f16` allows it; else 0 with
  * the reason. */
 int cu_need_float(const Onnx__NodeProto *p, const int32_t *dt, int n_in, int first, int count,
 		  int f16, char *why, size_t n);
-int cu_n_outputs(const Onnx__NodeProto *p);
 int cu_is_float(int32_t dtype);
 size_t cu_elem_size(int32_t dtype);
 
-int64_t cu_numel(int rank, const int64_t *dims);
-const char *cu_shape_str(int rank, const int64_t *dims, char *buf, size_t n);
 int64_t cu_get_int(const cu_val *v, int64_t i);
-int cu_axis(int64_t axis, int rank);
-int cu_broadcast(int ra, const int64_t *a, int rb, const int64_t *b, int *ro, int64_t *out);
 /* Strides of x aligned to the last r dims of a broadcast (0 on size 1). */
 void cu_bcast_strides(const cu_val *x, int r, int64_t *st);
 

@@ -36,9 +36,9 @@ static int conv_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t 
 	(void)opset;
 	if (p->n_input < 2 || p->n_input > 3 || p->n_output != 1)
 		return snprintf(why, n, "expects 2 or 3 inputs and one output"), 0;
-	if (cu_attr_unknown(p, known, why, n) || !cu_window_supports(p, why, n))
+	if (ep_attr_unknown(p, known, why, n) || !cu_window_supports(p, why, n))
 		return 0;
-	if (cu_attr_int(p, "group", 1) < 1)
+	if (ep_attr_int(p, "group", 1) < 1)
 		return snprintf(why, n, "group < 1"), 0;
 	return cu_need_float(p, dt, n_in, 0, -1, 0, why, n);
 }
@@ -222,7 +222,7 @@ static int shape_changed(conv_state *s, const cu_val *x, const cu_val *w)
 static int conv_run(cu_ctx *c)
 {
 	const cu_val *x = cu_in(c, 0), *w = cu_in(c, 1), *b = cu_in(c, 2), *y;
-	int64_t G = cu_attr_int(c->node->proto, "group", 1), dims[5];
+	int64_t G = ep_attr_int(c->node->proto, "group", 1), dims[5];
 	conv_state *s = c->node->state;
 	cuk_window g;
 	int nsp, rc;

@@ -43,13 +43,13 @@ static int unary_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t
 		known = leaky;
 	if (!strcmp(p->op_type, "Gelu")) {
 		known = gelu;
-		if (cu_attr(p, "approximate") && !cu_attr_is(p, "approximate", "none") &&
-		    !cu_attr_is(p, "approximate", "tanh"))
+		if (ep_attr(p, "approximate") && !ep_attr_is(p, "approximate", "none") &&
+		    !ep_attr_is(p, "approximate", "tanh"))
 			return snprintf(why, n, "unknown Gelu approximation"), 0;
 	}
 	if (p->n_input != 1 || p->n_output != 1)
 		return snprintf(why, n, "expects one input and one output"), 0;
-	if (cu_attr_unknown(p, known, why, n))
+	if (ep_attr_unknown(p, known, why, n))
 		return 0;
 	return cu_need_float(p, dt, n_in, 0, -1, 1, why, n);
 }
@@ -62,12 +62,12 @@ static int unary_run(cu_ctx *c)
 
 	if (!cu_is_float(x->dtype))
 		return cu_fail(c, EP_E_INVALID, "input is not float");
-	if (op == CUK_U_GELU && cu_attr_is(p, "approximate", "tanh"))
+	if (op == CUK_U_GELU && ep_attr_is(p, "approximate", "tanh"))
 		op = CUK_U_GELU_TANH;
 	y = cu_out(c, 0, x->dtype, x->rank, x->dims);
 	if (!y)
 		return c->status;
-	return cu_check(c, cuk_unary(c->stream, x->dtype, op, cu_attr_float(p, "alpha", 0.01f),
+	return cu_check(c, cuk_unary(c->stream, x->dtype, op, ep_attr_float(p, "alpha", 0.01f),
 				     x->dev, y->dev, x->numel), "unary kernel");
 }
 
@@ -79,7 +79,7 @@ static int binary_supports(const Onnx__NodeProto *p, int64_t opset, const int32_
 	(void)opset;
 	if (p->n_input != 2 || p->n_output != 1)
 		return snprintf(why, n, "expects two inputs and one output"), 0;
-	if (cu_attr_unknown(p, none, why, n))
+	if (ep_attr_unknown(p, none, why, n))
 		return 0;
 	return cu_need_float(p, dt, n_in, 0, -1, 1, why, n);
 }
@@ -117,10 +117,10 @@ static int binary_run(cu_ctx *c)
 
 	if (!a || !b || !cu_is_float(a->dtype) || b->dtype != a->dtype)
 		return cu_fail(c, EP_E_INVALID, "inputs are not float of one dtype");
-	if (cu_broadcast(a->rank, a->dims, b->rank, b->dims, &r, dims))
+	if (ep_broadcast(a->rank, a->dims, b->rank, b->dims, &r, dims))
 		return cu_fail(c, EP_E_INVALID, "%s and %s do not broadcast",
-			       cu_shape_str(a->rank, a->dims, s1, sizeof(s1)),
-			       cu_shape_str(b->rank, b->dims, s2, sizeof(s2)));
+			       ep_shape_str(a->rank, a->dims, s1, sizeof(s1)),
+			       ep_shape_str(b->rank, b->dims, s2, sizeof(s2)));
 	y = cu_out(c, 0, a->dtype, r, dims);
 	if (!y)
 		return c->status;

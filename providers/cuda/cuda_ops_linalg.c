@@ -68,7 +68,7 @@ static int matmul_supports(const Onnx__NodeProto *p, int64_t opset, const int32_
 	(void)opset;
 	if (p->n_input != 2 || p->n_output != 1)
 		return snprintf(why, n, "expects two inputs and one output"), 0;
-	if (cu_attr_unknown(p, none, why, n))
+	if (ep_attr_unknown(p, none, why, n))
 		return 0;
 	return cu_need_float(p, dt, n_in, 0, -1, 1, why, n);
 }
@@ -162,10 +162,10 @@ static int matmul_run(cu_ctx *c)
 	memcpy(db, B->dims, sizeof(int64_t) * (size_t)B->rank);
 	if (B->rank == 1)
 		db[1] = 1;
-	if (da[ra - 1] != db[rb - 2] || cu_broadcast(ra - 2, da, rb - 2, db, &nb, bd))
+	if (da[ra - 1] != db[rb - 2] || ep_broadcast(ra - 2, da, rb - 2, db, &nb, bd))
 		return cu_fail(c, EP_E_INVALID, "%s x %s do not multiply",
-			       cu_shape_str(A->rank, A->dims, s1, sizeof(s1)),
-			       cu_shape_str(B->rank, B->dims, s2, sizeof(s2)));
+			       ep_shape_str(A->rank, A->dims, s1, sizeof(s1)),
+			       ep_shape_str(B->rank, B->dims, s2, sizeof(s2)));
 	memcpy(od, bd, sizeof(int64_t) * (size_t)nb);
 	r = nb;
 	if (A->rank > 1)
@@ -195,7 +195,7 @@ static int gemm_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t 
 	(void)opset;
 	if (p->n_input < 2 || p->n_input > 3 || p->n_output != 1)
 		return snprintf(why, n, "expects 2 or 3 inputs and one output"), 0;
-	if (cu_attr_unknown(p, known, why, n))
+	if (ep_attr_unknown(p, known, why, n))
 		return 0;
 	return cu_need_float(p, dt, n_in, 0, -1, 1, why, n);
 }
@@ -209,10 +209,10 @@ static int fill_bias(cu_ctx *c, const cu_val *C, const cu_val *Y)
 	int r;
 
 	if (C->dtype != Y->dtype || C->rank > 2 ||
-	    cu_broadcast(C->rank, C->dims, 2, Y->dims, &r, dims) || dims[0] != Y->dims[0] ||
+	    ep_broadcast(C->rank, C->dims, 2, Y->dims, &r, dims) || dims[0] != Y->dims[0] ||
 	    dims[1] != Y->dims[1])
 		return cu_fail(c, EP_E_INVALID, "C %s does not broadcast to [%lld,%lld]",
-			       cu_shape_str(C->rank, C->dims, s1, sizeof(s1)),
+			       ep_shape_str(C->rank, C->dims, s1, sizeof(s1)),
 			       (long long)Y->dims[0], (long long)Y->dims[1]);
 	cu_bcast_strides(C, 2, st);
 	bc.dims[0] = Y->dims[0];
@@ -227,8 +227,8 @@ static int gemm_run(cu_ctx *c)
 {
 	const Onnx__NodeProto *pr = c->node->proto;
 	const cu_val *A = cu_in(c, 0), *B = cu_in(c, 1), *C = cu_in(c, 2), *Y;
-	gemm_desc g = {.ta = cu_attr_int(pr, "transA", 0) != 0, .tb = cu_attr_int(pr, "transB", 0) != 0,
-		       .alpha = cu_attr_float(pr, "alpha", 1.0f), .batch = 1};
+	gemm_desc g = {.ta = ep_attr_int(pr, "transA", 0) != 0, .tb = ep_attr_int(pr, "transB", 0) != 0,
+		       .alpha = ep_attr_float(pr, "alpha", 1.0f), .batch = 1};
 	int64_t dims[2];
 	char s1[128], s2[128];
 	int rc;
@@ -242,8 +242,8 @@ static int gemm_run(cu_ctx *c)
 	g.N = B->dims[!g.tb];
 	if (B->dims[g.tb] != g.K)
 		return cu_fail(c, EP_E_INVALID, "%s x %s do not multiply (transA=%d, transB=%d)",
-			       cu_shape_str(2, A->dims, s1, sizeof(s1)),
-			       cu_shape_str(2, B->dims, s2, sizeof(s2)), g.ta, g.tb);
+			       ep_shape_str(2, A->dims, s1, sizeof(s1)),
+			       ep_shape_str(2, B->dims, s2, sizeof(s2)), g.ta, g.tb);
 	dims[0] = g.M;
 	dims[1] = g.N;
 	Y = cu_out(c, 0, A->dtype, 2, dims);
@@ -255,7 +255,7 @@ static int gemm_run(cu_ctx *c)
 		rc = fill_bias(c, C, Y);
 		if (rc)
 			return rc;
-		g.beta = cu_attr_float(pr, "beta", 1.0f);
+		g.beta = ep_attr_float(pr, "beta", 1.0f);
 	}
 	g.sc = g.M * g.N;
 	if (!dims_fit(&g))

@@ -16,11 +16,11 @@ static int bn_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *d
 	static const char *const known[] = {"epsilon", "momentum", "spatial", "training_mode", NULL};
 
 	(void)opset;
-	if (p->n_input != 5 || cu_n_outputs(p) != 1 || !p->output[0][0])
+	if (p->n_input != 5 || ep_n_outputs(p) != 1 || !p->output[0][0])
 		return snprintf(why, n, "only inference mode (five inputs, the Y output)"), 0;
-	if (cu_attr_unknown(p, known, why, n))
+	if (ep_attr_unknown(p, known, why, n))
 		return 0;
-	if (cu_attr_int(p, "training_mode", 0) != 0 || cu_attr_int(p, "spatial", 1) != 1)
+	if (ep_attr_int(p, "training_mode", 0) != 0 || ep_attr_int(p, "spatial", 1) != 1)
 		return snprintf(why, n, "training_mode or spatial=0 is not supported"), 0;
 	return cu_need_float(p, dt, n_in, 0, -1, 1, why, n);
 }
@@ -46,7 +46,7 @@ static int bn_run(cu_ctx *c)
 	inner = x->numel / (x->dims[0] * x->dims[1]);
 	return cu_check(c, cuk_batchnorm(c->stream, x->dtype, x->dev, prm[0]->dev, prm[1]->dev,
 					 prm[2]->dev, prm[3]->dev, y->dev, x->dims[0], x->dims[1],
-					 inner, cu_attr_float(c->node->proto, "epsilon", 1e-5f)),
+					 inner, ep_attr_float(c->node->proto, "epsilon", 1e-5f)),
 			"batchnorm kernel");
 }
 
@@ -58,7 +58,7 @@ static int softmax_supports(const Onnx__NodeProto *p, int64_t opset, const int32
 	(void)opset;
 	if (p->n_input != 1 || p->n_output != 1)
 		return snprintf(why, n, "expects one input and one output"), 0;
-	if (cu_attr_unknown(p, known, why, n))
+	if (ep_attr_unknown(p, known, why, n))
 		return 0;
 	return cu_need_float(p, dt, n_in, 0, -1, 1, why, n);
 }
@@ -67,7 +67,7 @@ static int softmax_run(cu_ctx *c)
 {
 	const cu_val *x = cu_in(c, 0), *y;
 	int old = c->node->opset < 13;
-	int a = cu_axis(cu_attr_int(c->node->proto, "axis", old ? 1 : -1), x->rank);
+	int a = ep_axis(ep_attr_int(c->node->proto, "axis", old ? 1 : -1), x->rank);
 	int64_t outer = 1, inner = 1, len;
 
 	if (x->rank == 0)
@@ -99,11 +99,11 @@ static int ln_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *d
 	if (p->n_input < 2 || p->n_input > 3 || p->n_output < 1 || p->n_output > 3 ||
 	    !p->output[0][0])
 		return snprintf(why, n, "expects X, Scale, optional B and the Y output"), 0;
-	if (cu_attr_unknown(p, known, why, n))
+	if (ep_attr_unknown(p, known, why, n))
 		return 0;
-	if (cu_attr_int(p, "stash_type", 1) != 1)
+	if (ep_attr_int(p, "stash_type", 1) != 1)
 		return snprintf(why, n, "stash_type other than float32"), 0;
-	if (n_in > 0 && dt[0] == CU_FLOAT16 && cu_n_outputs(p) > 1)
+	if (n_in > 0 && dt[0] == CU_FLOAT16 && ep_n_outputs(p) > 1)
 		return snprintf(why, n, "float16 with Mean or InvStdDev outputs"), 0;
 	return cu_need_float(p, dt, n_in, 0, -1, 1, why, n);
 }
@@ -147,7 +147,7 @@ static int ln_stats(cu_ctx *c, const cu_val *x, int a, float **mean, float **inv
 static int ln_run(cu_ctx *c)
 {
 	const cu_val *x = cu_in(c, 0), *s = cu_in(c, 1), *b = cu_in(c, 2), *y;
-	int a = cu_axis(cu_attr_int(c->node->proto, "axis", -1), x->rank);
+	int a = ep_axis(ep_attr_int(c->node->proto, "axis", -1), x->rank);
 	int64_t rows = 1;
 	float *mean = NULL, *inv = NULL;
 	int rc;
@@ -168,7 +168,7 @@ static int ln_run(cu_ctx *c)
 	return cu_check(c, cuk_layernorm(c->stream, x->dtype, x->dev, s->dev, b ? b->dev : NULL,
 					 y->dev, mean, inv, rows, rows ? x->numel / rows : 0,
 					 s->numel, b ? b->numel : 1,
-					 cu_attr_float(c->node->proto, "epsilon", 1e-5f)),
+					 ep_attr_float(c->node->proto, "epsilon", 1e-5f)),
 			"layernorm kernel");
 }
 

@@ -34,7 +34,7 @@ static int reduce_supports(const Onnx__NodeProto *p, int64_t opset, const int32_
 
 	if (p->n_input < 1 || (int)p->n_input > 1 + as_input || p->n_output != 1)
 		return snprintf(why, n, "unexpected inputs or outputs"), 0;
-	if (cu_attr_unknown(p, as_input ? cur : old, why, n) ||
+	if (ep_attr_unknown(p, as_input ? cur : old, why, n) ||
 	    !cu_need_float(p, dt, n_in, 0, 1, 1, why, n))
 		return 0;
 	if (p->n_input == 2 && p->input[1][0] && dt[1] != CU_INT64)
@@ -53,7 +53,7 @@ static int reduced_dims(cu_ctx *c, const cu_val *x, int *red, int *rc)
 	if (c->node->opset < axes_input_since(p->op_type)) {
 		const int64_t *v;
 
-		cnt = cu_attr_ints(p, "axes", &v);
+		cnt = ep_attr_ints(p, "axes", &v);
 		for (int i = 0; i < cnt && i < EP_MAX_RANK; i++)
 			ax[i] = v[i];
 	} else if (cu_in(c, 1)) {
@@ -71,12 +71,12 @@ static int reduced_dims(cu_ctx *c, const cu_val *x, int *red, int *rc)
 		*rc = cu_fail(c, EP_E_INVALID, "too many axes");
 		return 0;
 	}
-	if (cnt <= 0 && cu_attr_int(p, "noop_with_empty_axes", 0))
+	if (cnt <= 0 && ep_attr_int(p, "noop_with_empty_axes", 0))
 		return 1;
 	for (int i = 0; i < x->rank; i++)
 		red[i] = cnt <= 0;
 	for (int i = 0; i < cnt; i++) {
-		int a = cu_axis(ax[i], x->rank);
+		int a = ep_axis(ax[i], x->rank);
 
 		if (a < 0) {
 			*rc = cu_fail(c, EP_E_INVALID, "axis %lld out of range", (long long)ax[i]);
@@ -125,7 +125,7 @@ static int group_dims(const cu_val *x, const int *red, cuk_reduce *r)
 static int reduce_run(cu_ctx *c)
 {
 	const cu_val *x = cu_in(c, 0), *y;
-	int red[EP_MAX_RANK] = {0}, keep = cu_attr_int(c->node->proto, "keepdims", 1) != 0, r = 0, rc;
+	int red[EP_MAX_RANK] = {0}, keep = ep_attr_int(c->node->proto, "keepdims", 1) != 0, r = 0, rc;
 	int64_t od[EP_MAX_RANK];
 	cuk_reduce p = {0};
 

@@ -37,7 +37,7 @@ static int view_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t 
 		return snprintf(why, n, "unexpected inputs or outputs"), 0;
 	if (two && !p->input[1][0])
 		return snprintf(why, n, "input 1 is required"), 0;
-	if (cu_attr_unknown(p, known, why, n) || !cu_need_float(p, dt, n_in, 0, 1, 1, why, n))
+	if (ep_attr_unknown(p, known, why, n) || !cu_need_float(p, dt, n_in, 0, 1, 1, why, n))
 		return 0;
 	if (p->n_input == 2 && p->input[1][0] && dt[1] != CU_INT64)
 		return snprintf(why, n, "input 1 is not int64"), 0;
@@ -62,7 +62,7 @@ static int host_list(cu_ctx *c, int i, int64_t *out, int *cnt)
 
 static int reshape_dims(cu_ctx *c, const cu_val *x, const int64_t *s, int r, int64_t *od)
 {
-	int allowzero = cu_attr_int(c->node->proto, "allowzero", 0) != 0, neg = -1;
+	int allowzero = ep_attr_int(c->node->proto, "allowzero", 0) != 0, neg = -1;
 	int64_t known = 1;
 
 	for (int i = 0; i < r; i++) {
@@ -101,7 +101,7 @@ static int reshape_run(cu_ctx *c)
 	rc = reshape_dims(c, x, s, r, od);
 	if (rc)
 		return rc;
-	if (cu_numel(r, od) != x->numel)
+	if (ep_numel(r, od) != x->numel)
 		return cu_fail(c, EP_E_INVALID, "cannot reshape %lld elements", (long long)x->numel);
 	return cu_out_alias(c, 0, x, r, od);
 }
@@ -109,7 +109,7 @@ static int reshape_run(cu_ctx *c)
 static int flatten_run(cu_ctx *c)
 {
 	const cu_val *x = cu_in(c, 0);
-	int64_t a = cu_attr_int(c->node->proto, "axis", 1), od[2] = {1, 1};
+	int64_t a = ep_attr_int(c->node->proto, "axis", 1), od[2] = {1, 1};
 
 	if (a < 0)
 		a += x->rank;
@@ -127,7 +127,7 @@ static int get_axes(cu_ctx *c, int64_t *ax, int *cnt)
 	const int64_t *v;
 
 	if (c->node->opset < 13) {
-		*cnt = cu_attr_ints(c->node->proto, "axes", &v);
+		*cnt = ep_attr_ints(c->node->proto, "axes", &v);
 		if (*cnt > EP_MAX_RANK)
 			return cu_fail(c, EP_E_INVALID, "too many axes");
 		if (*cnt > 0)
@@ -146,7 +146,7 @@ static int squeeze_run(cu_ctx *c)
 	if (rc)
 		return rc;
 	for (int i = 0; i < cnt; i++) {
-		int a = cu_axis(ax[i], x->rank);
+		int a = ep_axis(ax[i], x->rank);
 
 		if (a < 0 || x->dims[a] != 1)
 			return cu_fail(c, EP_E_INVALID, "axis %lld cannot be squeezed", (long long)ax[i]);
@@ -170,7 +170,7 @@ static int unsqueeze_run(cu_ctx *c)
 	if (cnt < 1 || r > EP_MAX_RANK)
 		return cu_fail(c, EP_E_INVALID, "axes missing or too many");
 	for (int i = 0; i < cnt; i++) {
-		int a = cu_axis(ax[i], r);
+		int a = ep_axis(ax[i], r);
 
 		if (a < 0 || add[a])
 			return cu_fail(c, EP_E_INVALID, "axis %lld is invalid", (long long)ax[i]);
@@ -198,7 +198,7 @@ static int transpose_supports(const Onnx__NodeProto *p, int64_t opset, const int
 	(void)opset;
 	if (p->n_input != 1 || p->n_output != 1)
 		return snprintf(why, n, "expects one input and one output"), 0;
-	if (cu_attr_unknown(p, known, why, n))
+	if (ep_attr_unknown(p, known, why, n))
 		return 0;
 	return cu_need_float(p, dt, n_in, 0, -1, 1, why, n);
 }
@@ -234,7 +234,7 @@ static int transpose_run(cu_ctx *c)
 {
 	const cu_val *x = cu_in(c, 0), *y;
 	const int64_t *pv;
-	int np = cu_attr_ints(c->node->proto, "perm", &pv), perm[EP_MAX_RANK], seen[EP_MAX_RANK] = {0};
+	int np = ep_attr_ints(c->node->proto, "perm", &pv), perm[EP_MAX_RANK], seen[EP_MAX_RANK] = {0};
 	int64_t od[EP_MAX_RANK], fd[EP_MAX_RANK], fs[EP_MAX_RANK];
 	cuk_perm p = {0};
 	int k;
@@ -242,7 +242,7 @@ static int transpose_run(cu_ctx *c)
 	if (np >= 0 && np != x->rank)
 		return cu_fail(c, EP_E_INVALID, "perm has %d entries for rank %d", np, x->rank);
 	for (int i = 0; i < x->rank; i++) {
-		perm[i] = np >= 0 ? cu_axis(pv[i], x->rank) : x->rank - 1 - i;
+		perm[i] = np >= 0 ? ep_axis(pv[i], x->rank) : x->rank - 1 - i;
 		if (perm[i] < 0 || seen[perm[i]]++)
 			return cu_fail(c, EP_E_INVALID, "perm is not a permutation");
 		od[i] = x->dims[perm[i]];
@@ -272,9 +272,9 @@ static int concat_supports(const Onnx__NodeProto *p, int64_t opset, const int32_
 	static const char *const known[] = {"axis", NULL};
 
 	(void)opset;
-	if (p->n_input < 1 || p->n_output != 1 || !cu_attr(p, "axis"))
+	if (p->n_input < 1 || p->n_output != 1 || !ep_attr(p, "axis"))
 		return snprintf(why, n, "expects inputs, one output and an axis"), 0;
-	if (cu_attr_unknown(p, known, why, n))
+	if (ep_attr_unknown(p, known, why, n))
 		return 0;
 	return cu_need_float(p, dt, n_in, 0, -1, 1, why, n);
 }
@@ -282,7 +282,7 @@ static int concat_supports(const Onnx__NodeProto *p, int64_t opset, const int32_
 static int concat_run(cu_ctx *c)
 {
 	const cu_val *x0 = cu_in(c, 0), *y;
-	int a = cu_axis(cu_attr_int(c->node->proto, "axis", 0), x0->rank);
+	int a = ep_axis(ep_attr_int(c->node->proto, "axis", 0), x0->rank);
 	int64_t od[EP_MAX_RANK], inner = 1, outer = 1, off = 0;
 
 	if (a < 0)
@@ -329,7 +329,7 @@ static int gather_supports(const Onnx__NodeProto *p, int64_t opset, const int32_
 	(void)opset;
 	if (p->n_input != 2 || p->n_output != 1)
 		return snprintf(why, n, "expects two inputs and one output"), 0;
-	if (cu_attr_unknown(p, known, why, n) || !cu_need_float(p, dt, n_in, 0, 1, 1, why, n))
+	if (ep_attr_unknown(p, known, why, n) || !cu_need_float(p, dt, n_in, 0, 1, 1, why, n))
 		return 0;
 	if (n_in < 2 || !is_int(dt[1]))
 		return snprintf(why, n, "indices are not int32 or int64"), 0;
@@ -378,7 +378,7 @@ static int gather_indices(cu_ctx *c, const cu_val *ix, int64_t len, void **out)
 static int gather_run(cu_ctx *c)
 {
 	const cu_val *x = cu_in(c, 0), *ix = cu_in(c, 1), *y;
-	int a = cu_axis(cu_attr_int(c->node->proto, "axis", 0), x->rank), r = 0;
+	int a = ep_axis(ep_attr_int(c->node->proto, "axis", 0), x->rank), r = 0;
 	int64_t od[EP_MAX_RANK], inner = 1, outer = 1;
 	void *ib;
 	int rc;

@@ -111,7 +111,7 @@ static int bind_input(cu_exec *ex, const ep_tensor *b, char *err, size_t n)
 	x->dtype = b->dtype;
 	x->rank = b->rank;
 	memcpy(x->dims, b->dims, sizeof(int64_t) * (size_t)b->rank);
-	x->numel = cu_numel(b->rank, b->dims);
+	x->numel = ep_numel(b->rank, b->dims);
 	x->nbytes = b->nbytes;
 	x->host = b->data;
 	x->ready = 1;

@@ -11,14 +11,14 @@ enum { PAD_NOTSET, PAD_SAME_UPPER, PAD_SAME_LOWER, PAD_VALID };
 
 static int auto_pad(const Onnx__NodeProto *p)
 {
-	if (!cu_attr(p, "auto_pad") || cu_attr_is(p, "auto_pad", "NOTSET") ||
-	    cu_attr_is(p, "auto_pad", ""))
+	if (!ep_attr(p, "auto_pad") || ep_attr_is(p, "auto_pad", "NOTSET") ||
+	    ep_attr_is(p, "auto_pad", ""))
 		return PAD_NOTSET;
-	if (cu_attr_is(p, "auto_pad", "SAME_UPPER"))
+	if (ep_attr_is(p, "auto_pad", "SAME_UPPER"))
 		return PAD_SAME_UPPER;
-	if (cu_attr_is(p, "auto_pad", "SAME_LOWER"))
+	if (ep_attr_is(p, "auto_pad", "SAME_LOWER"))
 		return PAD_SAME_LOWER;
-	if (cu_attr_is(p, "auto_pad", "VALID"))
+	if (ep_attr_is(p, "auto_pad", "VALID"))
 		return PAD_VALID;
 	return -1;
 }
@@ -28,7 +28,7 @@ static int auto_pad(const Onnx__NodeProto *p)
 static int ints_ok(const Onnx__NodeProto *p, const char *name, int want, int64_t lo)
 {
 	const int64_t *v;
-	int cnt = cu_attr_ints(p, name, &v);
+	int cnt = ep_attr_ints(p, name, &v);
 
 	if (cnt < 0)
 		return 1;
@@ -43,7 +43,7 @@ static int ints_ok(const Onnx__NodeProto *p, const char *name, int want, int64_t
 int cu_window_supports(const Onnx__NodeProto *p, char *why, size_t n)
 {
 	const int64_t *ks;
-	int nk = cu_attr_ints(p, "kernel_shape", &ks);
+	int nk = ep_attr_ints(p, "kernel_shape", &ks);
 
 	if (auto_pad(p) < 0)
 		return snprintf(why, n, "unknown auto_pad"), 0;
@@ -58,7 +58,7 @@ int cu_window_supports(const Onnx__NodeProto *p, char *why, size_t n)
 static int64_t attr_at(const Onnx__NodeProto *p, const char *name, int i, int64_t dflt)
 {
 	const int64_t *v;
-	int cnt = cu_attr_ints(p, name, &v);
+	int cnt = ep_attr_ints(p, name, &v);
 
 	return cnt > i ? v[i] : dflt;
 }
@@ -81,7 +81,7 @@ static int dim_geom(const Onnx__NodeProto *p, int mode, int nsp, int i, int j, c
 	total = in + g->pb[j] + g->pe[j] - eff;
 	if (total < 0)
 		return -1;
-	if (cu_attr_int(p, "ceil_mode", 0) && mode == PAD_NOTSET) {
+	if (ep_attr_int(p, "ceil_mode", 0) && mode == PAD_NOTSET) {
 		g->out[j] = (total + s - 1) / s + 1;
 		if ((g->out[j] - 1) * s >= in + g->pb[j])
 			g->out[j]--;
@@ -96,7 +96,7 @@ int cu_window_geometry(cu_ctx *c, const cu_val *x, const int64_t *kern, cuk_wind
 	const Onnx__NodeProto *p = c->node->proto;
 	int nsp = x->rank - 2, mode = auto_pad(p);
 	const int64_t *v;
-	int nk = cu_attr_ints(p, "kernel_shape", &v);
+	int nk = ep_attr_ints(p, "kernel_shape", &v);
 
 	if (nsp < 1 || nsp > 3)
 		return cu_fail(c, EP_E_UNSUPPORTED, "input rank %d (1 to 3 spatial dims are supported)",

@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "ep_host.h"
+#include "ep_shape.h"
 #include "onnx.pb-c.h"
 #include "vk_mem.h"
 #include "vk_pipe.h"
@@ -152,32 +153,25 @@ int vk_fail(vk_ctx *c, int code, const char *fmt, ...) __attribute__((format(pri
 
 /* ---- helpers (vk_util.c) ---------------------------------------------- */
 
-const Onnx__AttributeProto *vk_attr(const Onnx__NodeProto *p, const char *name);
-int64_t vk_attr_int(const Onnx__NodeProto *p, const char *name, int64_t dflt);
-float vk_attr_float(const Onnx__NodeProto *p, const char *name, float dflt);
-/* Count of ints (-1 when absent). */
-int vk_attr_ints(const Onnx__NodeProto *p, const char *name, const int64_t **v);
-/* 1 when the string attribute is present and equals `want`. */
-int vk_attr_is(const Onnx__NodeProto *p, const char *name, const char *want);
-/* 1 when the node has an attribute not in the NULL-terminated `known`. */
-int vk_attr_unknown(const Onnx__NodeProto *p, const char *const *known, char *why, size_t n);
+/* Attributes, numel, axes, broadcasting: ep_shape.h (ep_attr, ep_numel...). */
 
 /* 1 when inputs [first, first + count) present are all float32 or all
  * float16 (count -1: all); else 0 with the reason. */
 int vk_need_float(const Onnx__NodeProto *p, const int32_t *dt, int n_in, int first, int count,
 		  char *why, size_t n);
-/* Outputs the node names (non-empty). */
-int vk_n_outputs(const Onnx__NodeProto *p);
+/* The names vk_exec.c and vk_run.c use for ep_numel and ep_shape_str. */
+static inline int64_t vk_numel(int rank, const int64_t *dims)
+{
+	return ep_numel(rank, dims);
+}
 
-int64_t vk_numel(int rank, const int64_t *dims);
-const char *vk_shape_str(int rank, const int64_t *dims, char *buf, size_t n);
+static inline const char *vk_shape_str(int rank, const int64_t *dims, char *buf, size_t n)
+{
+	return ep_shape_str(rank, dims, buf, n);
+}
+
 /* Reads element i of an int32/int64 host tensor. */
 int64_t vk_get_int(const vk_val *v, int64_t i);
-/* Normalises axis into [0, rank); -1 when out of range. */
-int vk_axis(int64_t axis, int rank);
-
-/* Numpy broadcast of a and b into out; -1 when they do not broadcast. */
-int vk_broadcast(int ra, const int64_t *a, int rb, const int64_t *b, int *ro, int64_t *out);
 
 /* 1 when every float tensor of the capability query whose shape the core
  * inferred fits in `max_bytes` (maxStorageBufferRange) and 32-bit

@@ -58,13 +58,13 @@ static int unary_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t
 		known = leaky;
 	if (!strcmp(p->op_type, "Gelu")) {
 		known = gelu;
-		if (vk_attr(p, "approximate") && !vk_attr_is(p, "approximate", "none") &&
-		    !vk_attr_is(p, "approximate", "tanh"))
+		if (ep_attr(p, "approximate") && !ep_attr_is(p, "approximate", "none") &&
+		    !ep_attr_is(p, "approximate", "tanh"))
 			return snprintf(why, n, "unknown Gelu approximation"), 0;
 	}
 	if (p->n_input != 1 || p->n_output != 1)
 		return snprintf(why, n, "expects one input and one output"), 0;
-	if (vk_attr_unknown(p, known, why, n))
+	if (ep_attr_unknown(p, known, why, n))
 		return 0;
 	return vk_need_float(p, dt, n_in, 0, -1, why, n);
 }
@@ -77,9 +77,9 @@ static int unary_plan(vk_ctx *c)
 
 	if (!x || x->dtype != vk_node_dtype(c))
 		return vk_fail(c, EP_E_INVALID, "input is not float32");
-	if (push.op == VK_U_GELU && vk_attr_is(p, "approximate", "tanh"))
+	if (push.op == VK_U_GELU && ep_attr_is(p, "approximate", "tanh"))
 		push.op = VK_U_GELU_TANH;
-	push.alpha = vk_attr_float(p, "alpha", 0.01f);
+	push.alpha = ep_attr_float(p, "alpha", 0.01f);
 	y = vk_out(c, 0, x->rank, x->dims);
 	if (!y)
 		return c->status;
@@ -96,7 +96,7 @@ static int binary_supports(const Onnx__NodeProto *p, int64_t opset, const int32_
 	(void)opset;
 	if (p->n_input != 2 || p->n_output != 1)
 		return snprintf(why, n, "expects two inputs and one output"), 0;
-	if (vk_attr_unknown(p, none, why, n))
+	if (ep_attr_unknown(p, none, why, n))
 		return 0;
 	return vk_need_float(p, dt, n_in, 0, -1, why, n);
 }
@@ -148,10 +148,10 @@ static int binary_plan(vk_ctx *c)
 
 	if (!a || !b || a->dtype != vk_node_dtype(c) || b->dtype != vk_node_dtype(c))
 		return vk_fail(c, EP_E_INVALID, "inputs are not float32");
-	if (vk_broadcast(a->rank, a->dims, b->rank, b->dims, &r, dims))
+	if (ep_broadcast(a->rank, a->dims, b->rank, b->dims, &r, dims))
 		return vk_fail(c, EP_E_INVALID, "%s and %s do not broadcast",
-			       vk_shape_str(a->rank, a->dims, s1, sizeof(s1)),
-			       vk_shape_str(b->rank, b->dims, s2, sizeof(s2)));
+			       ep_shape_str(a->rank, a->dims, s1, sizeof(s1)),
+			       ep_shape_str(b->rank, b->dims, s2, sizeof(s2)));
 	y = vk_out(c, 0, r, dims);
 	if (!y)
 		return c->status;

@@ -34,7 +34,7 @@ static int matmul_supports(const Onnx__NodeProto *p, int64_t opset, const int32_
 	(void)opset;
 	if (p->n_input != 2 || p->n_output != 1)
 		return snprintf(why, n, "expects two inputs and one output"), 0;
-	if (vk_attr_unknown(p, none, why, n))
+	if (ep_attr_unknown(p, none, why, n))
 		return 0;
 	return vk_need_float(p, dt, n_in, 0, -1, why, n);
 }
@@ -139,10 +139,10 @@ static int matmul_plan(vk_ctx *c)
 	memcpy(db, B->dims, sizeof(int64_t) * (size_t)B->rank);
 	db[rb - 1] = B->rank == 1 ? 1 : db[rb - 1];
 	if (da[ra - 1] != db[rb - 2] ||
-	    vk_broadcast(ra - 2, da, rb - 2, db, &nb, bd))
+	    ep_broadcast(ra - 2, da, rb - 2, db, &nb, bd))
 		return vk_fail(c, EP_E_INVALID, "%s x %s do not multiply",
-			       vk_shape_str(A->rank, A->dims, s1, sizeof(s1)),
-			       vk_shape_str(B->rank, B->dims, s2, sizeof(s2)));
+			       ep_shape_str(A->rank, A->dims, s1, sizeof(s1)),
+			       ep_shape_str(B->rank, B->dims, s2, sizeof(s2)));
 	memcpy(od, bd, sizeof(int64_t) * (size_t)nb);
 	r = nb;
 	if (A->rank > 1)
@@ -165,7 +165,7 @@ static int matmul_plan(vk_ctx *c)
 		return vk_fail(c, EP_E_UNSUPPORTED, "batch dims fold to more than %d", MAX_BATCH);
 	if (!y->numel)
 		return 0;
-	return emit_gemm(c, &p, &A->dev, &B->dev, &A->dev, &y->dev, vk_numel(nb, bd));
+	return emit_gemm(c, &p, &A->dev, &B->dev, &A->dev, &y->dev, ep_numel(nb, bd));
 }
 
 static int gemm_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
@@ -176,7 +176,7 @@ static int gemm_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t 
 	(void)opset;
 	if (p->n_input < 2 || p->n_input > 3 || p->n_output != 1)
 		return snprintf(why, n, "expects 2 or 3 inputs and one output"), 0;
-	if (vk_attr_unknown(p, known, why, n))
+	if (ep_attr_unknown(p, known, why, n))
 		return 0;
 	return vk_need_float(p, dt, n_in, 0, -1, why, n);
 }
@@ -199,8 +199,8 @@ static int gemm_plan(vk_ctx *c)
 {
 	const Onnx__NodeProto *pr = c->node->proto;
 	const vk_val *A = vk_in(c, 0), *B = vk_in(c, 1), *C = vk_in(c, 2), *y;
-	int ta = vk_attr_int(pr, "transA", 0) != 0, tb = vk_attr_int(pr, "transB", 0) != 0;
-	gemm_push p = {.alpha = vk_attr_float(pr, "alpha", 1.0f), .beta = vk_attr_float(pr, "beta", 1.0f)};
+	int ta = ep_attr_int(pr, "transA", 0) != 0, tb = ep_attr_int(pr, "transB", 0) != 0;
+	gemm_push p = {.alpha = ep_attr_float(pr, "alpha", 1.0f), .beta = ep_attr_float(pr, "beta", 1.0f)};
 	int64_t M, N, K, dims[2];
 	char s1[128], s2[128];
 
@@ -211,11 +211,11 @@ static int gemm_plan(vk_ctx *c)
 	N = B->dims[!tb];
 	if (B->dims[tb] != K)
 		return vk_fail(c, EP_E_INVALID, "%s x %s do not multiply (transA=%d, transB=%d)",
-			       vk_shape_str(2, A->dims, s1, sizeof(s1)),
-			       vk_shape_str(2, B->dims, s2, sizeof(s2)), ta, tb);
+			       ep_shape_str(2, A->dims, s1, sizeof(s1)),
+			       ep_shape_str(2, B->dims, s2, sizeof(s2)), ta, tb);
 	if (C && (C->dtype != vk_node_dtype(c) || bias_strides(C, M, N, &p)))
 		return vk_fail(c, EP_E_INVALID, "C %s does not broadcast to [%lld,%lld]",
-			       vk_shape_str(C->rank, C->dims, s1, sizeof(s1)), (long long)M,
+			       ep_shape_str(C->rank, C->dims, s1, sizeof(s1)), (long long)M,
 			       (long long)N);
 	dims[0] = M;
 	dims[1] = N;

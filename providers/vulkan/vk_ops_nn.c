@@ -47,14 +47,14 @@ _Static_assert(sizeof(pool_push) <= VK_PUSH_BYTES, "pool push constants");
 
 static int auto_pad(const Onnx__NodeProto *p)
 {
-	if (!vk_attr(p, "auto_pad") || vk_attr_is(p, "auto_pad", "NOTSET") ||
-	    vk_attr_is(p, "auto_pad", ""))
+	if (!ep_attr(p, "auto_pad") || ep_attr_is(p, "auto_pad", "NOTSET") ||
+	    ep_attr_is(p, "auto_pad", ""))
 		return PAD_NOTSET;
-	if (vk_attr_is(p, "auto_pad", "SAME_UPPER"))
+	if (ep_attr_is(p, "auto_pad", "SAME_UPPER"))
 		return PAD_SAME_UPPER;
-	if (vk_attr_is(p, "auto_pad", "SAME_LOWER"))
+	if (ep_attr_is(p, "auto_pad", "SAME_LOWER"))
 		return PAD_SAME_LOWER;
-	if (vk_attr_is(p, "auto_pad", "VALID"))
+	if (ep_attr_is(p, "auto_pad", "VALID"))
 		return PAD_VALID;
 	return -1;
 }
@@ -63,7 +63,7 @@ static int auto_pad(const Onnx__NodeProto *p)
 static int ints_ok(const Onnx__NodeProto *p, const char *name, int want, int64_t lo)
 {
 	const int64_t *v;
-	int cnt = vk_attr_ints(p, name, &v);
+	int cnt = ep_attr_ints(p, name, &v);
 
 	if (cnt < 0)
 		return 1;
@@ -79,7 +79,7 @@ static int ints_ok(const Onnx__NodeProto *p, const char *name, int want, int64_t
 static int window_supports(const Onnx__NodeProto *p, char *why, size_t n)
 {
 	const int64_t *ks;
-	int nk = vk_attr_ints(p, "kernel_shape", &ks);
+	int nk = ep_attr_ints(p, "kernel_shape", &ks);
 
 	if (auto_pad(p) < 0)
 		return snprintf(why, n, "unknown auto_pad"), 0;
@@ -94,7 +94,7 @@ static int window_supports(const Onnx__NodeProto *p, char *why, size_t n)
 static int64_t attr_at(const Onnx__NodeProto *p, const char *name, int i, int64_t dflt)
 {
 	const int64_t *v;
-	int cnt = vk_attr_ints(p, name, &v);
+	int cnt = ep_attr_ints(p, name, &v);
 
 	return cnt > i ? v[i] : dflt;
 }
@@ -117,7 +117,7 @@ static int dim_geom(const Onnx__NodeProto *p, int mode, int nsp, int i, int j, w
 	total = in + g->pb[j] + g->pe[j] - eff;
 	if (total < 0)
 		return -1;
-	if (vk_attr_int(p, "ceil_mode", 0) && mode == PAD_NOTSET) {
+	if (ep_attr_int(p, "ceil_mode", 0) && mode == PAD_NOTSET) {
 		g->out[j] = (total + s - 1) / s + 1;
 		if ((g->out[j] - 1) * s >= in + g->pb[j])
 			g->out[j]--;
@@ -137,7 +137,7 @@ static int geometry(vk_ctx *c, const vk_val *x, const int64_t *kern, win *g)
 	if (nsp < 1 || nsp > 3)
 		return vk_fail(c, EP_E_UNSUPPORTED, "input rank %d (1 to 3 spatial dims are supported)",
 			       x->rank);
-	if ((vk_attr_ints(p, "kernel_shape", &v) >= 0 && vk_attr_ints(p, "kernel_shape", &v) != nsp) ||
+	if ((ep_attr_ints(p, "kernel_shape", &v) >= 0 && ep_attr_ints(p, "kernel_shape", &v) != nsp) ||
 	    !ints_ok(p, "strides", nsp, 1) || !ints_ok(p, "dilations", nsp, 1) ||
 	    !ints_ok(p, "pads", 2 * nsp, 0))
 		return vk_fail(c, EP_E_INVALID, "attributes do not match %d spatial dims", nsp);
@@ -172,9 +172,9 @@ static int conv_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t 
 	(void)opset;
 	if (p->n_input < 2 || p->n_input > 3 || p->n_output != 1)
 		return snprintf(why, n, "expects 2 or 3 inputs and one output"), 0;
-	if (vk_attr_unknown(p, known, why, n) || !window_supports(p, why, n))
+	if (ep_attr_unknown(p, known, why, n) || !window_supports(p, why, n))
 		return 0;
-	if (vk_attr_int(p, "group", 1) < 1)
+	if (ep_attr_int(p, "group", 1) < 1)
 		return snprintf(why, n, "group < 1"), 0;
 	return vk_need_float(p, dt, n_in, 0, -1, why, n);
 }
@@ -255,7 +255,7 @@ static int conv_pack(vk_exec *ex, vk_node *nd, vk_prepack *pk, vk_uploader *u, c
 {
 	const vk_val *w = nd->n_in > 1 && nd->in[1] >= 0 ? &ex->consts[nd->in[1]] : NULL;
 	const Onnx__NodeProto *p = nd->proto;
-	conv_pack_arg a = {.w = w, .G = vk_attr_int(p, "group", 1)};
+	conv_pack_arg a = {.w = w, .G = ep_attr_int(p, "group", 1)};
 	char key[112];
 	uint64_t size;
 
@@ -279,7 +279,7 @@ static int conv_pack(vk_exec *ex, vk_node *nd, vk_prepack *pk, vk_uploader *u, c
 static int conv_plan(vk_ctx *c)
 {
 	const vk_val *x = vk_in(c, 0), *w = vk_in(c, 1), *b = vk_in(c, 2), *y;
-	int64_t G = vk_attr_int(c->node->proto, "group", 1), dims[5], O;
+	int64_t G = ep_attr_int(c->node->proto, "group", 1), dims[5], O;
 	conv_push p = {0};
 	win g;
 	int rc;
@@ -338,11 +338,11 @@ static int pool_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t 
 	const int64_t *ks;
 
 	(void)opset;
-	if (p->n_input != 1 || vk_n_outputs(p) != 1 || !p->output[0][0])
+	if (p->n_input != 1 || ep_n_outputs(p) != 1 || !p->output[0][0])
 		return snprintf(why, n, "expects one input and only the Y output"), 0;
-	if (vk_attr_unknown(p, known, why, n) || !window_supports(p, why, n))
+	if (ep_attr_unknown(p, known, why, n) || !window_supports(p, why, n))
 		return 0;
-	if (vk_attr_ints(p, "kernel_shape", &ks) < 1)
+	if (ep_attr_ints(p, "kernel_shape", &ks) < 1)
 		return snprintf(why, n, "kernel_shape is required"), 0;
 	return vk_need_float(p, dt, n_in, 0, -1, why, n);
 }
@@ -352,7 +352,7 @@ static int pool_plan(vk_ctx *c)
 	const Onnx__NodeProto *pr = c->node->proto;
 	const vk_val *x = vk_in(c, 0), *y;
 	const int64_t *ks;
-	int nk = vk_attr_ints(pr, "kernel_shape", &ks), rc;
+	int nk = ep_attr_ints(pr, "kernel_shape", &ks), rc;
 	int64_t dims[5];
 	pool_push p = {0};
 	win g;
@@ -371,7 +371,7 @@ static int pool_plan(vk_ctx *c)
 		return c->status;
 	p.n = (uint32_t)y->numel;
 	p.flags = (pr->op_type[0] == 'M' ? 1u : 0u) |
-		  (vk_attr_int(pr, "count_include_pad", 0) ? 2u : 0u);
+		  (ep_attr_int(pr, "count_include_pad", 0) ? 2u : 0u);
 	for (int j = 0; j < 3; j++) {
 		p.in[j] = (uint32_t)g.in[j];
 		p.out[j] = (uint32_t)g.out[j];
@@ -395,7 +395,7 @@ static int global_supports(const Onnx__NodeProto *p, int64_t opset, const int32_
 	(void)opset;
 	if (p->n_input != 1 || p->n_output != 1)
 		return snprintf(why, n, "expects one input and one output"), 0;
-	if (vk_attr_unknown(p, none, why, n))
+	if (ep_attr_unknown(p, none, why, n))
 		return 0;
 	return vk_need_float(p, dt, n_in, 0, -1, why, n);
 }

@@ -45,11 +45,11 @@ static int bn_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *d
 	static const char *const known[] = {"epsilon", "momentum", "spatial", "training_mode", NULL};
 
 	(void)opset;
-	if (p->n_input != 5 || vk_n_outputs(p) != 1 || !p->output[0][0])
+	if (p->n_input != 5 || ep_n_outputs(p) != 1 || !p->output[0][0])
 		return snprintf(why, n, "only inference mode (five inputs, the Y output)"), 0;
-	if (vk_attr_unknown(p, known, why, n))
+	if (ep_attr_unknown(p, known, why, n))
 		return 0;
-	if (vk_attr_int(p, "training_mode", 0) != 0 || vk_attr_int(p, "spatial", 1) != 1)
+	if (ep_attr_int(p, "training_mode", 0) != 0 || ep_attr_int(p, "spatial", 1) != 1)
 		return snprintf(why, n, "training_mode or spatial=0 is not supported"), 0;
 	return vk_need_float(p, dt, n_in, 0, -1, why, n);
 }
@@ -57,7 +57,7 @@ static int bn_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *d
 static int bn_plan(vk_ctx *c)
 {
 	const vk_val *x = vk_in(c, 0), *y, *prm[4];
-	bn_push p = {.eps = vk_attr_float(c->node->proto, "epsilon", 1e-5f)};
+	bn_push p = {.eps = ep_attr_float(c->node->proto, "epsilon", 1e-5f)};
 	uint32_t gy;
 
 	if (!x || x->dtype != vk_node_dtype(c) || x->rank < 2)
@@ -92,7 +92,7 @@ static int softmax_supports(const Onnx__NodeProto *p, int64_t opset, const int32
 	(void)opset;
 	if (p->n_input != 1 || p->n_output != 1)
 		return snprintf(why, n, "expects one input and one output"), 0;
-	if (vk_attr_unknown(p, known, why, n))
+	if (ep_attr_unknown(p, known, why, n))
 		return 0;
 	return vk_need_float(p, dt, n_in, 0, -1, why, n);
 }
@@ -101,7 +101,7 @@ static int softmax_plan(vk_ctx *c)
 {
 	const vk_val *x = vk_in(c, 0), *y;
 	int old = c->node->opset < 13;
-	int a = x ? vk_axis(vk_attr_int(c->node->proto, "axis", old ? 1 : -1), x->rank) : -1;
+	int a = x ? ep_axis(ep_attr_int(c->node->proto, "axis", old ? 1 : -1), x->rank) : -1;
 	softmax_push p = {.log_ = c->node->proto->op_type[0] == 'L'};
 	int64_t outer = 1, inner = 1, len;
 
@@ -141,12 +141,12 @@ static int ln_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *d
 	if (p->n_input < 2 || p->n_input > 3 || p->n_output < 1 || p->n_output > 3 ||
 	    !p->output[0][0])
 		return snprintf(why, n, "expects X, Scale, optional B and the Y output"), 0;
-	if (vk_attr_unknown(p, known, why, n))
+	if (ep_attr_unknown(p, known, why, n))
 		return 0;
-	if (vk_attr_int(p, "stash_type", 1) != 1)
+	if (ep_attr_int(p, "stash_type", 1) != 1)
 		return snprintf(why, n, "stash_type other than float32"), 0;
 	/* Mean and InvStdDev are float32 (U) whatever X is. */
-	if (n_in > 0 && dt[0] == VK_FLOAT16 && vk_n_outputs(p) > 1)
+	if (n_in > 0 && dt[0] == VK_FLOAT16 && ep_n_outputs(p) > 1)
 		return snprintf(why, n, "float16 with the Mean/InvStdDev outputs"), 0;
 	return vk_need_float(p, dt, n_in, 0, -1, why, n);
 }
@@ -191,8 +191,8 @@ static int ln_stats(vk_ctx *c, const vk_val *x, int a, vk_buf *mean, vk_buf *inv
 static int ln_plan(vk_ctx *c)
 {
 	const vk_val *x = vk_in(c, 0), *s = vk_in(c, 1), *b = vk_in(c, 2), *y;
-	int a = x ? vk_axis(vk_attr_int(c->node->proto, "axis", -1), x->rank) : -1;
-	ln_push p = {.eps = vk_attr_float(c->node->proto, "epsilon", 1e-5f)};
+	int a = x ? ep_axis(ep_attr_int(c->node->proto, "axis", -1), x->rank) : -1;
+	ln_push p = {.eps = ep_attr_float(c->node->proto, "epsilon", 1e-5f)};
 	int64_t rows = 1;
 	vk_buf mean, inv;
 	int rc;

@@ -36,7 +36,7 @@ static int reduce_supports(const Onnx__NodeProto *p, int64_t opset, const int32_
 
 	if (p->n_input < 1 || (int)p->n_input > 1 + as_input || p->n_output != 1)
 		return snprintf(why, n, "unexpected inputs or outputs"), 0;
-	if (vk_attr_unknown(p, as_input ? cur : old, why, n) || !vk_need_float(p, dt, n_in, 0, 1, why, n))
+	if (ep_attr_unknown(p, as_input ? cur : old, why, n) || !vk_need_float(p, dt, n_in, 0, 1, why, n))
 		return 0;
 	if (p->n_input == 2 && p->input[1][0] && dt[1] != VK_INT64)
 		return snprintf(why, n, "axes are not int64"), 0;
@@ -54,7 +54,7 @@ static int reduced_dims(vk_ctx *c, const vk_val *x, int *red, int *rc)
 	if (c->node->opset < axes_input_since(p->op_type)) {
 		const int64_t *v;
 
-		cnt = vk_attr_ints(p, "axes", &v);
+		cnt = ep_attr_ints(p, "axes", &v);
 		for (int i = 0; i < cnt && i < EP_MAX_RANK; i++)
 			ax[i] = v[i];
 	} else if (vk_in(c, 1)) {
@@ -72,12 +72,12 @@ static int reduced_dims(vk_ctx *c, const vk_val *x, int *red, int *rc)
 		*rc = vk_fail(c, EP_E_INVALID, "too many axes");
 		return 0;
 	}
-	if (cnt <= 0 && vk_attr_int(p, "noop_with_empty_axes", 0))
+	if (cnt <= 0 && ep_attr_int(p, "noop_with_empty_axes", 0))
 		return 1;
 	for (int i = 0; i < x->rank; i++)
 		red[i] = cnt <= 0;
 	for (int i = 0; i < cnt; i++) {
-		int a = vk_axis(ax[i], x->rank);
+		int a = ep_axis(ax[i], x->rank);
 
 		if (a < 0) {
 			*rc = vk_fail(c, EP_E_INVALID, "axis %lld out of range", (long long)ax[i]);
@@ -136,7 +136,7 @@ static int group_dims(const vk_val *x, const int *red, vk_reduce_push *p)
 static int reduce_plan(vk_ctx *c)
 {
 	const vk_val *x = vk_in(c, 0), *y;
-	int red[EP_MAX_RANK] = {0}, keep = vk_attr_int(c->node->proto, "keepdims", 1) != 0, r = 0, rc;
+	int red[EP_MAX_RANK] = {0}, keep = ep_attr_int(c->node->proto, "keepdims", 1) != 0, r = 0, rc;
 	int64_t od[EP_MAX_RANK];
 	vk_reduce_push p = {.op = (uint32_t)red_op(c->node->proto->op_type)};
 

@@ -53,7 +53,7 @@ static int view_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t 
 		return snprintf(why, n, "unexpected inputs or outputs"), 0;
 	if (two && !p->input[1][0])
 		return snprintf(why, n, "input 1 is required"), 0;
-	if (vk_attr_unknown(p, known, why, n) || !vk_need_float(p, dt, n_in, 0, 1, why, n))
+	if (ep_attr_unknown(p, known, why, n) || !vk_need_float(p, dt, n_in, 0, 1, why, n))
 		return 0;
 	if (p->n_input == 2 && p->input[1][0] && dt[1] != VK_INT64)
 		return snprintf(why, n, "input 1 is not int64"), 0;
@@ -78,7 +78,7 @@ static int host_list(vk_ctx *c, int i, int64_t *out, int *cnt)
 
 static int reshape_dims(vk_ctx *c, const vk_val *x, const int64_t *s, int r, int64_t *od)
 {
-	int allowzero = vk_attr_int(c->node->proto, "allowzero", 0) != 0, neg = -1;
+	int allowzero = ep_attr_int(c->node->proto, "allowzero", 0) != 0, neg = -1;
 	int64_t known = 1;
 
 	for (int i = 0; i < r; i++) {
@@ -117,7 +117,7 @@ static int reshape_plan(vk_ctx *c)
 	rc = reshape_dims(c, x, s, r, od);
 	if (rc)
 		return rc;
-	if (vk_numel(r, od) != x->numel)
+	if (ep_numel(r, od) != x->numel)
 		return vk_fail(c, EP_E_INVALID, "cannot reshape %lld elements", (long long)x->numel);
 	return vk_out_alias(c, 0, x, r, od);
 }
@@ -125,7 +125,7 @@ static int reshape_plan(vk_ctx *c)
 static int flatten_plan(vk_ctx *c)
 {
 	const vk_val *x = vk_in(c, 0);
-	int64_t a = vk_attr_int(c->node->proto, "axis", 1), od[2] = {1, 1};
+	int64_t a = ep_attr_int(c->node->proto, "axis", 1), od[2] = {1, 1};
 
 	if (a < 0)
 		a += x->rank;
@@ -143,7 +143,7 @@ static int get_axes(vk_ctx *c, int64_t *ax, int *cnt)
 	const int64_t *v;
 
 	if (c->node->opset < 13) {
-		*cnt = vk_attr_ints(c->node->proto, "axes", &v);
+		*cnt = ep_attr_ints(c->node->proto, "axes", &v);
 		if (*cnt > EP_MAX_RANK)
 			return vk_fail(c, EP_E_INVALID, "too many axes");
 		if (*cnt > 0)
@@ -162,7 +162,7 @@ static int squeeze_plan(vk_ctx *c)
 	if (rc)
 		return rc;
 	for (int i = 0; i < cnt; i++) {
-		int a = vk_axis(ax[i], x->rank);
+		int a = ep_axis(ax[i], x->rank);
 
 		if (a < 0 || x->dims[a] != 1)
 			return vk_fail(c, EP_E_INVALID, "axis %lld cannot be squeezed", (long long)ax[i]);
@@ -186,7 +186,7 @@ static int unsqueeze_plan(vk_ctx *c)
 	if (cnt < 1 || r > EP_MAX_RANK)
 		return vk_fail(c, EP_E_INVALID, "axes missing or too many");
 	for (int i = 0; i < cnt; i++) {
-		int a = vk_axis(ax[i], r);
+		int a = ep_axis(ax[i], r);
 
 		if (a < 0 || add[a])
 			return vk_fail(c, EP_E_INVALID, "axis %lld is invalid", (long long)ax[i]);
@@ -214,7 +214,7 @@ static int transpose_supports(const Onnx__NodeProto *p, int64_t opset, const int
 	(void)opset;
 	if (p->n_input != 1 || p->n_output != 1)
 		return snprintf(why, n, "expects one input and one output"), 0;
-	if (vk_attr_unknown(p, known, why, n))
+	if (ep_attr_unknown(p, known, why, n))
 		return 0;
 	return vk_need_float(p, dt, n_in, 0, -1, why, n);
 }
@@ -250,7 +250,7 @@ static int transpose_plan(vk_ctx *c)
 {
 	const vk_val *x = vk_in(c, 0), *y;
 	const int64_t *pv;
-	int np = vk_attr_ints(c->node->proto, "perm", &pv), perm[EP_MAX_RANK], seen[EP_MAX_RANK] = {0};
+	int np = ep_attr_ints(c->node->proto, "perm", &pv), perm[EP_MAX_RANK], seen[EP_MAX_RANK] = {0};
 	int64_t od[EP_MAX_RANK], fd[EP_MAX_RANK], fs[EP_MAX_RANK];
 	transpose_push p = {0};
 	int k;
@@ -258,7 +258,7 @@ static int transpose_plan(vk_ctx *c)
 	if (np >= 0 && np != x->rank)
 		return vk_fail(c, EP_E_INVALID, "perm has %d entries for rank %d", np, x->rank);
 	for (int i = 0; i < x->rank; i++) {
-		perm[i] = np >= 0 ? vk_axis(pv[i], x->rank) : x->rank - 1 - i;
+		perm[i] = np >= 0 ? ep_axis(pv[i], x->rank) : x->rank - 1 - i;
 		if (perm[i] < 0 || seen[perm[i]]++)
 			return vk_fail(c, EP_E_INVALID, "perm is not a permutation");
 		od[i] = x->dims[perm[i]];
@@ -289,9 +289,9 @@ static int concat_supports(const Onnx__NodeProto *p, int64_t opset, const int32_
 	static const char *const known[] = {"axis", NULL};
 
 	(void)opset;
-	if (p->n_input < 1 || p->n_output != 1 || !vk_attr(p, "axis"))
+	if (p->n_input < 1 || p->n_output != 1 || !ep_attr(p, "axis"))
 		return snprintf(why, n, "expects inputs, one output and an axis"), 0;
-	if (vk_attr_unknown(p, known, why, n))
+	if (ep_attr_unknown(p, known, why, n))
 		return 0;
 	return vk_need_float(p, dt, n_in, 0, -1, why, n);
 }
@@ -299,7 +299,7 @@ static int concat_supports(const Onnx__NodeProto *p, int64_t opset, const int32_
 static int concat_plan(vk_ctx *c)
 {
 	const vk_val *x0 = vk_in(c, 0), *y;
-	int a = x0 ? vk_axis(vk_attr_int(c->node->proto, "axis", 0), x0->rank) : -1;
+	int a = x0 ? ep_axis(ep_attr_int(c->node->proto, "axis", 0), x0->rank) : -1;
 	int64_t od[EP_MAX_RANK], inner = 1, off = 0;
 
 	if (a < 0)
@@ -348,7 +348,7 @@ static int gather_supports(const Onnx__NodeProto *p, int64_t opset, const int32_
 	(void)opset;
 	if (p->n_input != 2 || p->n_output != 1)
 		return snprintf(why, n, "expects two inputs and one output"), 0;
-	if (vk_attr_unknown(p, known, why, n) || !vk_need_float(p, dt, n_in, 0, 1, why, n))
+	if (ep_attr_unknown(p, known, why, n) || !vk_need_float(p, dt, n_in, 0, 1, why, n))
 		return 0;
 	if (!is_int(dt[1]))
 		return snprintf(why, n, "indices are not int32 or int64"), 0;
@@ -389,7 +389,7 @@ static int gather_indices(vk_ctx *c, const vk_val *ix, int64_t len, vk_buf *out)
 static int gather_plan(vk_ctx *c)
 {
 	const vk_val *x = vk_in(c, 0), *ix = vk_in(c, 1), *y;
-	int a = vk_axis(vk_attr_int(c->node->proto, "axis", 0), x->rank), r = 0;
+	int a = ep_axis(ep_attr_int(c->node->proto, "axis", 0), x->rank), r = 0;
 	int64_t od[EP_MAX_RANK], inner = 1;
 	gather_push p = {0};
 	vk_buf ib;

@@ -1,0 +1,100 @@
+/*
+ * ep_shape: the host-side shape and attribute math every device provider
+ * shares (vulkan, cuda): NodeProto attribute readers, numel, shape
+ * strings, axis normalisation, numpy broadcasting, the output dims of the
+ * view ops (Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Gather), the
+ * window geometry of Conv and the pools, and the reduced-axes mask of the
+ * Reduce ops.  Everything works on plain dims; functions that can fail
+ * return 0 or an EP_E_* code with a one-line message in err, which each
+ * provider reports through its own context.
+ */
+#ifndef ORTMK_EP_SHAPE_H
+#define ORTMK_EP_SHAPE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ep_host.h"
+#include "onnx.pb-c.h"
+
+/* ---- attributes ------------------------------------------------------------ */
+
+const Onnx__AttributeProto *ep_attr(const Onnx__NodeProto *p, const char *name);
+int64_t ep_attr_int(const Onnx__NodeProto *p, const char *name, int64_t dflt);
+float ep_attr_float(const Onnx__NodeProto *p, const char *name, float dflt);
+/* Count of an ints attribute (its values in *v), -1 when absent. */
+int ep_attr_ints(const Onnx__NodeProto *p, const char *name, const int64_t **v);
+/* 1 when the string attribute is present and equals `want`. */
+int ep_attr_is(const Onnx__NodeProto *p, const char *name, const char *want);
+/* 1 when the node has an attribute not in the NULL-terminated `known`. */
+int ep_attr_unknown(const Onnx__NodeProto *p, const char *const *known, char *why, size_t n);
+/* Outputs that are present (non-empty names). */
+int ep_n_outputs(const Onnx__NodeProto *p);
+
+/* ---- dims ------------------------------------------------------------------ */
+
+int64_t ep_numel(int rank, const int64_t *dims);
+/* "[d0,d1,...]" into buf; returns buf. */
+const char *ep_shape_str(int rank, const int64_t *dims, char *buf, size_t n);
+/* Normalises axis into [0, rank); -1 when out of range. */
+int ep_axis(int64_t axis, int rank);
+/* Numpy broadcast of a and b into out (rank *ro); -1 when they do not. */
+int ep_broadcast(int ra, const int64_t *a, int rb, const int64_t *b, int *ro, int64_t *out);
+
+/* ---- view ops: output dims of X (rank, dims, numel) ------------------------- */
+
+/* Reshape to the r values of shape s (r < 0: the shape is missing). */
+int ep_reshape_dims(int rank, const int64_t *dims, int64_t numel, const int64_t *s, int r,
+		    int allowzero, int64_t *od, char *err, size_t n);
+/* Flatten at axis into od[2]. */
+int ep_flatten_dims(int rank, const int64_t *dims, int64_t axis, int64_t *od, char *err, size_t n);
+/* Squeeze the cnt axes ax (cnt < 0: every size-1 dim); rank in *ro. */
+int ep_squeeze_dims(int rank, const int64_t *dims, const int64_t *ax, int cnt, int64_t *od,
+		    int *ro, char *err, size_t n);
+/* Unsqueeze at the cnt axes ax; rank in *ro. */
+int ep_unsqueeze_dims(int rank, const int64_t *dims, const int64_t *ax, int cnt, int64_t *od,
+		      int *ro, char *err, size_t n);
+/* Transpose by the np values pv (np < 0: reversed): perm[] and od[]. */
+int ep_transpose_dims(int rank, const int64_t *dims, const int64_t *pv, int np, int *perm,
+		      int64_t *od, char *err, size_t n);
+/* Output dims and the input stride each walks, size-1 dims dropped and
+ * neighbours that stay neighbours merged; returns the folded rank. */
+int ep_fold_perm(int rank, const int64_t *dims, const int *perm, int64_t *fd, int64_t *fs);
+/* Gather along axis a (valid) with indices of rank irank: od, the product
+ * of the dims before a (*outer) and after it (*inner); returns the rank. */
+int ep_gather_dims(int rank, const int64_t *dims, int a, int irank, const int64_t *idims,
+		   int64_t *od, int64_t *outer, int64_t *inner);
+
+/* ---- Conv and pool windows -------------------------------------------------- */
+
+/*
+ * The window geometry, the CPU provider's rules (providers/cpu/ops/
+ * window.c) so every provider gives the same output sizes: SAME pads split
+ * with the odd one at the end (SAME_UPPER) or the start (SAME_LOWER); in
+ * ceil_mode a last window that would start in the end padding is dropped.
+ * Slots 0..2 = D, H, W: spatial dim i of the tensor is slot 3 - nsp + i,
+ * unused leading slots are 1.
+ */
+typedef struct ep_window {
+	int64_t in[3], out[3], k[3], s[3], d[3], pb[3], pe[3];
+} ep_window;
+
+/* What the capability query can check of a windowed op's attributes. */
+int ep_window_supports(const Onnx__NodeProto *p, char *why, size_t n);
+/* The geometry of X (N, C, 1 to 3 spatial dims) with kernel dims kern;
+ * the spatial rank in *nsp. */
+int ep_window_geometry(const Onnx__NodeProto *p, int rank, const int64_t *dims,
+		       const int64_t *kern, ep_window *g, int *nsp, char *err, size_t n);
+
+/* ---- Reduce ops --------------------------------------------------------------- */
+
+/*
+ * Marks the reduced dims of a rank-`rank` input in red[]: the axes come
+ * from the attribute when opset < since, else the cnt values in ax (cnt < 0:
+ * no axes input).  Returns 1 when the op is a no-op (no axes and
+ * noop_with_empty_axes), 0, or an EP_E_* code.
+ */
+int ep_reduce_axes(const Onnx__NodeProto *p, int64_t opset, int64_t since, const int64_t *ax,
+		   int cnt, int rank, int *red, char *err, size_t n);
+
+#endif
