@@ -60,63 +60,38 @@ static int host_list(cu_ctx *c, int i, int64_t *out, int *cnt)
 	return 0;
 }
 
-static int reshape_dims(cu_ctx *c, const cu_val *x, const int64_t *s, int r, int64_t *od)
+/* Reports a shared shape helper's failure (rc, err) through the context. */
+static int shape_fail(cu_ctx *c, int rc, const char *err)
 {
-	int allowzero = ep_attr_int(c->node->proto, "allowzero", 0) != 0, neg = -1;
-	int64_t known = 1;
-
-	for (int i = 0; i < r; i++) {
-		od[i] = s[i];
-		if (s[i] == 0 && !allowzero) {
-			if (i >= x->rank)
-				return cu_fail(c, EP_E_INVALID, "shape[%d] = 0 copies a missing dim", i);
-			od[i] = x->dims[i];
-		}
-		if (s[i] == -1 && neg < 0) {
-			neg = i;
-			continue;
-		}
-		if (od[i] < 0)
-			return cu_fail(c, EP_E_INVALID, "shape[%d] = %lld", i, (long long)s[i]);
-		known *= od[i];
-	}
-	if (neg >= 0) {
-		if (known == 0 || x->numel % known)
-			return cu_fail(c, EP_E_INVALID, "cannot infer the -1 dim");
-		od[neg] = x->numel / known;
-	}
-	return 0;
+	return cu_fail(c, rc, "%s", err);
 }
 
 static int reshape_run(cu_ctx *c)
 {
 	const cu_val *x = cu_in(c, 0);
 	int64_t s[EP_MAX_RANK], od[EP_MAX_RANK];
+	char err[128];
 	int r, rc = host_list(c, 1, s, &r);
 
 	if (rc)
 		return rc;
-	if (r < 0)
-		return cu_fail(c, EP_E_INVALID, "shape is missing");
-	rc = reshape_dims(c, x, s, r, od);
+	rc = ep_reshape_dims(x->rank, x->dims, x->numel, s, r,
+			     ep_attr_int(c->node->proto, "allowzero", 0) != 0, od, err, sizeof(err));
 	if (rc)
-		return rc;
-	if (ep_numel(r, od) != x->numel)
-		return cu_fail(c, EP_E_INVALID, "cannot reshape %lld elements", (long long)x->numel);
+		return shape_fail(c, rc, err);
 	return cu_out_alias(c, 0, x, r, od);
 }
 
 static int flatten_run(cu_ctx *c)
 {
 	const cu_val *x = cu_in(c, 0);
-	int64_t a = ep_attr_int(c->node->proto, "axis", 1), od[2] = {1, 1};
+	int64_t od[2];
+	char err[128];
+	int rc = ep_flatten_dims(x->rank, x->dims, ep_attr_int(c->node->proto, "axis", 1), od, err,
+				 sizeof(err));
 
-	if (a < 0)
-		a += x->rank;
-	if (a < 0 || a > x->rank)
-		return cu_fail(c, EP_E_INVALID, "axis out of range");
-	for (int i = 0; i < x->rank; i++)
-		od[i >= a] *= x->dims[i];
+	if (rc)
+		return shape_fail(c, rc, err);
 	return cu_out_alias(c, 0, x, 2, od);
 }
 
@@ -141,20 +116,14 @@ static int squeeze_run(cu_ctx *c)
 {
 	const cu_val *x = cu_in(c, 0);
 	int64_t ax[EP_MAX_RANK], od[EP_MAX_RANK];
-	int cnt, r = 0, drop[EP_MAX_RANK] = {0}, rc = get_axes(c, ax, &cnt);
+	char err[128];
+	int cnt, r, rc = get_axes(c, ax, &cnt);
 
 	if (rc)
 		return rc;
-	for (int i = 0; i < cnt; i++) {
-		int a = ep_axis(ax[i], x->rank);
-
-		if (a < 0 || x->dims[a] != 1)
-			return cu_fail(c, EP_E_INVALID, "axis %lld cannot be squeezed", (long long)ax[i]);
-		drop[a] = 1;
-	}
-	for (int i = 0; i < x->rank; i++)
-		if (!(cnt < 0 ? x->dims[i] == 1 : drop[i]))
-			od[r++] = x->dims[i];
+	rc = ep_squeeze_dims(x->rank, x->dims, ax, cnt, od, &r, err, sizeof(err));
+	if (rc)
+		return shape_fail(c, rc, err);
 	return cu_out_alias(c, 0, x, r, od);
 }
 
@@ -162,22 +131,14 @@ static int unsqueeze_run(cu_ctx *c)
 {
 	const cu_val *x = cu_in(c, 0);
 	int64_t ax[EP_MAX_RANK], od[EP_MAX_RANK];
-	int cnt, r, add[EP_MAX_RANK] = {0}, k = 0, rc = get_axes(c, ax, &cnt);
+	char err[128];
+	int cnt, r, rc = get_axes(c, ax, &cnt);
 
 	if (rc)
 		return rc;
-	r = x->rank + (cnt > 0 ? cnt : 0);
-	if (cnt < 1 || r > EP_MAX_RANK)
-		return cu_fail(c, EP_E_INVALID, "axes missing or too many");
-	for (int i = 0; i < cnt; i++) {
-		int a = ep_axis(ax[i], r);
-
-		if (a < 0 || add[a])
-			return cu_fail(c, EP_E_INVALID, "axis %lld is invalid", (long long)ax[i]);
-		add[a] = 1;
-	}
-	for (int i = 0; i < r; i++)
-		od[i] = add[i] ? 1 : x->dims[k++];
+	rc = ep_unsqueeze_dims(x->rank, x->dims, ax, cnt, od, &r, err, sizeof(err));
+	if (rc)
+		return shape_fail(c, rc, err);
 	return cu_out_alias(c, 0, x, r, od);
 }
 
@@ -203,51 +164,20 @@ static int transpose_supports(const Onnx__NodeProto *p, int64_t opset, const int
 	return cu_need_float(p, dt, n_in, 0, -1, 1, why, n);
 }
 
-/* Output dims and the input stride each walks, size-1 dims dropped and
- * neighbours that stay neighbours merged; returns the folded rank. */
-static int fold_perm(const cu_val *x, const int *perm, int64_t *fd, int64_t *fs)
-{
-	int64_t st[EP_MAX_RANK], s = 1;
-	int k = 0;
-
-	for (int i = x->rank - 1; i >= 0; i--) {
-		st[i] = s;
-		s *= x->dims[i];
-	}
-	for (int i = 0; i < x->rank; i++) {
-		int64_t d = x->dims[perm[i]];
-
-		if (d == 1)
-			continue;
-		if (k && fs[k - 1] == st[perm[i]] * d) {
-			fd[k - 1] *= d;
-			fs[k - 1] = st[perm[i]];
-			continue;
-		}
-		fd[k] = d;
-		fs[k++] = st[perm[i]];
-	}
-	return k;
-}
-
 static int transpose_run(cu_ctx *c)
 {
 	const cu_val *x = cu_in(c, 0), *y;
 	const int64_t *pv;
-	int np = ep_attr_ints(c->node->proto, "perm", &pv), perm[EP_MAX_RANK], seen[EP_MAX_RANK] = {0};
+	int np = ep_attr_ints(c->node->proto, "perm", &pv), perm[EP_MAX_RANK];
 	int64_t od[EP_MAX_RANK], fd[EP_MAX_RANK], fs[EP_MAX_RANK];
+	char err[128];
 	cuk_perm p = {0};
 	int k;
 
-	if (np >= 0 && np != x->rank)
-		return cu_fail(c, EP_E_INVALID, "perm has %d entries for rank %d", np, x->rank);
-	for (int i = 0; i < x->rank; i++) {
-		perm[i] = np >= 0 ? ep_axis(pv[i], x->rank) : x->rank - 1 - i;
-		if (perm[i] < 0 || seen[perm[i]]++)
-			return cu_fail(c, EP_E_INVALID, "perm is not a permutation");
-		od[i] = x->dims[perm[i]];
-	}
-	k = fold_perm(x, perm, fd, fs);
+	k = ep_transpose_dims(x->rank, x->dims, pv, np, perm, od, err, sizeof(err));
+	if (k)
+		return shape_fail(c, k, err);
+	k = ep_fold_perm(x->rank, x->dims, perm, fd, fs);
 	if (k == 0 || (k == 1 && fs[0] == 1))
 		return cu_out_alias(c, 0, x, x->rank, od);
 	if (k > CUK_MAX_DIMS)
@@ -378,23 +308,14 @@ static int gather_indices(cu_ctx *c, const cu_val *ix, int64_t len, void **out)
 static int gather_run(cu_ctx *c)
 {
 	const cu_val *x = cu_in(c, 0), *ix = cu_in(c, 1), *y;
-	int a = ep_axis(ep_attr_int(c->node->proto, "axis", 0), x->rank), r = 0;
-	int64_t od[EP_MAX_RANK], inner = 1, outer = 1;
+	int a = ep_axis(ep_attr_int(c->node->proto, "axis", 0), x->rank), r;
+	int64_t od[EP_MAX_RANK], inner, outer;
 	void *ib;
 	int rc;
 
 	if (!ix || !is_int(ix->dtype) || a < 0 || x->rank + ix->rank - 1 > EP_MAX_RANK)
 		return cu_fail(c, EP_E_INVALID, "axis out of range or bad indices");
-	for (int i = 0; i < a; i++) {
-		od[r++] = x->dims[i];
-		outer *= x->dims[i];
-	}
-	for (int i = 0; i < ix->rank; i++)
-		od[r++] = ix->dims[i];
-	for (int i = a + 1; i < x->rank; i++) {
-		od[r++] = x->dims[i];
-		inner *= x->dims[i];
-	}
+	r = ep_gather_dims(x->rank, x->dims, a, ix->rank, ix->dims, od, &outer, &inner);
 	y = cu_out(c, 0, x->dtype, r, od);
 	if (!y)
 		return c->status;
