@@ -36,7 +36,7 @@ static int conv_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t 
 	(void)opset;
 	if (p->n_input < 2 || p->n_input > 3 || p->n_output != 1)
 		return snprintf(why, n, "expects 2 or 3 inputs and one output"), 0;
-	if (ep_attr_unknown(p, known, why, n) || !cu_window_supports(p, why, n))
+	if (ep_attr_unknown(p, known, why, n) || !ep_window_supports(p, why, n))
 		return 0;
 	if (ep_attr_int(p, "group", 1) < 1)
 		return snprintf(why, n, "group < 1"), 0;

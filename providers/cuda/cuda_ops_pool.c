@@ -19,7 +19,7 @@ static int pool_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t 
 	(void)opset;
 	if (p->n_input != 1 || ep_n_outputs(p) != 1 || !p->output[0][0])
 		return snprintf(why, n, "expects one input and only the Y output"), 0;
-	if (ep_attr_unknown(p, known, why, n) || !cu_window_supports(p, why, n))
+	if (ep_attr_unknown(p, known, why, n) || !ep_window_supports(p, why, n))
 		return 0;
 	if (ep_attr_ints(p, "kernel_shape", &ks) < 1)
 		return snprintf(why, n, "kernel_shape is required"), 0;

@@ -4,10 +4,9 @@
  * (shaders/pool.comp), GlobalAveragePool and GlobalMaxPool (as a reduction
  * over the spatial dims, shaders/reduce.comp).
  *
- * The window geometry is providers/cpu/ops/window.c's, so both providers
- * produce the same output sizes: SAME pads split with the odd one at the
- * end (SAME_UPPER) or the start (SAME_LOWER); in ceil_mode a last window
- * that would start in the end padding is dropped.
+ * The window geometry is providers/host/ep_shape.c's (the CPU provider's
+ * rules, shared with the CUDA provider), so every provider produces the
+ * same output sizes.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,12 +15,10 @@
 #include "vk_ops.h"
 #include "vk_prepack.h"
 
-enum { PAD_NOTSET, PAD_SAME_UPPER, PAD_SAME_LOWER, PAD_VALID };
-
+/* The shared window geometry (ep_window) and its spatial rank. */
 typedef struct win {
 	int nsp;
-	/* slots 0..2 = D, H, W; spatial dim i of the tensor is slot 3 - nsp + i */
-	int64_t in[3], out[3], k[3], s[3], d[3], pb[3], pe[3];
+	ep_window w;
 } win;
 
 typedef struct conv_push {
@@ -45,120 +42,14 @@ typedef struct pool_push {
 _Static_assert(sizeof(conv_push) <= VK_PUSH_BYTES, "conv push constants");
 _Static_assert(sizeof(pool_push) <= VK_PUSH_BYTES, "pool push constants");
 
-static int auto_pad(const Onnx__NodeProto *p)
-{
-	if (!ep_attr(p, "auto_pad") || ep_attr_is(p, "auto_pad", "NOTSET") ||
-	    ep_attr_is(p, "auto_pad", ""))
-		return PAD_NOTSET;
-	if (ep_attr_is(p, "auto_pad", "SAME_UPPER"))
-		return PAD_SAME_UPPER;
-	if (ep_attr_is(p, "auto_pad", "SAME_LOWER"))
-		return PAD_SAME_LOWER;
-	if (ep_attr_is(p, "auto_pad", "VALID"))
-		return PAD_VALID;
-	return -1;
-}
-
-/* Checks a per-spatial-dim attribute: absent, or `want` values >= lo. */
-static int ints_ok(const Onnx__NodeProto *p, const char *name, int want, int64_t lo)
-{
-	const int64_t *v;
-	int cnt = ep_attr_ints(p, name, &v);
-
-	if (cnt < 0)
-		return 1;
-	if (want >= 0 && cnt != want)
-		return 0;
-	for (int i = 0; i < cnt; i++)
-		if (v[i] < lo || v[i] > INT32_MAX)
-			return 0;
-	return 1;
-}
-
-/* What the capability query can check of a windowed op's attributes. */
-static int window_supports(const Onnx__NodeProto *p, char *why, size_t n)
-{
-	const int64_t *ks;
-	int nk = ep_attr_ints(p, "kernel_shape", &ks);
-
-	if (auto_pad(p) < 0)
-		return snprintf(why, n, "unknown auto_pad"), 0;
-	if (nk == 0 || nk > 3)
-		return snprintf(why, n, "%d spatial dims (1 to 3 are supported)", nk), 0;
-	if (!ints_ok(p, "kernel_shape", -1, 1) || !ints_ok(p, "strides", nk, 1) ||
-	    !ints_ok(p, "dilations", nk, 1) || !ints_ok(p, "pads", nk < 0 ? -1 : 2 * nk, 0))
-		return snprintf(why, n, "invalid kernel_shape, strides, dilations or pads"), 0;
-	return 1;
-}
-
-static int64_t attr_at(const Onnx__NodeProto *p, const char *name, int i, int64_t dflt)
-{
-	const int64_t *v;
-	int cnt = ep_attr_ints(p, name, &v);
-
-	return cnt > i ? v[i] : dflt;
-}
-
-/* Output size and pads of one spatial dim (slot j, tensor dim i). */
-static int dim_geom(const Onnx__NodeProto *p, int mode, int nsp, int i, int j, win *g)
-{
-	int64_t in = g->in[j], s = g->s[j], eff = (g->k[j] - 1) * g->d[j] + 1, total;
-
-	if (mode == PAD_SAME_UPPER || mode == PAD_SAME_LOWER) {
-		g->out[j] = (in + s - 1) / s;
-		total = (g->out[j] - 1) * s + eff - in;
-		total = total < 0 ? 0 : total;
-		g->pb[j] = mode == PAD_SAME_UPPER ? total / 2 : total - total / 2;
-		g->pe[j] = total - g->pb[j];
-		return 0;
-	}
-	g->pb[j] = mode == PAD_VALID ? 0 : attr_at(p, "pads", i, 0);
-	g->pe[j] = mode == PAD_VALID ? 0 : attr_at(p, "pads", nsp + i, 0);
-	total = in + g->pb[j] + g->pe[j] - eff;
-	if (total < 0)
-		return -1;
-	if (ep_attr_int(p, "ceil_mode", 0) && mode == PAD_NOTSET) {
-		g->out[j] = (total + s - 1) / s + 1;
-		if ((g->out[j] - 1) * s >= in + g->pb[j])
-			g->out[j]--;
-	} else {
-		g->out[j] = total / s + 1;
-	}
-	return 0;
-}
-
 /* The window geometry of X (N, C, spatial...) with kernel dims `kern`. */
 static int geometry(vk_ctx *c, const vk_val *x, const int64_t *kern, win *g)
 {
-	const Onnx__NodeProto *p = c->node->proto;
-	int nsp = x->rank - 2, mode = auto_pad(p);
-	const int64_t *v;
+	char err[128];
+	int rc = ep_window_geometry(c->node->proto, x->rank, x->dims, kern, &g->w, &g->nsp, err,
+				    sizeof(err));
 
-	if (nsp < 1 || nsp > 3)
-		return vk_fail(c, EP_E_UNSUPPORTED, "input rank %d (1 to 3 spatial dims are supported)",
-			       x->rank);
-	if ((ep_attr_ints(p, "kernel_shape", &v) >= 0 && ep_attr_ints(p, "kernel_shape", &v) != nsp) ||
-	    !ints_ok(p, "strides", nsp, 1) || !ints_ok(p, "dilations", nsp, 1) ||
-	    !ints_ok(p, "pads", 2 * nsp, 0))
-		return vk_fail(c, EP_E_INVALID, "attributes do not match %d spatial dims", nsp);
-	memset(g, 0, sizeof(*g));
-	g->nsp = nsp;
-	for (int j = 0; j < 3; j++) {
-		int i = j - (3 - nsp);
-
-		g->in[j] = g->out[j] = g->k[j] = g->s[j] = g->d[j] = 1;
-		if (i < 0)
-			continue;
-		g->in[j] = x->dims[2 + i];
-		g->k[j] = kern[i];
-		g->s[j] = attr_at(p, "strides", i, 1);
-		g->d[j] = attr_at(p, "dilations", i, 1);
-		if (attr_at(p, "kernel_shape", i, kern[i]) != kern[i] || kern[i] < 1)
-			return vk_fail(c, EP_E_INVALID, "kernel dim %d is %lld", i, (long long)kern[i]);
-		if (dim_geom(p, mode, nsp, i, j, g))
-			return vk_fail(c, EP_E_INVALID, "window exceeds the padded input at dim %d", i);
-	}
-	return 0;
+	return rc ? vk_fail(c, rc, "%s", err) : 0;
 }
 
 /* ---- Conv ----------------------------------------------------------------- */
@@ -172,7 +63,7 @@ static int conv_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t 
 	(void)opset;
 	if (p->n_input < 2 || p->n_input > 3 || p->n_output != 1)
 		return snprintf(why, n, "expects 2 or 3 inputs and one output"), 0;
-	if (ep_attr_unknown(p, known, why, n) || !window_supports(p, why, n))
+	if (ep_attr_unknown(p, known, why, n) || !ep_window_supports(p, why, n))
 		return 0;
 	if (ep_attr_int(p, "group", 1) < 1)
 		return snprintf(why, n, "group < 1"), 0;
@@ -299,21 +190,21 @@ static int conv_plan(vk_ctx *c)
 	dims[0] = x->dims[0];
 	dims[1] = w->dims[0];
 	for (int i = 0; i < g.nsp; i++)
-		dims[2 + i] = g.out[3 - g.nsp + i];
+		dims[2 + i] = g.w.out[3 - g.nsp + i];
 	y = vk_out(c, 0, x->rank, dims);
 	if (!y)
 		return c->status;
-	O = g.out[0] * g.out[1] * g.out[2];
+	O = g.w.out[0] * g.w.out[1] * g.w.out[2];
 	p.G = (uint32_t)G;
 	p.Cig = (uint32_t)w->dims[1];
 	p.Cog = (uint32_t)(w->dims[0] / G);
 	for (int j = 0; j < 3; j++) {
-		p.in[j] = (uint32_t)g.in[j];
-		p.out[j] = (uint32_t)g.out[j];
-		p.k[j] = (uint32_t)g.k[j];
-		p.s[j] = (uint32_t)g.s[j];
-		p.pb[j] = (int32_t)g.pb[j];
-		p.d[j] = (uint32_t)g.d[j];
+		p.in[j] = (uint32_t)g.w.in[j];
+		p.out[j] = (uint32_t)g.w.out[j];
+		p.k[j] = (uint32_t)g.w.k[j];
+		p.s[j] = (uint32_t)g.w.s[j];
+		p.pb[j] = (int32_t)g.w.pb[j];
+		p.d[j] = (uint32_t)g.w.d[j];
 	}
 	p.flags = b != NULL;
 	if (!y->numel)
@@ -340,7 +231,7 @@ static int pool_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t 
 	(void)opset;
 	if (p->n_input != 1 || ep_n_outputs(p) != 1 || !p->output[0][0])
 		return snprintf(why, n, "expects one input and only the Y output"), 0;
-	if (ep_attr_unknown(p, known, why, n) || !window_supports(p, why, n))
+	if (ep_attr_unknown(p, known, why, n) || !ep_window_supports(p, why, n))
 		return 0;
 	if (ep_attr_ints(p, "kernel_shape", &ks) < 1)
 		return snprintf(why, n, "kernel_shape is required"), 0;
@@ -365,7 +256,7 @@ static int pool_plan(vk_ctx *c)
 	dims[0] = x->dims[0];
 	dims[1] = x->dims[1];
 	for (int i = 0; i < g.nsp; i++)
-		dims[2 + i] = g.out[3 - g.nsp + i];
+		dims[2 + i] = g.w.out[3 - g.nsp + i];
 	y = vk_out(c, 0, x->rank, dims);
 	if (!y)
 		return c->status;
@@ -373,13 +264,13 @@ static int pool_plan(vk_ctx *c)
 	p.flags = (pr->op_type[0] == 'M' ? 1u : 0u) |
 		  (ep_attr_int(pr, "count_include_pad", 0) ? 2u : 0u);
 	for (int j = 0; j < 3; j++) {
-		p.in[j] = (uint32_t)g.in[j];
-		p.out[j] = (uint32_t)g.out[j];
-		p.k[j] = (uint32_t)g.k[j];
-		p.s[j] = (uint32_t)g.s[j];
-		p.pb[j] = (int32_t)g.pb[j];
-		p.pe[j] = (int32_t)g.pe[j];
-		p.d[j] = (uint32_t)g.d[j];
+		p.in[j] = (uint32_t)g.w.in[j];
+		p.out[j] = (uint32_t)g.w.out[j];
+		p.k[j] = (uint32_t)g.w.k[j];
+		p.s[j] = (uint32_t)g.w.s[j];
+		p.pb[j] = (int32_t)g.w.pb[j];
+		p.pe[j] = (int32_t)g.w.pe[j];
+		p.d[j] = (uint32_t)g.w.d[j];
 	}
 	return vk_emit_1d(c, VKP_POOL, (vk_buf[]){x->dev, y->dev}, 2, 2u, &p, sizeof(p),
 			  (uint64_t)y->numel);
