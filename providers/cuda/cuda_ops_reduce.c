@@ -42,49 +42,30 @@ static int reduce_supports(const Onnx__NodeProto *p, int64_t opset, const int32_
 	return 1;
 }
 
-/* Marks the reduced dims in red[]; returns 1 when the op is a no-op. */
+/* Marks the reduced dims in red[] (ep_reduce_axes, the axes input read
+ * on the host); returns 1 when the op is a no-op. */
 static int reduced_dims(cu_ctx *c, const cu_val *x, int *red, int *rc)
 {
 	const Onnx__NodeProto *p = c->node->proto;
-	int64_t ax[EP_MAX_RANK];
-	int cnt = -1;
+	int64_t since = axes_input_since(p->op_type), ax[EP_MAX_RANK];
+	const cu_val *a = c->node->opset < since ? NULL : cu_in(c, 1);
+	char err[128];
+	int r;
 
 	*rc = 0;
-	if (c->node->opset < axes_input_since(p->op_type)) {
-		const int64_t *v;
-
-		cnt = ep_attr_ints(p, "axes", &v);
-		for (int i = 0; i < cnt && i < EP_MAX_RANK; i++)
-			ax[i] = v[i];
-	} else if (cu_in(c, 1)) {
-		const cu_val *a = cu_in(c, 1);
-
-		if (!a->host || a->rank > 1 || a->numel > EP_MAX_RANK) {
-			*rc = cu_fail(c, EP_E_UNSUPPORTED, "axes must be a short int64 list on the host");
-			return 0;
-		}
-		cnt = (int)a->numel;
-		for (int i = 0; i < cnt; i++)
-			ax[i] = cu_get_int(a, i);
-	}
-	if (cnt > EP_MAX_RANK) {
-		*rc = cu_fail(c, EP_E_INVALID, "too many axes");
+	if (a && (!a->host || a->rank > 1 || a->numel > EP_MAX_RANK)) {
+		*rc = cu_fail(c, EP_E_UNSUPPORTED, "axes must be a short int64 list on the host");
 		return 0;
 	}
-	if (cnt <= 0 && ep_attr_int(p, "noop_with_empty_axes", 0))
-		return 1;
-	for (int i = 0; i < x->rank; i++)
-		red[i] = cnt <= 0;
-	for (int i = 0; i < cnt; i++) {
-		int a = ep_axis(ax[i], x->rank);
-
-		if (a < 0) {
-			*rc = cu_fail(c, EP_E_INVALID, "axis %lld out of range", (long long)ax[i]);
-			return 0;
-		}
-		red[a] = 1;
+	for (int i = 0; a && i < a->numel; i++)
+		ax[i] = cu_get_int(a, i);
+	r = ep_reduce_axes(p, c->node->opset, since, ax, a ? (int)a->numel : -1, x->rank, red, err,
+			   sizeof(err));
+	if (r < 0) {
+		*rc = cu_fail(c, r, "%s", err);
+		return 0;
 	}
-	return 0;
+	return r;
 }
 
 /* Groups the dims (outermost first); -1 when there are too many groups. */
