@@ -30,17 +30,8 @@ typedef struct conv_state {
 static int conv_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
 			 char *why, size_t n)
 {
-	static const char *const known[] = {"auto_pad", "dilations", "group", "kernel_shape", "pads",
-					    "strides", NULL};
-
 	(void)opset;
-	if (p->n_input < 2 || p->n_input > 3 || p->n_output != 1)
-		return snprintf(why, n, "expects 2 or 3 inputs and one output"), 0;
-	if (ep_attr_unknown(p, known, why, n) || !ep_window_supports(p, why, n))
-		return 0;
-	if (ep_attr_int(p, "group", 1) < 1)
-		return snprintf(why, n, "group < 1"), 0;
-	return cu_need_float(p, dt, n_in, 0, -1, 0, why, n);
+	return ep_conv_node_ok(p, why, n) && cu_need_float(p, dt, n_in, 0, -1, 0, why, n);
 }
 
 static int conv_prepare(cu_node *nd, char *err, size_t n)

@@ -12,18 +12,8 @@
 static int pool_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
 			 char *why, size_t n)
 {
-	static const char *const known[] = {"auto_pad", "ceil_mode", "count_include_pad", "dilations",
-					    "kernel_shape", "pads", "storage_order", "strides", NULL};
-	const int64_t *ks;
-
 	(void)opset;
-	if (p->n_input != 1 || ep_n_outputs(p) != 1 || !p->output[0][0])
-		return snprintf(why, n, "expects one input and only the Y output"), 0;
-	if (ep_attr_unknown(p, known, why, n) || !ep_window_supports(p, why, n))
-		return 0;
-	if (ep_attr_ints(p, "kernel_shape", &ks) < 1)
-		return snprintf(why, n, "kernel_shape is required"), 0;
-	return cu_need_float(p, dt, n_in, 0, -1, 1, why, n);
+	return ep_pool_node_ok(p, why, n) && cu_need_float(p, dt, n_in, 0, -1, 1, why, n);
 }
 
 static int pool_run(cu_ctx *c)

@@ -320,6 +320,35 @@ int ep_window_supports(const Onnx__NodeProto *p, char *why, size_t n)
 	return 1;
 }
 
+int ep_conv_node_ok(const Onnx__NodeProto *p, char *why, size_t n)
+{
+	static const char *const known[] = {"auto_pad", "dilations", "group", "kernel_shape", "pads",
+					    "strides", NULL};
+
+	if (p->n_input < 2 || p->n_input > 3 || p->n_output != 1)
+		return snprintf(why, n, "expects 2 or 3 inputs and one output"), 0;
+	if (ep_attr_unknown(p, known, why, n) || !ep_window_supports(p, why, n))
+		return 0;
+	if (ep_attr_int(p, "group", 1) < 1)
+		return snprintf(why, n, "group < 1"), 0;
+	return 1;
+}
+
+int ep_pool_node_ok(const Onnx__NodeProto *p, char *why, size_t n)
+{
+	static const char *const known[] = {"auto_pad", "ceil_mode", "count_include_pad", "dilations",
+					    "kernel_shape", "pads", "storage_order", "strides", NULL};
+	const int64_t *ks;
+
+	if (p->n_input != 1 || ep_n_outputs(p) != 1 || !p->output[0][0])
+		return snprintf(why, n, "expects one input and only the Y output"), 0;
+	if (ep_attr_unknown(p, known, why, n) || !ep_window_supports(p, why, n))
+		return 0;
+	if (ep_attr_ints(p, "kernel_shape", &ks) < 1)
+		return snprintf(why, n, "kernel_shape is required"), 0;
+	return 1;
+}
+
 static int64_t attr_at(const Onnx__NodeProto *p, const char *name, int i, int64_t dflt)
 {
 	const int64_t *v;

@@ -81,6 +81,11 @@ typedef struct ep_window {
 
 /* What the capability query can check of a windowed op's attributes. */
 int ep_window_supports(const Onnx__NodeProto *p, char *why, size_t n);
+/* The node checks of Conv (inputs, outputs, attributes, group) and of
+ * MaxPool/AveragePool (one input, only the Y output, attributes, a
+ * kernel_shape) that need no dtype: 1, or 0 with the reason. */
+int ep_conv_node_ok(const Onnx__NodeProto *p, char *why, size_t n);
+int ep_pool_node_ok(const Onnx__NodeProto *p, char *why, size_t n);
 /* The geometry of X (N, C, 1 to 3 spatial dims) with kernel dims kern;
  * the spatial rank in *nsp. */
 int ep_window_geometry(const Onnx__NodeProto *p, int rank, const int64_t *dims,

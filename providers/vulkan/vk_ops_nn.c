@@ -57,17 +57,8 @@ static int geometry(vk_ctx *c, const vk_val *x, const int64_t *kern, win *g)
 static int conv_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
 			 char *why, size_t n)
 {
-	static const char *const known[] = {"auto_pad", "dilations", "group", "kernel_shape", "pads",
-					    "strides", NULL};
-
 	(void)opset;
-	if (p->n_input < 2 || p->n_input > 3 || p->n_output != 1)
-		return snprintf(why, n, "expects 2 or 3 inputs and one output"), 0;
-	if (ep_attr_unknown(p, known, why, n) || !ep_window_supports(p, why, n))
-		return 0;
-	if (ep_attr_int(p, "group", 1) < 1)
-		return snprintf(why, n, "group < 1"), 0;
-	return vk_need_float(p, dt, n_in, 0, -1, why, n);
+	return ep_conv_node_ok(p, why, n) && vk_need_float(p, dt, n_in, 0, -1, why, n);
 }
 
 /* The tiled implicit GEMM (conv.comp) wins on GPUs once its 32x32 tiles
@@ -224,18 +215,8 @@ static int conv_plan(vk_ctx *c)
 static int pool_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
 			 char *why, size_t n)
 {
-	static const char *const known[] = {"auto_pad", "ceil_mode", "count_include_pad", "dilations",
-					    "kernel_shape", "pads", "storage_order", "strides", NULL};
-	const int64_t *ks;
-
 	(void)opset;
-	if (p->n_input != 1 || ep_n_outputs(p) != 1 || !p->output[0][0])
-		return snprintf(why, n, "expects one input and only the Y output"), 0;
-	if (ep_attr_unknown(p, known, why, n) || !ep_window_supports(p, why, n))
-		return 0;
-	if (ep_attr_ints(p, "kernel_shape", &ks) < 1)
-		return snprintf(why, n, "kernel_shape is required"), 0;
-	return vk_need_float(p, dt, n_in, 0, -1, why, n);
+	return ep_pool_node_ok(p, why, n) && vk_need_float(p, dt, n_in, 0, -1, why, n);
 }
 
 static int pool_plan(vk_ctx *c)
