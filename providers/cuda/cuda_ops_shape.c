@@ -24,20 +24,7 @@ static int is_int(int32_t dt)
 static int view_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
 			 char *why, size_t n)
 {
-	static const char *const reshape[] = {"allowzero", NULL}, *const flatten[] = {"axis", NULL};
-	static const char *const axes[] = {"axes", NULL}, *const none[] = {NULL};
-	const char *t = p->op_type;
-	int two = !strcmp(t, "Reshape") || (opset >= 13 && !strcmp(t, "Unsqueeze"));
-	int maybe = opset >= 13 && !strcmp(t, "Squeeze");
-	const char *const *known = !strcmp(t, "Reshape") ? reshape : !strcmp(t, "Flatten") ? flatten
-				   : (!strcmp(t, "Squeeze") || !strcmp(t, "Unsqueeze")) ? axes : none;
-
-	if (p->n_input < 1 || !p->input[0][0] || p->n_output != 1 ||
-	    ((int)p->n_input != 1 + two && !(maybe && p->n_input == 2)))
-		return snprintf(why, n, "unexpected inputs or outputs"), 0;
-	if (two && !p->input[1][0])
-		return snprintf(why, n, "input 1 is required"), 0;
-	if (ep_attr_unknown(p, known, why, n) || !cu_need_float(p, dt, n_in, 0, 1, 1, why, n))
+	if (!ep_view_node_ok(p, opset, why, n) || !cu_need_float(p, dt, n_in, 0, 1, 1, why, n))
 		return 0;
 	if (p->n_input == 2 && p->input[1][0] && dt[1] != CU_INT64)
 		return snprintf(why, n, "input 1 is not int64"), 0;

@@ -124,6 +124,24 @@ int ep_broadcast(int ra, const int64_t *a, int rb, const int64_t *b, int *ro, in
 
 /* ---- view ops ---------------------------------------------------------------- */
 
+int ep_view_node_ok(const Onnx__NodeProto *p, int64_t opset, char *why, size_t n)
+{
+	static const char *const reshape[] = {"allowzero", NULL}, *const flatten[] = {"axis", NULL};
+	static const char *const axes[] = {"axes", NULL}, *const none[] = {NULL};
+	const char *t = p->op_type;
+	int two = !strcmp(t, "Reshape") || (opset >= 13 && !strcmp(t, "Unsqueeze"));
+	int maybe = opset >= 13 && !strcmp(t, "Squeeze");
+	const char *const *known = !strcmp(t, "Reshape") ? reshape : !strcmp(t, "Flatten") ? flatten
+				   : (!strcmp(t, "Squeeze") || !strcmp(t, "Unsqueeze")) ? axes : none;
+
+	if (p->n_input < 1 || !p->input[0][0] || p->n_output != 1 ||
+	    ((int)p->n_input != 1 + two && !(maybe && p->n_input == 2)))
+		return snprintf(why, n, "unexpected inputs or outputs"), 0;
+	if (two && !p->input[1][0])
+		return snprintf(why, n, "input 1 is required"), 0;
+	return !ep_attr_unknown(p, known, why, n);
+}
+
 int ep_reshape_dims(int rank, const int64_t *dims, int64_t numel, const int64_t *s, int r,
 		    int allowzero, int64_t *od, char *err, size_t n)
 {
@@ -421,6 +439,18 @@ int ep_window_geometry(const Onnx__NodeProto *p, int rank, const int64_t *dims,
 }
 
 /* ---- Reduce ops --------------------------------------------------------------- */
+
+int ep_reduce_node_ok(const Onnx__NodeProto *p, int64_t opset, int64_t since, char *why,
+		      size_t n)
+{
+	static const char *const old[] = {"axes", "keepdims", NULL};
+	static const char *const cur[] = {"keepdims", "noop_with_empty_axes", NULL};
+	int as_input = opset >= since;
+
+	if (p->n_input < 1 || (int)p->n_input > 1 + as_input || p->n_output != 1)
+		return snprintf(why, n, "unexpected inputs or outputs"), 0;
+	return !ep_attr_unknown(p, as_input ? cur : old, why, n);
+}
 
 int ep_reduce_axes(const Onnx__NodeProto *p, int64_t opset, int64_t since, const int64_t *ax,
 		   int cnt, int rank, int *red, char *err, size_t n)

@@ -43,6 +43,9 @@ int ep_broadcast(int ra, const int64_t *a, int rb, const int64_t *b, int *ro, in
 
 /* ---- view ops: output dims of X (rank, dims, numel) ------------------------- */
 
+/* The node checks of Reshape, Flatten, Squeeze, Unsqueeze and Identity
+ * that need no dtype (inputs, outputs, attributes): 1, or 0 with the reason. */
+int ep_view_node_ok(const Onnx__NodeProto *p, int64_t opset, char *why, size_t n);
 /* Reshape to the r values of shape s (r < 0: the shape is missing). */
 int ep_reshape_dims(int rank, const int64_t *dims, int64_t numel, const int64_t *s, int r,
 		    int allowzero, int64_t *od, char *err, size_t n);
@@ -97,8 +100,11 @@ int ep_window_geometry(const Onnx__NodeProto *p, int rank, const int64_t *dims,
  * Marks the reduced dims of a rank-`rank` input in red[]: the axes come
  * from the attribute when opset < since, else the cnt values in ax (cnt < 0:
  * no axes input).  Returns 1 when the op is a no-op (no axes and
- * noop_with_empty_axes), 0, or an EP_E_* code.
+ * noop_with_empty_axes), 0, or an EP_E_* code.  ep_reduce_node_ok: the
+ * node checks that need no dtype (inputs, outputs, attributes).
  */
+int ep_reduce_node_ok(const Onnx__NodeProto *p, int64_t opset, int64_t since, char *why,
+		      size_t n);
 int ep_reduce_axes(const Onnx__NodeProto *p, int64_t opset, int64_t since, const int64_t *ax,
 		   int cnt, int rank, int *red, char *err, size_t n);
 

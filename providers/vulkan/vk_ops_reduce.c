@@ -30,13 +30,8 @@ static int64_t axes_input_since(const char *t)
 static int reduce_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
 			   char *why, size_t n)
 {
-	static const char *const old[] = {"axes", "keepdims", NULL};
-	static const char *const cur[] = {"keepdims", "noop_with_empty_axes", NULL};
-	int as_input = opset >= axes_input_since(p->op_type);
-
-	if (p->n_input < 1 || (int)p->n_input > 1 + as_input || p->n_output != 1)
-		return snprintf(why, n, "unexpected inputs or outputs"), 0;
-	if (ep_attr_unknown(p, as_input ? cur : old, why, n) || !vk_need_float(p, dt, n_in, 0, 1, why, n))
+	if (!ep_reduce_node_ok(p, opset, axes_input_since(p->op_type), why, n) ||
+	    !vk_need_float(p, dt, n_in, 0, 1, why, n))
 		return 0;
 	if (p->n_input == 2 && p->input[1][0] && dt[1] != VK_INT64)
 		return snprintf(why, n, "axes are not int64"), 0;
