@@ -93,35 +93,15 @@ static int softmax_run(cu_ctx *c)
 static int ln_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
 		       char *why, size_t n)
 {
-	static const char *const known[] = {"axis", "epsilon", "stash_type", NULL};
-
 	(void)opset;
-	if (p->n_input < 2 || p->n_input > 3 || p->n_output < 1 || p->n_output > 3 ||
-	    !p->output[0][0])
-		return snprintf(why, n, "expects X, Scale, optional B and the Y output"), 0;
-	if (ep_attr_unknown(p, known, why, n))
+	if (!ep_layernorm_node_ok(p, n_in > 0 ? dt[0] : 0, why, n))
 		return 0;
-	if (ep_attr_int(p, "stash_type", 1) != 1)
-		return snprintf(why, n, "stash_type other than float32"), 0;
-	if (n_in > 0 && dt[0] == CU_FLOAT16 && ep_n_outputs(p) > 1)
-		return snprintf(why, n, "float16 with Mean or InvStdDev outputs"), 0;
 	return cu_need_float(p, dt, n_in, 0, -1, 1, why, n);
 }
 
-/* 1 when s broadcasts over the normalised dims x->dims[a..] as a suffix
- * (leading 1s aside), so that element j of a row uses s[j % numel]. */
 static int suffix_of(const cu_val *s, const cu_val *x, int a)
 {
-	int r = s->rank, lead = 0;
-
-	while (lead < r && s->dims[lead] == 1)
-		lead++;
-	if (r - lead > x->rank - a)
-		return s->numel == 1;
-	for (int i = lead; i < r; i++)
-		if (s->dims[i] != x->dims[x->rank - (r - i)])
-			return 0;
-	return 1;
+	return ep_suffix_broadcasts(s->rank, s->dims, x->rank, x->dims, a);
 }
 
 /* The optional Mean (1) and InvStdDev (2) outputs: float32, [rows..., 1...]. */

@@ -473,3 +473,38 @@ int ep_reduce_axes(const Onnx__NodeProto *p, int64_t opset, int64_t since, const
 	}
 	return 0;
 }
+
+/* ---- LayerNormalization ------------------------------------------------------ */
+
+int ep_layernorm_node_ok(const Onnx__NodeProto *p, int32_t x_dtype, char *why, size_t n)
+{
+	static const char *const known[] = {"axis", "epsilon", "stash_type", NULL};
+
+	if (p->n_input < 2 || p->n_input > 3 || p->n_output < 1 || p->n_output > 3 ||
+	    !p->output[0][0])
+		return snprintf(why, n, "expects X, Scale, optional B and the Y output"), 0;
+	if (ep_attr_unknown(p, known, why, n))
+		return 0;
+	if (ep_attr_int(p, "stash_type", 1) != 1)
+		return snprintf(why, n, "stash_type other than float32"), 0;
+	if (x_dtype == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16 && ep_n_outputs(p) > 1)
+		return snprintf(why, n, "float16 with the Mean/InvStdDev outputs"), 0;
+	return 1;
+}
+
+int ep_suffix_broadcasts(int sr, const int64_t *s, int xr, const int64_t *x, int a)
+{
+	int lead = 0;
+	int64_t numel = 1;
+
+	for (int i = 0; i < sr; i++)
+		numel *= s[i];
+	while (lead < sr && s[lead] == 1)
+		lead++;
+	if (sr - lead > xr - a)
+		return numel == 1;
+	for (int i = lead; i < sr; i++)
+		if (s[i] != x[xr - (sr - i)])
+			return 0;
+	return 1;
+}

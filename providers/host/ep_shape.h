@@ -94,6 +94,18 @@ int ep_pool_node_ok(const Onnx__NodeProto *p, char *why, size_t n);
 int ep_window_geometry(const Onnx__NodeProto *p, int rank, const int64_t *dims,
 		       const int64_t *kern, ep_window *g, int *nsp, char *err, size_t n);
 
+/* ---- LayerNormalization ------------------------------------------------------ */
+
+/* The node checks of LayerNormalization that need no kernel (inputs,
+ * outputs, attributes; float16 X only without the Mean/InvStdDev outputs,
+ * which are float32 whatever X is; x_dtype 0 when unknown): 1, or 0 with
+ * the reason. */
+int ep_layernorm_node_ok(const Onnx__NodeProto *p, int32_t x_dtype, char *why, size_t n);
+/* 1 when a tensor of dims s[0..sr) broadcasts over x's normalised dims
+ * x[a..xr) as a suffix (leading 1s aside), so that element j of a row uses
+ * element j % numel(s). */
+int ep_suffix_broadcasts(int sr, const int64_t *s, int xr, const int64_t *x, int a);
+
 /* ---- Reduce ops --------------------------------------------------------------- */
 
 /*
