@@ -231,6 +231,8 @@ static const ccase conv_cases[] = {
 	{1, 300, 4, 4, 70, 1, 3, 3, 1, 1, 1},      /* K 2700; Winograd (3x3 s1) */
 	{2, 8, 7, 9, 16, 1, 3, 3, 1, 0, 1},        /* Winograd, odd 5x7 output, no pad */
 	{1, 24, 6, 5, 33, 1, 3, 3, 1, 2, 1},       /* Winograd, pad 2, ragged M */
+	{1, 16, 41, 39, 24, 1, 3, 3, 1, 1, 1},     /* Winograd in bands, ragged last band */
+	{1, 64, 30, 30, 64, 1, 3, 3, 1, 1, 1},     /* Winograd in bands of two tile rows */
 };
 
 static void test_conv_forms(void **state)

@@ -5,7 +5,8 @@
  * ragged edges (M, N, K of 1, primes, just under and over the tile and
  * block sizes), transposed operands, padded strides, alpha/beta (beta 0
  * with NaN in C), bias per row and per column, Relu and Clip, and the
- * per-block callback.  The tolerance scales with K and with the size of
+ * per-block callback; batches of products (1 to 16 items, whole or
+ * split over the threads, with the caller's scratch or not).  The tolerance scales with K and with the size of
  * the terms summed.  Then the error paths: a packed B that is corrupt,
  * truncated, for another shape, version or ISA; bad arguments; the thread
  * pool's task accounting and its busy fallback.
@@ -83,6 +84,49 @@ static void count_post(void *ctx, float *c, int64_t ldc, int64_t row0, int64_t r
 					   __ATOMIC_RELAXED);
 }
 
+/* C against the double-precision product of shape s (C0: C before). */
+static void check_c(const shape *s, const float *A, int64_t lda, const float *B, int64_t ldb,
+		    const float *bias, const float *C0, const float *C, int64_t ldc,
+		    const char *what, int path)
+{
+	for (int64_t i = 0; i < s->M; i++)
+		for (int64_t j = 0; j < ldc; j++) {
+			float got = C[i * ldc + j], c0 = C0[i * ldc + j];
+			double ref = 0.0, mag = 0.0, tol;
+			if (j >= s->N) {   /* padding untouched */
+				assert_memory_equal(&got, &c0, sizeof(float));
+				continue;
+			}
+			for (int64_t k = 0; k < s->K; k++) {
+				double a = s->transA ? A[k * lda + i] : A[i * lda + k];
+				double b = s->transB ? B[j * ldb + k] : B[k * ldb + j];
+				ref += a * b;
+				mag += fabs(a * b);
+			}
+			ref *= s->alpha;
+			mag *= fabs(s->alpha);
+			if (s->beta != 0.0f) {
+				ref += (double)s->beta * c0;
+				mag += fabs((double)s->beta * c0);
+			}
+			if (s->bias != GEMM_BIAS_NONE) {
+				double b = bias[s->bias == GEMM_BIAS_COL ? j : i];
+				ref += b;
+				mag += fabs(b);
+			}
+			if (s->act == GEMM_ACT_RELU)
+				ref = ref < 0.0 ? 0.0 : ref;
+			else if (s->act == GEMM_ACT_CLIP)
+				ref = ref < -0.5 ? -0.5 : ref > 0.75 ? 0.75 : ref;
+			tol = 2.0 * FLT_EPSILON * (double)(s->K + 3) * mag + 1e-30;
+			if (!(fabs(got - ref) <= tol))
+				fail_msg("%s path %d M %ld N %ld K %ld tA %d tB %d C[%ld][%ld] "
+					 "= %.9g, want %.9g (tol %.3g)", what, path, (long)s->M,
+					 (long)s->N, (long)s->K, s->transA, s->transB, (long)i,
+					 (long)j, got, ref, tol);
+		}
+}
+
 /* Runs one shape on one ISA through both entry points and checks C. */
 static void check_shape(const shape *s, gemm_isa isa, gemm_pool *pool, int use_post)
 {
@@ -126,45 +170,12 @@ static void check_shape(const shape *s, gemm_isa isa, gemm_pool *pool, int use_p
 		else
 			assert_int_equal(gemm_sgemm(pool, isa, s->transA, s->transB, s->M, s->N,
 						    s->K, A, lda, B, ldb, &ep, C, ldc), 0);
-		for (int64_t i = 0; i < s->M; i++)
-			for (int64_t j = 0; j < ldc; j++) {
-				float got = C[i * ldc + j], c0 = C0[i * ldc + j];
-				double ref = 0.0, mag = 0.0, tol;
-				if (j >= s->N) {   /* padding untouched */
-					assert_memory_equal(&got, &c0, sizeof(float));
-					continue;
-				}
-				for (int64_t k = 0; k < s->K; k++) {
-					double a = s->transA ? A[k * lda + i] : A[i * lda + k];
-					double b = s->transB ? B[j * ldb + k] : B[k * ldb + j];
-					ref += a * b;
-					mag += fabs(a * b);
-				}
-				ref *= s->alpha;
-				mag *= fabs(s->alpha);
-				if (s->beta != 0.0f) {
-					ref += (double)s->beta * c0;
-					mag += fabs((double)s->beta * c0);
-				}
-				if (s->bias != GEMM_BIAS_NONE) {
-					double b = bias[s->bias == GEMM_BIAS_COL ? j : i];
-					ref += b;
-					mag += fabs(b);
-				}
-				if (s->act == GEMM_ACT_RELU)
-					ref = ref < 0.0 ? 0.0 : ref;
-				else if (s->act == GEMM_ACT_CLIP)
-					ref = ref < -0.5 ? -0.5 : ref > 0.75 ? 0.75 : ref;
-				tol = 2.0 * FLT_EPSILON * (double)(s->K + 3) * mag + 1e-30;
-				if (!(fabs(got - ref) <= tol))
-					fail_msg("%s path %d M %ld N %ld K %ld tA %d tB %d C[%ld][%ld] "
-						 "= %.9g, want %.9g (tol %.3g)", gemm_isa_name(isa), path,
-						 (long)s->M, (long)s->N, (long)s->K, s->transA,
-						 s->transB, (long)i, (long)j, got, ref, tol);
-				if (use_post && pc.seen[i * ldc + j] != 1)
+		check_c(s, A, lda, B, ldb, bias, C0, C, ldc, gemm_isa_name(isa), path);
+		for (int64_t i = 0; use_post && i < s->M; i++)
+			for (int64_t j = 0; j < s->N; j++)
+				if (pc.seen[i * ldc + j] != 1)
 					fail_msg("post saw C[%ld][%ld] %d times", (long)i, (long)j,
 						 pc.seen[i * ldc + j]);
-			}
 	}
 	free(pc.seen);
 	free(packed);
@@ -211,6 +222,120 @@ static void random_shapes_on(gemm_isa isa, int threads, int count)
 		check_shape(&s, isa, pool, i % 4 == 0);
 	}
 	gemm_pool_destroy(pool);
+}
+
+/* gemm_compute_batch and gemm_sgemm_batch: `count` items of one shape,
+ * each with its own A, B and C (C rows padded), on a pool of `threads`
+ * (0: none), with the caller's scratch or none; every item against the
+ * double-precision product. */
+static void check_batch(const shape *s, int64_t count, int threads, int given_scratch)
+{
+	int64_t lda = (s->transA ? s->M : s->K) + s->pad, ldb = (s->transB ? s->K : s->N) + s->pad;
+	int64_t ldc = s->N + s->pad, arows = s->transA ? s->K : s->M;
+	int64_t brows = s->transB ? s->N : s->K, asz = arows * lda, bsz = brows * ldb;
+	int64_t csz = s->M * ldc;
+	size_t psize = gemm_pack_b_size(GEMM_ISA_AUTO, s->K, s->N), pstride = (psize + 63) / 64 * 64;
+	float *A = rand_buf((size_t)(count * asz + 1)), *B = rand_buf((size_t)(count * bsz + 1));
+	float *C0 = rand_buf((size_t)(count * csz + 1)), *C = malloc((size_t)(count * csz + 1) * 4);
+	float *bias = rand_buf((size_t)(s->M > s->N ? s->M : s->N) + 1);
+	char *packed = aligned_alloc(64, pstride * (size_t)count);
+	const float **pa = malloc(sizeof(*pa) * (size_t)count), **pb = malloc(sizeof(*pb) * (size_t)count);
+	const void **pp = malloc(sizeof(*pp) * (size_t)count);
+	float **pc = malloc(sizeof(*pc) * (size_t)count);
+	size_t sbytes = gemm_compute_batch_scratch(s->M, s->K, lda, s->transA);
+	void *scratch = given_scratch && sbytes ? aligned_alloc(64, (sbytes + 63) / 64 * 64) : NULL;
+	gemm_batch b = {count, pa, pb, pp, pc, scratch};
+	gemm_epilogue ep = GEMM_EPILOGUE_INIT;
+	gemm_pool *pool = NULL;
+	char what[64];
+
+	assert_true(C && packed && pa && pb && pp && pc);
+	if (threads > 0)
+		assert_int_equal(gemm_pool_create(threads, &pool), 0);
+	ep.alpha = s->alpha;
+	ep.beta = s->beta;
+	ep.bias = bias;
+	ep.bias_kind = s->bias;
+	ep.act = s->act;
+	ep.clip_min = -0.5f;
+	ep.clip_max = 0.75f;
+	for (int64_t i = 0; i < count; i++) {
+		pa[i] = A + i * asz;
+		pb[i] = B + i * bsz;
+		pc[i] = C + i * csz;
+		pp[i] = packed + (size_t)i * pstride;
+		assert_int_equal(gemm_pack_b(GEMM_ISA_AUTO, pb[i], ldb, s->transB, s->K, s->N,
+					     packed + (size_t)i * pstride, psize), 0);
+	}
+	if (s->beta == 0.0f)
+		for (int64_t i = 0; i < count * csz; i++)
+			C0[i] = NAN;
+	for (int path = 0; path < 2; path++) {
+		memcpy(C, C0, (size_t)(count * csz) * sizeof(float));
+		if (path == 0)
+			assert_int_equal(gemm_compute_batch(pool, s->M, s->N, s->K, lda, s->transA,
+							    &ep, ldc, &b), 0);
+		else
+			assert_int_equal(gemm_sgemm_batch(pool, GEMM_ISA_AUTO, s->transA, s->transB,
+							  s->M, s->N, s->K, lda, ldb, &ep, ldc, &b),
+					 0);
+		for (int64_t i = 0; i < count; i++) {
+			snprintf(what, sizeof(what), "batch of %ld, item %ld, %d threads",
+				 (long)count, (long)i, threads);
+			check_c(s, pa[i], lda, pb[i], ldb, bias, C0 + i * csz, pc[i], ldc, what, path);
+		}
+	}
+	gemm_pool_destroy(pool);
+	free(scratch);
+	free(pc);
+	free(pp);
+	free(pb);
+	free(pa);
+	free(packed);
+	free(bias);
+	free(C);
+	free(C0);
+	free(B);
+	free(A);
+}
+
+static void test_batch(void **state)
+{
+	static const int64_t counts[] = {1, 2, 3, 4, 5, 16};
+
+	(void)state;
+	for (int i = 0; i < 120; i++) {
+		shape s = random_shape();
+		check_batch(&s, pick(counts, sizeof(counts) / sizeof(counts[0])), i % 4,
+			    i % 3 == 0);
+	}
+}
+
+static void test_batch_args(void **state)
+{
+	float a[4] = {1, 2, 3, 4}, c[4];
+	const float *pa[1] = {a}, *pnull[1] = {NULL};
+	float *pc[1] = {c};
+	size_t psize = gemm_pack_b_size(GEMM_ISA_AUTO, 2, 2);
+	void *packed = aligned_alloc(64, (psize + 63) / 64 * 64);
+	const void *pp[1] = {packed};
+	gemm_batch ok = {1, pa, pa, pp, pc, NULL}, no_a = {1, pnull, pa, pp, pc, NULL};
+	gemm_batch no_packed = {1, pa, pa, NULL, pc, NULL}, neg = {-1, pa, pa, pp, pc, NULL};
+	gemm_epilogue post = GEMM_EPILOGUE_INIT;
+
+	(void)state;
+	assert_int_equal(gemm_pack_b(GEMM_ISA_AUTO, a, 2, 0, 2, 2, packed, psize), 0);
+	post.post = count_post;
+	assert_int_equal(gemm_compute_batch(NULL, 2, 2, 2, 2, 0, NULL, 2, &ok), 0);
+	assert_int_equal(gemm_compute_batch(NULL, 2, 2, 2, 2, 0, NULL, 2, &no_a), -EINVAL);
+	assert_int_equal(gemm_compute_batch(NULL, 2, 2, 2, 2, 0, NULL, 2, &no_packed), -EINVAL);
+	assert_int_equal(gemm_compute_batch(NULL, 2, 2, 2, 2, 0, NULL, 2, &neg), -EINVAL);
+	assert_int_equal(gemm_compute_batch(NULL, 2, 2, 2, 2, 0, &post, 2, &ok), -EINVAL);
+	assert_int_equal(gemm_compute_batch(NULL, 2, 3, 2, 2, 0, NULL, 3, &ok), -EINVAL); /* N */
+	assert_int_equal(gemm_sgemm_batch(NULL, GEMM_ISA_AUTO, 0, 0, 2, 2, 2, 2, 1, NULL, 2, &ok),
+			 -EINVAL);   /* ldb < N */
+	assert_int_equal(gemm_compute_batch(NULL, 2, 2, 2, 2, 0, NULL, 2, NULL), -EINVAL);
+	free(packed);
 }
 
 static void test_scalar(void **state)
@@ -494,6 +619,8 @@ int main(void)
 		cmocka_unit_test(test_pool_tasks),
 		cmocka_unit_test(test_pool_sleep),
 		cmocka_unit_test(test_pool_busy),
+		cmocka_unit_test(test_batch),
+		cmocka_unit_test(test_batch_args),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

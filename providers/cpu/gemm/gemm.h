@@ -129,4 +129,32 @@ int gemm_sgemm_packer(gemm_pool *pool, gemm_isa isa, int transA, int64_t M, int6
 		      int64_t K, const float *A, int64_t lda, gemm_pack_fn *fn, void *fn_ctx,
 		      const gemm_epilogue *ep, float *C, int64_t ldc);
 
+/* A batch of independent products of one shape (batched MatMul, the 16
+ * products of a Winograd convolution): item i multiplies A[i] by B[i]
+ * (gemm_sgemm_batch) or by the packed packed[i] (gemm_compute_batch, all
+ * packed for the same ISA) into C[i], with the same strides and
+ * epilogue (whose post must be NULL).  One job on the pool: items go to
+ * the threads whole when there are enough of them, so no product is cut
+ * into thin slices and the pool is woken once, not once per item. */
+typedef struct gemm_batch {
+	int64_t count;
+	const float *const *A;
+	const float *const *B;
+	const void *const *packed;
+	float *const *C;
+	/* gemm_compute_batch without a pool (or inside a task of the pool's
+	 * running job): the scratch to use, 64-byte aligned, of
+	 * gemm_compute_batch_scratch bytes; NULL: allocated for the call. */
+	void *scratch;
+} gemm_batch;
+
+/* The scratch gemm_compute_batch needs without a pool (0 for none). */
+size_t gemm_compute_batch_scratch(int64_t M, int64_t K, int64_t lda, int transA);
+
+int gemm_compute_batch(gemm_pool *pool, int64_t M, int64_t N, int64_t K, int64_t lda,
+		       int transA, const gemm_epilogue *ep, int64_t ldc, const gemm_batch *b);
+int gemm_sgemm_batch(gemm_pool *pool, gemm_isa isa, int transA, int transB, int64_t M,
+		     int64_t N, int64_t K, int64_t lda, int64_t ldb, const gemm_epilogue *ep,
+		     int64_t ldc, const gemm_batch *b);
+
 #endif

@@ -17,6 +17,8 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "conv_impl.h"
@@ -112,77 +114,95 @@ int conv_wino_prepare(cpu_node *node, conv_state *st, char *err, size_t n)
 	return 0;
 }
 
-/* V[xi][c][t] = (B^T d B)[xi] for every tile t of channel c, B^T =
- * [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1].  Per channel and tile row the
- * vertical step combines four zero-padded input rows over the whole
- * width (rows r[0..3], wp floats each, from buf), then the horizontal
- * step writes each xi's tiles contiguously. */
+/* V[xi][c][t] = (B^T d B)[xi] for tile rows [ty0, ty1) (tile t counted
+ * from the first of them) of channels [c0, c1), B^T =
+ * [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1].  Per channel and tile row:
+ * the four zero-padded input rows the tiles cover (wp = 2 tw + 2 floats
+ * each) are split into their even and odd columns, e[i][j] = d[i][2j] and
+ * o[i][j] = d[i][2j+1]; the vertical step combines the rows, and the
+ * horizontal step is then contiguous: tile tx's four columns are
+ * e[tx], o[tx], e[tx+1], o[tx+1].  Every loop is unit-stride (or the one
+ * even/odd split), so they vectorise. */
 CPU_MULTIVERSION
 static void input_transform(const float *x, int64_t c0, int64_t c1, int64_t C,
-			    const cpu_geom *g, int64_t th, int64_t tw, float *buf, float *V)
+			    const cpu_geom *g, int64_t ty0, int64_t ty1, int64_t tw, float *buf,
+			    float *V)
 {
-	int64_t IH = g->in[1], IW = g->in[2], T = th * tw, wp = 2 * tw + 2, pl = g->pb[2];
-	float *d = buf, *r = buf + 4 * wp;
+	int64_t IH = g->in[1], IW = g->in[2], T = (ty1 - ty0) * tw, wp = 2 * tw + 2;
+	int64_t pl = g->pb[2];
+	int64_t hw = tw + 1;
+	float *d = buf, *e = buf + wp, *o = e + 4 * hw, *re = o + 4 * hw, *ro = re + 4 * hw;
 
 	for (int64_t c = c0; c < c1; c++) {
 		const float *xc = x + c * IH * IW;
 
-		for (int64_t ty = 0; ty < th; ty++) {
+		for (int64_t ty = ty0; ty < ty1; ty++) {
 			int64_t y0 = 2 * ty - g->pb[1];
-			float *v = V + c * T + ty * tw;
+			float *v = V + c * T + (ty - ty0) * tw;
 
 			for (int i = 0; i < 4; i++) {
-				float *di = d + i * wp;
+				float *restrict ei = e + i * hw, *restrict oi = o + i * hw;
 				int64_t yy = y0 + i, lo = pl < wp ? pl : wp;
 				int64_t hi = pl + IW < wp ? pl + IW : wp;
 
 				if (yy < 0 || yy >= IH || hi <= lo) {
-					memset(di, 0, sizeof(float) * (size_t)wp);
+					memset(ei, 0, sizeof(float) * (size_t)hw);
+					memset(oi, 0, sizeof(float) * (size_t)hw);
 					continue;
 				}
-				memset(di, 0, sizeof(float) * (size_t)lo);
-				memcpy(di + lo, xc + yy * IW + (lo - pl), sizeof(float) * (size_t)(hi - lo));
+				memset(d, 0, sizeof(float) * (size_t)lo);
+				memcpy(d + lo, xc + yy * IW + (lo - pl), sizeof(float) * (size_t)(hi - lo));
 				if (hi < wp)
-					memset(di + hi, 0, sizeof(float) * (size_t)(wp - hi));
+					memset(d + hi, 0, sizeof(float) * (size_t)(wp - hi));
+				for (int64_t j = 0; j < hw; j++) {
+					ei[j] = d[2 * j];
+					oi[j] = d[2 * j + 1];
+				}
 			}
-			for (int64_t k = 0; k < wp; k++) {
-				r[k] = d[k] - d[2 * wp + k];
-				r[wp + k] = d[wp + k] + d[2 * wp + k];
-				r[2 * wp + k] = d[2 * wp + k] - d[wp + k];
-				r[3 * wp + k] = d[wp + k] - d[3 * wp + k];
+			for (int h = 0; h < 2; h++) {
+				const float *restrict s = h ? o : e;
+				float *restrict r = h ? ro : re;
+
+				for (int64_t k = 0; k < hw; k++) {
+					r[k] = s[k] - s[2 * hw + k];
+					r[hw + k] = s[hw + k] + s[2 * hw + k];
+					r[2 * hw + k] = s[2 * hw + k] - s[hw + k];
+					r[3 * hw + k] = s[hw + k] - s[3 * hw + k];
+				}
 			}
 			for (int i = 0; i < 4; i++) {
-				const float *ri = r + i * wp;
-				float *v0 = v + (4 * i) * C * T, *v1 = v0 + C * T;
-				float *v2 = v1 + C * T, *v3 = v2 + C * T;
+				const float *restrict ei = re + i * hw, *restrict oi = ro + i * hw;
+				float *restrict v0 = v + (4 * i) * C * T, *restrict v1 = v0 + C * T;
+				float *restrict v2 = v1 + C * T, *restrict v3 = v2 + C * T;
 
 				for (int64_t tx = 0; tx < tw; tx++) {
-					const float *q = ri + 2 * tx;
-					v0[tx] = q[0] - q[2];
-					v1[tx] = q[1] + q[2];
-					v2[tx] = q[2] - q[1];
-					v3[tx] = q[1] - q[3];
+					v0[tx] = ei[tx] - ei[tx + 1];
+					v1[tx] = oi[tx] + ei[tx + 1];
+					v2[tx] = ei[tx + 1] - oi[tx];
+					v3[tx] = oi[tx] - oi[tx + 1];
 				}
 			}
 		}
 	}
 }
 
-/* y = A^T M A per tile and output channel (A^T = [1 1 1 0; 0 1 -1 -1]),
+/* y = A^T M A per tile and output channel (A^T = [1 1 1 0; 0 1 -1 -1])
+ * for tiles [t0, t1) of the image, whose products Mb holds from tile
+ * `base` on (T tiles per M_xi),
  * cropped to the output, plus bias and residual, then Relu.  The sums run
  * over the channels of a tile (contiguous in M_xi, so they vectorise)
  * into o with the bias added, then scatter to the four output pixels. */
 CPU_MULTIVERSION
 static void output_transform(const float *restrict Mb, int64_t M, const cpu_geom *g,
-			     int64_t th, int64_t tw, int64_t t0, int64_t t1,
+			     int64_t T, int64_t base, int64_t tw, int64_t t0, int64_t t1,
 			     const float *restrict bias, const float *res, int relu,
 			     float *restrict o, float *y)
 {
-	int64_t OH = g->out[1], OW = g->out[2], T = th * tw, TM = T * M;
+	int64_t OH = g->out[1], OW = g->out[2], TM = T * M;
 
 	for (int64_t t = t0; t < t1; t++) {
 		int64_t ty = t / tw, tx = t % tw;
-		const float *restrict p = Mb + t * M;
+		const float *restrict p = Mb + (t - base) * M;
 
 		for (int64_t m = 0; m < M; m++) {
 			float s00 = p[m] + p[TM + m] + p[2 * TM + m];
@@ -240,7 +260,7 @@ static void in_task(void *arg, int64_t task, int member)
 	const wino_par *w = arg;
 	int64_t C = w->j->Cg, c0 = C * task / w->chunks, c1 = C * (task + 1) / w->chunks;
 
-	input_transform(w->x, c0, c1, C, &w->j->g, w->th, w->tw,
+	input_transform(w->x, c0, c1, C, &w->j->g, 0, w->th, w->tw,
 			w->bufs + (size_t)member * w->buf_floats, w->V);
 }
 
@@ -249,7 +269,7 @@ static void out_task(void *arg, int64_t task, int member)
 	const wino_par *w = arg;
 	int64_t T = w->th * w->tw, t0 = T * task / w->chunks, t1 = T * (task + 1) / w->chunks;
 
-	output_transform(w->Mb, w->j->Mg, &w->j->g, w->th, w->tw, t0, t1, w->bias, w->res,
+	output_transform(w->Mb, w->j->Mg, &w->j->g, T, 0, w->tw, t0, t1, w->bias, w->res,
 			 w->j->relu, w->bufs + (size_t)member * w->buf_floats, w->y);
 }
 
@@ -266,26 +286,136 @@ static void par_for(gemm_pool *pool, gemm_task_fn *fn, wino_par *w)
 		gemm_pool_end(pool);
 }
 
+/* ---- blocked: transform, multiply and transform back a band of tile
+ * rows at a time, so the band's V and M_xi stay in L2 ---- */
+
+/* Bytes of V and M_xi a band may take (half the L2 of Zen 4; the rest for
+ * U's panels streaming through and the input and output rows). */
+#define BAND_BYTES ((int64_t)512 * 1024)
+
+typedef struct wino_band {
+	const conv_state *st;
+	const wino_par *w;
+	int64_t rows, bands;      /* tile rows per band, bands */
+	char *scratch;            /* per member: V, M_xi, GEMM scratch, row buffers */
+	size_t member_bytes, v_off, m_off, g_off, b_off;
+	_Atomic int failed;
+} wino_band;
+
+static void band_task(void *arg, int64_t band, int member)
+{
+	wino_band *b = arg;
+	const wino_par *w = b->w;
+	const conv_job *j = w->j;
+	int64_t C = j->Cg, M = j->Mg, tw = w->tw, ty0 = band * b->rows;
+	int64_t ty1 = ty0 + b->rows < w->th ? ty0 + b->rows : w->th, T = (ty1 - ty0) * tw;
+	char *mem = b->scratch + (size_t)member * b->member_bytes;
+	float *V = (float *)(mem + b->v_off), *Mb = (float *)(mem + b->m_off);
+	float *buf = (float *)(mem + b->b_off);
+	const float *a[XI];
+	const void *u[XI];
+	float *c[XI];
+	gemm_batch batch = {XI, a, NULL, u, c, mem + b->g_off};
+
+	input_transform(w->x, 0, C, C, &j->g, ty0, ty1, tw, buf, V);
+	for (int xi = 0; xi < XI; xi++) {
+		a[xi] = V + xi * T * C;
+		u[xi] = (const char *)b->st->wino + xi * b->st->wino_size;
+		c[xi] = Mb + xi * T * M;
+	}
+	/* Inside the pool's job: the batch runs on this member alone. */
+	if (gemm_compute_batch(NULL, T, M, C, T, 1, NULL, M, &batch)) {
+		atomic_store(&b->failed, 1);
+		return;
+	}
+	output_transform(Mb, M, &j->g, T, ty0 * tw, tw, ty0 * tw, ty1 * tw, w->bias, w->res,
+			 j->relu, buf, w->y);
+}
+
+static size_t align64(size_t n)
+{
+	return (n + 63) & ~(size_t)63;
+}
+
+/* Tile rows per band, or 0 when the image is better done whole: a band
+ * holds at least two GEMM tiles' worth of tiles (28 rows of A) and there
+ * are at least two bands per thread. */
+static int64_t band_rows(int64_t th, int64_t tw, int64_t C, int64_t M, int members)
+{
+	int64_t fit = BAND_BYTES / ((int64_t)sizeof(float) * XI * tw * (C + M));
+	int64_t even = th / (4 * members), rows = fit < even ? fit : even;
+
+	if (rows * tw < 28)
+		rows = (28 + tw - 1) / tw;
+	if (rows > fit || (th + rows - 1) / rows < 2 * members)
+		return 0;
+	return rows;
+}
+
+static int run_bands(cpu_ctx *ctx, const conv_state *st, const wino_par *w, int64_t rows)
+{
+	const conv_job *j = w->j;
+	int64_t C = j->Cg, M = j->Mg, T = rows * w->tw;
+	int members = gemm_pool_threads(ctx->pool), mine;
+	wino_band b = {st, w, rows, (w->th + rows - 1) / rows, NULL, 0, 0, 0, 0, 0, 0};
+
+	b.v_off = 0;
+	b.m_off = align64(sizeof(float) * XI * (size_t)(T * C));
+	b.g_off = b.m_off + align64(sizeof(float) * XI * (size_t)(T * M));
+	b.b_off = b.g_off + align64(gemm_compute_batch_scratch(T, C, T, 1));
+	b.member_bytes = b.b_off + align64(sizeof(float) * w->buf_floats);
+	b.scratch = cpu_scratch(ctx, b.member_bytes * (size_t)members + 64);
+	if (!b.scratch)
+		return CPU_E_NOMEM;
+	b.scratch = (char *)align64((size_t)(uintptr_t)b.scratch);
+	mine = gemm_pool_try_begin(ctx->pool);
+	if (mine)
+		gemm_pool_for(ctx->pool, members, b.bands, band_task, &b);
+	else
+		for (int64_t i = 0; i < b.bands; i++)
+			band_task(&b, i, 0);
+	if (mine)
+		gemm_pool_end(ctx->pool);
+	if (atomic_load(&b.failed))
+		return cpu_fail(ctx, CPU_E_INTERNAL, "Winograd GEMM failed");
+	return 0;
+}
+
 int conv_wino_run(cpu_ctx *ctx, const conv_state *st, const conv_job *j, const float *x,
 		  const float *bias, const float *res, float *y)
 {
 	int64_t th = (j->g.out[1] + 1) / 2, tw = (j->g.out[2] + 1) / 2, T = th * tw;
-	int64_t C = j->Cg, M = j->Mg;
+	int64_t C = j->Cg, M = j->Mg, rows;
 	int members = gemm_pool_threads(ctx->pool);
-	size_t bf = (size_t)(8 * (2 * tw + 2) > 4 * M ? 8 * (2 * tw + 2) : 4 * M);
-	float *V = cpu_scratch(ctx, sizeof(float) * XI * (size_t)(T * C));
-	float *Mb = cpu_scratch(ctx, sizeof(float) * XI * (size_t)(T * M));
-	float *bufs = cpu_scratch(ctx, sizeof(float) * bf * (size_t)members);
-	wino_par w = {j, x, bias, res, V, Mb, y, bufs, th, tw, 1, bf};
+	size_t bf = (size_t)(18 * (tw + 1) > 4 * M ? 18 * (tw + 1) : 4 * M);
+	wino_par w = {j, x, bias, res, NULL, NULL, y, NULL, th, tw, 1, bf};
+	const float *a[XI];
+	const void *u[XI];
+	float *c[XI];
+	gemm_batch batch = {XI, a, NULL, u, c, NULL};
+	float *V, *Mb, *bufs;
 
+	if ((rows = band_rows(th, tw, C, M, members)) > 0)
+		return run_bands(ctx, st, &w, rows);
+	V = cpu_scratch(ctx, sizeof(float) * XI * (size_t)(T * C));
+	Mb = cpu_scratch(ctx, sizeof(float) * XI * (size_t)(T * M));
+	bufs = cpu_scratch(ctx, sizeof(float) * bf * (size_t)members);
 	if (!V || !Mb || !bufs)
 		return CPU_E_NOMEM;
+	w.V = V;
+	w.Mb = Mb;
+	w.bufs = bufs;
 	par_for(ctx->pool, in_task, &w);
-	/* V_xi is stored [C, tiles]: the GEMM reads it as A^T. */
-	for (int xi = 0; xi < XI; xi++)
-		if (gemm_compute(ctx->pool, T, M, C, V + xi * T * C, T, 1,
-				 (const char *)st->wino + xi * st->wino_size, NULL, Mb + xi * T * M, M))
-			return cpu_fail(ctx, CPU_E_INTERNAL, "Winograd GEMM failed");
+	/* V_xi is stored [C, tiles]: the GEMM reads it as A^T.  The 16
+	 * products are one batch: on a small image (7x7: 16 tiles) each is
+	 * too thin to split over threads. */
+	for (int xi = 0; xi < XI; xi++) {
+		a[xi] = V + xi * T * C;
+		u[xi] = (const char *)st->wino + xi * st->wino_size;
+		c[xi] = Mb + xi * T * M;
+	}
+	if (gemm_compute_batch(ctx->pool, T, M, C, T, 1, NULL, M, &batch))
+		return cpu_fail(ctx, CPU_E_INTERNAL, "Winograd GEMM failed");
 	par_for(ctx->pool, out_task, &w);
 	return 0;
 }
