@@ -30,6 +30,11 @@ typedef struct mm_run {
 	int64_t M, N, K;
 	float alpha;
 	struct gemm_pool *pool;
+	/* gemm_sgemm_batch's operands, filled by mm_collect; NULL: one
+	 * GEMM per entry (mm_row) */
+	const float **pa, **pb;
+	float **py;
+	int64_t n;
 } mm_run;
 
 /* One broadcast row of batch entries: a GEMM per entry. */
@@ -44,6 +49,44 @@ static int mm_row(void *arg, int64_t len, const int64_t *off, const int64_t *st)
 			       y, r->N);
 	}
 	return 0;
+}
+
+/* One broadcast row of batch entries: their operands, for one batch. */
+static int mm_collect(void *arg, int64_t len, const int64_t *off, const int64_t *st)
+{
+	mm_run *r = arg;
+	for (int64_t j = 0; j < len; j++, r->n++) {
+		r->pa[r->n] = r->a + (off[0] + j * st[0]) * r->M * r->K;
+		r->pb[r->n] = r->b + (off[1] + j * st[1]) * r->K * r->N;
+		r->py[r->n] = r->y + (off[2] + j) * r->M * r->N;
+	}
+	return 0;
+}
+
+/* Every batch entry's product as one job on the pool (attention's heads:
+ * each whole on a thread rather than every head cut in slices, with a
+ * pool wake-up per head).  1 when done, 0 to take the per-entry path
+ * (thin products, no memory). */
+static int mm_batch(cpu_ctx *ctx, mm_run *r, const cpu_bcast *bc, int64_t ysize)
+{
+	gemm_epilogue ep = GEMM_EPILOGUE_INIT;
+	int64_t count;
+	gemm_batch b;
+
+	if (r->M < 2 || r->N < 2 || r->K < 1 || r->alpha == 0.0f ||
+	    (count = ysize / (r->M * r->N)) < 2)
+		return 0;
+	r->pa = cpu_scratch(ctx, sizeof(*r->pa) * (size_t)count);
+	r->pb = cpu_scratch(ctx, sizeof(*r->pb) * (size_t)count);
+	r->py = cpu_scratch(ctx, sizeof(*r->py) * (size_t)count);
+	if (!r->pa || !r->pb || !r->py)
+		return 0;
+	r->n = 0;
+	cpu_bcast_each(bc, mm_collect, r);
+	b = (gemm_batch){r->n, r->pa, r->pb, NULL, r->py, NULL};
+	ep.alpha = r->alpha;
+	return r->n == count && gemm_sgemm_batch(r->pool, GEMM_ISA_AUTO, 0, 0, r->M, r->N, r->K,
+						   r->K, r->N, &ep, r->N, &b) == 0;
 }
 
 /* A constant 2-D B is packed once for the GEMM (through the pre-pack
@@ -261,7 +304,8 @@ static int matmul_compute(cpu_ctx *ctx)
 		/* B is shared by every batch entry: one GEMM over the stacked rows */
 		cpu_sgemm_pool(ctx->pool, 0, 0, cpu_numel(fr.y) / (r.N ? r.N : 1), r.N, r.K,
 			       r.alpha, r.a, r.K, r.b, r.N, 0.0f, r.y, r.N);
-	} else if ((rc = cpu_bcast_each(&bc, mm_row, &r)) != 0) {
+	} else if (!mm_batch(ctx, &r, &bc, cpu_numel(fr.y)) &&
+		   (rc = cpu_bcast_each(&bc, mm_row, &r)) != 0) {
 		return rc;
 	}
 	return plain_tail(ctx, &fr, st ? st->bias : NULL, r.N);
