@@ -558,11 +558,11 @@ static ortmk_status ring_request(core_ep *ep, core_proc *p, Ortmk__Envelope *req
 
 	if (rc)
 		return ORTMK_ERR_INTERNAL;  /* caller falls back to nng */
-	for (;;) {
+	for (int slice = 0;; slice++) {
 		int left = left_ms(deadline);
 
 		rc = ipc_ring_recv(&p->ring, &p->ring.rep, left < 0 || left > 5 ? 5 : left,
-				   &p->segs, rep, err, sizeof(err));
+				   slice == 0, &p->segs, rep, err, sizeof(err));
 		if (rc == 0)
 			break;
 		if (rc == -EPROTO)

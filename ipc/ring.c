@@ -162,7 +162,7 @@ int ipc_ring_send(ipc_ring_pair *p, ipc_ring *r, Ortmk__Envelope *e, uint64_t *s
  * 50 us of every run (mlp1 at 2 threads: 0.24 -> 0.18 ms median, see
  * docs/PERFORMANCE.md), while sched_yield returns at once when nothing
  * else wants the CPU, so an idle machine still answers in microseconds. */
-static int ring_wait(ipc_ring *r, int timeout_ms)
+static int ring_wait(ipc_ring *r, int timeout_ms, int spin)
 {
 	ipc_ring_hdr *h = r->hdr;
 	uint64_t tail = atomic_load_explicit(&h->tail, memory_order_relaxed);
@@ -180,7 +180,7 @@ static int ring_wait(ipc_ring *r, int timeout_ms)
 		now = ipc_now_ns();
 		if (now >= deadline)
 			return -ETIMEDOUT;
-		if (now - start < SPIN_NS) {
+		if (spin && now - start < SPIN_NS) {
 			if (now - start < PAUSE_NS)
 				relax();
 			else
@@ -200,8 +200,8 @@ static int ring_wait(ipc_ring *r, int timeout_ms)
 	}
 }
 
-int ipc_ring_recv(ipc_ring_pair *p, ipc_ring *r, int timeout_ms, const ipc_segtab *segs,
-		  Ortmk__Envelope **out, char *err, size_t errlen)
+int ipc_ring_recv(ipc_ring_pair *p, ipc_ring *r, int timeout_ms, int spin,
+		  const ipc_segtab *segs, Ortmk__Envelope **out, char *err, size_t errlen)
 {
 	ipc_ring_hdr *h = r->hdr;
 	uint64_t tail, head, at;
@@ -209,7 +209,7 @@ int ipc_ring_recv(ipc_ring_pair *p, ipc_ring *r, int timeout_ms, const ipc_segta
 	int rc;
 
 	*out = NULL;
-	rc = ring_wait(r, timeout_ms);
+	rc = ring_wait(r, timeout_ms, spin);
 	if (rc)
 		return rc;
 	tail = atomic_load_explicit(&h->tail, memory_order_relaxed);

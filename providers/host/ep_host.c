@@ -738,11 +738,15 @@ static void *ring_main(void *arg)
 	host *h = arg;
 	char err[512];
 
+	int idle = 0;
+
 	while (!atomic_load(&h->stopping)) {
 		Ortmk__Envelope *req = NULL;
-		int rc = ipc_ring_recv(&h->ring, &h->ring.req, 1000, &h->segs, &req, err, sizeof(err));
+		int rc = ipc_ring_recv(&h->ring, &h->ring.req, 1000, !idle, &h->segs, &req, err,
+				       sizeof(err));
 
-		if (rc == -ETIMEDOUT)
+		idle = rc == -ETIMEDOUT;
+		if (idle)
 			continue;
 		if (rc == -EPIPE)
 			break;
