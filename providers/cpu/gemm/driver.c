@@ -21,7 +21,8 @@
  * rather than a mostly-empty one.  A is read in place unless it is
  * transposed or its row stride is a multiple of 2 KiB (then a tile's rows
  * share L1 sets and evict each other): those cases copy a group's rows of
- * the K block into the task's scratch with a padded stride.
+ * the K block into the task's scratch with a padded stride.  A transposed
+ * A is read in place too when the ISA has a kernel_t (AVX-512).
  *
  * At most GEMV_ROWS rows against a packed B (batch-1 MatMul/Gemm) go to
  * the ISA's gemv kernel instead, when it has one: see run_gemv.
@@ -151,14 +152,16 @@ static void tiles_x_panels(const problem *p, const span *s, int64_t t0, int64_t 
 	for (int64_t t = t0; t < t1; t++) {
 		int64_t i0 = tile_row(s, t);
 		int mr = (int)(tile_row(s, t + 1) - i0);
-		const float *a = copy ? copy + (i0 - r0) * lda : p->A + i0 * lda + k0;
+		const float *a = copy ? copy + (i0 - r0) * lda :
+				 p->transA ? p->A + k0 * lda + i0 : p->A + i0 * lda + k0;
+		gemm_kernel_fn *kern = !copy && p->transA ? d->kernel_t : d->kernel;
 		ep.bias_row = p->tile.bias_row ? p->tile.bias_row + i0 : NULL;
 		for (int64_t q = q0; q < q1; q++) {
 			int64_t j0 = q * nr;
 			int w = (int)(s->n_end - j0 < nr ? s->n_end - j0 : nr);
 			ep.bias_col = p->tile.bias_col ? p->tile.bias_col + j0 : NULL;
-			d->kernel(kc, a, lda, bq0 + (q - q0) * kc * nr, p->C + i0 * p->ldc + j0,
-				  p->ldc, mr, w, &ep);
+			kern(kc, a, lda, bq0 + (q - q0) * kc * nr, p->C + i0 * p->ldc + j0, p->ldc,
+			     mr, w, &ep);
 		}
 	}
 }
@@ -344,7 +347,9 @@ static int scratch_setup(problem *p, gemm_pool *pool)
 	size_t bytes;
 
 	p->pool = pool;
-	p->copy_a = p->transA || (p->lda % 512 == 0 && p->M > 1);
+	/* A row stride of a multiple of 2 KiB puts a tile's rows (or, A
+	 * transposed, its k steps) in the same L1 sets: copied then too. */
+	p->copy_a = (p->transA && !d->kernel_t) || (p->lda % 512 == 0 && p->M > 1);
 	if (!p->b.data)
 		p->b_floats = (size_t)p->b.kc * (size_t)(p->b.panels * d->nr < d->nc ?
 							 p->b.panels * d->nr : d->nc);
@@ -636,7 +641,7 @@ size_t gemm_compute_batch_scratch(int64_t M, int64_t K, int64_t lda, int transA)
 	const gemm_isa_desc *d = gemm_isa_desc_get(GEMM_ISA_AUTO);
 	int64_t lds = (gemm_choose_kc(d, K) + 15) / 16 * 16 + 16;
 
-	if (!(transA || (lda % 512 == 0 && M > 1)))
+	if (!((transA && !d->kernel_t) || (lda % 512 == 0 && M > 1)))
 		return 0;
 	return (size_t)d->mc * (size_t)lds * sizeof(float);
 }

@@ -9,6 +9,9 @@
  * and, when `finish`, + bias then the activation.  A is row-major with row
  * stride lda (k contiguous); Bpanel is kc rows of NR floats (zero-padded
  * past nr), 64-byte aligned.  1 <= mr <= MR, 1 <= nr <= NR, kc >= 1.
+ * The optional kernel_t is the same with A stored transposed: element
+ * (i, k) at a[k * lda + i], so a tile's mr values of one k are contiguous
+ * (A^T operands, Winograd's V, need no transposed copy).
  */
 #ifndef ORTMK_GEMM_KERN_H
 #define ORTMK_GEMM_KERN_H
@@ -49,6 +52,7 @@ typedef struct gemm_isa_desc {
 	int nc;                   /* N block: kc x nc of packed B stays in L2 */
 	int mc;                   /* rows of C per group (C group stays in L2) */
 	gemm_kernel_fn *kernel;
+	gemm_kernel_fn *kernel_t; /* NULL: a transposed A is copied first */
 	gemm_gemv_fn *gemv;       /* NULL: few rows go through the tiles */
 } gemm_isa_desc;
 

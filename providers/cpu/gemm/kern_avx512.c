@@ -66,9 +66,12 @@ ALWAYS_INLINE void store_row(float *c, __m512 x0, __m512 x1, __mmask16 m0, __mma
 
 /* ku independent accumulator sets over alternating k: a thin tile (mr 1
  * or 2) has too few FMA chains to hide the FMA latency otherwise. */
-ALWAYS_INLINE void tile(const int mr, const int ku, int64_t kc, const float *a, int64_t lda,
-			const float *b, float *c, int64_t ldc, int nr, const gemm_tile_ep *ep)
+ALWAYS_INLINE void tile(const int mr, const int ku, const int tr, int64_t kc, const float *a,
+			int64_t lda, const float *b, float *c, int64_t ldc, int nr,
+			const gemm_tile_ep *ep)
 {
+	/* A(i, k): row-major, or transposed when tr */
+#define A_AT(i, k) (tr ? a[(k) * lda + (i)] : a[(i) * lda + (k)])
 	__m512 acc0[4][MR], acc1[4][MR];
 	__mmask16 m0 = mask_upto(nr), m1 = mask_upto(nr - 16);
 	__m512 bc0 = _mm512_setzero_ps(), bc1 = _mm512_setzero_ps();
@@ -91,7 +94,7 @@ ALWAYS_INLINE void tile(const int mr, const int ku, int64_t kc, const float *a, 
 			b += NR;
 #pragma GCC unroll 14
 			for (int i = 0; i < mr; i++) {
-				__m512 av = _mm512_set1_ps(a[i * lda + k + u]);
+				__m512 av = _mm512_set1_ps(A_AT(i, k + u));
 				acc0[u][i] = _mm512_fmadd_ps(av, b0, acc0[u][i]);
 				acc1[u][i] = _mm512_fmadd_ps(av, b1, acc1[u][i]);
 			}
@@ -102,7 +105,7 @@ ALWAYS_INLINE void tile(const int mr, const int ku, int64_t kc, const float *a, 
 		b += NR;
 #pragma GCC unroll 14
 		for (int i = 0; i < mr; i++) {
-			__m512 av = _mm512_set1_ps(a[i * lda + k]);
+			__m512 av = _mm512_set1_ps(A_AT(i, k));
 			acc0[0][i] = _mm512_fmadd_ps(av, b0, acc0[0][i]);
 			acc1[0][i] = _mm512_fmadd_ps(av, b1, acc1[0][i]);
 		}
@@ -122,27 +125,41 @@ ALWAYS_INLINE void tile(const int mr, const int ku, int64_t kc, const float *a, 
 	for (int i = 0; i < mr; i++)
 		store_row(c + i * ldc, acc0[0][i], acc1[0][i], m0, m1, ep, bc0, bc1,
 			  ep->bias_row ? ep->bias_row + i : NULL);
+#undef A_AT
+}
+
+ALWAYS_INLINE void kernel_any(const int tr, int64_t kc, const float *a, int64_t lda,
+			      const float *b, float *c, int64_t ldc, int mr, int nr,
+			      const gemm_tile_ep *ep)
+{
+	switch (mr) {
+	case 14: tile(14, 1, tr, kc, a, lda, b, c, ldc, nr, ep); break;
+	case 13: tile(13, 1, tr, kc, a, lda, b, c, ldc, nr, ep); break;
+	case 12: tile(12, 1, tr, kc, a, lda, b, c, ldc, nr, ep); break;
+	case 11: tile(11, 1, tr, kc, a, lda, b, c, ldc, nr, ep); break;
+	case 10: tile(10, 1, tr, kc, a, lda, b, c, ldc, nr, ep); break;
+	case 9: tile(9, 1, tr, kc, a, lda, b, c, ldc, nr, ep); break;
+	case 8: tile(8, 1, tr, kc, a, lda, b, c, ldc, nr, ep); break;
+	case 7: tile(7, 1, tr, kc, a, lda, b, c, ldc, nr, ep); break;
+	case 6: tile(6, 1, tr, kc, a, lda, b, c, ldc, nr, ep); break;
+	case 5: tile(5, 1, tr, kc, a, lda, b, c, ldc, nr, ep); break;
+	case 4: tile(4, 2, tr, kc, a, lda, b, c, ldc, nr, ep); break;
+	case 3: tile(3, 2, tr, kc, a, lda, b, c, ldc, nr, ep); break;
+	case 2: tile(2, 4, tr, kc, a, lda, b, c, ldc, nr, ep); break;
+	default: tile(1, 4, tr, kc, a, lda, b, c, ldc, nr, ep); break;
+	}
 }
 
 static void kernel(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
 		   int64_t ldc, int mr, int nr, const gemm_tile_ep *ep)
 {
-	switch (mr) {
-	case 14: tile(14, 1, kc, a, lda, b, c, ldc, nr, ep); break;
-	case 13: tile(13, 1, kc, a, lda, b, c, ldc, nr, ep); break;
-	case 12: tile(12, 1, kc, a, lda, b, c, ldc, nr, ep); break;
-	case 11: tile(11, 1, kc, a, lda, b, c, ldc, nr, ep); break;
-	case 10: tile(10, 1, kc, a, lda, b, c, ldc, nr, ep); break;
-	case 9: tile(9, 1, kc, a, lda, b, c, ldc, nr, ep); break;
-	case 8: tile(8, 1, kc, a, lda, b, c, ldc, nr, ep); break;
-	case 7: tile(7, 1, kc, a, lda, b, c, ldc, nr, ep); break;
-	case 6: tile(6, 1, kc, a, lda, b, c, ldc, nr, ep); break;
-	case 5: tile(5, 1, kc, a, lda, b, c, ldc, nr, ep); break;
-	case 4: tile(4, 2, kc, a, lda, b, c, ldc, nr, ep); break;
-	case 3: tile(3, 2, kc, a, lda, b, c, ldc, nr, ep); break;
-	case 2: tile(2, 4, kc, a, lda, b, c, ldc, nr, ep); break;
-	default: tile(1, 4, kc, a, lda, b, c, ldc, nr, ep); break;
-	}
+	kernel_any(0, kc, a, lda, b, c, ldc, mr, nr, ep);
+}
+
+static void kernel_t(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+		     int64_t ldc, int mr, int nr, const gemm_tile_ep *ep)
+{
+	kernel_any(1, kc, a, lda, b, c, ldc, mr, nr, ep);
 }
 
 /* One panel (NR columns) of mr rows over all of K: ku accumulator sets
@@ -237,5 +254,6 @@ const gemm_isa_desc gemm_desc_avx512 = {
 	.id = GEMM_ISA_AVX512, .name = "avx512",
 	.mr = MR, .nr = NR, .kc = 256, .nc = 512, .mc = 112,
 	.kernel = kernel,
+	.kernel_t = kernel_t,
 	.gemv = gemv,
 };

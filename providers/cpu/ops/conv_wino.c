@@ -154,6 +154,7 @@ static void input_transform(const float *x, int64_t c0, int64_t c1, int64_t C,
 				memcpy(d + lo, xc + yy * IW + (lo - pl), sizeof(float) * (size_t)(hi - lo));
 				if (hi < wp)
 					memset(d + hi, 0, sizeof(float) * (size_t)(wp - hi));
+#pragma GCC ivdep
 				for (int64_t j = 0; j < hw; j++) {
 					ei[j] = d[2 * j];
 					oi[j] = d[2 * j + 1];
@@ -163,6 +164,7 @@ static void input_transform(const float *x, int64_t c0, int64_t c1, int64_t C,
 				const float *restrict s = h ? o : e;
 				float *restrict r = h ? ro : re;
 
+#pragma GCC ivdep
 				for (int64_t k = 0; k < hw; k++) {
 					r[k] = s[k] - s[2 * hw + k];
 					r[hw + k] = s[hw + k] + s[2 * hw + k];
@@ -175,6 +177,7 @@ static void input_transform(const float *x, int64_t c0, int64_t c1, int64_t C,
 				float *restrict v0 = v + (4 * i) * C * T, *restrict v1 = v0 + C * T;
 				float *restrict v2 = v1 + C * T, *restrict v3 = v2 + C * T;
 
+#pragma GCC ivdep
 				for (int64_t tx = 0; tx < tw; tx++) {
 					v0[tx] = ei[tx] - ei[tx + 1];
 					v1[tx] = oi[tx] + ei[tx + 1];
