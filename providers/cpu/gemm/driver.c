@@ -156,6 +156,9 @@ static void tiles_x_panels(const problem *p, const span *s, int64_t t0, int64_t 
 				 p->transA ? p->A + k0 * lda + i0 : p->A + i0 * lda + k0;
 		gemm_kernel_fn *kern = !copy && p->transA ? d->kernel_t : d->kernel;
 		ep.bias_row = p->tile.bias_row ? p->tile.bias_row + i0 : NULL;
+		/* The group's first tile pulls the next panel of a packed-ahead
+		 * B into L2 while it reads this one (B streams from memory). */
+		ep.pf_b = p->b.data && t == t0 ? kc * nr : 0;
 		for (int64_t q = q0; q < q1; q++) {
 			int64_t j0 = q * nr;
 			int w = (int)(s->n_end - j0 < nr ? s->n_end - j0 : nr);

@@ -27,6 +27,9 @@ typedef struct gemm_tile_ep {
 	const float *bias_row;    /* bias of the tile's first row, or NULL */
 	gemm_act act;
 	float lo, hi;             /* the clamp for RELU/CLIP */
+	/* Floats from the panel to the one to prefetch into L2 as the tile
+	 * walks it (the next panel, for a B streaming from memory), or 0. */
+	int64_t pf_b;
 } gemm_tile_ep;
 
 typedef void gemm_kernel_fn(int64_t kc, const float *a, int64_t lda, const float *b,
