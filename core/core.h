@@ -77,6 +77,9 @@ typedef struct core_ep {
 	ortmk_env *env;
 	core_proc p;
 	pthread_mutex_t lock;     /* one request at a time; held across a run */
+	/* How long the wait for a ring reply spins (0: IPC_RING_SPIN_NS); a
+	 * run sets it for its own RUN requests (run.c). */
+	uint64_t reply_spin_ns;
 	core_file_rec *files;
 	size_t n_files;
 	core_sg_rec *sgs;
@@ -228,6 +231,7 @@ struct ortmk_session {
 	int n_eps;
 	size_t nodes_per_ep[CORE_MAX_EPS];
 	int threads;
+	int cpus;                 /* online when the session was created */
 	int run_timeout_ms;
 	int retry;
 	int crash_loop_n;

@@ -562,7 +562,8 @@ static ortmk_status ring_request(core_ep *ep, core_proc *p, Ortmk__Envelope *req
 		int left = left_ms(deadline);
 
 		rc = ipc_ring_recv(&p->ring, &p->ring.rep, left < 0 || left > 5 ? 5 : left,
-				   slice == 0, &p->segs, rep, err, sizeof(err));
+				   slice ? 0 : ep->reply_spin_ns ? ep->reply_spin_ns : IPC_RING_SPIN_NS,
+				   &p->segs, rep, err, sizeof(err));
 		if (rc == 0)
 			break;
 		if (rc == -EPROTO)

@@ -356,7 +356,8 @@ ortmk_status ortmk_session_create(ortmk_env *env, const char *model_path,
 	s->id = core_env_next_id(env);
 	s->weights.fd = -1;
 	pthread_mutex_init(&s->lock, NULL);
-	s->threads = opts && opts->threads > 0 ? opts->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+	s->cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	s->threads = opts && opts->threads > 0 ? opts->threads : s->cpus;
 	s->run_timeout_ms = opts ? opts->run_timeout_ms : 0;
 	s->retry = opts ? opts->retry : 0;
 	s->crash_loop_n = opts && opts->crash_loop_n ? opts->crash_loop_n : 5;

@@ -26,8 +26,7 @@
 
 #define RING_MAGIC 0x6f72696eu   /* "orin" */
 #define RING_WRAP 0xffffffffu
-#define SPIN_NS 50000            /* spin this long before sleeping */
-#define PAUSE_NS 3000            /* ... the first part without yielding */
+#define PAUSE_NS 3000            /* the first part of a spin: no yielding */
 #define ARENA_BYTES (1u << 20)
 
 static inline void relax(void)
@@ -155,14 +154,14 @@ int ipc_ring_send(ipc_ring_pair *p, ipc_ring *r, Ortmk__Envelope *e, uint64_t *s
 }
 
 /* Waits until head moves past tail; 0, -ETIMEDOUT or -EPIPE.  The wait
- * spins PAUSE_NS, then spins yielding the CPU until SPIN_NS, then sleeps
+ * spins PAUSE_NS, then spins yielding the CPU until spin_ns, then sleeps
  * on the doorbell.  The yield matters when the waiter shares two CPUs
  * with a provider computing on two threads (the application waiting for
- * a RUN): a plain spin takes a CPU from the provider's pool for the first
- * 50 us of every run (mlp1 at 2 threads: 0.24 -> 0.18 ms median, see
- * docs/PERFORMANCE.md), while sched_yield returns at once when nothing
- * else wants the CPU, so an idle machine still answers in microseconds. */
-static int ring_wait(ipc_ring *r, int timeout_ms, int spin)
+ * a RUN): a plain spin takes a CPU from the provider's pool (mlp1 at 2
+ * threads: 0.24 -> 0.18 ms median, see docs/PERFORMANCE.md), while
+ * sched_yield returns at once when nothing else wants the CPU, so an idle
+ * machine still answers in microseconds. */
+static int ring_wait(ipc_ring *r, int timeout_ms, uint64_t spin_ns)
 {
 	ipc_ring_hdr *h = r->hdr;
 	uint64_t tail = atomic_load_explicit(&h->tail, memory_order_relaxed);
@@ -180,7 +179,7 @@ static int ring_wait(ipc_ring *r, int timeout_ms, int spin)
 		now = ipc_now_ns();
 		if (now >= deadline)
 			return -ETIMEDOUT;
-		if (spin && now - start < SPIN_NS) {
+		if (now - start < spin_ns) {
 			if (now - start < PAUSE_NS)
 				relax();
 			else
@@ -200,7 +199,7 @@ static int ring_wait(ipc_ring *r, int timeout_ms, int spin)
 	}
 }
 
-int ipc_ring_recv(ipc_ring_pair *p, ipc_ring *r, int timeout_ms, int spin,
+int ipc_ring_recv(ipc_ring_pair *p, ipc_ring *r, int timeout_ms, uint64_t spin_ns,
 		  const ipc_segtab *segs, Ortmk__Envelope **out, char *err, size_t errlen)
 {
 	ipc_ring_hdr *h = r->hdr;
@@ -209,7 +208,7 @@ int ipc_ring_recv(ipc_ring_pair *p, ipc_ring *r, int timeout_ms, int spin,
 	int rc;
 
 	*out = NULL;
-	rc = ring_wait(r, timeout_ms, spin);
+	rc = ring_wait(r, timeout_ms, spin_ns);
 	if (rc)
 		return rc;
 	tail = atomic_load_explicit(&h->tail, memory_order_relaxed);

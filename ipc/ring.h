@@ -65,12 +65,17 @@ void ipc_ring_detach(ipc_ring_pair *p);
 /* Sends on `r`: 0, -EMSGSIZE when it is too big for the ring (use nng),
  * -ENOSPC when full.  Stamps like ipc_send (version, seq, time). */
 int ipc_ring_send(ipc_ring_pair *p, ipc_ring *r, Ortmk__Envelope *e, uint64_t *seq);
-/* Waits up to timeout_ms for a message on `r` (spin first when `spin`,
- * then futex: a caller that waits in slices spins in the first only, so
- * its wake-ups every slice do not take a CPU from the peer for 50 us).
- * 0 and *out (valid until the next receive on this pair; do not free),
- * -ETIMEDOUT, -EPIPE if closed, -EPROTO (err says why). */
-int ipc_ring_recv(ipc_ring_pair *p, ipc_ring *r, int timeout_ms, int spin,
+/* How long a ring wait spins before it sleeps, unless the caller knows
+ * better: long enough to catch a quick reply, short enough not to hold a
+ * CPU a busy peer could use. */
+#define IPC_RING_SPIN_NS 50000u
+
+/* Waits up to timeout_ms for a message on `r`: spins up to spin_ns (0:
+ * none; a caller that waits in slices spins in the first only, so its
+ * wake-ups every slice do not take a CPU from the peer), then sleeps on
+ * the futex.  0 and *out (valid until the next receive on this pair; do
+ * not free), -ETIMEDOUT, -EPIPE if closed, -EPROTO (err says why). */
+int ipc_ring_recv(ipc_ring_pair *p, ipc_ring *r, int timeout_ms, uint64_t spin_ns,
 		  const ipc_segtab *segs, Ortmk__Envelope **out, char *err, size_t errlen);
 void ipc_ring_close(ipc_ring *r);
 

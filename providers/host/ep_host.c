@@ -742,8 +742,8 @@ static void *ring_main(void *arg)
 
 	while (!atomic_load(&h->stopping)) {
 		Ortmk__Envelope *req = NULL;
-		int rc = ipc_ring_recv(&h->ring, &h->ring.req, 1000, !idle, &h->segs, &req, err,
-				       sizeof(err));
+		int rc = ipc_ring_recv(&h->ring, &h->ring.req, 1000, idle ? 0 : IPC_RING_SPIN_NS,
+				       &h->segs, &req, err, sizeof(err));
 
 		idle = rc == -ETIMEDOUT;
 		if (idle)
