@@ -114,54 +114,79 @@ int conv_wino_prepare(cpu_node *node, conv_state *st, char *err, size_t n)
 	return 0;
 }
 
+/* Splits input row src (IW floats, read as if padded by pl zeros on the
+ * left and zeros past its end) into its even and odd padded columns:
+ * e[j] = d[2j], o[j] = d[2j+1], j < hw. */
+static inline void split_row(float *restrict e, float *restrict o, const float *restrict src,
+			     int64_t IW, int64_t pl, int64_t hw)
+{
+	/* j in [lo, hi): both columns 2j - pl and 2j + 1 - pl inside */
+	int64_t lo = (pl + 1) / 2, last = IW + pl - 2, hi = last < 0 ? 0 : last / 2 + 1, j = 0;
+
+	if (hi > hw)
+		hi = hw;
+	if (hi < lo)
+		hi = lo;
+	for (; j < lo && j < hw; j++) {
+		int64_t ce = 2 * j - pl;
+		e[j] = ce >= 0 && ce < IW ? src[ce] : 0.0f;
+		o[j] = ce + 1 >= 0 && ce + 1 < IW ? src[ce + 1] : 0.0f;
+	}
+#pragma GCC ivdep
+	for (j = lo; j < hi; j++) {
+		e[j] = src[2 * j - pl];
+		o[j] = src[2 * j + 1 - pl];
+	}
+	for (j = hi > lo ? hi : j; j < hw; j++) {
+		int64_t ce = 2 * j - pl;
+		e[j] = ce >= 0 && ce < IW ? src[ce] : 0.0f;
+		o[j] = ce + 1 >= 0 && ce + 1 < IW ? src[ce + 1] : 0.0f;
+	}
+}
+
+/* Floats of input_transform's buffer for up to th tile rows of tw. */
+static int64_t in_buf_floats(int64_t th, int64_t tw)
+{
+	return (2 * (2 * th + 2) + 8) * (tw + 1);
+}
+
 /* V[xi][c][t] = (B^T d B)[xi] for tile rows [ty0, ty1) (tile t counted
  * from the first of them) of channels [c0, c1), B^T =
- * [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1].  Per channel and tile row:
- * the four zero-padded input rows the tiles cover (wp = 2 tw + 2 floats
- * each) are split into their even and odd columns, e[i][j] = d[i][2j] and
- * o[i][j] = d[i][2j+1]; the vertical step combines the rows, and the
- * horizontal step is then contiguous: tile tx's four columns are
- * e[tx], o[tx], e[tx+1], o[tx+1].  Every loop is unit-stride (or the one
- * even/odd split), so they vectorise. */
+ * [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1].  Per channel, every input row
+ * the tile rows cover (zero-padded) is split once into its even and odd
+ * columns (E and O, hw = tw + 1 floats a row); then per tile row the
+ * vertical step combines four rows, and the horizontal step is
+ * contiguous: tile tx's four columns are e[tx], o[tx], e[tx+1], o[tx+1].
+ * Every loop is unit-stride (or the one even/odd split), so they
+ * vectorise. */
 CPU_MULTIVERSION
 static void input_transform(const float *x, int64_t c0, int64_t c1, int64_t C,
 			    const cpu_geom *g, int64_t ty0, int64_t ty1, int64_t tw, float *buf,
 			    float *V)
 {
-	int64_t IH = g->in[1], IW = g->in[2], T = (ty1 - ty0) * tw, wp = 2 * tw + 2;
-	int64_t pl = g->pb[2];
-	int64_t hw = tw + 1;
-	float *d = buf, *e = buf + wp, *o = e + 4 * hw, *re = o + 4 * hw, *ro = re + 4 * hw;
+	int64_t IH = g->in[1], IW = g->in[2], T = (ty1 - ty0) * tw, hw = tw + 1;
+	int64_t nrows = 2 * (ty1 - ty0) + 2, y0 = 2 * ty0 - g->pb[1];
+	float *E = buf, *O = E + nrows * hw, *re = O + nrows * hw, *ro = re + 4 * hw;
 
 	for (int64_t c = c0; c < c1; c++) {
 		const float *xc = x + c * IH * IW;
 
-		for (int64_t ty = ty0; ty < ty1; ty++) {
-			int64_t y0 = 2 * ty - g->pb[1];
-			float *v = V + c * T + (ty - ty0) * tw;
+		for (int64_t i = 0; i < nrows; i++) {
+			int64_t yy = y0 + i;
 
-			for (int i = 0; i < 4; i++) {
-				float *restrict ei = e + i * hw, *restrict oi = o + i * hw;
-				int64_t yy = y0 + i, lo = pl < wp ? pl : wp;
-				int64_t hi = pl + IW < wp ? pl + IW : wp;
-
-				if (yy < 0 || yy >= IH || hi <= lo) {
-					memset(ei, 0, sizeof(float) * (size_t)hw);
-					memset(oi, 0, sizeof(float) * (size_t)hw);
-					continue;
-				}
-				memset(d, 0, sizeof(float) * (size_t)lo);
-				memcpy(d + lo, xc + yy * IW + (lo - pl), sizeof(float) * (size_t)(hi - lo));
-				if (hi < wp)
-					memset(d + hi, 0, sizeof(float) * (size_t)(wp - hi));
-#pragma GCC ivdep
-				for (int64_t j = 0; j < hw; j++) {
-					ei[j] = d[2 * j];
-					oi[j] = d[2 * j + 1];
-				}
+			if (yy < 0 || yy >= IH) {
+				memset(E + i * hw, 0, sizeof(float) * (size_t)hw);
+				memset(O + i * hw, 0, sizeof(float) * (size_t)hw);
+			} else {
+				split_row(E + i * hw, O + i * hw, xc + yy * IW, IW, g->pb[2], hw);
 			}
+		}
+		for (int64_t ty = ty0; ty < ty1; ty++) {
+			float *v = V + c * T + (ty - ty0) * tw;
+			int64_t r0 = 2 * (ty - ty0) * hw;
+
 			for (int h = 0; h < 2; h++) {
-				const float *restrict s = h ? o : e;
+				const float *restrict s = (h ? O : E) + r0;
 				float *restrict r = h ? ro : re;
 
 #pragma GCC ivdep
@@ -390,7 +415,7 @@ int conv_wino_run(cpu_ctx *ctx, const conv_state *st, const conv_job *j, const f
 	int64_t th = (j->g.out[1] + 1) / 2, tw = (j->g.out[2] + 1) / 2, T = th * tw;
 	int64_t C = j->Cg, M = j->Mg, rows;
 	int members = gemm_pool_threads(ctx->pool);
-	size_t bf = (size_t)(18 * (tw + 1) > 4 * M ? 18 * (tw + 1) : 4 * M);
+	size_t bf = (size_t)(in_buf_floats(th, tw) > 4 * M ? in_buf_floats(th, tw) : 4 * M);
 	wino_par w = {j, x, bias, res, NULL, NULL, y, NULL, th, tw, 1, bf};
 	const float *a[XI];
 	const void *u[XI];
