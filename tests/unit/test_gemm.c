@@ -84,6 +84,21 @@ static void count_post(void *ctx, float *c, int64_t ldc, int64_t row0, int64_t r
 					   __ATOMIC_RELAXED);
 }
 
+/* The epilogue shape s asks for (bias: its bias values). */
+static gemm_epilogue shape_ep(const shape *s, const float *bias)
+{
+	gemm_epilogue ep = GEMM_EPILOGUE_INIT;
+
+	ep.alpha = s->alpha;
+	ep.beta = s->beta;
+	ep.bias = bias;
+	ep.bias_kind = s->bias;
+	ep.act = s->act;
+	ep.clip_min = -0.5f;
+	ep.clip_max = 0.75f;
+	return ep;
+}
+
 /* C against the double-precision product of shape s (C0: C before). */
 static void check_c(const shape *s, const float *A, int64_t lda, const float *B, int64_t ldb,
 		    const float *bias, const float *C0, const float *C, int64_t ldc,
@@ -139,18 +154,11 @@ static void check_shape(const shape *s, gemm_isa isa, gemm_pool *pool, int use_p
 	size_t psize = gemm_pack_b_size(isa, s->K, s->N);
 	void *packed = aligned_alloc(64, (psize + 63) / 64 * 64);
 	post_count pc = {calloc((size_t)(s->M * ldc + 1), 1), ldc, C};
-	gemm_epilogue ep = GEMM_EPILOGUE_INIT;
+	gemm_epilogue ep = shape_ep(s, bias);
 
 	assert_non_null(C);
 	assert_non_null(packed);
 	assert_true(psize > 0);
-	ep.alpha = s->alpha;
-	ep.beta = s->beta;
-	ep.bias = bias;
-	ep.bias_kind = s->bias;
-	ep.act = s->act;
-	ep.clip_min = -0.5f;
-	ep.clip_max = 0.75f;
 	if (use_post) {
 		ep.post = count_post;
 		ep.post_ctx = &pc;
@@ -245,20 +253,13 @@ static void check_batch(const shape *s, int64_t count, int threads, int given_sc
 	size_t sbytes = gemm_compute_batch_scratch(s->M, s->K, lda, s->transA);
 	void *scratch = given_scratch && sbytes ? aligned_alloc(64, (sbytes + 63) / 64 * 64) : NULL;
 	gemm_batch b = {count, pa, pb, pp, pc, scratch};
-	gemm_epilogue ep = GEMM_EPILOGUE_INIT;
+	gemm_epilogue ep = shape_ep(s, bias);
 	gemm_pool *pool = NULL;
 	char what[64];
 
 	assert_true(C && packed && pa && pb && pp && pc);
 	if (threads > 0)
 		assert_int_equal(gemm_pool_create(threads, &pool), 0);
-	ep.alpha = s->alpha;
-	ep.beta = s->beta;
-	ep.bias = bias;
-	ep.bias_kind = s->bias;
-	ep.act = s->act;
-	ep.clip_min = -0.5f;
-	ep.clip_max = 0.75f;
 	for (int64_t i = 0; i < count; i++) {
 		pa[i] = A + i * asz;
 		pb[i] = B + i * bsz;

@@ -470,6 +470,19 @@ int gemm_compute(gemm_pool *pool, int64_t M, int64_t N, int64_t K, const float *
 	return rc;
 }
 
+/* A B (K x N) the tasks pack as they go, for the ISA d. */
+static void fly_b(problem *p, const gemm_isa_desc *d, int64_t K, int64_t N, int64_t ldb,
+		  int transB)
+{
+	p->b.isa = d;
+	p->b.K = K;
+	p->b.N = N;
+	p->b.kc = gemm_choose_kc(d, K);
+	p->b.panels = (N + d->nr - 1) / d->nr;
+	p->ldb = ldb;
+	p->transB = transB;
+}
+
 /* Both on-the-fly entry points: B from a matrix or from fn. */
 static int sgemm_any(gemm_pool *pool, gemm_isa isa, int transA, int transB, int64_t M,
 		     int64_t N, int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
@@ -488,14 +501,8 @@ static int sgemm_any(gemm_pool *pool, gemm_isa isa, int transA, int transB, int6
 		return -EINVAL;
 	p.pack = fn;
 	p.pack_ctx = fn_ctx;
-	p.b.isa = d;
-	p.b.K = K;
-	p.b.N = N;
-	p.b.kc = gemm_choose_kc(d, K);
-	p.b.panels = (N + d->nr - 1) / d->nr;
 	p.B = B;
-	p.ldb = ldb;
-	p.transB = transB;
+	fly_b(&p, d, K, N, ldb, transB);
 	mine = gemm_pool_try_begin(pool);
 	rc = run(&p, mine ? pool : NULL);
 	if (mine)
@@ -670,13 +677,7 @@ int gemm_sgemm_batch(gemm_pool *pool, gemm_isa isa, int transA, int transB, int6
 	for (int64_t i = 0; M > 0 && N > 0 && K > 0 && i < b->count; i++)
 		if (!b->B[i])
 			return -EINVAL;
-	j.p.b.isa = d;
-	j.p.b.K = K;
-	j.p.b.N = N;
-	j.p.b.kc = gemm_choose_kc(d, K);
-	j.p.b.panels = (N + d->nr - 1) / d->nr;
-	j.p.ldb = ldb;
-	j.p.transB = transB;
+	fly_b(&j.p, d, K, N, ldb, transB);
 	j.p.given_scratch = NULL;   /* it also packs B: allocated per call */
 	j.b = b;
 	mine = gemm_pool_try_begin(pool);
