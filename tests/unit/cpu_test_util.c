@@ -125,6 +125,12 @@ void tn_skip(tnode *t, int i)
 int run(tnode *t, int64_t opset, int n_in, const cpu_tensor **in, int n_out,
 	cpu_tensor *out, char *err)
 {
+	return run_pool(t, opset, n_in, in, n_out, out, NULL, 1, err);
+}
+
+int run_pool(tnode *t, int64_t opset, int n_in, const cpu_tensor **in, int n_out,
+	     cpu_tensor *out, struct gemm_pool *pool, int threads, char *err)
+{
 	const cpu_tensor *planned[TN_MAXOUT] = {0};
 	int heap[TN_MAXOUT] = {0}, rc;
 	cpu_node node;
@@ -134,7 +140,8 @@ int run(tnode *t, int64_t opset, int n_in, const cpu_tensor **in, int n_out,
 	rc = cpu_node_init(&node, &t->p, opset, NULL, n_in, n_out, err, ERRLEN);
 	if (rc)
 		return rc;
-	rc = cpu_node_run(&node, in, planned, out, heap, 1, err, ERRLEN);
+	rc = cpu_node_run_pool(&node, NULL, NULL, pool, in, planned, out, heap, threads, err,
+			       ERRLEN);
 	/* with nothing planned, every output the kernel wrote is its own */
 	for (int i = 0; rc == 0 && i < n_out; i++)
 		assert_true(heap[i] || !out[i].data);

@@ -69,6 +69,10 @@ static inline cpu_tensor tens(int32_t dt, int rank, const int64_t *dims, const v
  * the caller to free.  Returns the kernel's status, its message in err. */
 int run(tnode *t, int64_t opset, int n_in, const cpu_tensor **in, int n_out,
 	cpu_tensor *out, char *err);
+/* run with the intra-op pool (NULL: none) and its thread count. */
+struct gemm_pool;
+int run_pool(tnode *t, int64_t opset, int n_in, const cpu_tensor **in, int n_out,
+	     cpu_tensor *out, struct gemm_pool *pool, int threads, char *err);
 /* run, failing the test on an error. */
 void run_ok(tnode *t, int64_t opset, int n_in, const cpu_tensor **in, int n_out,
 	    cpu_tensor *out);

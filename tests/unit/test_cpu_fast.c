@@ -20,87 +20,10 @@
 #include <cmocka.h>
 
 #include "cpu_exec.h"
+#include "cpu_test_util.h"
 #include "ops/cpu_ops.h"
 #include "ops/vmath.h"
 #include "threadpool.h"
-
-enum { ERRLEN = 512, MAXA = 10 };
-
-/* ---- NodeProto builder ---- */
-
-typedef struct tnode {
-	Onnx__NodeProto p;
-	Onnx__AttributeProto attr[MAXA];
-	Onnx__AttributeProto *attrp[MAXA];
-	int64_t ints[MAXA][16];
-	char *in[8], *out[8];
-	char names[16][8];
-} tnode;
-
-static void tn(tnode *t, const char *op, int n_in, int n_out)
-{
-	Onnx__NodeProto init = ONNX__NODE_PROTO__INIT;
-	memset(t, 0, sizeof(*t));
-	t->p = init;
-	t->p.op_type = (char *)op;
-	t->p.name = "t";
-	for (int i = 0; i < n_in + n_out; i++)
-		snprintf(t->names[i], sizeof(t->names[i]), "%c%d", i < n_in ? 'i' : 'o', i);
-	for (int i = 0; i < n_in; i++)
-		t->in[i] = t->names[i];
-	for (int i = 0; i < n_out; i++)
-		t->out[i] = t->names[n_in + i];
-	t->p.n_input = (size_t)n_in;
-	t->p.input = t->in;
-	t->p.n_output = (size_t)n_out;
-	t->p.output = t->out;
-	t->p.attribute = t->attrp;
-}
-
-static Onnx__AttributeProto *tn_attr(tnode *t, const char *name,
-				     Onnx__AttributeProto__AttributeType type)
-{
-	Onnx__AttributeProto init = ONNX__ATTRIBUTE_PROTO__INIT;
-	size_t k = t->p.n_attribute++;
-	assert_true(k < MAXA);
-	t->attr[k] = init;
-	t->attr[k].name = (char *)name;
-	t->attr[k].has_type = 1;
-	t->attr[k].type = type;
-	t->attrp[k] = &t->attr[k];
-	return &t->attr[k];
-}
-
-static void tn_int(tnode *t, const char *name, int64_t v)
-{
-	Onnx__AttributeProto *a = tn_attr(t, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
-	a->has_i = 1;
-	a->i = v;
-}
-
-static void tn_float(tnode *t, const char *name, float v)
-{
-	Onnx__AttributeProto *a = tn_attr(t, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
-	a->has_f = 1;
-	a->f = v;
-}
-
-static void tn_ints(tnode *t, const char *name, const int64_t *v, size_t n)
-{
-	Onnx__AttributeProto *a = tn_attr(t, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
-	int64_t *store = t->ints[t->p.n_attribute - 1];
-	memcpy(store, v, n * sizeof(int64_t));
-	a->n_ints = n;
-	a->ints = store;
-}
-
-static void tn_str(tnode *t, const char *name, const char *s)
-{
-	Onnx__AttributeProto *a = tn_attr(t, name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
-	a->has_s = 1;
-	a->s.data = (uint8_t *)s;
-	a->s.len = strlen(s);
-}
 
 /* ---- tensors, random data, running ---- */
 
@@ -142,34 +65,21 @@ static cpu_tensor rtens(int rank, const int64_t *dims, float lo, float hi)
 	return t;
 }
 
-/* A 2-member intra-op pool; run_ok uses it every other call, so each
+/* A 2-member intra-op pool; run_alt uses it every other call, so each
  * kernel is checked on one thread and split over two. */
 static gemm_pool *test_pool;
 static unsigned run_count;
 
-/* Runs t on in[]; outputs are heap-allocated.  Fails the test on error. */
-static void run_ok(tnode *t, int64_t opset, int n_in, const cpu_tensor **in, int n_out,
-		   cpu_tensor *out)
+/* run_ok on one thread and on test_pool by turns. */
+static void run_alt(tnode *t, int64_t opset, int n_in, const cpu_tensor **in, int n_out,
+		    cpu_tensor *out)
 {
-	const cpu_tensor *planned[8] = {0};
 	gemm_pool *pool = run_count++ % 2 ? test_pool : NULL;
-	int heap[8] = {0}, rc;
 	char err[ERRLEN];
-	cpu_node node;
-	memset(out, 0, sizeof(*out) * (size_t)n_out);
-	rc = cpu_node_init(&node, &t->p, opset, NULL, n_in, n_out, err, ERRLEN);
-	if (rc == 0)
-		rc = cpu_node_run_pool(&node, NULL, NULL, pool, in, planned, out, heap,
-				       pool ? 2 : 1, err, ERRLEN);
+	int rc = run_pool(t, opset, n_in, in, n_out, out, pool, pool ? 2 : 1, err);
+
 	if (rc)
 		fail_msg("%s: status %d: %s", t->p.op_type, rc, err);
-	cpu_node_fini(&node);
-}
-
-static void free_outs(cpu_tensor *out, int n)
-{
-	for (int i = 0; i < n; i++)
-		free(out[i].data);
 }
 
 static int same_float(float a, float b)
@@ -294,7 +204,7 @@ static void check_pool_case(const pool_case *pc)
 
 	tn(&t, pc->is_max ? "MaxPool" : "AveragePool", 1, 1);
 	set_pool_attrs(&t, pc);
-	run_ok(&t, 19, 1, in, 1, y);
+	run_alt(&t, 19, 1, in, 1, y);
 	assert_int_equal(y[0].rank, 2 + pc->nsp);
 	assert_int_equal(y[0].dims[2], pc->out[0]);
 	if (pc->nsp == 2)
@@ -322,7 +232,7 @@ static void check_pool_case(const pool_case *pc)
 		/* with Indices the general kernel runs: the same bits */
 		tn(&t, "MaxPool", 1, 2);
 		set_pool_attrs(&t, pc);
-		run_ok(&t, 19, 1, in, 2, yi);
+		run_alt(&t, 19, 1, in, 2, yi);
 		for (int64_t i = 0; i < planes * OH * OW; i++)
 			assert_true(same_float(((float *)y[0].data)[i], ((float *)yi[0].data)[i]));
 		free_outs(yi, 2);
@@ -398,10 +308,10 @@ static void test_pool_nan(void **state)
 	((float *)x.data)[8 * 9 + 8] = -INFINITY;
 	tn(&t, "MaxPool", 1, 1);
 	set_pool_attrs(&t, &pc);
-	run_ok(&t, 12, 1, in, 1, y);
+	run_alt(&t, 12, 1, in, 1, y);
 	tn(&t, "MaxPool", 1, 2);
 	set_pool_attrs(&t, &pc);
-	run_ok(&t, 12, 1, in, 2, yi);
+	run_alt(&t, 12, 1, in, 2, yi);
 	for (int64_t i = 0; i < pc.out[0] * pc.out[1]; i++) {
 		float want = ref_pool_at(&pc, x.data, i / pc.out[1], i % pc.out[1]);
 		assert_true(same_float(((float *)y[0].data)[i], want));
@@ -425,7 +335,7 @@ static void test_global_pool(void **state)
 			int64_t planes = shapes[c][0] * shapes[c][1], sz = shapes[c][2] * shapes[c][3];
 			tnode t;
 			tn(&t, is_max ? "GlobalMaxPool" : "GlobalAveragePool", 1, 1);
-			run_ok(&t, 13, 1, in, 1, y);
+			run_alt(&t, 13, 1, in, 1, y);
 			assert_int_equal(y[0].dims[2], 1);
 			for (int64_t p = 0; p < planes; p++) {
 				const float *xp = (const float *)x.data + p * sz;
@@ -535,7 +445,7 @@ static void test_unary_ops(void **state)
 			const cpu_tensor *in[1] = {&x};
 			tnode t;
 			tn(&t, cases[c].op, 1, 1);
-			run_ok(&t, 20, 1, in, 1, y);
+			run_alt(&t, 20, 1, in, 1, y);
 			for (int64_t i = 0; i < sizes[z]; i++) {
 				float xv = ((float *)x.data)[i], got = ((float *)y[0].data)[i];
 				double want = cases[c].ref(xv);
@@ -595,7 +505,7 @@ static void check_softmax(int rank, const int64_t *dims, int axis, int64_t opset
 	ref_softmax(x.data, want, outer, n, inner, is_log);
 	tn(&t, is_log ? "LogSoftmax" : "Softmax", 1, 1);
 	tn_int(&t, "axis", axis);
-	run_ok(&t, opset, 1, in, 1, y);
+	run_alt(&t, opset, 1, in, 1, y);
 	for (int64_t i = 0; i < total; i++) {
 		double got = ((float *)y[0].data)[i];
 		double tol = is_log ? 2e-6 * (1.0 + fabs(want[i])) : 1e-6 * want[i] + 1e-12;
@@ -664,7 +574,7 @@ static void test_layernorm_random(void **state)
 		tn(&t, "LayerNormalization", nb, 3);
 		tn_int(&t, "axis", axis);
 		tn_float(&t, "epsilon", 1e-5f);
-		run_ok(&t, 17, nb, in, 3, y);
+		run_alt(&t, 17, nb, in, 3, y);
 		for (int d = 0; d < rank; d++)
 			sdims[d] = d < axis ? dims[d] : 1;
 		assert_int_equal(y[1].rank, rank);
@@ -757,7 +667,7 @@ static void test_binary_random(void **state)
 			sb *= bdim < 0 ? 1 : bd[bdim];
 		}
 		tn(&t, op, 2, 1);
-		run_ok(&t, 14, 2, in, 1, y);
+		run_alt(&t, 14, 2, in, 1, y);
 		assert_int_equal(y[0].rank, rank);
 		for (int64_t e = 0; e < total; e++) {
 			int64_t r = e, ia = 0, ib = 0;
@@ -788,7 +698,7 @@ static void test_variadic_max(void **state)
 	(void)state;
 	((float *)x1.data)[2] = NAN;
 	tn(&t, "Max", 3, 1);
-	run_ok(&t, 13, 3, in, 1, y);
+	run_alt(&t, 13, 3, in, 1, y);
 	for (int i = 0; i < 3; i++)
 		for (int j = 0; j < 5; j++) {
 			float a = ((float *)x0.data)[i * 5 + j], b = ((float *)x1.data)[j];
@@ -846,7 +756,7 @@ static void test_transpose_random(void **state)
 		x = rtens(rank, dims, -1.0f, 1.0f);
 		tn(&t, "Transpose", 1, 1);
 		tn_ints(&t, "perm", perm, (size_t)rank);
-		run_ok(&t, 13, 1, in, 1, y);
+		run_alt(&t, 13, 1, in, 1, y);
 		for (int d = 0; d < rank; d++)
 			assert_int_equal(y[0].dims[d], od[d]);
 		for (int64_t e = 0; e < total; e++) {
@@ -877,24 +787,24 @@ static void test_empty_tensors(void **state)
 		for (int w = 0; w < 2; w++) {
 			in[0] = w ? &b : &a;
 			tn(&t, un[i], 1, 1);
-			run_ok(&t, 13, 1, in, 1, y);
+			run_alt(&t, 13, 1, in, 1, y);
 			assert_int_equal(cpu_numel(&y[0]), 0);
 			free_outs(y, 1);
 		}
 	in[0] = in[1] = &b;
 	tn(&t, "Add", 2, 1);
-	run_ok(&t, 13, 2, in, 1, y);
+	run_alt(&t, 13, 2, in, 1, y);
 	assert_int_equal(y[0].dims[1], 0);
 	free_outs(y, 1);
 	tn(&t, "Transpose", 1, 1);
 	tn_ints(&t, "perm", perm, 2);
-	run_ok(&t, 13, 1, in, 1, y);
+	run_alt(&t, 13, 1, in, 1, y);
 	assert_int_equal(y[0].dims[0], 0);
 	free_outs(y, 1);
 	in[0] = &p;
 	tn(&t, "MaxPool", 1, 1);
 	tn_ints(&t, "kernel_shape", k, 2);
-	run_ok(&t, 12, 1, in, 1, y);
+	run_alt(&t, 12, 1, in, 1, y);
 	assert_int_equal(y[0].dims[0], 0);
 	assert_int_equal(y[0].dims[2], 6);
 	free_outs(y, 1);
