@@ -308,43 +308,19 @@ static int ext_parse(const Onnx__TensorProto *t, ext_ref *r, char *err, size_t e
 	return 0;
 }
 
-/* Checks `loc` lexically, then resolves it: the realpath must stay inside
- * the model directory's realpath, which also catches symlinks that point
- * out.  On success *real is the malloc'd resolved path. */
+/* Resolves `loc` inside the model directory (proto_external_resolve). */
 static int ext_resolve(graph *g, const char *name, const char *loc, char **real,
 		       char *err, size_t errlen)
 {
-	char *full = NULL;
-	int rc = 0;
+	char who[320];
 
 	*real = NULL;
 	if (!g->model_dir)
 		return errf(err, errlen, -EINVAL, "initializer '%s': external data '%s' needs a model directory (model loaded from memory)",
 			    name, loc);
-	if (loc[0] == '/')
-		return errf(err, errlen, -EINVAL, "initializer '%s': external data location '%s' is an absolute path",
-			    name, loc);
-	if (proto_path_climbs_out(loc))
-		return errf(err, errlen, -EINVAL, "initializer '%s': external data location '%s' escapes the model directory",
-			    name, loc);
-	if (!g->model_dir_real && !(g->model_dir_real = realpath(g->model_dir, NULL)))
-		return errf(err, errlen, -errno, "initializer '%s': model directory '%s': %s",
-			    name, g->model_dir, strerror(errno));
-	if (asprintf(&full, "%s/%s", g->model_dir, loc) < 0)
-		return errf(err, errlen, -ENOMEM, "initializer '%s': out of memory", name);
-	*real = realpath(full, NULL);
-	if (!*real)
-		rc = errf(err, errlen, -errno, "initializer '%s': external data file '%s': %s",
-			  name, loc, strerror(errno));
-	else if (!proto_path_inside(g->model_dir_real, *real))
-		rc = errf(err, errlen, -EINVAL, "initializer '%s': external data location '%s' escapes the model directory (it resolves to '%s')",
-			  name, loc, *real);
-	free(full);
-	if (rc < 0) {
-		free(*real);
-		*real = NULL;
-	}
-	return rc;
+	snprintf(who, sizeof(who), "initializer '%s'", name);
+	return proto_external_resolve(g->model_dir, &g->model_dir_real, who, loc, real, err,
+				      errlen);
 }
 
 static int files_reserve(graph *g)

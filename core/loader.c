@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "external_path.h"
 #include "loader.h"
 
 int load_fail(load_ctx *c, int code, const char *fmt, ...)
@@ -435,17 +436,6 @@ int graph_load_bytes(const void *bytes, size_t n, const char *model_dir,
 	return load_common(bytes, n, dir, "model", out, err, errlen);
 }
 
-static char *dir_of(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-
-	if (!slash)
-		return strdup(".");
-	if (slash == path)
-		return strdup("/");
-	return strndup(path, (size_t)(slash - path));
-}
-
 int graph_load(const char *path, graph **out, char *err, size_t errlen)
 {
 	load_ctx c = { .err = err, .errlen = errlen };
@@ -472,7 +462,7 @@ int graph_load(const char *path, graph **out, char *err, size_t errlen)
 		rc = load_fail(&c, -errno, "%s: %s", path, strerror(errno));
 		goto out;
 	}
-	dir = dir_of(path);
+	dir = proto_path_dir(path);
 	rc = dir ? load_common(map, (size_t)st.st_size, dir, path, out, err, errlen)
 		 : load_fail(&c, -ENOMEM, "%s: out of memory", path);
 out:

@@ -3,6 +3,9 @@
  * core's loader and ort-model (see external_path.h).
  */
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "external_path.h"
@@ -50,4 +53,55 @@ int proto_path_inside(const char *dir, const char *path)
 	if (strcmp(dir, "/") == 0)
 		return path[0] == '/';
 	return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
+}
+
+char *proto_path_dir(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (!slash)
+		return strdup(".");
+	if (slash == path)
+		return strdup("/");
+	return strndup(path, (size_t)(slash - path));
+}
+
+int proto_external_resolve(const char *dir, char **dir_real, const char *who, const char *loc,
+			   char **real, char *err, size_t errlen)
+{
+	char *full = NULL;
+	int rc = 0;
+
+	*real = NULL;
+	if (loc[0] == '/') {
+		snprintf(err, errlen, "%s: external data location '%s' is an absolute path", who, loc);
+		return -EINVAL;
+	}
+	if (proto_path_climbs_out(loc)) {
+		snprintf(err, errlen, "%s: external data location '%s' escapes the model directory",
+			 who, loc);
+		return -EINVAL;
+	}
+	if (!*dir_real && !(*dir_real = realpath(dir, NULL))) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: model directory '%s': %s", who, dir, strerror(errno));
+		return rc;
+	}
+	if (asprintf(&full, "%s/%s", dir, loc) < 0) {
+		snprintf(err, errlen, "%s: out of memory", who);
+		return -ENOMEM;
+	}
+	*real = realpath(full, NULL);
+	if (!*real) {
+		rc = -errno;
+		snprintf(err, errlen, "%s: external data file '%s': %s", who, loc, strerror(errno));
+	} else if (!proto_path_inside(*dir_real, *real)) {
+		rc = -EINVAL;
+		snprintf(err, errlen, "%s: external data location '%s' escapes the model directory "
+			 "(it resolves to '%s')", who, loc, *real);
+		free(*real);
+		*real = NULL;
+	}
+	free(full);
+	return rc;
 }

@@ -20,4 +20,17 @@ int proto_path_climbs_out(const char *loc);
 /* 1 when the absolute path is dir itself or below it (both resolved). */
 int proto_path_inside(const char *dir, const char *path);
 
+/* The directory part of a model path (malloc'd): "." for a bare name,
+ * "/" for a file in the root; NULL when out of memory. */
+char *proto_path_dir(const char *path);
+
+/* Resolves external data location loc against the model directory dir:
+ * loc must be relative and not climb out, and its realpath must stay
+ * inside dir's (which also catches symlinks that point out).  *dir_real
+ * is dir's realpath, computed on first use and kept for the caller to
+ * free.  0 and *real (malloc'd), or -errno with err saying why, prefixed
+ * by who ("initializer 'w'"). */
+int proto_external_resolve(const char *dir, char **dir_real, const char *who, const char *loc,
+			   char **real, char *err, size_t errlen);
+
 #endif

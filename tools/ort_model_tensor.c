@@ -44,17 +44,6 @@ int om_errf(char *err, size_t errlen, int code, const char *fmt, ...)
 
 /* ---- model ------------------------------------------------------------- */
 
-static char *dir_of(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-
-	if (!slash)
-		return strdup(".");
-	if (slash == path)
-		return strdup("/");
-	return strndup(path, (size_t)(slash - path));
-}
-
 int om_model_load(const char *path, om_model *m, char *err, size_t errlen)
 {
 	struct stat st;
@@ -93,7 +82,7 @@ int om_model_load(const char *path, om_model *m, char *err, size_t errlen)
 		rc = om_errf(err, errlen, -EINVAL, "%s: not an ONNX model (no graph)", path);
 	else if (!m->proto->has_ir_version || m->proto->ir_version < 1)
 		rc = om_errf(err, errlen, -EINVAL, "%s: not an ONNX model (no ir_version)", path);
-	else if (!(m->path = strdup(path)) || !(m->dir = dir_of(path)))
+	else if (!(m->path = strdup(path)) || !(m->dir = proto_path_dir(path)))
 		rc = om_errf(err, errlen, -ENOMEM, "out of memory");
 out:
 	close(fd);
@@ -221,36 +210,11 @@ int om_tensor_bytes(const Onnx__TensorProto *t, const char *kind, const uint8_t 
 
 /* ---- external references ----------------------------------------------- */
 
-/* Checks `loc` lexically, then resolves it: the realpath must stay inside
- * the model directory's realpath, which also catches symlinks that point
- * out.  On success *real is the malloc'd resolved path. */
+/* Resolves `loc` inside the model directory (proto_external_resolve). */
 static int resolve(om_model *m, const char *who, const char *loc, char **real,
 		   char *err, size_t errlen)
 {
-	char *full = NULL;
-	int rc = 0;
-
-	*real = NULL;
-	if (loc[0] == '/')
-		return om_errf(err, errlen, -EINVAL, "%s: external data location '%s' is an absolute path", who, loc);
-	if (proto_path_climbs_out(loc))
-		return om_errf(err, errlen, -EINVAL, "%s: external data location '%s' escapes the model directory", who, loc);
-	if (!m->dir_real && !(m->dir_real = realpath(m->dir, NULL)))
-		return om_errf(err, errlen, -errno, "%s: model directory '%s': %s", who, m->dir, strerror(errno));
-	if (asprintf(&full, "%s/%s", m->dir, loc) < 0)
-		return om_errf(err, errlen, -ENOMEM, "out of memory");
-	*real = realpath(full, NULL);
-	if (!*real)
-		rc = om_errf(err, errlen, -errno, "%s: external data file '%s': %s", who, loc, strerror(errno));
-	else if (!proto_path_inside(m->dir_real, *real))
-		rc = om_errf(err, errlen, -EINVAL, "%s: external data location '%s' escapes the model directory (it resolves to '%s')",
-			     who, loc, *real);
-	free(full);
-	if (rc < 0) {
-		free(*real);
-		*real = NULL;
-	}
-	return rc;
+	return proto_external_resolve(m->dir, &m->dir_real, who, loc, real, err, errlen);
 }
 
 /* The index of the opened file for `loc`, opening it on first use. */
