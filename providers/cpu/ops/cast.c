@@ -43,9 +43,8 @@ static int cast_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t 
 static int cast_compute(cpu_ctx *ctx)
 {
 	const cpu_tensor *X;
-	int32_t to = cast_target(ctx->node->proto), from;
+	int32_t to = cast_target(ctx->node->proto);
 	cpu_tensor *Y;
-	int64_t n;
 	int rc = 0;
 
 	if (!(X = cpu_require(ctx, 0, &rc)) || (rc = cpu_check_dtype(ctx, X, 0, CAST_TYPES)))
@@ -55,11 +54,18 @@ static int cast_compute(cpu_ctx *ctx)
 				cpu_dtype_name(to), (int)to);
 	if (!(Y = cpu_output(ctx, 0, to, X->rank, X->dims)))
 		return CPU_E_NOMEM;
-	n = cpu_numel(X);
-	from = X->dtype;
+	cpu_cast_values(X, Y);
+	return 0;
+}
+
+void cpu_cast_values(const cpu_tensor *X, cpu_tensor *Y)
+{
+	int64_t n = cpu_numel(X);
+	int32_t from = X->dtype, to = Y->dtype;
+
 	if (from == to) {
-		if (n)
-			memcpy(Y->data, X->data, (size_t)n * cpu_dtype_size(to));
+		if (n && Y->data != X->data)
+			memmove(Y->data, X->data, (size_t)n * cpu_dtype_size(to));
 	} else if (from == CPU_FLOAT && to == CPU_FLOAT16) {
 		for (int64_t i = 0; i < n; i++)
 			((uint16_t *)Y->data)[i] = cpu_f32_to_f16(((const float *)X->data)[i]);
@@ -73,7 +79,6 @@ static int cast_compute(cpu_ctx *ctx)
 		for (int64_t i = 0; i < n; i++)
 			cpu_set_i64(to, Y->data, i, cpu_get_i64(from, X->data, i));
 	}
-	return 0;
 }
 
 const cpu_op cpu_op_cast = { "Cast", "", 1, CPU_OPSET_MAX, cast_supports, NULL, cast_compute, NULL };

@@ -36,6 +36,12 @@ void cpu_sgemm_pool(struct gemm_pool *pool, int transA, int transB, int64_t M, i
 		    int64_t K, float alpha, const float *A, int64_t lda, const float *B,
 		    int64_t ldb, float beta, float *C, int64_t ldc);
 
+/* ---- cast.c ---- */
+
+/* Y = X converted element by element to Y's dtype (ONNX Cast semantics;
+ * same shape; Y may be X itself when the dtypes match). */
+void cpu_cast_values(const cpu_tensor *X, cpu_tensor *Y);
+
 /* ---- common.c ---- */
 
 #define CPU_BIT(dt) (1u << (dt))

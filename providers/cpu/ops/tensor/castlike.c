@@ -21,9 +21,8 @@ static int castlike_supports(const Onnx__NodeProto *p, int64_t opset, const int3
 static int castlike_compute(cpu_ctx *ctx)
 {
 	const cpu_tensor *X, *T;
-	int32_t to, from;
+	int32_t to;
 	cpu_tensor *Y;
-	int64_t n;
 	int rc = 0;
 
 	if (!(X = cpu_require(ctx, 0, &rc)) || !(T = cpu_require(ctx, 1, &rc)))
@@ -31,27 +30,10 @@ static int castlike_compute(cpu_ctx *ctx)
 	if ((rc = cpu_check_dtype(ctx, X, 0, CASTLIKE_TYPES)) ||
 	    (rc = cpu_check_dtype(ctx, T, 1, CASTLIKE_TYPES)))
 		return rc;
-	from = X->dtype;
 	to = T->dtype;
 	if (!(Y = cpu_output(ctx, 0, to, X->rank, X->dims)))
 		return CPU_E_NOMEM;
-	n = cpu_numel(X);
-	if (from == to) {
-		if (n && Y->data != X->data)
-			memmove(Y->data, X->data, (size_t)n * cpu_dtype_size(to));
-	} else if (from == CPU_FLOAT && to == CPU_FLOAT16) {
-		for (int64_t i = 0; i < n; i++)
-			((uint16_t *)Y->data)[i] = cpu_f32_to_f16(((const float *)X->data)[i]);
-	} else if (from == CPU_FLOAT16 && to == CPU_FLOAT) {
-		for (int64_t i = 0; i < n; i++)
-			((float *)Y->data)[i] = cpu_f16_to_f32(((const uint16_t *)X->data)[i]);
-	} else if (cpu_dtype_is_float(from) || cpu_dtype_is_float(to)) {
-		for (int64_t i = 0; i < n; i++)
-			cpu_set_f64(to, Y->data, i, cpu_get_f64(from, X->data, i));
-	} else {
-		for (int64_t i = 0; i < n; i++)
-			cpu_set_i64(to, Y->data, i, cpu_get_i64(from, X->data, i));
-	}
+	cpu_cast_values(X, Y);
 	return 0;
 }
 
