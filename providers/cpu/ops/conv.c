@@ -29,6 +29,7 @@
 #include "conv_impl.h"
 #include "fuse_tail.h"
 #include "gemm.h"
+#include "par.h"
 
 /* The pixels-as-rows form is used when there are fewer output pixels than
  * this many times the group's output channels. */
@@ -225,6 +226,33 @@ static int group_gemm(cpu_ctx *ctx, const conv_job *j, const float *a, const flo
 			  j->osz, &ep, y, j->osz);
 }
 
+/* cpu_im2col split over the pool by input channels (each channel's taps
+ * are a block of rows of col). */
+typedef struct im2col_arg {
+	const conv_job *j;
+	const float *x;
+	float *col;
+} im2col_arg;
+
+static void im2col_range(void *arg, int64_t c0, int64_t c1, int member)
+{
+	const im2col_arg *a = arg;
+	const cpu_geom *g = &a->j->g;
+	int64_t isz = g->in[0] * g->in[1] * g->in[2], taps = g->k[0] * g->k[1] * g->k[2];
+
+	(void)member;
+	cpu_im2col(a->x + c0 * isz, c1 - c0, g, a->col + c0 * taps * a->j->osz);
+}
+
+static void im2col_par(cpu_ctx *ctx, const conv_job *j, const float *x, float *col)
+{
+	im2col_arg a = {j, x, col};
+	int64_t taps = j->g.k[0] * j->g.k[1] * j->g.k[2];
+
+	/* ~1 ns an element: a strided gather */
+	cpu_par_for(ctx, j->Cg, 1.0 * (double)(taps * j->osz), 1, im2col_range, &a);
+}
+
 static int conv_compute(cpu_ctx *ctx)
 {
 	const conv_state *st = ctx->node->state;
@@ -305,7 +333,7 @@ static int conv_compute(cpu_ctx *ctx)
 			const void *pk = use_t ? (const char *)packed + grp * st->pk_size : NULL;
 
 			if (!direct && use_t)
-				cpu_im2col(x, j.Cg, &j.g, col);
+				im2col_par(ctx, &j, x, col);
 			/* The rows form adds the residual as the GEMM's C (beta 1). */
 			if (res && !pk && res != y)
 				memcpy(y, res, (size_t)(j.Mg * j.osz) * sizeof(float));
