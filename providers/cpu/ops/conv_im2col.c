@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "conv_impl.h"
+#include "vfloat.h"
 
 /* The output columns [lo, hi) of a row whose tap at kernel column kw reads
  * inside the input (the others read padding). */
@@ -76,11 +77,19 @@ void cpu_im2col(const float *x, int64_t C, const cpu_geom *g, float *col)
 					}
 }
 
-/* dst[i] = src[2 i]: its own loop so the stride is a constant the
- * compiler vectorises (even/odd permutes). */
-static inline void copy_stride2(float *restrict dst, const float *restrict src, int64_t n)
+/* dst[i] = src[2 i], i < n; src[0, avail) may be read.  Eight outputs at
+ * a time from two loads and one even-lane shuffle while both loads stay
+ * inside avail, then one at a time. */
+VF_INLINE void copy_stride2(float *restrict dst, const float *restrict src, int64_t n,
+			    int64_t avail)
 {
-	for (int64_t i = 0; i < n; i++)
+	const vi8 even = {0, 2, 4, 6, 8, 10, 12, 14};
+	int64_t i = 0;
+
+	for (; i + 8 <= n && 2 * i + 16 <= avail; i += 8)
+		vf_store(dst + i, __builtin_shuffle(vf_load(src + 2 * i), vf_load(src + 2 * i + 8),
+						    even));
+	for (; i < n; i++)
 		dst[i] = src[2 * i];
 }
 
@@ -99,11 +108,20 @@ void conv_pack_im2col(void *arg, int64_t k0, int64_t rows, int64_t p0, int64_t p
 		int64_t s = g->s[2], base = kw * g->d[2] - g->pb[2], lo, hi;
 		const float *xc = cp->x + c * g->in[0] * g->in[1] * g->in[2];
 
+		/* the output pixel of panel p0's first column, then carried */
+		int64_t pod = p0 * nr / plane, poh = p0 * nr % plane / OW, pow_ = p0 * nr % OW;
+
 		inside(g, kw, &lo, &hi);
 		for (int64_t p = p0; p < p1; p++) {
 			float *o = dst + ((p - p0) * rows + r) * nr;
 			int64_t j = p * nr, end = j + nr < osz ? j + nr : osz;
-			int64_t od = j / plane, oh = j % plane / OW, ow = j % OW;
+			int64_t od = pod, oh = poh, ow = pow_;
+
+			for (pow_ += nr; pow_ >= OW; pow_ -= OW)
+				if (++poh == OH) {
+					poh = 0;
+					pod++;
+				}
 
 			while (j < end) {
 				int64_t run = end - j < OW - ow ? end - j : OW - ow;
@@ -120,7 +138,8 @@ void conv_pack_im2col(void *arg, int64_t k0, int64_t rows, int64_t p0, int64_t p
 					if (s == 1)
 						memcpy(o + (a - ow), src + a, (size_t)(b - a) * sizeof(float));
 					else if (s == 2)
-						copy_stride2(o + (a - ow), src + 2 * a, b - a);
+						copy_stride2(o + (a - ow), src + 2 * a, b - a,
+							     g->in[2] - base - 2 * a);
 					else
 						for (q = a; q < b; q++)
 							o[q - ow] = src[q * s];
