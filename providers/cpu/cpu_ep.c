@@ -305,7 +305,7 @@ static void plan_fusions(cpu_sg *c, const ep_subgraph *sg)
 	unsigned char *exported = calloc(c->n_values + 1, 1);
 	int *extra = calloc(c->n_values + 1, sizeof(int));
 	cpu_fuse_graph fg = {sg->graph, c->n_values, c->node_in, c->node_out, c->consts,
-			     exported, extra};
+			     exported, extra, ep_subgraph_opset(sg, "")};
 
 	if (exported && extra && sg->msg->exported_known && !(env && strcmp(env, "0") == 0)) {
 		for (size_t i = 0; i < sg->msg->n_exported; i++)
@@ -318,10 +318,11 @@ static void plan_fusions(cpu_sg *c, const ep_subgraph *sg)
 	}
 	for (size_t k = 0; c->fuse && k < c->n_nodes; k++)
 		if (c->fuse[k].head)
-			ipc_log(IPC_LOG_DEBUG, "fused %d nodes into '%s' (%s): add %d, bias %d, act %d",
+			ipc_log(IPC_LOG_DEBUG, "fused %d nodes into '%s' (%s): add %d, bias %d, act %d%s",
 				c->fuse[k].n_fused, sg->graph->node[k]->name,
 				sg->graph->node[k]->op_type, c->fuse[k].fuse.add_input,
-				c->fuse[k].fuse.bias_input, (int)c->fuse[k].fuse.act);
+				c->fuse[k].fuse.bias_input, (int)c->fuse[k].fuse.act,
+				c->fuse[k].fuse.attention ? ", attention" : "");
 	free(exported);
 	free(extra);
 }

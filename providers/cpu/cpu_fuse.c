@@ -274,6 +274,36 @@ static int64_t const_n(const planner *pl, int k, int transB)
 	return B && B->rank == 2 ? B->dims[transB ? 0 : 1] : -1;
 }
 
+/* Softmax over the last axis after cur, then a MatMul reading its result
+ * as A and, as B, a value that exists before the head runs (V): the
+ * attention pattern.  The fused MatMul writes the second product. */
+static int chain_attention(planner *pl, int k, int *last, int *cur)
+{
+	int r = next_reader(pl, *cur, *last), m, v, out;
+	const Onnx__NodeProto *sm = node(pl, r);
+	int64_t axis;
+
+	if (r < 0 || !is_op(sm, "Softmax") || single_out(pl, r) < 0)
+		return 0;
+	/* the last axis: -1 explicitly, or by default from opset 13 */
+	axis = cpu_attr_int(sm, "axis", pl->fg->opset >= 13 ? -1 : 1);
+	if (axis != -1)
+		return 0;
+	m = next_reader(pl, single_out(pl, r), r);
+	if (m < 0 || !is_op(node(pl, m), "MatMul") || (out = single_out(pl, m)) < 0 ||
+	    pl->fg->node_in[m][0] != single_out(pl, r) || (v = pl->fg->node_in[m][1]) < 0 ||
+	    v == single_out(pl, r) || pl->producer[v] >= k)
+		return 0;
+	if ((pl->f[k].fuse.v_input = add_input(&pl->f[k], v)) < 0)
+		return 0;
+	pl->f[k].fuse.attention = 1;
+	take(pl, k, r);
+	*cur = take(pl, k, m);
+	*last = m;
+	pl->f[k].out0 = out;
+	return 1;
+}
+
 static void chain_gemm(planner *pl, int k, int gemm)
 {
 	const Onnx__NodeProto *p = node(pl, k);
@@ -302,6 +332,8 @@ static void chain_gemm(planner *pl, int k, int gemm)
 		last = r;
 		r = next_reader(pl, cur, last);
 	}
+	if (!gemm && chain_attention(pl, k, &last, &cur))
+		return;
 	if (N > 0 && r >= 0 && is_op(node(pl, r), "Add") && single_out(pl, r) >= 0 &&
 	    (o = other_input(pl, r, cur)) >= 0 && (b = const_of(pl, o)) && b->rank >= 1 &&
 	    cpu_numel(b) == N && b->dims[b->rank - 1] == N) {
@@ -325,7 +357,7 @@ static void plan_node(planner *pl, int k)
 		return;
 	fn->n_in = (int)p->n_input;
 	memcpy(fn->in, pl->fg->node_in[k], sizeof(int) * p->n_input);
-	fn->fuse.add_input = fn->fuse.bias_input = -1;
+	fn->fuse.add_input = fn->fuse.bias_input = fn->fuse.v_input = -1;
 	fn->out0 = single_out(pl, k);
 	fn->n_fused = 1;
 	if (conv)

@@ -7,6 +7,8 @@
  *   MatMul|Gemm -> Add(const row) -> Add -> Relu | Gelu(Erf form) | Gelu
  *                                     bias, residual, activation in the GEMM
  *   MatMul -> Div|Mul(const scalar) -> ...   the scale as the GEMM's alpha
+ *   MatMul (-> Div|Mul) -> Softmax(last axis) -> MatMul   attention: one
+ *                                     node, the scores in its scratch
  *
  * and turns each chain into one node: the head (Conv, MatMul, Gemm) gets
  * the extra inputs and a cpu_fusion (node->fuse), writes the last node's
@@ -45,6 +47,7 @@ typedef struct cpu_fuse_graph {
 	const cpu_tensor *consts;                /* per value; data != NULL for weights */
 	const unsigned char *exported;           /* per value: read by the core; NULL: unknown */
 	const int *extra_reads;                  /* per value: reads by nested subgraphs */
+	int64_t opset;                           /* the ai.onnx opset (Softmax's default axis) */
 } cpu_fuse_graph;
 
 /* One entry per node, or NULL (no memory: run unfused).  Nodes that fuse

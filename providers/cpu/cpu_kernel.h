@@ -140,6 +140,11 @@ typedef struct cpu_fusion {
 	/* MatMul: the product is first multiplied by this (a Div or Mul by a
 	 * constant scalar, as attention scores are); 0 stands for 1. */
 	float scale;
+	/* MatMul (attention, Q x K^T -> Softmax -> x V): when set, the scaled
+	 * product is normalised by a Softmax over its last axis and
+	 * multiplied by in[v_input]; the node writes that product. */
+	int attention;
+	int v_input;
 } cpu_fusion;
 
 typedef struct cpu_node {

@@ -133,6 +133,39 @@ def bert_model():
     return g, {"h": h}, {"y": gv @ W["w2"] + B["b2"] + h64}
 
 
+def attention_model():
+    """Multi-head attention, [batch 2, heads 3, seq 10, dim 8]: Q x K^T / 4 ->
+    Softmax (default axis, opset 17) -> x V fuses into one node; a second
+    Softmax over axis 2 (not the last) must not fuse."""
+    b, h, s, d = 2, 3, 10, 8
+    q = rng.standard_normal((b, h, s, d)).astype(np.float32)
+    k = rng.standard_normal((b, h, s, d)).astype(np.float32)
+    v = rng.standard_normal((b, s, h, d)).astype(np.float32)
+    inits = [numpy_helper.from_array(np.array(4.0, np.float32), "four")]
+    nodes = [
+        helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]),
+        helper.make_node("Transpose", ["v"], ["vh"], perm=[0, 2, 1, 3]),
+        helper.make_node("MatMul", ["q", "kt"], ["s0"]), helper.make_node("Div", ["s0", "four"], ["s1"]),
+        helper.make_node("Softmax", ["s1"], ["p"]),
+        helper.make_node("MatMul", ["p", "vh"], ["y"]),
+        helper.make_node("MatMul", ["q", "kt"], ["t0"]),
+        helper.make_node("Softmax", ["t0"], ["tp"], axis=2),
+        helper.make_node("MatMul", ["tp", "vh"], ["z"]),
+    ]
+    g = helper.make_graph(nodes, "attention",
+                          [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(a.shape))
+                           for n, a in (("q", q), ("k", k), ("v", v))],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+                           helper.make_tensor_value_info("z", TensorProto.FLOAT, None)], inits)
+
+    def softmax(x, axis):
+        e = np.exp(x - x.max(axis, keepdims=True))
+        return e / e.sum(axis, keepdims=True)
+    sc = q.astype(np.float64) @ k.astype(np.float64).transpose(0, 1, 3, 2)
+    vh = v.astype(np.float64).transpose(0, 2, 1, 3)
+    return g, {"q": q, "k": k, "v": v}, {"y": softmax(sc / 4.0, -1) @ vh, "z": softmax(sc, 2) @ vh}
+
+
 def mlp_model():
     x = rng.standard_normal((3, 40)).astype(np.float32)
     w = (rng.standard_normal((50, 40)) * 0.3).astype(np.float32)
@@ -153,15 +186,16 @@ def run(ort_run, model, feeds, out, fuse):
     r = subprocess.run(args, capture_output=True, text=True, timeout=120, env=env)
     if r.returncode:
         raise SystemExit("ort-run failed: " + r.stderr[-2000:])
-    return r.stderr.count("fused ")
+    return r.stderr.count("fused "), r.stderr.count(", attention")
 
 
 def main():
     ort_run, work = sys.argv[1:3]
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
-    for name, (g, inputs, want), min_fused in (("resnet", resnet_model(), 4), ("bert", bert_model(), 4),
-                                               ("mlp", mlp_model(), 1)):
+    for name, (g, inputs, want), min_fused, n_attention in (
+            ("resnet", resnet_model(), 4, 0), ("bert", bert_model(), 4, 1),
+            ("attention", attention_model(), 1, 1), ("mlp", mlp_model(), 1, 0)):
         d = os.path.join(work, name)
         os.makedirs(d)
         model = os.path.join(d, "model.onnx")
@@ -170,10 +204,11 @@ def main():
         for k, v in inputs.items():
             feeds[k] = os.path.join(d, k + ".npy")
             np.save(feeds[k], v)
-        n_fused = run(ort_run, model, feeds, os.path.join(d, "fused"), "1")
-        n_plain = run(ort_run, model, feeds, os.path.join(d, "plain"), "0")
+        n_fused, n_att = run(ort_run, model, feeds, os.path.join(d, "fused"), "1")
+        n_plain, _ = run(ort_run, model, feeds, os.path.join(d, "plain"), "0")
         check(n_fused >= min_fused and n_plain == 0,
               "%s: %d chains fused (>= %d), none with ORTMK_CPU_FUSE=0" % (name, n_fused, min_fused))
+        check(n_att == n_attention, "%s: %d attention chains fused (want %d)" % (name, n_att, n_attention))
         for out, ref in want.items():
             a = np.load(os.path.join(d, "fused", out + ".npy")).astype(np.float64)
             b = np.load(os.path.join(d, "plain", out + ".npy")).astype(np.float64)

@@ -42,6 +42,12 @@ void cpu_sgemm_pool(struct gemm_pool *pool, int transA, int transB, int64_t M, i
  * same shape; Y may be X itself when the dtypes match). */
 void cpu_cast_values(const cpu_tensor *X, cpu_tensor *Y);
 
+/* ---- softmax.c ---- */
+
+/* Softmax over each of `rows` contiguous rows of n floats, in place, on
+ * the pool (the fused attention's scores). */
+void cpu_softmax_rows(cpu_ctx *ctx, float *x, int64_t rows, int64_t n);
+
 /* ---- common.c ---- */
 
 #define CPU_BIT(dt) (1u << (dt))

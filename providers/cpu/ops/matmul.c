@@ -241,53 +241,133 @@ static const void *packed_for(const cpu_ctx *ctx, const cpu_tensor *B, int64_t K
 	return st && st->b && B->data == st->src && st->K == K && st->N == N ? st->b : NULL;
 }
 
+/* A x B's sizes into r (operands and alpha left to the caller), its
+ * batch broadcast into bc, its dims into dims[*yr], B's batch entries into
+ * *bbatch.  0 or a status. */
+static int mm_shape(cpu_ctx *ctx, const cpu_tensor *A, const cpu_tensor *B, mm_run *r,
+		    cpu_bcast *bc, int64_t *dims, int *yr, int64_t *bbatch)
+{
+	int ranks[2];
+	const int64_t *bd[2] = {A->dims, B->dims};
+	int64_t Kb;
+
+	if (A->rank < 1 || B->rank < 1)
+		return cpu_fail(ctx, CPU_E_INVALID, "MatMul operands must have rank >= 1");
+	r->M = A->rank > 1 ? A->dims[A->rank - 2] : 1;
+	r->K = A->dims[A->rank - 1];
+	Kb = B->rank > 1 ? B->dims[B->rank - 2] : B->dims[0];
+	r->N = B->rank > 1 ? B->dims[B->rank - 1] : 1;
+	if (r->K != Kb)
+		return cpu_fail(ctx, CPU_E_INVALID, "inner dims differ: A has K=%lld, B has K=%lld",
+				(long long)r->K, (long long)Kb);
+	ranks[0] = A->rank > 2 ? A->rank - 2 : 0;
+	ranks[1] = B->rank > 2 ? B->rank - 2 : 0;
+	if (cpu_bcast_init(bc, 2, ranks, bd) != 0)
+		return cpu_fail(ctx, CPU_E_INVALID, "batch dims do not broadcast");
+	*yr = bc->out_rank;
+	memcpy(dims, bc->out_dims, sizeof(int64_t) * (size_t)*yr);
+	if (A->rank > 1)
+		dims[(*yr)++] = r->M;
+	if (B->rank > 1)
+		dims[(*yr)++] = r->N;
+	*bbatch = 1;
+	for (int d = 0; d < ranks[1]; d++)
+		*bbatch *= B->dims[d];
+	return 0;
+}
+
+/* r->y (ysize floats) = alpha * A x B, B not the packed weights. */
+static int mm_generic(cpu_ctx *ctx, mm_run *r, const cpu_bcast *bc, int64_t bbatch,
+		      int64_t ysize)
+{
+	if (bbatch == 1) {
+		/* B is shared by every batch entry: one GEMM over the stacked rows */
+		cpu_sgemm_pool(ctx->pool, 0, 0, ysize / (r->N ? r->N : 1), r->N, r->K, r->alpha,
+			       r->a, r->K, r->b, r->N, 0.0f, r->y, r->N);
+		return 0;
+	}
+	if (mm_batch(ctx, r, bc, ysize))
+		return 0;
+	return cpu_bcast_each(bc, mm_row, r);
+}
+
+/* The fused attention (cpu_fuse.c): P = Softmax(scale * Q x Kt) over the
+ * last axis, in the node's scratch, then Y = P x V.  The two products run
+ * as batches on the pool and the scores never become a graph value. */
+static int attention_compute(cpu_ctx *ctx, const cpu_tensor *Q, const cpu_tensor *Kt)
+{
+	const cpu_fusion *fu = ctx->node->fuse;
+	const cpu_tensor *V;
+	int64_t dims[CPU_MAX_RANK], bbatch, n;
+	cpu_tensor P;
+	cpu_fuse_run fr;
+	cpu_bcast bc;
+	int rank, rc = 0;
+	mm_run r = {0};
+
+	if (!(V = cpu_require(ctx, fu->v_input, &rc)) ||
+	    (rc = cpu_check_dtype(ctx, V, fu->v_input, CPU_TYPES_F32)) ||
+	    (rc = mm_shape(ctx, Q, Kt, &r, &bc, dims, &rank, &bbatch)))
+		return rc;
+	if (rank < 1)
+		return cpu_fail(ctx, CPU_E_INVALID, "attention scores have rank 0: no axis for Softmax");
+	memset(&P, 0, sizeof(P));
+	P.dtype = CPU_FLOAT;
+	P.rank = rank;
+	memcpy(P.dims, dims, sizeof(int64_t) * (size_t)rank);
+	P.nbytes = (size_t)cpu_numel(&P) * sizeof(float);
+	if (!(P.data = cpu_scratch(ctx, P.nbytes ? P.nbytes : 1)))
+		return CPU_E_NOMEM;
+	r.a = Q->data;
+	r.b = Kt->data;
+	r.y = P.data;
+	r.pool = ctx->pool;
+	r.alpha = fu->scale != 0.0f ? fu->scale : 1.0f;
+	if ((rc = mm_generic(ctx, &r, &bc, bbatch, cpu_numel(&P))) != 0)
+		return rc;
+	n = P.dims[rank - 1];
+	if (n > 0)
+		cpu_softmax_rows(ctx, P.data, cpu_numel(&P) / n, n);
+	memset(&r, 0, sizeof(r));
+	if ((rc = mm_shape(ctx, &P, V, &r, &bc, dims, &rank, &bbatch)) ||
+	    (rc = cpu_fuse_begin(ctx, rank, dims, &fr)))
+		return rc;
+	r.a = P.data;
+	r.b = V->data;
+	r.y = fr.y->data;
+	r.pool = ctx->pool;
+	r.alpha = 1.0f;
+	if ((rc = mm_generic(ctx, &r, &bc, bbatch, cpu_numel(fr.y))) != 0)
+		return rc;
+	return cpu_fuse_end(ctx, &fr, 0);
+}
+
 static int matmul_compute(cpu_ctx *ctx)
 {
 	const cpu_tensor *A, *B;
 	const mm_packed *st = ctx->node->state;
 	const void *packed;
 	cpu_fuse_run fr;
-	int64_t dims[CPU_MAX_RANK], Kb, bbatch = 1;
-	int ranks[2], yr, rc = 0;
-	const int64_t *bd[2];
+	int64_t dims[CPU_MAX_RANK], bbatch;
+	int yr, rc = 0;
 	cpu_bcast bc;
-	mm_run r;
+	mm_run r = {0};
 
 	if (!(A = cpu_require(ctx, 0, &rc)) || !(B = cpu_require(ctx, 1, &rc)))
 		return rc;
 	if ((rc = cpu_check_dtype(ctx, A, 0, CPU_TYPES_F32)) ||
 	    (rc = cpu_check_dtype(ctx, B, 1, CPU_TYPES_F32)))
 		return rc;
-	if (A->rank < 1 || B->rank < 1)
-		return cpu_fail(ctx, CPU_E_INVALID, "MatMul operands must have rank >= 1");
-	r.M = A->rank > 1 ? A->dims[A->rank - 2] : 1;
-	r.K = A->dims[A->rank - 1];
-	Kb = B->rank > 1 ? B->dims[B->rank - 2] : B->dims[0];
-	r.N = B->rank > 1 ? B->dims[B->rank - 1] : 1;
-	if (r.K != Kb)
-		return cpu_fail(ctx, CPU_E_INVALID, "inner dims differ: A has K=%lld, B has K=%lld",
-				(long long)r.K, (long long)Kb);
-	ranks[0] = A->rank > 2 ? A->rank - 2 : 0;
-	ranks[1] = B->rank > 2 ? B->rank - 2 : 0;
-	bd[0] = A->dims;
-	bd[1] = B->dims;
-	if (cpu_bcast_init(&bc, 2, ranks, bd) != 0)
-		return cpu_fail(ctx, CPU_E_INVALID, "batch dims do not broadcast");
-	yr = bc.out_rank;
-	memcpy(dims, bc.out_dims, sizeof(int64_t) * (size_t)yr);
-	if (A->rank > 1)
-		dims[yr++] = r.M;
-	if (B->rank > 1)
-		dims[yr++] = r.N;
-	if ((rc = cpu_fuse_begin(ctx, yr, dims, &fr)) != 0)
+	if (ctx->node->fuse && ctx->node->fuse->attention)
+		return attention_compute(ctx, A, B);
+	if ((rc = mm_shape(ctx, A, B, &r, &bc, dims, &yr, &bbatch)) ||
+	    (rc = cpu_fuse_begin(ctx, yr, dims, &fr)))
 		return rc;
 	r.a = A->data;
 	r.b = B->data;
 	r.y = fr.y->data;
 	r.pool = ctx->pool;
 	r.alpha = ctx->node->fuse && ctx->node->fuse->scale != 0.0f ? ctx->node->fuse->scale : 1.0f;
-	for (int d = 0; d < ranks[1]; d++)
-		bbatch *= B->dims[d];
 	if (bbatch == 1 && B->rank == 2 && (packed = packed_for(ctx, B, r.K, r.N))) {
 		gemm_epilogue ep = GEMM_EPILOGUE_INIT;
 
@@ -300,14 +380,8 @@ static int matmul_compute(cpu_ctx *ctx)
 			return cpu_fail(ctx, CPU_E_INTERNAL, "packed GEMM failed");
 		return cpu_fuse_end(ctx, &fr, 1);
 	}
-	if (bbatch == 1) {
-		/* B is shared by every batch entry: one GEMM over the stacked rows */
-		cpu_sgemm_pool(ctx->pool, 0, 0, cpu_numel(fr.y) / (r.N ? r.N : 1), r.N, r.K,
-			       r.alpha, r.a, r.K, r.b, r.N, 0.0f, r.y, r.N);
-	} else if (!mm_batch(ctx, &r, &bc, cpu_numel(fr.y)) &&
-		   (rc = cpu_bcast_each(&bc, mm_row, &r)) != 0) {
+	if ((rc = mm_generic(ctx, &r, &bc, bbatch, cpu_numel(fr.y))) != 0)
 		return rc;
-	}
 	return plain_tail(ctx, &fr, st ? st->bias : NULL, r.N);
 }
 

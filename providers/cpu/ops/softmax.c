@@ -140,6 +140,18 @@ static void blocks_range(void *arg, int64_t o0, int64_t o1, int member)
 			      j->inner, j->is_log, m, m + j->inner);
 }
 
+void cpu_softmax_rows(cpu_ctx *ctx, float *x, int64_t rows, int64_t n)
+{
+	softmax_job j;
+
+	memset(&j, 0, sizeof(j));
+	j.x = x;
+	j.y = x;
+	j.n = n;
+	j.inner = 1;
+	cpu_par_for(ctx, rows, (double)n * 0.4 + 10.0, 1, lines_range, &j);
+}
+
 static int softmax_compute(cpu_ctx *ctx)
 {
 	const cpu_tensor *X;
