@@ -29,7 +29,7 @@
  *
  * Threads: C is cut into tm x tn rectangles (rows anywhere, columns on
  * panel boundaries), a few per thread when there is enough work; see
- * split().
+ * gemm_drv_split().
  */
 #include <errno.h>
 #include <math.h>
@@ -40,42 +40,7 @@
 #include <xmmintrin.h>
 #endif
 
-#include "gemm_kern.h"
-
-/* Below this many flops per thread, waking another one costs more than it
- * saves. */
-#define MIN_FLOPS_PER_THREAD (1 << 18)
-/* Bytes of packed B a task may expect to keep in L2 (1 MiB on Zen 4,
- * 2 MiB on Sapphire Rapids, shared with A and C). */
-#define L2_BUDGET ((int64_t)512 * 1024)
-/* Products with at most this many rows and a packed B go to the ISA's
- * gemv kernel when it has one. */
-#define GEMV_ROWS 4
-
-typedef struct problem {
-	int64_t M, N, K;
-	const float *A;
-	int64_t lda;
-	int transA;
-	int copy_a;              /* copy A's blocks (transposed or aliasing) */
-	int64_t lds;             /* row stride of the copy */
-	gemm_packed_view b;      /* b.data NULL: B is packed on the fly */
-	const float *B;          /* ... from here */
-	int64_t ldb;
-	int transB;
-	gemm_pack_fn *pack;      /* ... or by this */
-	void *pack_ctx;
-	gemm_epilogue ep;
-	gemm_tile_ep tile;       /* the per-call part of the kernel epilogue */
-	float *C;
-	int64_t ldc;
-	int tm, tn;              /* thread grid */
-	gemm_pool *pool;         /* acquired, or NULL */
-	size_t b_floats;         /* per-task scratch: packed B block, then A */
-	float *own_scratch;      /* without a pool: allocated for the call */
-	float *given_scratch;    /* ... or the caller's (gemm_batch.scratch) */
-	float *scratch;          /* without a pool: whichever of the two */
-} problem;
+#include "driver_int.h"
 
 static const gemm_epilogue default_ep = GEMM_EPILOGUE_INIT;
 
@@ -242,7 +207,7 @@ static float *scratch_of(const problem *p, int member)
 	return p->pool ? gemm_pool_scratch(p->pool, member) : p->scratch;
 }
 
-static void task(void *arg, int64_t i, int member)
+void gemm_drv_task(void *arg, int64_t i, int member)
 {
 	const problem *p = arg;
 	int64_t im = i / p->tn, in = i % p->tn;
@@ -259,7 +224,7 @@ static void task(void *arg, int64_t i, int member)
  * shape of the grid minimises a task's cost: 2 * rows * cols flops plus
  * the A and B it streams, (rows + cols) * K floats at ~10 flops a byte
  * (B twice when the task packs it). */
-static void split(problem *p, int threads)
+void gemm_drv_split(problem *p, int threads)
 {
 	double flops = 2.0 * (double)p->M * (double)p->N * (double)p->K, best = INFINITY;
 	int64_t nr = p->b.isa->nr, target;
@@ -290,7 +255,7 @@ static void split(problem *p, int threads)
 }
 
 /* K == 0: C = act(beta * C + bias), nothing to multiply. */
-static void epilogue_only(const problem *p)
+void gemm_drv_epilogue_only(const problem *p)
 {
 	const gemm_epilogue *e = &p->ep;
 
@@ -312,7 +277,7 @@ static void epilogue_only(const problem *p)
 }
 
 /* Checks the arguments both entry points share and fills p. */
-static int setup(problem *p, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+int gemm_drv_setup(problem *p, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
 		 int transA, const gemm_epilogue *ep, float *C, int64_t ldc)
 {
 	memset(p, 0, sizeof(*p));
@@ -344,7 +309,7 @@ static int setup(problem *p, int64_t M, int64_t N, int64_t K, const float *A, in
 
 /* Sizes the task scratch (packed B block, copied A rows) and reserves it:
  * in the pool's members, else the caller's or one allocated for the call. */
-static int scratch_setup(problem *p, gemm_pool *pool)
+int gemm_drv_scratch_setup(problem *p, gemm_pool *pool)
 {
 	const gemm_isa_desc *d = p->b.isa;
 	size_t bytes;
@@ -379,17 +344,17 @@ static int run(problem *p, gemm_pool *pool)
 	if (p->M == 0 || p->N == 0)
 		return 0;
 	if (p->K == 0) {
-		epilogue_only(p);
+		gemm_drv_epilogue_only(p);
 		return 0;
 	}
-	if ((rc = scratch_setup(p, pool)) != 0)
+	if ((rc = gemm_drv_scratch_setup(p, pool)) != 0)
 		return rc;
-	split(p, gemm_pool_threads(pool));
+	gemm_drv_split(p, gemm_pool_threads(pool));
 	if (pool)
-		gemm_pool_for(pool, p->tm * p->tn, p->tm * p->tn, task, p);
+		gemm_pool_for(pool, p->tm * p->tn, p->tm * p->tn, gemm_drv_task, p);
 	else
 		for (int64_t i = 0; i < (int64_t)p->tm * p->tn; i++)
-			task(p, i, 0);
+			gemm_drv_task(p, i, 0);
 	free(p->own_scratch);
 	p->own_scratch = NULL;
 	return 0;
@@ -397,7 +362,7 @@ static int run(problem *p, gemm_pool *pool)
 
 /* ORTMK_CPU_GEMV=0 sends few-row products through the tiles instead (for
  * comparisons); read once. */
-static int gemv_enabled(void)
+int gemm_drv_gemv_enabled(void)
 {
 	static _Atomic int on = -1;
 	int v = atomic_load_explicit(&on, memory_order_relaxed);
@@ -453,7 +418,7 @@ int gemm_compute(gemm_pool *pool, int64_t M, int64_t N, int64_t K, const float *
 		 float *C, int64_t ldc)
 {
 	problem p;
-	int rc = setup(&p, M, N, K, A, lda, transA, ep, C, ldc), mine;
+	int rc = gemm_drv_setup(&p, M, N, K, A, lda, transA, ep, C, ldc), mine;
 
 	if (rc)
 		return rc;
@@ -461,7 +426,7 @@ int gemm_compute(gemm_pool *pool, int64_t M, int64_t N, int64_t K, const float *
 		return -EINVAL;
 	mine = gemm_pool_try_begin(pool);
 	if (M >= 1 && M <= GEMV_ROWS && N > 0 && K > 0 && !transA && p.b.isa->gemv &&
-	    gemv_enabled())
+	    gemm_drv_gemv_enabled())
 		run_gemv(&p, mine ? pool : NULL);
 	else
 		rc = run(&p, mine ? pool : NULL);
@@ -471,7 +436,7 @@ int gemm_compute(gemm_pool *pool, int64_t M, int64_t N, int64_t K, const float *
 }
 
 /* A B (K x N) the tasks pack as they go, for the ISA d. */
-static void fly_b(problem *p, const gemm_isa_desc *d, int64_t K, int64_t N, int64_t ldb,
+void gemm_drv_fly_b(problem *p, const gemm_isa_desc *d, int64_t K, int64_t N, int64_t ldb,
 		  int transB)
 {
 	p->b.isa = d;
@@ -494,7 +459,7 @@ static int sgemm_any(gemm_pool *pool, gemm_isa isa, int transA, int transB, int6
 
 	if (!d)
 		return -ENOTSUP;
-	rc = setup(&p, M, N, K, A, lda, transA, ep, C, ldc);
+	rc = gemm_drv_setup(&p, M, N, K, A, lda, transA, ep, C, ldc);
 	if (rc)
 		return rc;
 	if (M > 0 && N > 0 && K > 0 && !fn && (!B || ldb < (transB ? K : N)))
@@ -502,7 +467,7 @@ static int sgemm_any(gemm_pool *pool, gemm_isa isa, int transA, int transB, int6
 	p.pack = fn;
 	p.pack_ctx = fn_ctx;
 	p.B = B;
-	fly_b(&p, d, K, N, ldb, transB);
+	gemm_drv_fly_b(&p, d, K, N, ldb, transB);
 	mine = gemm_pool_try_begin(pool);
 	rc = run(&p, mine ? pool : NULL);
 	if (mine)
@@ -525,164 +490,4 @@ int gemm_sgemm_packer(gemm_pool *pool, gemm_isa isa, int transA, int64_t M, int6
 	if (!fn)
 		return -EINVAL;
 	return sgemm_any(pool, isa, transA, 0, M, N, K, A, lda, NULL, 0, fn, fn_ctx, ep, C, ldc);
-}
-
-/* ---- batches ---- */
-
-/* One job for a batch: item i's problem is p with A, C and B (or the
- * packed B) of item i; `per` tasks per item. */
-typedef struct batch_job {
-	problem p;
-	const gemm_batch *b;
-	int64_t per;
-	int gemv;
-} batch_job;
-
-static void batch_item(const batch_job *j, int64_t item, problem *p)
-{
-	*p = j->p;
-	p->A = j->b->A[item];
-	p->C = j->b->C[item];
-	if (j->b->packed)
-		gemm_packed_view_get(j->b->packed[item], &p->b);   /* checked before */
-	else
-		p->B = j->b->B[item];
-}
-
-static void batch_task(void *arg, int64_t i, int member)
-{
-	const batch_job *j = arg;
-	problem p;
-
-	batch_item(j, i / j->per, &p);
-	if (j->gemv)
-		p.b.isa->gemv(&p.b, (int)p.M, p.A, p.lda, 0, p.b.panels, p.C, p.ldc, &p.tile);
-	else
-		task(&p, i % j->per, member);
-}
-
-/* Items go to the threads whole when they divide evenly or are many
- * (dynamic claiming evens out the rest); else each item is split as one
- * product would be.  No more threads than the flops are worth. */
-static int run_batch(batch_job *j, gemm_pool *pool)
-{
-	problem *p = &j->p;
-	int64_t n = j->b->count;
-	double flops = 2.0 * (double)p->M * (double)p->N * (double)p->K * (double)n;
-	int threads = gemm_pool_threads(pool), width, rc;
-
-	if (p->M == 0 || p->N == 0 || n == 0)
-		return 0;
-	if (p->K == 0) {
-		for (int64_t i = 0; i < n; i++) {
-			problem q;
-			batch_item(j, i, &q);
-			epilogue_only(&q);
-		}
-		return 0;
-	}
-	width = flops / MIN_FLOPS_PER_THREAD < threads ? (int)(flops / MIN_FLOPS_PER_THREAD) + 1 :
-							threads;
-	j->gemv = j->b->packed && p->M <= GEMV_ROWS && !p->transA && p->b.isa->gemv &&
-		  gemv_enabled();
-	if (j->gemv) {
-		p->tile.beta = p->ep.beta;
-		p->tile.finish = 1;
-	} else if ((rc = scratch_setup(p, pool)) != 0) {
-		return rc;
-	}
-	if (j->gemv || n % width == 0 || n >= 4 * width)
-		p->tm = p->tn = 1;
-	else
-		split(p, width);
-	j->per = (int64_t)p->tm * p->tn;
-	if (pool && width > 1)
-		gemm_pool_for(pool, width, n * j->per, batch_task, j);
-	else
-		for (int64_t i = 0; i < n * j->per; i++)
-			batch_task(j, i, 0);
-	free(p->own_scratch);
-	p->own_scratch = NULL;
-	return 0;
-}
-
-/* The checks both batch entry points share: every item's A and C given. */
-static int batch_check(const gemm_batch *b, const gemm_epilogue *ep)
-{
-	if (!b || b->count < 0 || (b->count > 0 && (!b->A || !b->C)) || (ep && ep->post))
-		return -EINVAL;
-	for (int64_t i = 0; i < b->count; i++)
-		if (!b->A[i] || !b->C[i])
-			return -EINVAL;
-	return 0;
-}
-
-int gemm_compute_batch(gemm_pool *pool, int64_t M, int64_t N, int64_t K, int64_t lda,
-		       int transA, const gemm_epilogue *ep, int64_t ldc, const gemm_batch *b)
-{
-	batch_job j;
-	int rc, mine;
-
-	if ((rc = batch_check(b, ep)) != 0 || !b->packed)
-		return rc ? rc : -EINVAL;
-	if (b->count == 0)
-		return 0;
-	if ((rc = setup(&j.p, M, N, K, b->A[0], lda, transA, ep, b->C[0], ldc)) != 0)
-		return rc;
-	for (int64_t i = 0; i < b->count; i++) {
-		gemm_packed_view v;
-		if (gemm_packed_view_get(b->packed[i], &v) || v.K != K || v.N != N ||
-		    (i > 0 && v.isa != j.p.b.isa))
-			return -EINVAL;
-		if (i == 0)
-			j.p.b = v;
-	}
-	j.b = b;
-	j.p.given_scratch = b->scratch;
-	mine = gemm_pool_try_begin(pool);
-	rc = run_batch(&j, mine ? pool : NULL);
-	if (mine)
-		gemm_pool_end(pool);
-	return rc;
-}
-
-size_t gemm_compute_batch_scratch(int64_t M, int64_t K, int64_t lda, int transA)
-{
-	const gemm_isa_desc *d = gemm_isa_desc_get(GEMM_ISA_AUTO);
-	int64_t lds = (gemm_choose_kc(d, K) + 15) / 16 * 16 + 16;
-
-	if (!((transA && !d->kernel_t) || (lda % 512 == 0 && M > 1)))
-		return 0;
-	return (size_t)d->mc * (size_t)lds * sizeof(float);
-}
-
-int gemm_sgemm_batch(gemm_pool *pool, gemm_isa isa, int transA, int transB, int64_t M,
-		     int64_t N, int64_t K, int64_t lda, int64_t ldb, const gemm_epilogue *ep,
-		     int64_t ldc, const gemm_batch *b)
-{
-	const gemm_isa_desc *d = gemm_isa_desc_get(isa);
-	batch_job j;
-	int rc, mine;
-
-	if (!d)
-		return -ENOTSUP;
-	if ((rc = batch_check(b, ep)) != 0 || (b->count > 0 && !b->B))
-		return rc ? rc : -EINVAL;
-	if (b->count == 0)
-		return 0;
-	if ((rc = setup(&j.p, M, N, K, b->A[0], lda, transA, ep, b->C[0], ldc)) != 0)
-		return rc;
-	if (M > 0 && N > 0 && K > 0 && ldb < (transB ? K : N))
-		return -EINVAL;
-	for (int64_t i = 0; M > 0 && N > 0 && K > 0 && i < b->count; i++)
-		if (!b->B[i])
-			return -EINVAL;
-	fly_b(&j.p, d, K, N, ldb, transB);
-	j.p.given_scratch = NULL;   /* it also packs B: allocated per call */
-	j.b = b;
-	mine = gemm_pool_try_begin(pool);
-	rc = run_batch(&j, mine ? pool : NULL);
-	if (mine)
-		gemm_pool_end(pool);
-	return rc;
 }
