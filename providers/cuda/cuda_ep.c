@@ -60,22 +60,10 @@ static int cuda_supported(void *self, const Onnx__NodeProto *node, int64_t opset
 			  const int32_t *in_dtypes, int n_in, char *why, size_t n)
 {
 	cuda_ep *ep = self;
-	const cu_op *op;
+	const cu_op *op = ep->ok ? cu_op_find(node->op_type, node->domain, opset) : NULL;
 
-	if (!ep->ok) {
-		snprintf(why, n, "no CUDA device (%s)", ep->why);
+	if (!ep_supported_pre("CUDA", ep->ok, ep->why, op != NULL, node, opset, n_in, why, n))
 		return 0;
-	}
-	op = cu_op_find(node->op_type, node->domain, opset);
-	if (!op) {
-		snprintf(why, n, "%s (opset %lld) is not implemented for CUDA", node->op_type,
-			 (long long)opset);
-		return 0;
-	}
-	if (n_in < (int)node->n_input) {
-		snprintf(why, n, "input dtypes unknown");
-		return 0;
-	}
 	return op->supports(node, opset, in_dtypes, n_in, why, n);
 }
 

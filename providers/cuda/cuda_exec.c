@@ -12,29 +12,6 @@
 
 #include "log.h"
 
-void *cu_list_push(cu_list *l)
-{
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? 2 * l->cap : 32;
-		void *nv = realloc(l->v, cap * l->size);
-
-		if (!nv)
-			return NULL;
-		l->v = nv;
-		l->cap = cap;
-	}
-	memset((char *)l->v + l->n * l->size, 0, l->size);
-	return (char *)l->v + l->n++ * l->size;
-}
-
-static int value_index(const ep_subgraph *sg, const char *name)
-{
-	for (size_t i = 0; i < sg->n_values; i++)
-		if (strcmp(sg->values[i].name, name) == 0)
-			return (int)i;
-	return -1;
-}
-
 /* ---- load --------------------------------------------------------------- */
 
 static void exec_free(cu_exec *ex)
@@ -57,6 +34,7 @@ static void exec_free(cu_exec *ex)
 	free(ex->consts);
 	free(ex->own);
 	free(ex->producer);
+	free(ex->order);
 	free(ex->vals);
 	free(ex->bound);
 	free(ex->in);
@@ -78,9 +56,10 @@ static int alloc_tables(cu_exec *ex)
 	ex->consts = calloc(nv, sizeof(*ex->consts));
 	ex->own = calloc(nv, sizeof(*ex->own));
 	ex->producer = calloc(nv, sizeof(int));
+	ex->order = calloc(nv, sizeof(int));
 	ex->vals = calloc(nv, sizeof(*ex->vals));
 	ex->bound = calloc(nv, sizeof(int));
-	if (!ex->nodes || !ex->consts || !ex->own || !ex->producer || !ex->vals || !ex->bound)
+	if (!ex->nodes || !ex->consts || !ex->own || !ex->producer || !ex->order || !ex->vals || !ex->bound)
 		return -1;
 	for (size_t v = 0; v < nv; v++)
 		ex->producer[v] = -1;
@@ -89,21 +68,6 @@ static int alloc_tables(cu_exec *ex)
 	ex->stage.size = sizeof(cuda_pinned_buf *);
 	ex->htemps.size = sizeof(void *);
 	ex->made.size = sizeof(uint64_t);
-	return 0;
-}
-
-static int map_names(const ep_subgraph *sg, char **names, size_t cnt, int **out,
-		     char *err, size_t n)
-{
-	*out = calloc(cnt + 1, sizeof(int));
-	if (!*out)
-		return snprintf(err, n, "out of memory"), EP_E_NOMEM;
-	for (size_t i = 0; i < cnt; i++) {
-		(*out)[i] = names[i][0] ? value_index(sg, names[i]) : -1;
-		if (names[i][0] && (*out)[i] < 0)
-			return snprintf(err, n, "value '%s' is not in the subgraph", names[i]),
-			       EP_E_INVALID;
-	}
 	return 0;
 }
 
@@ -123,16 +87,12 @@ static int load_node(cu_exec *ex, size_t k, size_t *max_in, char *err, size_t n)
 		       EP_E_UNSUPPORTED;
 	nd->n_in = (int)p->n_input;
 	nd->n_out = (int)p->n_output;
-	rc = map_names(ex->sg, p->input, p->n_input, &nd->in, err, n);
-	if (!rc)
-		rc = map_names(ex->sg, p->output, p->n_output, &nd->out, err, n);
+	rc = ep_node_wire(ex->sg, p, (int)k, &nd->in, &nd->out, ex->producer, ex->order,
+			  &ex->n_order, err, n);
 	if (!rc && nd->op->prepare)
 		rc = nd->op->prepare(nd, err, n);
 	if (rc)
 		return rc;
-	for (int i = 0; i < nd->n_out; i++)
-		if (nd->out[i] >= 0)
-			ex->producer[nd->out[i]] = (int)k;
 	if (p->n_input > *max_in)
 		*max_in = p->n_input;
 	return 0;
@@ -141,20 +101,14 @@ static int load_node(cu_exec *ex, size_t k, size_t *max_in, char *err, size_t n)
 static int load_weights(cu_exec *ex, char *err, size_t n)
 {
 	const ep_subgraph *sg = ex->sg;
-	cuda_block *dst = calloc(sg->n_weights + 1, sizeof(*dst));
-	int rc;
+	cuda_block *dst;
+	int rc = ep_weights_check(sg, err, n);
 
+	if (rc)
+		return rc;
+	dst = calloc(sg->n_weights + 1, sizeof(*dst));
 	if (!dst)
 		return snprintf(err, n, "out of memory"), EP_E_NOMEM;
-	for (size_t i = 0; i < sg->n_weights; i++) {
-		const ep_weight *w = &sg->weights[i];
-
-		if (w->value >= ex->n_values || w->rank > EP_MAX_RANK) {
-			free(dst);
-			return snprintf(err, n, "weight %zu names no value of the subgraph", i),
-			       EP_E_INVALID;
-		}
-	}
 	rc = cuda_load_weights(ex->ep, sg, dst, err, n);
 	for (size_t i = 0; i < sg->n_weights; i++) {
 		const ep_weight *w = &sg->weights[i];
@@ -175,19 +129,6 @@ static int load_weights(cu_exec *ex, char *err, size_t n)
 	}
 	free(dst);
 	return rc;
-}
-
-/* "subgraph 7 loaded: 3 nodes: Conv Relu MaxPool" (tests read it). */
-static void log_loaded(const cu_exec *ex)
-{
-	char ops[1024];
-	size_t at = 0;
-
-	ops[0] = 0;
-	for (size_t k = 0; k < ex->n_nodes && at < sizeof(ops); k++)
-		at += (size_t)snprintf(ops + at, sizeof(ops) - at, " %s", ex->nodes[k].proto->op_type);
-	ipc_log(IPC_LOG_DEBUG, "subgraph %u loaded: %zu nodes:%s; device memory %llu bytes in use",
-		ex->sg->id, ex->n_nodes, ops, (unsigned long long)ex->ep->heap.in_use);
 }
 
 int cuda_exec_load(cuda_ep *ep, ep_subgraph *sg, char *err, size_t n)
@@ -221,7 +162,7 @@ int cuda_exec_load(cuda_ep *ep, ep_subgraph *sg, char *err, size_t n)
 	}
 	sg->impl = ex;
 	if (ipc_log_enabled(IPC_LOG_DEBUG))
-		log_loaded(ex);
+		ep_log_loaded(sg, ep->heap.in_use);
 	return 0;
 }
 
@@ -238,16 +179,11 @@ void cuda_exec_unload(cuda_ep *ep, ep_subgraph *sg)
 
 int cu_fail(cu_ctx *c, int code, const char *fmt, ...)
 {
-	const Onnx__NodeProto *p = c->node->proto;
-	int at = snprintf(c->err, c->errlen, "node '%s' (%s): ", p->name ? p->name : "",
-			  p->op_type);
 	va_list ap;
 
 	c->status = code;
-	if (at < 0 || (size_t)at >= c->errlen)
-		return code;
 	va_start(ap, fmt);
-	vsnprintf(c->err + at, c->errlen - (size_t)at, fmt, ap);
+	ep_node_vfail(c->err, c->errlen, c->node->proto, code, fmt, ap);
 	va_end(ap);
 	return code;
 }
@@ -269,26 +205,15 @@ const cu_val *cu_in(const cu_ctx *c, int i)
 	return i < c->n_in ? c->in[i] : NULL;
 }
 
-/* Checks a shape against the binding the core planned for value v. */
+/* Checks a dtype and shape against the binding the core planned for value v. */
 static int check_planned(cu_ctx *c, int v, int32_t dtype, int rank, const int64_t *dims)
 {
 	cu_exec *ex = c->ex;
-	const ep_tensor *b;
-	char s1[128], s2[128];
+	char msg[512];
+	int rc = ep_check_planned(ex->sg, ex->run, ex->bound, v, dtype, rank, dims, msg,
+				  sizeof(msg));
 
-	if (ex->bound[v] < 0)
-		return 0;
-	b = &ex->run->bindings[ex->bound[v]];
-	if (b->dtype && b->dtype != dtype)
-		return cu_fail(c, EP_E_SHAPE, "output '%s' is dtype %d but the core planned %d",
-			       ex->sg->values[v].name, dtype, b->dtype);
-	if (b->dynamic)
-		return 0;
-	if (b->rank != rank || memcmp(b->dims, dims, sizeof(int64_t) * (size_t)rank))
-		return cu_fail(c, EP_E_SHAPE, "output '%s' is %s but the core planned %s",
-			       ex->sg->values[v].name, ep_shape_str(rank, dims, s1, sizeof(s1)),
-			       ep_shape_str(b->rank, b->dims, s2, sizeof(s2)));
-	return 0;
+	return rc ? cu_fail(c, rc, "%s", msg) : 0;
 }
 
 static cu_val *out_value(cu_ctx *c, int i, int32_t dtype, int rank, const int64_t *dims,
@@ -322,7 +247,7 @@ const cu_val *cu_out(cu_ctx *c, int i, int32_t dtype, int rank, const int64_t *d
 	 * may still be read by work of this stream: it goes back to the cache
 	 * only at the end of the run. */
 	if (!ex->own[v].ptr || ex->own[v].size < nbytes) {
-		cuda_block *t = ex->own[v].ptr ? cu_list_push(&ex->temps) : NULL;
+		cuda_block *t = ex->own[v].ptr ? ep_list_push(&ex->temps) : NULL;
 
 		if (ex->own[v].ptr && !t) {
 			cu_fail(c, EP_E_NOMEM, "out of memory");
@@ -367,7 +292,7 @@ int cu_out_alias(cu_ctx *c, int i, const cu_val *src, int rank, const int64_t *d
 
 int cu_temp(cu_ctx *c, uint64_t nbytes, void **ptr)
 {
-	cuda_block *t = cu_list_push(&c->ex->temps);
+	cuda_block *t = ep_list_push(&c->ex->temps);
 
 	if (!t)
 		return cu_fail(c, EP_E_NOMEM, "out of memory");
@@ -385,7 +310,7 @@ int cu_temp(cu_ctx *c, uint64_t nbytes, void **ptr)
 static int upload(cu_ctx *c, const void *data, uint64_t nbytes, void *dst)
 {
 	cu_exec *ex = c->ex;
-	cuda_pinned_buf **slot = cu_list_push(&ex->stage);
+	cuda_pinned_buf **slot = ep_list_push(&ex->stage);
 
 	if (!slot)
 		return cu_fail(c, EP_E_NOMEM, "out of memory");

@@ -18,6 +18,7 @@
 #define ORTMK_CUDA_EXEC_H
 
 #include "cuda_dev.h"
+#include "ep_exec.h"
 #include "cuda_ops.h"
 
 /* A device buffer the core allocated (ALLOC) or a dynamic output made. */
@@ -37,11 +38,6 @@ typedef struct cuda_ep {
 	size_t n_bufs, cap_bufs;
 } cuda_ep;
 
-typedef struct cu_list {
-	void *v;
-	size_t n, cap, size;
-} cu_list;
-
 /* A host<->device transfer of a run, staged at stage_off. */
 typedef struct cu_xfer {
 	void *dev;
@@ -57,25 +53,25 @@ typedef struct cu_exec {
 	cu_val *consts;         /* per value: weights, ready */
 	cuda_block *own;        /* per value: device memory it owns across runs */
 	int *producer;          /* per value: the node producing it, or -1 */
+	int *order;             /* the values the step produces, in production order */
+	size_t n_order;
 	/* per run */
 	ep_run *run;
 	cudaStream_t stream;
 	cu_val *vals;
 	int *bound;             /* per value: binding index, or -1 */
 	const cu_val **in;      /* scratch for a node's inputs */
-	cu_list up, down;       /* cu_xfer */
-	cu_list d2d;            /* cu_xfer: host = device destination */
-	cu_list temps;          /* cuda_block: device memory of this run only */
-	cu_list stage;          /* cuda_pinned_buf *: staging of this run */
-	cu_list htemps;         /* void *: host copies of device int tensors */
-	cu_list made;           /* uint64_t: buffer ids dynamic outputs got */
+	ep_list up, down;       /* cu_xfer */
+	ep_list d2d;            /* cu_xfer: host = device destination */
+	ep_list temps;          /* cuda_block: device memory of this run only */
+	ep_list stage;          /* cuda_pinned_buf *: staging of this run */
+	ep_list htemps;         /* void *: host copies of device int tensors */
+	ep_list made;           /* uint64_t: buffer ids dynamic outputs got */
 } cu_exec;
 
 int cuda_exec_load(cuda_ep *ep, ep_subgraph *sg, char *err, size_t n);
 int cuda_exec_run(cuda_ep *ep, ep_subgraph *sg, ep_run *r, char *err, size_t n);
 void cuda_exec_unload(cuda_ep *ep, ep_subgraph *sg);
-
-void *cu_list_push(cu_list *l);
 
 /* Copies the float weights of sg to device memory (cuda_load.c); dst[i]
  * is the block for weight i (ptr NULL: not a device weight). */

@@ -7,21 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cuda_buf.h"
 #include "log.h"
 
 #define STAGE_ALIGN 64
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 static void reset_run(cu_exec *ex, ep_run *r)
 {
@@ -78,7 +69,7 @@ static void *buffer_at(cu_exec *ex, const ep_tensor *b, uint64_t nbytes, char *e
  * axes and indices there). */
 static int int_to_host(cu_exec *ex, cu_val *x, const void *dev, char *err, size_t n)
 {
-	void **slot = cu_list_push(&ex->htemps), *h = malloc(x->nbytes ? x->nbytes : 1);
+	void **slot = ep_list_push(&ex->htemps), *h = malloc(x->nbytes ? x->nbytes : 1);
 	cudaError_t e;
 
 	if (!slot || !h) {
@@ -98,12 +89,15 @@ static int int_to_host(cu_exec *ex, cu_val *x, const void *dev, char *err, size_
 }
 
 /* A binding the step does not produce is one of its inputs. */
-static int bind_input(cu_exec *ex, const ep_tensor *b, char *err, size_t n)
+static int bind_input(void *ctx, const ep_tensor *b, char *err, size_t n)
 {
+	cu_exec *ex = ctx;
 	cu_val *x = &ex->vals[b->value];
 	cuda_block *own = &ex->own[b->value];
 	cu_xfer *up;
 
+	if (ex->consts[b->value].ready)
+		return 0;
 	if (b->dynamic)
 		return snprintf(err, n, "input '%s' is bound without a shape",
 				ex->sg->values[b->value].name), EP_E_INVALID;
@@ -134,36 +128,16 @@ static int bind_input(cu_exec *ex, const ep_tensor *b, char *err, size_t n)
 	x->dev = own->ptr;
 	if (!b->nbytes)
 		return 0;
-	up = cu_list_push(&ex->up);
+	up = ep_list_push(&ex->up);
 	if (!up)
 		return snprintf(err, n, "out of memory"), EP_E_NOMEM;
 	*up = (cu_xfer){.dev = own->ptr, .host = b->data, .nbytes = b->nbytes};
 	return 0;
 }
 
-static int bind_inputs(cu_exec *ex, ep_run *r, char *err, size_t n)
-{
-	for (size_t i = 0; i < r->n_bindings; i++) {
-		const ep_tensor *b = &r->bindings[i];
-		const ep_value *val = &ex->sg->values[b->value];
-		int rc;
-
-		if (val->dtype && b->dtype != val->dtype)
-			return snprintf(err, n, "value '%s': bound as dtype %d, loaded as %d",
-					val->name, b->dtype, val->dtype), EP_E_INVALID;
-		ex->bound[b->value] = (int)i;
-		if (ex->producer[b->value] >= 0 || ex->consts[b->value].ready)
-			continue;
-		rc = bind_input(ex, b, err, n);
-		if (rc)
-			return rc;
-	}
-	return 0;
-}
-
 /* Stages the transfers of `l` in one pinned buffer (kept until the end of
  * the run); uploads are copied in now. */
-static int stage(cu_exec *ex, cu_list *l, int upload, char *err, size_t n)
+static int stage(cu_exec *ex, ep_list *l, int upload, char *err, size_t n)
 {
 	cu_xfer *x = l->v;
 	uint64_t total = 0;
@@ -175,7 +149,7 @@ static int stage(cu_exec *ex, cu_list *l, int upload, char *err, size_t n)
 		x[i].stage_off = total;
 		total += (x[i].nbytes + STAGE_ALIGN - 1) & ~(uint64_t)(STAGE_ALIGN - 1);
 	}
-	slot = cu_list_push(&ex->stage);
+	slot = ep_list_push(&ex->stage);
 	if (!slot)
 		return snprintf(err, n, "out of memory"), EP_E_NOMEM;
 	*slot = cuda_stage_get(ex->ep, total, err, n);
@@ -232,8 +206,9 @@ static int run_node(cu_exec *ex, size_t k, char *err, size_t n)
 }
 
 /* One bound output of the step: where its bytes go. */
-static int collect_one(cu_exec *ex, int v, int *overflow, char *err, size_t n)
+static int collect_one(void *ctx, int v, int *overflow, char *err, size_t n)
 {
+	cu_exec *ex = ctx;
 	ep_tensor *b = &ex->run->bindings[ex->bound[v]];
 	const cu_val *x = &ex->vals[v];
 	void *dst = b->data;
@@ -244,7 +219,7 @@ static int collect_one(cu_exec *ex, int v, int *overflow, char *err, size_t n)
 		memcpy(b->dims, x->dims, sizeof(int64_t) * (size_t)x->rank);
 		b->nbytes = x->nbytes;
 		if (b->buffer_id) {
-			uint64_t *made = cu_list_push(&ex->made);
+			uint64_t *made = ep_list_push(&ex->made);
 
 			b->buffer_offset = 0;
 			if (!made)
@@ -258,66 +233,29 @@ static int collect_one(cu_exec *ex, int v, int *overflow, char *err, size_t n)
 		}
 		b->data = b->buffer_id ? NULL : dst;
 	} else if (b->nbytes != x->nbytes) {
-		return snprintf(err, n, "output '%s': %llu bytes bound, %llu produced",
-				ex->sg->values[v].name, (unsigned long long)b->nbytes,
-				(unsigned long long)x->nbytes), EP_E_SHAPE;
+		return ep_bytes_mismatch(ex->sg, v, b->nbytes, x->nbytes, err, n);
 	}
 	if (b->buffer_id && !(dst = buffer_at(ex, b, x->nbytes, err, n)))
 		return EP_E_INVALID;
 	if (!x->nbytes)
 		return 0;
-	t = cu_list_push(b->buffer_id ? &ex->d2d : &ex->down);
+	t = ep_list_push(b->buffer_id ? &ex->d2d : &ex->down);
 	if (!t)
 		return snprintf(err, n, "out of memory"), EP_E_NOMEM;
 	*t = (cu_xfer){.dev = x->dev, .host = dst, .nbytes = x->nbytes};
 	return 0;
 }
 
-/* 1 when value v leaves the step: a later step reads it or it is a graph
- * output (the core's LoadSubgraph.exported; every bound value when the
- * core does not say). */
-static int leaves_step(const cu_exec *ex, int v)
-{
-	const Ortmk__LoadSubgraph *m = ex->sg->msg;
-
-	if (!m || !m->has_exported_known || !m->exported_known)
-		return 1;
-	for (size_t i = 0; i < m->n_exported; i++)
-		if (m->exported[i] == (uint32_t)v)
-			return 1;
-	return 0;
-}
-
-/* Every bound value the step produced that leaves it, in production order
- * (the core may place a dead value and a later one at the same offset);
- * device-bound and dynamic outputs always.  The others stay on the
- * device. */
+/* Every bound value the step produced that leaves it (ep_collect_outputs;
+ * device-bound and dynamic outputs always), then the enqueued device
+ * copies and downloads.  The others stay on the device. */
 static int collect(cu_exec *ex, char *err, size_t n)
 {
-	int overflow = 0;
+	int rc = ep_collect_outputs(ex->sg, ex->run, ex->bound, ex->order, ex->n_order, 1,
+				    collect_one, ex, err, n);
 
-	for (size_t k = 0; k < ex->n_nodes; k++) {
-		const cu_node *nd = &ex->nodes[k];
-
-		for (int i = 0; i < nd->n_out; i++) {
-			int v = nd->out[i], rc;
-
-			const ep_tensor *b;
-
-			if (v < 0 || ex->bound[v] < 0)
-				continue;
-			b = &ex->run->bindings[ex->bound[v]];
-			if (!b->buffer_id && !b->dynamic && !leaves_step(ex, v))
-				continue;
-			rc = collect_one(ex, v, &overflow, err, n);
-			if (rc)
-				return rc;
-		}
-	}
-	if (overflow)
-		return snprintf(err, n, "dynamic outputs need %llu bytes, the region has %llu",
-				(unsigned long long)ex->run->dyn_needed,
-				(unsigned long long)ex->run->dyn_size), EP_E_DYN_OVERFLOW;
+	if (rc)
+		return rc;
 	for (size_t i = 0; i < ex->d2d.n; i++) {
 		cu_xfer *t = &((cu_xfer *)ex->d2d.v)[i];
 		cudaError_t e = cudaMemcpyAsync(t->host, t->dev, t->nbytes, cudaMemcpyDeviceToDevice,
@@ -361,20 +299,20 @@ static void count_transfers(cu_exec *ex, ep_run *r)
 int cuda_exec_run(cuda_ep *ep, ep_subgraph *sg, ep_run *r, char *err, size_t n)
 {
 	cu_exec *ex = sg->impl;
-	double t0 = now_ms(), t1;
+	double t0 = ep_now_ms(), t1;
 	int rc;
 
 	reset_run(ex, r);
 	rc = cuda_dev_stream(&ep->dev, r->stream, &ex->stream, err, n) ? EP_E_INTERNAL : 0;
 	if (rc == 0)
-		rc = bind_inputs(ex, r, err, n);
+		rc = ep_bind_inputs(sg, r, ex->bound, ex->producer, bind_input, ex, err, n);
 	if (rc == 0)
 		rc = stage(ex, &ex->up, 1, err, n);
 	for (size_t k = 0; rc == 0 && k < ex->n_nodes; k++)
 		rc = run_node(ex, k, err, n);
 	if (rc == 0)
 		rc = collect(ex, err, n);
-	t1 = now_ms();
+	t1 = ep_now_ms();
 	/* Whatever was enqueued finishes before its memory is reused. */
 	if (ex->stream) {
 		char why[512];
@@ -395,7 +333,7 @@ int cuda_exec_run(cuda_ep *ep, ep_subgraph *sg, ep_run *r, char *err, size_t n)
 	if (ipc_log_enabled(IPC_LOG_DEBUG))
 		ipc_log(IPC_LOG_DEBUG, "run of %zu nodes: %zu uploads, %zu downloads, %zu device "
 			"copies; enqueue %.3f ms, wait %.3f ms", ex->n_nodes, ex->up.n, ex->down.n,
-			ex->d2d.n, t1 - t0, now_ms() - t1);
+			ex->d2d.n, t1 - t0, ep_now_ms() - t1);
 	end_run(ex, rc == 0);
 	return rc;
 }

@@ -70,22 +70,10 @@ static int vk_supported(void *self, const Onnx__NodeProto *node, int64_t opset,
 			const int32_t *in_dtypes, int n_in, char *why, size_t n)
 {
 	vk_ep *ep = self;
-	const vk_op *op;
+	const vk_op *op = ep->ok ? vk_op_find(node->op_type, node->domain, opset) : NULL;
 
-	if (!ep->ok) {
-		snprintf(why, n, "no Vulkan device (%s)", ep->why);
+	if (!ep_supported_pre("Vulkan", ep->ok, ep->why, op != NULL, node, opset, n_in, why, n))
 		return 0;
-	}
-	op = vk_op_find(node->op_type, node->domain, opset);
-	if (!op) {
-		snprintf(why, n, "%s (opset %lld) is not implemented for Vulkan", node->op_type,
-			 (long long)opset);
-		return 0;
-	}
-	if (n_in < (int)node->n_input) {
-		snprintf(why, n, "input dtypes unknown");
-		return 0;
-	}
 	return op->supports(node, opset, in_dtypes, n_in, why, n);
 }
 

@@ -13,29 +13,6 @@
 #include "vk_cache.h"
 #include "vk_prepack.h"
 
-void *vk_list_push(vk_list *l)
-{
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? 2 * l->cap : 32;
-		void *nv = realloc(l->v, cap * l->size);
-
-		if (!nv)
-			return NULL;
-		l->v = nv;
-		l->cap = cap;
-	}
-	memset((char *)l->v + l->n * l->size, 0, l->size);
-	return (char *)l->v + l->n++ * l->size;
-}
-
-static int value_index(const ep_subgraph *sg, const char *name)
-{
-	for (size_t i = 0; i < sg->n_values; i++)
-		if (strcmp(sg->values[i].name, name) == 0)
-			return (int)i;
-	return -1;
-}
-
 /* ---- load --------------------------------------------------------------- */
 
 static void exec_free(vk_exec *ex)
@@ -58,6 +35,7 @@ static void exec_free(vk_exec *ex)
 	free(ex->consts);
 	free(ex->own);
 	free(ex->producer);
+	free(ex->order);
 	free(ex->vals);
 	free(ex->bound);
 	free(ex->in);
@@ -79,9 +57,10 @@ static int alloc_tables(vk_exec *ex)
 	ex->consts = calloc(nv, sizeof(*ex->consts));
 	ex->own = calloc(nv, sizeof(*ex->own));
 	ex->producer = calloc(nv, sizeof(int));
+	ex->order = calloc(nv, sizeof(int));
 	ex->vals = calloc(nv, sizeof(*ex->vals));
 	ex->bound = calloc(nv, sizeof(int));
-	if (!ex->nodes || !ex->consts || !ex->own || !ex->producer || !ex->vals || !ex->bound)
+	if (!ex->nodes || !ex->consts || !ex->own || !ex->producer || !ex->order || !ex->vals || !ex->bound)
 		return -1;
 	for (size_t v = 0; v < nv; v++) {
 		ex->own[v].block = -1;
@@ -96,21 +75,6 @@ static int alloc_tables(vk_exec *ex)
 	ex->htemps.size = sizeof(void *);
 	ex->d2d.size = sizeof(vk_d2d);
 	ex->dynbufs.size = sizeof(vk_dynbuf);
-	return 0;
-}
-
-static int map_names(const ep_subgraph *sg, char **names, size_t cnt, int **out,
-		     char *err, size_t n)
-{
-	*out = calloc(cnt + 1, sizeof(int));
-	if (!*out)
-		return snprintf(err, n, "out of memory"), EP_E_NOMEM;
-	for (size_t i = 0; i < cnt; i++) {
-		(*out)[i] = names[i][0] ? value_index(sg, names[i]) : -1;
-		if (names[i][0] && (*out)[i] < 0)
-			return snprintf(err, n, "value '%s' is not in the subgraph", names[i]),
-			       EP_E_INVALID;
-	}
 	return 0;
 }
 
@@ -130,16 +94,12 @@ static int load_node(vk_exec *ex, size_t k, size_t *max_in, char *err, size_t n)
 				p->op_type, (long long)nd->opset), EP_E_UNSUPPORTED;
 	nd->n_in = (int)p->n_input;
 	nd->n_out = (int)p->n_output;
-	rc = map_names(sg, p->input, p->n_input, &nd->in, err, n);
-	if (!rc)
-		rc = map_names(sg, p->output, p->n_output, &nd->out, err, n);
+	rc = ep_node_wire(sg, p, (int)k, &nd->in, &nd->out, ex->producer, ex->order, &ex->n_order,
+			  err, n);
 	if (!rc && nd->op->prepare)
 		rc = nd->op->prepare(nd, err, n);
 	if (rc)
 		return rc;
-	for (int i = 0; i < nd->n_out; i++)
-		if (nd->out[i] >= 0)
-			ex->producer[nd->out[i]] = (int)k;
 	if (p->n_input > *max_in)
 		*max_in = p->n_input;
 	for (int id = 0; id < VKP_COUNT; id++)
@@ -154,19 +114,17 @@ static int load_node(vk_exec *ex, size_t k, size_t *max_in, char *err, size_t n)
 static int load_weights(vk_exec *ex, ep_subgraph *sg, char *err, size_t n)
 {
 	vk_uploader u = {.ep = ex->ep, .pending = {.size = sizeof(vk_xfer)}};
-	vk_prepack *pk = vk_prepack_open(sg);
-	int rc = pk ? 0 : EP_E_NOMEM;
+	vk_prepack *pk;
+	int rc = ep_weights_check(sg, err, n);
 
+	if (rc)
+		return rc;
+	pk = vk_prepack_open(sg);
+	rc = pk ? 0 : EP_E_NOMEM;
 	for (size_t i = 0; i < ex->sg->n_weights && rc == 0; i++) {
 		const ep_weight *w = &ex->sg->weights[i];
-		vk_val *c = &ex->consts[w->value < ex->n_values ? w->value : ex->n_values];
+		vk_val *c = &ex->consts[w->value];
 
-		if (w->value >= ex->n_values || w->rank > EP_MAX_RANK) {
-			free(u.pending.v);
-			vk_prepack_close(pk, sg);
-			snprintf(err, n, "weight %zu names no value of the subgraph", i);
-			return EP_E_INVALID;
-		}
 		c->dtype = w->dtype;
 		c->rank = w->rank;
 		memcpy(c->dims, w->dims, sizeof(int64_t) * (size_t)w->rank);
@@ -190,19 +148,6 @@ static int load_weights(vk_exec *ex, ep_subgraph *sg, char *err, size_t n)
 	free(u.pending.v);
 	vk_prepack_close(pk, sg);
 	return rc ? EP_E_NOMEM : 0;
-}
-
-/* "subgraph 7 loaded: 3 nodes: Conv Relu MaxPool" (tests read it). */
-static void log_loaded(const vk_exec *ex)
-{
-	char ops[1024];
-	size_t at = 0;
-
-	ops[0] = 0;
-	for (size_t k = 0; k < ex->n_nodes && at < sizeof(ops); k++)
-		at += (size_t)snprintf(ops + at, sizeof(ops) - at, " %s", ex->nodes[k].proto->op_type);
-	ipc_log(IPC_LOG_DEBUG, "subgraph %u loaded: %zu nodes:%s; device memory %llu bytes in use",
-		ex->sg->id, ex->n_nodes, ops, (unsigned long long)ex->ep->heap.used);
 }
 
 int vk_exec_load(vk_ep *ep, ep_subgraph *sg, char *err, size_t n)
@@ -237,7 +182,7 @@ int vk_exec_load(vk_ep *ep, ep_subgraph *sg, char *err, size_t n)
 	vk_cache_save(&ep->dev);
 	sg->impl = ex;
 	if (ipc_log_enabled(IPC_LOG_DEBUG))
-		log_loaded(ex);
+		ep_log_loaded(sg, ep->heap.used);
 	return 0;
 }
 
@@ -253,16 +198,11 @@ void vk_exec_unload(vk_ep *ep, ep_subgraph *sg)
 
 int vk_fail(vk_ctx *c, int code, const char *fmt, ...)
 {
-	const Onnx__NodeProto *p = c->node->proto;
-	int at = snprintf(c->err, c->errlen, "node '%s' (%s): ", p->name ? p->name : "",
-			  p->op_type);
 	va_list ap;
 
 	c->status = code;
-	if (at < 0 || (size_t)at >= c->errlen)
-		return code;
 	va_start(ap, fmt);
-	vsnprintf(c->err + at, c->errlen - (size_t)at, fmt, ap);
+	ep_node_vfail(c->err, c->errlen, c->node->proto, code, fmt, ap);
 	va_end(ap);
 	return code;
 }
@@ -286,19 +226,10 @@ const vk_val *vk_in(const vk_ctx *c, int i)
 static int check_planned(vk_ctx *c, int v, int rank, const int64_t *dims)
 {
 	vk_exec *ex = c->ex;
-	const ep_tensor *b;
-	char s1[128], s2[128];
+	char msg[512];
+	int rc = ep_check_planned(ex->sg, ex->run, ex->bound, v, 0, rank, dims, msg, sizeof(msg));
 
-	if (ex->bound[v] < 0)
-		return 0;
-	b = &ex->run->bindings[ex->bound[v]];
-	if (b->dynamic)
-		return 0;
-	if (b->rank != rank || memcmp(b->dims, dims, sizeof(int64_t) * (size_t)rank))
-		return vk_fail(c, EP_E_SHAPE, "output '%s' is %s but the core planned %s",
-			       ex->sg->values[v].name, vk_shape_str(rank, dims, s1, sizeof(s1)),
-			       vk_shape_str(b->rank, b->dims, s2, sizeof(s2)));
-	return 0;
+	return rc ? vk_fail(c, rc, "%s", msg) : 0;
 }
 
 static vk_val *out_value(vk_ctx *c, int i, int rank, const int64_t *dims, int *rc)
@@ -393,7 +324,7 @@ int vk_emit(vk_ctx *c, int pipe, const vk_buf *bufs, int n_bufs, uint32_t writes
 		return 0;
 	if (n_bufs != vk_pipe_bindings(pipe) || push_bytes > VK_PUSH_BYTES)
 		return vk_fail(c, EP_E_INTERNAL, "bad dispatch of pipeline %d", pipe);
-	d = vk_list_push(&c->ex->disp);
+	d = ep_list_push(&c->ex->disp);
 	if (!d)
 		return vk_fail(c, EP_E_NOMEM, "out of memory");
 	d->pipe = vk_node_dtype(c) == VK_FLOAT16 && c->ex->ep->dev.f16 ? pipe + VKP_F16 : pipe;
@@ -421,7 +352,7 @@ int vk_emit_1d(vk_ctx *c, int pipe, const vk_buf *bufs, int n_bufs, uint32_t wri
 static int upload(vk_ctx *c, const void *data, uint64_t nbytes, vk_buf *dst)
 {
 	vk_exec *ex = c->ex;
-	void *copy = malloc(nbytes ? nbytes : 1), **slot = vk_list_push(&ex->htemps);
+	void *copy = malloc(nbytes ? nbytes : 1), **slot = ep_list_push(&ex->htemps);
 	vk_xfer *x;
 
 	if (!copy || !slot) {
@@ -432,7 +363,7 @@ static int upload(vk_ctx *c, const void *data, uint64_t nbytes, vk_buf *dst)
 	}
 	memcpy(copy, data, nbytes);
 	*slot = copy;
-	x = vk_list_push(&ex->up);
+	x = ep_list_push(&ex->up);
 	if (!x)
 		return vk_fail(c, EP_E_NOMEM, "out of memory");
 	x->dev = *dst;
@@ -443,7 +374,7 @@ static int upload(vk_ctx *c, const void *data, uint64_t nbytes, vk_buf *dst)
 
 int vk_upload_temp(vk_ctx *c, const void *data, uint64_t nbytes, vk_buf *out)
 {
-	vk_buf *t = vk_list_push(&c->ex->temps);
+	vk_buf *t = ep_list_push(&c->ex->temps);
 
 	if (!t)
 		return vk_fail(c, EP_E_NOMEM, "out of memory");

@@ -22,6 +22,7 @@
 #ifndef ORTMK_VK_EXEC_H
 #define ORTMK_VK_EXEC_H
 
+#include "ep_exec.h"
 #include "vk_copy.h"
 #include "vk_ops.h"
 
@@ -67,11 +68,6 @@ typedef struct vk_dynbuf {
 	vk_buf b;
 } vk_dynbuf;
 
-typedef struct vk_list {
-	void *v;
-	size_t n, cap, size;
-} vk_list;
-
 typedef struct vk_exec {
 	vk_ep *ep;
 	const ep_subgraph *sg;
@@ -80,16 +76,18 @@ typedef struct vk_exec {
 	vk_val *consts;         /* per value: weights, ready */
 	vk_buf *own;            /* per value: device memory it owns across runs */
 	int *producer;          /* per value: the node producing it, or -1 */
+	int *order;             /* the values the step produces, in production order */
+	size_t n_order;
 	/* per run */
 	ep_run *run;
 	vk_val *vals;
 	int *bound;             /* per value: binding index, or -1 */
 	const vk_val **in;      /* scratch for a node's inputs */
-	vk_list disp, up, down;
-	vk_list temps;          /* vk_buf: device memory of this run only */
-	vk_list htemps;         /* void *: host copies the uploads read */
-	vk_list d2d;            /* vk_d2d */
-	vk_list dynbufs;        /* vk_dynbuf */
+	ep_list disp, up, down;
+	ep_list temps;          /* vk_buf: device memory of this run only */
+	ep_list htemps;         /* void *: host copies the uploads read */
+	ep_list d2d;            /* vk_d2d */
+	ep_list dynbufs;        /* vk_dynbuf */
 	VkSemaphore wait_sem;   /* the run's stream: wait for its earlier work */
 	uint64_t wait_value;
 } vk_exec;
@@ -105,9 +103,6 @@ void vk_exec_unload(vk_ep *ep, ep_subgraph *sg);
 int vk_run_device_output(vk_exec *ex, ep_tensor *b, int rank, const int64_t *dims,
 			 uint64_t nbytes, vk_buf *out, char *err, size_t n);
 
-/* Appends an element of l->size bytes; NULL when out of memory. */
-void *vk_list_push(vk_list *l);
-
 /* Records the uploads, the dispatches and the downloads of ex into the
  * command buffer, submits, waits, and copies the downloads out (vk_record.c). */
 int vk_record_and_run(vk_exec *ex, char *err, size_t n);
@@ -115,7 +110,7 @@ int vk_record_and_run(vk_exec *ex, char *err, size_t n);
  * submission per full chunk; for weights at load (vk_record.c). */
 typedef struct vk_uploader {
 	vk_ep *ep;
-	vk_list pending;        /* vk_xfer with stage_off set */
+	ep_list pending;        /* vk_xfer with stage_off set */
 	VkDeviceSize used;
 } vk_uploader;
 int vk_upload_chunked(vk_uploader *u, const ep_weight *w, const vk_buf *dst, char *err, size_t n);

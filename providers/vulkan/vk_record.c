@@ -197,7 +197,7 @@ static VkDeviceSize dev_bytes(const vk_xfer *x)
 }
 
 /* Places every transfer in the staging buffer; returns the bytes needed. */
-static VkDeviceSize layout_staging(vk_list *l, VkDeviceSize at)
+static VkDeviceSize layout_staging(ep_list *l, VkDeviceSize at)
 {
 	for (size_t i = 0; i < l->n; i++) {
 		vk_xfer *x = &((vk_xfer *)l->v)[i];
@@ -210,7 +210,7 @@ static VkDeviceSize layout_staging(vk_list *l, VkDeviceSize at)
 
 static void record_copies(vk_exec *ex, int download)
 {
-	const vk_list *l = download ? &ex->down : &ex->up;
+	const ep_list *l = download ? &ex->down : &ex->up;
 	vk_staging *s = &ex->ep->staging;
 
 	for (size_t i = 0; i < l->n; i++) {
@@ -354,7 +354,7 @@ int vk_upload_chunked(vk_uploader *u, const ep_weight *w, const vk_buf *dst, cha
 		if (read_weight(w, off, u->ep->staging.map + u->used, len))
 			return snprintf(err, n, "cannot read %llu bytes of external data",
 					(unsigned long long)len), -1;
-		x = vk_list_push(&u->pending);
+		x = ep_list_push(&u->pending);
 		if (!x)
 			return snprintf(err, n, "out of memory"), -1;
 		x->dev = *dst;

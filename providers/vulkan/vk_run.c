@@ -7,18 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "log.h"
 #include "vk_exec.h"
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 static void reset_run(vk_exec *ex, ep_run *r)
 {
@@ -75,7 +66,7 @@ static void end_run(vk_exec *ex, int ok)
  * shapes, axes, indices): fetched now, on the run's stream. */
 static int fetch_input(vk_exec *ex, const ep_tensor *b, vk_val *x, char *err, size_t n)
 {
-	void *copy = malloc(b->nbytes ? b->nbytes : 1), **slot = vk_list_push(&ex->htemps);
+	void *copy = malloc(b->nbytes ? b->nbytes : 1), **slot = ep_list_push(&ex->htemps);
 	vk_copy_op op = {.src_buf = b->buffer_id, .src_off = b->buffer_offset, .nbytes = b->nbytes};
 	vk_stream *s;
 	int rc;
@@ -103,14 +94,17 @@ static int fetch_input(vk_exec *ex, const ep_tensor *b, vk_val *x, char *err, si
  * host bytes come from shared memory; float32 ones are uploaded.  One
  * bound to a device buffer is used in place (float32) or fetched to the
  * host (what the ops read there). */
-static int bind_input(vk_exec *ex, const ep_tensor *b, char *err, size_t n)
+static int bind_input(void *ctx, const ep_tensor *b, char *err, size_t n)
 {
+	vk_exec *ex = ctx;
 	vk_val *x = &ex->vals[b->value];
 	vk_buf *own = &ex->own[b->value];
 	int wide = vk_f16_as_f32(&ex->ep->dev, b->dtype);
 	uint64_t dev_bytes = wide ? 2 * b->nbytes : b->nbytes;
 	vk_xfer *up;
 
+	if (ex->consts[b->value].ready)
+		return 0;
 	if (b->dynamic)
 		return snprintf(err, n, "input '%s' is bound without a shape",
 				ex->sg->values[b->value].name), EP_E_INVALID;
@@ -141,7 +135,7 @@ static int bind_input(vk_exec *ex, const ep_tensor *b, char *err, size_t n)
 	x->dev = *own;
 	if (!b->nbytes)
 		return 0;
-	up = vk_list_push(&ex->up);
+	up = ep_list_push(&ex->up);
 	if (!up)
 		return snprintf(err, n, "out of memory"), EP_E_NOMEM;
 	up->dev = *own;
@@ -183,22 +177,9 @@ static int check_device_aliasing(vk_exec *ex, const ep_run *r, char *err, size_t
 
 static int bind_inputs(vk_exec *ex, ep_run *r, char *err, size_t n)
 {
-	for (size_t i = 0; i < r->n_bindings; i++) {
-		const ep_tensor *b = &r->bindings[i];
-		const ep_value *val = &ex->sg->values[b->value];
-		int rc;
+	int rc = ep_bind_inputs(ex->sg, r, ex->bound, ex->producer, bind_input, ex, err, n);
 
-		if (val->dtype && b->dtype != val->dtype)
-			return snprintf(err, n, "value '%s': bound as dtype %d, loaded as %d",
-					val->name, b->dtype, val->dtype), EP_E_INVALID;
-		ex->bound[b->value] = (int)i;
-		if (ex->producer[b->value] >= 0 || ex->consts[b->value].ready)
-			continue;
-		rc = bind_input(ex, b, err, n);
-		if (rc)
-			return rc;
-	}
-	return check_device_aliasing(ex, r, err, n);
+	return rc ? rc : check_device_aliasing(ex, r, err, n);
 }
 
 static int plan_node(vk_exec *ex, size_t k, char *err, size_t n)
@@ -238,9 +219,7 @@ int vk_run_device_output(vk_exec *ex, ep_tensor *b, int rank, const int64_t *dim
 
 	if (!b->dynamic) {
 		if (b->nbytes != nbytes)
-			return snprintf(err, n, "output '%s': %llu bytes bound, %llu produced", name,
-					(unsigned long long)b->nbytes, (unsigned long long)nbytes),
-			       EP_E_SHAPE;
+			return ep_bytes_mismatch(ex->sg, (int)b->value, b->nbytes, nbytes, err, n);
 		return vk_dm_range(&ex->ep->dm, b->buffer_id, b->buffer_offset, nbytes, out, err, n) ?
 		       EP_E_INVALID : 0;
 	}
@@ -254,7 +233,7 @@ int vk_run_device_output(vk_exec *ex, ep_tensor *b, int rank, const int64_t *dim
 	if (vk_dm_find(&ex->ep->dm, b->buffer_id))
 		return snprintf(err, n, "output '%s': device buffer %llu already exists", name,
 				(unsigned long long)b->buffer_id), EP_E_INVALID;
-	d = vk_list_push(&ex->dynbufs);
+	d = ep_list_push(&ex->dynbufs);
 	if (!d)
 		return snprintf(err, n, "out of memory"), EP_E_NOMEM;
 	if (vk_heap_alloc(&ex->ep->heap, nbytes, &d->b, err, n)) {
@@ -283,7 +262,7 @@ static int collect_device(vk_exec *ex, ep_tensor *b, const vk_val *x, char *err,
 	if (rc || !x->nbytes || (x->dev.block >= 0 && x->dev.buf == dst.buf && x->dev.off == dst.off))
 		return rc;
 	if (x->dev.block >= 0) {
-		c = vk_list_push(&ex->d2d);
+		c = ep_list_push(&ex->d2d);
 		if (!c)
 			return snprintf(err, n, "out of memory"), EP_E_NOMEM;
 		c->src = x->dev;
@@ -292,7 +271,7 @@ static int collect_device(vk_exec *ex, ep_tensor *b, const vk_val *x, char *err,
 		return 0;
 	}
 	/* A view of host-only bytes (an int64 weight, say). */
-	up = vk_list_push(&ex->up);
+	up = ep_list_push(&ex->up);
 	if (!up)
 		return snprintf(err, n, "out of memory"), EP_E_NOMEM;
 	up->dev = dst;
@@ -304,8 +283,9 @@ static int collect_device(vk_exec *ex, ep_tensor *b, const vk_val *x, char *err,
 }
 
 /* One bound output of the step: where its bytes go after the run. */
-static int collect_one(vk_exec *ex, int v, int *overflow, char *err, size_t n)
+static int collect_one(void *ctx, int v, int *overflow, char *err, size_t n)
 {
+	vk_exec *ex = ctx;
 	ep_tensor *b = &ex->run->bindings[ex->bound[v]];
 	const vk_val *x = &ex->vals[v];
 	void *dst = b->data;
@@ -325,13 +305,11 @@ static int collect_one(vk_exec *ex, int v, int *overflow, char *err, size_t n)
 		b->rank = x->rank;
 		memcpy(b->dims, x->dims, sizeof(int64_t) * (size_t)x->rank);
 	} else if (b->nbytes != x->nbytes) {
-		return snprintf(err, n, "output '%s': %llu bytes bound, %llu produced",
-				ex->sg->values[v].name, (unsigned long long)b->nbytes,
-				(unsigned long long)x->nbytes), EP_E_SHAPE;
+		return ep_bytes_mismatch(ex->sg, v, b->nbytes, x->nbytes, err, n);
 	}
 	if (!x->nbytes)
 		return 0;
-	down = vk_list_push(&ex->down);
+	down = ep_list_push(&ex->down);
 	if (!down)
 		return snprintf(err, n, "out of memory"), EP_E_NOMEM;
 	down->dev = x->dev;
@@ -343,56 +321,10 @@ static int collect_one(vk_exec *ex, int v, int *overflow, char *err, size_t n)
 	return 0;
 }
 
-/* 1 when value v leaves the step: a later step reads it or it is a graph
- * output (the core's LoadSubgraph.exported; every bound value when the
- * core does not say). */
-static int leaves_step(const vk_exec *ex, int v)
-{
-	const Ortmk__LoadSubgraph *m = ex->sg->msg;
-
-	if (!m || !m->has_exported_known || !m->exported_known)
-		return 1;
-	for (size_t i = 0; i < m->n_exported; i++)
-		if (m->exported[i] == (uint32_t)v)
-			return 1;
-	return 0;
-}
-
-/* Every bound value the step produced that leaves it goes back, in
- * production order (the core may place a dead value and a later one at the
- * same offset); the others stay on the device. */
-static int collect_downloads(vk_exec *ex, char *err, size_t n)
-{
-	int overflow = 0;
-
-	for (size_t k = 0; k < ex->n_nodes; k++) {
-		const vk_node *nd = &ex->nodes[k];
-
-		for (int i = 0; i < nd->n_out; i++) {
-			int v = nd->out[i], rc;
-
-			if (v < 0 || ex->bound[v] < 0)
-				continue;
-			/* A device-bound output is always finished; a host
-			 * one only goes back when a later step reads it. */
-			if (!ex->run->bindings[ex->bound[v]].buffer_id && !leaves_step(ex, v))
-				continue;
-			rc = collect_one(ex, v, &overflow, err, n);
-			if (rc)
-				return rc;
-		}
-	}
-	if (overflow)
-		return snprintf(err, n, "dynamic outputs need %llu bytes, the region has %llu",
-				(unsigned long long)ex->run->dyn_needed,
-				(unsigned long long)ex->run->dyn_size), EP_E_DYN_OVERFLOW;
-	return 0;
-}
-
 int vk_exec_run(vk_ep *ep, ep_subgraph *sg, ep_run *r, char *err, size_t n)
 {
 	vk_exec *ex = sg->impl;
-	double t0 = now_ms(), t1;
+	double t0 = ep_now_ms(), t1;
 	int rc;
 
 	vk_stream *s = vk_stream_get(&ep->dm.streams, r->stream, 0, err, n);
@@ -407,8 +339,9 @@ int vk_exec_run(vk_ep *ep, ep_subgraph *sg, ep_run *r, char *err, size_t n)
 	for (size_t k = 0; rc == 0 && k < ex->n_nodes; k++)
 		rc = plan_node(ex, k, err, n);
 	if (rc == 0)
-		rc = collect_downloads(ex, err, n);
-	t1 = now_ms();
+		rc = ep_collect_outputs(sg, r, ex->bound, ex->order, ex->n_order, 0, collect_one, ex,
+					err, n);
+	t1 = ep_now_ms();
 	if (rc == 0)
 		rc = vk_record_and_run(ex, err, n);
 	if (settle_dynbufs(ex, rc == 0, err, n) && rc == 0)
@@ -416,7 +349,7 @@ int vk_exec_run(vk_ep *ep, ep_subgraph *sg, ep_run *r, char *err, size_t n)
 	if (ipc_log_enabled(IPC_LOG_DEBUG))
 		ipc_log(IPC_LOG_DEBUG, "run of %zu nodes: %zu dispatches, %zu uploads, %zu downloads, "
 			"%zu device copies; plan %.3f ms, record+submit+wait %.3f ms", ex->n_nodes,
-			ex->disp.n, ex->up.n, ex->down.n, ex->d2d.n, t1 - t0, now_ms() - t1);
+			ex->disp.n, ex->up.n, ex->down.n, ex->d2d.n, t1 - t0, ep_now_ms() - t1);
 	end_run(ex, rc == 0);
 	return rc;
 }
