@@ -114,8 +114,6 @@ int cu_is_float(int32_t dtype);
 size_t cu_elem_size(int32_t dtype);
 
 int64_t cu_get_int(const cu_val *v, int64_t i);
-/* Strides of x aligned to the last r dims of a broadcast (0 on size 1). */
-void cu_bcast_strides(const cu_val *x, int r, int64_t *st);
 
 const cu_op *cu_op_find(const char *op_type, const char *domain, int64_t opset);
 

@@ -9,47 +9,13 @@
 #include <string.h>
 
 #include "cuda_ops.h"
-
-static int unary_code(const char *op)
-{
-	static const char *const names[] = {"Relu", "Sigmoid", "Tanh", "Sqrt", "Erf", "Gelu", "",
-					    "Abs", "Neg", "LeakyRelu"};
-
-	for (int i = 0; i < (int)(sizeof(names) / sizeof(names[0])); i++)
-		if (strcmp(names[i], op) == 0)
-			return i;
-	return -1;
-}
-
-static int binary_code(const char *op)
-{
-	static const char *const names[] = {"Add", "Sub", "Mul", "Div", "Pow"};
-
-	for (int i = 0; i < 5; i++)
-		if (strcmp(names[i], op) == 0)
-			return i;
-	return -1;
-}
+#include "ep_ops.h"
 
 static int unary_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
 			  char *why, size_t n)
 {
-	static const char *const leaky[] = {"alpha", NULL}, *const gelu[] = {"approximate", NULL};
-	static const char *const none[] = {NULL};
-	const char *const *known = none;
-
 	(void)opset;
-	if (!strcmp(p->op_type, "LeakyRelu"))
-		known = leaky;
-	if (!strcmp(p->op_type, "Gelu")) {
-		known = gelu;
-		if (ep_attr(p, "approximate") && !ep_attr_is(p, "approximate", "none") &&
-		    !ep_attr_is(p, "approximate", "tanh"))
-			return snprintf(why, n, "unknown Gelu approximation"), 0;
-	}
-	if (p->n_input != 1 || p->n_output != 1)
-		return snprintf(why, n, "expects one input and one output"), 0;
-	if (ep_attr_unknown(p, known, why, n))
+	if (!ep_unary_node_ok(p, why, n))
 		return 0;
 	return cu_need_float(p, dt, n_in, 0, -1, 1, why, n);
 }
@@ -58,7 +24,7 @@ static int unary_run(cu_ctx *c)
 {
 	const cu_val *x = cu_in(c, 0), *y;
 	const Onnx__NodeProto *p = c->node->proto;
-	int op = unary_code(p->op_type);
+	int op = ep_unary_code(p->op_type);
 
 	if (!cu_is_float(x->dtype))
 		return cu_fail(c, EP_E_INVALID, "input is not float");
@@ -74,37 +40,10 @@ static int unary_run(cu_ctx *c)
 static int binary_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
 			   char *why, size_t n)
 {
-	static const char *const none[] = {NULL};
-
 	(void)opset;
-	if (p->n_input != 2 || p->n_output != 1)
-		return snprintf(why, n, "expects two inputs and one output"), 0;
-	if (ep_attr_unknown(p, none, why, n))
+	if (!ep_binary_node_ok(p, why, n))
 		return 0;
 	return cu_need_float(p, dt, n_in, 0, -1, 1, why, n);
-}
-
-/* Drops unit dims and merges neighbours that step alike in a and b;
- * returns the folded rank. */
-static int fold(int r, const int64_t *dims, int64_t *sa, int64_t *sb, int64_t *od)
-{
-	int k = 0;
-
-	for (int i = 0; i < r; i++) {
-		if (dims[i] == 1)
-			continue;
-		if (k > 0 && sa[k - 1] == sa[i] * dims[i] && sb[k - 1] == sb[i] * dims[i]) {
-			od[k - 1] *= dims[i];
-			sa[k - 1] = sa[i];
-			sb[k - 1] = sb[i];
-			continue;
-		}
-		od[k] = dims[i];
-		sa[k] = sa[i];
-		sb[k] = sb[i];
-		k++;
-	}
-	return k;
 }
 
 static int binary_run(cu_ctx *c)
@@ -124,9 +63,9 @@ static int binary_run(cu_ctx *c)
 	y = cu_out(c, 0, a->dtype, r, dims);
 	if (!y)
 		return c->status;
-	cu_bcast_strides(a, r, sa);
-	cu_bcast_strides(b, r, sb);
-	k = fold(r, dims, sa, sb, fd);
+	ep_bcast_strides(a->rank, a->dims, r, sa);
+	ep_bcast_strides(b->rank, b->dims, r, sb);
+	k = ep_fold_strides(r, dims, sa, sb, fd);
 	if (k > CUK_MAX_DIMS)
 		return cu_fail(c, EP_E_UNSUPPORTED, "broadcast folds to %d dims (at most %d)", k,
 			       CUK_MAX_DIMS);
@@ -136,7 +75,7 @@ static int binary_run(cu_ctx *c)
 		bc.sa[i] = sa[i];
 		bc.sb[i] = sb[i];
 	}
-	return cu_check(c, cuk_binary(c->stream, a->dtype, binary_code(c->node->proto->op_type),
+	return cu_check(c, cuk_binary(c->stream, a->dtype, ep_binary_code(c->node->proto->op_type),
 				      a->dev, b->dev, y->dev, y->numel, &bc), "binary kernel");
 }
 

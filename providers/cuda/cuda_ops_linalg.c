@@ -19,6 +19,7 @@
 
 #include "cuda_dev.h"
 #include "cuda_ops.h"
+#include "ep_ops.h"
 
 typedef struct gemm_desc {
 	int32_t dtype;
@@ -63,52 +64,10 @@ static int dims_fit(const gemm_desc *g)
 static int matmul_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
 			   char *why, size_t n)
 {
-	static const char *const none[] = {NULL};
-
 	(void)opset;
-	if (p->n_input != 2 || p->n_output != 1)
-		return snprintf(why, n, "expects two inputs and one output"), 0;
-	if (ep_attr_unknown(p, none, why, n))
+	if (!ep_binary_node_ok(p, why, n))
 		return 0;
 	return cu_need_float(p, dt, n_in, 0, -1, 1, why, n);
-}
-
-/* Element strides of x's batch dims aligned to the output's nb batch dims
- * (0 where x broadcasts). */
-static void batch_strides(const int64_t *xd, int xr, int nb, const int64_t *bd, int64_t *st)
-{
-	int64_t s = xd[xr - 1] * xd[xr - 2];
-
-	for (int i = nb - 1; i >= 0; i--) {
-		int xi = i - (nb - (xr - 2));
-		int64_t d = xi >= 0 ? xd[xi] : 1;
-
-		st[i] = d == 1 && bd[i] != 1 ? 0 : s;
-		s *= d;
-	}
-}
-
-/* Folds the batch dims in place (drops 1s, merges neighbours); returns the
- * folded count.  The output's batch strides are contiguous. */
-static int fold_batch(int nb, int64_t *bd, int64_t *sa, int64_t *sb)
-{
-	int k = 0;
-
-	for (int i = 0; i < nb; i++) {
-		if (bd[i] == 1)
-			continue;
-		if (k && sa[k - 1] == sa[i] * bd[i] && sb[k - 1] == sb[i] * bd[i]) {
-			bd[k - 1] *= bd[i];
-			sa[k - 1] = sa[i];
-			sb[k - 1] = sb[i];
-			continue;
-		}
-		bd[k] = bd[i];
-		sa[k] = sa[i];
-		sb[k] = sb[i];
-		k++;
-	}
-	return k;
 }
 
 /* Loops over every folded batch dim but the last; cuBLAS batches that. */
@@ -181,21 +140,17 @@ static int matmul_run(cu_ctx *c)
 	g.M = da[ra - 2];
 	g.K = da[ra - 1];
 	g.N = db[rb - 1];
-	batch_strides(da, ra, nb, bd, sa);
-	batch_strides(db, rb, nb, bd, sb);
-	k = fold_batch(nb, bd, sa, sb);
+	ep_batch_strides(da, ra, nb, bd, sa);
+	ep_batch_strides(db, rb, nb, bd, sb);
+	k = ep_fold_strides(nb, bd, sa, sb, bd);
 	return matmul_batches(c, &g, k, bd, sa, sb, A, B, Y);
 }
 
 static int gemm_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
 			 char *why, size_t n)
 {
-	static const char *const known[] = {"alpha", "beta", "transA", "transB", NULL};
-
 	(void)opset;
-	if (p->n_input < 2 || p->n_input > 3 || p->n_output != 1)
-		return snprintf(why, n, "expects 2 or 3 inputs and one output"), 0;
-	if (ep_attr_unknown(p, known, why, n))
+	if (!ep_gemm_node_ok(p, why, n))
 		return 0;
 	return cu_need_float(p, dt, n_in, 0, -1, 1, why, n);
 }
@@ -214,7 +169,7 @@ static int fill_bias(cu_ctx *c, const cu_val *C, const cu_val *Y)
 		return cu_fail(c, EP_E_INVALID, "C %s does not broadcast to [%lld,%lld]",
 			       ep_shape_str(C->rank, C->dims, s1, sizeof(s1)),
 			       (long long)Y->dims[0], (long long)Y->dims[1]);
-	cu_bcast_strides(C, 2, st);
+	ep_bcast_strides(C->rank, C->dims, 2, st);
 	bc.dims[0] = Y->dims[0];
 	bc.dims[1] = Y->dims[1];
 	bc.sa[0] = st[0];

@@ -53,19 +53,6 @@ int64_t cu_get_int(const cu_val *v, int64_t i)
 	return ((const int64_t *)v->host)[i];
 }
 
-void cu_bcast_strides(const cu_val *x, int r, int64_t *st)
-{
-	int64_t s = 1;
-
-	for (int i = r - 1; i >= 0; i--) {
-		int xi = i - (r - x->rank);
-		int64_t d = xi >= 0 ? x->dims[xi] : 1;
-
-		st[i] = d == 1 ? 0 : s;
-		s *= d;
-	}
-}
-
 const cu_op *cu_op_find(const char *op_type, const char *domain, int64_t opset)
 {
 	static const cu_op *const tables[] = {cu_ops_elem, cu_ops_linalg, cu_ops_conv, cu_ops_pool,

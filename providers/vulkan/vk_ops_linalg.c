@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ep_ops.h"
 #include "vk_ops.h"
 
 #define MAX_BATCH 4
@@ -29,30 +30,10 @@ _Static_assert(sizeof(gemm_push) <= VK_PUSH_BYTES, "gemm push constants");
 static int matmul_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
 			   char *why, size_t n)
 {
-	static const char *const none[] = {NULL};
-
 	(void)opset;
-	if (p->n_input != 2 || p->n_output != 1)
-		return snprintf(why, n, "expects two inputs and one output"), 0;
-	if (ep_attr_unknown(p, none, why, n))
+	if (!ep_binary_node_ok(p, why, n))
 		return 0;
 	return vk_need_float(p, dt, n_in, 0, -1, why, n);
-}
-
-/* Strides of x's batch dims aligned to the output's nb batch dims (0
- * where x broadcasts); x's own dims are its rank minus its two matrix
- * dims. */
-static void batch_strides(const int64_t *xd, int xr, int nb, const int64_t *bd, int64_t *st)
-{
-	int64_t s = xd[xr - 1] * xd[xr - 2];
-
-	for (int i = nb - 1; i >= 0; i--) {
-		int xi = i - (nb - (xr - 2));
-		int64_t d = xi >= 0 ? xd[xi] : 1;
-
-		st[i] = d == 1 && bd[i] != 1 ? 0 : s;
-		s *= d;
-	}
 }
 
 /* Folds the batch dims into push (drops 1s, merges neighbours). */
@@ -60,22 +41,11 @@ static int fold_batch(gemm_push *p, int nb, const int64_t *bd, const int64_t *sa
 		      const int64_t *sb)
 {
 	int64_t d[EP_MAX_RANK], a[EP_MAX_RANK], b[EP_MAX_RANK];
-	int k = 0;
+	int k;
 
-	for (int i = 0; i < nb; i++) {
-		if (bd[i] == 1)
-			continue;
-		if (k && a[k - 1] == sa[i] * bd[i] && b[k - 1] == sb[i] * bd[i]) {
-			d[k - 1] *= bd[i];
-			a[k - 1] = sa[i];
-			b[k - 1] = sb[i];
-			continue;
-		}
-		d[k] = bd[i];
-		a[k] = sa[i];
-		b[k] = sb[i];
-		k++;
-	}
+	memcpy(a, sa, sizeof(int64_t) * (size_t)nb);
+	memcpy(b, sb, sizeof(int64_t) * (size_t)nb);
+	k = ep_fold_strides(nb, bd, a, b, d);
 	if (k > MAX_BATCH)
 		return -1;
 	p->nb = (uint32_t)k;
@@ -159,8 +129,8 @@ static int matmul_plan(vk_ctx *c)
 	p.a_cs = 1;
 	p.b_rs = p.N;
 	p.b_cs = 1;
-	batch_strides(da, ra, nb, bd, sa);
-	batch_strides(db, rb, nb, bd, sb);
+	ep_batch_strides(da, ra, nb, bd, sa);
+	ep_batch_strides(db, rb, nb, bd, sb);
 	if (fold_batch(&p, nb, bd, sa, sb))
 		return vk_fail(c, EP_E_UNSUPPORTED, "batch dims fold to more than %d", MAX_BATCH);
 	if (!y->numel)
@@ -171,12 +141,8 @@ static int matmul_plan(vk_ctx *c)
 static int gemm_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
 			 char *why, size_t n)
 {
-	static const char *const known[] = {"alpha", "beta", "transA", "transB", NULL};
-
 	(void)opset;
-	if (p->n_input < 2 || p->n_input > 3 || p->n_output != 1)
-		return snprintf(why, n, "expects 2 or 3 inputs and one output"), 0;
-	if (ep_attr_unknown(p, known, why, n))
+	if (!ep_gemm_node_ok(p, why, n))
 		return 0;
 	return vk_need_float(p, dt, n_in, 0, -1, why, n);
 }

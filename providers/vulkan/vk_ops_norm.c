@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ep_ops.h"
 #include "vk_ops.h"
 
 typedef struct bn_push {
@@ -42,15 +43,9 @@ static int emit_rows(vk_ctx *c, int pipe, const vk_buf *bufs, int n_bufs, uint32
 static int bn_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
 		       char *why, size_t n)
 {
-	static const char *const known[] = {"epsilon", "momentum", "spatial", "training_mode", NULL};
-
 	(void)opset;
-	if (p->n_input != 5 || ep_n_outputs(p) != 1 || !p->output[0][0])
-		return snprintf(why, n, "only inference mode (five inputs, the Y output)"), 0;
-	if (ep_attr_unknown(p, known, why, n))
+	if (!ep_batchnorm_node_ok(p, why, n))
 		return 0;
-	if (ep_attr_int(p, "training_mode", 0) != 0 || ep_attr_int(p, "spatial", 1) != 1)
-		return snprintf(why, n, "training_mode or spatial=0 is not supported"), 0;
 	return vk_need_float(p, dt, n_in, 0, -1, why, n);
 }
 
@@ -87,12 +82,8 @@ static int bn_plan(vk_ctx *c)
 static int softmax_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
 			    char *why, size_t n)
 {
-	static const char *const known[] = {"axis", NULL};
-
 	(void)opset;
-	if (p->n_input != 1 || p->n_output != 1)
-		return snprintf(why, n, "expects one input and one output"), 0;
-	if (ep_attr_unknown(p, known, why, n))
+	if (!ep_softmax_node_ok(p, why, n))
 		return 0;
 	return vk_need_float(p, dt, n_in, 0, -1, why, n);
 }

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ep_ops.h"
 #include "vk_ops.h"
 
 #define TR_MAX_RANK 8
@@ -69,87 +70,22 @@ static int shape_fail(vk_ctx *c, int rc, const char *err)
 	return vk_fail(c, rc, "%s", err);
 }
 
-static int reshape_plan(vk_ctx *c)
+/* Reshape, Flatten, Squeeze, Unsqueeze, Identity: a view of input 0 with
+ * the dims ep_view_dims gives (input 1, when present, read on the host). */
+static int view_plan(vk_ctx *c)
 {
 	const vk_val *x = vk_in(c, 0);
-	int64_t s[EP_MAX_RANK], od[EP_MAX_RANK];
+	int64_t list[EP_MAX_RANK], od[EP_MAX_RANK];
 	char err[128];
-	int r, rc = host_list(c, 1, s, &r);
+	int cnt, r, rc = host_list(c, 1, list, &cnt);
 
 	if (rc)
 		return rc;
-	rc = ep_reshape_dims(x->rank, x->dims, x->numel, s, r,
-			     ep_attr_int(c->node->proto, "allowzero", 0) != 0, od, err, sizeof(err));
+	rc = ep_view_dims(c->node->proto, c->node->opset, x->rank, x->dims, x->numel, list, cnt,
+			  od, &r, err, sizeof(err));
 	if (rc)
 		return shape_fail(c, rc, err);
 	return vk_out_alias(c, 0, x, r, od);
-}
-
-static int flatten_plan(vk_ctx *c)
-{
-	const vk_val *x = vk_in(c, 0);
-	int64_t od[2];
-	char err[128];
-	int rc = ep_flatten_dims(x->rank, x->dims, ep_attr_int(c->node->proto, "axis", 1), od, err,
-				 sizeof(err));
-
-	if (rc)
-		return shape_fail(c, rc, err);
-	return vk_out_alias(c, 0, x, 2, od);
-}
-
-/* Squeeze's and Unsqueeze's axes: the attribute before opset 13, then the
- * optional second input. */
-static int get_axes(vk_ctx *c, int64_t *ax, int *cnt)
-{
-	const int64_t *v;
-
-	if (c->node->opset < 13) {
-		*cnt = ep_attr_ints(c->node->proto, "axes", &v);
-		if (*cnt > EP_MAX_RANK)
-			return vk_fail(c, EP_E_INVALID, "too many axes");
-		if (*cnt > 0)
-			memcpy(ax, v, sizeof(int64_t) * (size_t)*cnt);
-		return 0;
-	}
-	return host_list(c, 1, ax, cnt);
-}
-
-static int squeeze_plan(vk_ctx *c)
-{
-	const vk_val *x = vk_in(c, 0);
-	int64_t ax[EP_MAX_RANK], od[EP_MAX_RANK];
-	char err[128];
-	int cnt, r, rc = get_axes(c, ax, &cnt);
-
-	if (rc)
-		return rc;
-	rc = ep_squeeze_dims(x->rank, x->dims, ax, cnt, od, &r, err, sizeof(err));
-	if (rc)
-		return shape_fail(c, rc, err);
-	return vk_out_alias(c, 0, x, r, od);
-}
-
-static int unsqueeze_plan(vk_ctx *c)
-{
-	const vk_val *x = vk_in(c, 0);
-	int64_t ax[EP_MAX_RANK], od[EP_MAX_RANK];
-	char err[128];
-	int cnt, r, rc = get_axes(c, ax, &cnt);
-
-	if (rc)
-		return rc;
-	rc = ep_unsqueeze_dims(x->rank, x->dims, ax, cnt, od, &r, err, sizeof(err));
-	if (rc)
-		return shape_fail(c, rc, err);
-	return vk_out_alias(c, 0, x, r, od);
-}
-
-static int identity_plan(vk_ctx *c)
-{
-	const vk_val *x = vk_in(c, 0);
-
-	return vk_out_alias(c, 0, x, x->rank, x->dims);
 }
 
 /* ---- Transpose ------------------------------------------------------------ */
@@ -329,14 +265,14 @@ static int gather_plan(vk_ctx *c)
 			  (uint64_t)y->numel);
 }
 
-#define VIEW(name, lo, plan) {name, lo, 22, view_supports, NULL, plan, 0, NULL}
+#define VIEW(name, lo) {name, lo, 22, view_supports, NULL, view_plan, 0, NULL}
 
 const vk_op vk_ops_shape[] = {
-	VIEW("Reshape", 5, reshape_plan),
-	VIEW("Flatten", 1, flatten_plan),
-	VIEW("Squeeze", 1, squeeze_plan),
-	VIEW("Unsqueeze", 1, unsqueeze_plan),
-	VIEW("Identity", 1, identity_plan),
+	VIEW("Reshape", 5),
+	VIEW("Flatten", 1),
+	VIEW("Squeeze", 1),
+	VIEW("Unsqueeze", 1),
+	VIEW("Identity", 1),
 	{"Transpose", 1, 22, transpose_supports, NULL, transpose_plan, VK_PIPE(VKP_TRANSPOSE), NULL},
 	{"Concat", 4, 22, concat_supports, NULL, concat_plan, VK_PIPE(VKP_COPY), NULL},
 	{"Gather", 1, 22, gather_supports, NULL, gather_plan, VK_PIPE(VKP_GATHER), NULL},
