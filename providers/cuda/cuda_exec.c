@@ -33,10 +33,8 @@ static void exec_free(cu_exec *ex)
 	free(ex->nodes);
 	free(ex->consts);
 	free(ex->own);
-	free(ex->producer);
-	free(ex->order);
 	free(ex->vals);
-	free(ex->bound);
+	ep_wiring_fini(&ex->w);
 	free(ex->in);
 	free(ex->up.v);
 	free(ex->down.v);
@@ -55,14 +53,10 @@ static int alloc_tables(cu_exec *ex)
 	ex->nodes = calloc(nn, sizeof(*ex->nodes));
 	ex->consts = calloc(nv, sizeof(*ex->consts));
 	ex->own = calloc(nv, sizeof(*ex->own));
-	ex->producer = calloc(nv, sizeof(int));
-	ex->order = calloc(nv, sizeof(int));
 	ex->vals = calloc(nv, sizeof(*ex->vals));
-	ex->bound = calloc(nv, sizeof(int));
-	if (!ex->nodes || !ex->consts || !ex->own || !ex->producer || !ex->order || !ex->vals || !ex->bound)
+	if (!ex->nodes || !ex->consts || !ex->own || !ex->vals ||
+	    ep_wiring_init(&ex->w, ex->sg))
 		return -1;
-	for (size_t v = 0; v < nv; v++)
-		ex->producer[v] = -1;
 	ex->up.size = ex->down.size = ex->d2d.size = sizeof(cu_xfer);
 	ex->temps.size = sizeof(cuda_block);
 	ex->stage.size = sizeof(cuda_pinned_buf *);
@@ -87,8 +81,7 @@ static int load_node(cu_exec *ex, size_t k, size_t *max_in, char *err, size_t n)
 		       EP_E_UNSUPPORTED;
 	nd->n_in = (int)p->n_input;
 	nd->n_out = (int)p->n_output;
-	rc = ep_node_wire(ex->sg, p, (int)k, &nd->in, &nd->out, ex->producer, ex->order,
-			  &ex->n_order, err, n);
+	rc = ep_node_wire(&ex->w, p, (int)k, &nd->in, &nd->out, err, n);
 	if (!rc && nd->op->prepare)
 		rc = nd->op->prepare(nd, err, n);
 	if (rc)
@@ -210,8 +203,7 @@ static int check_planned(cu_ctx *c, int v, int32_t dtype, int rank, const int64_
 {
 	cu_exec *ex = c->ex;
 	char msg[512];
-	int rc = ep_check_planned(ex->sg, ex->run, ex->bound, v, dtype, rank, dims, msg,
-				  sizeof(msg));
+	int rc = ep_check_planned(&ex->w, ex->run, v, dtype, rank, dims, msg, sizeof(msg));
 
 	return rc ? cu_fail(c, rc, "%s", msg) : 0;
 }

@@ -52,14 +52,11 @@ typedef struct cu_exec {
 	cu_node *nodes;
 	cu_val *consts;         /* per value: weights, ready */
 	cuda_block *own;        /* per value: device memory it owns across runs */
-	int *producer;          /* per value: the node producing it, or -1 */
-	int *order;             /* the values the step produces, in production order */
-	size_t n_order;
+	ep_wiring w;            /* producers, production order, bindings */
 	/* per run */
 	ep_run *run;
 	cudaStream_t stream;
 	cu_val *vals;
-	int *bound;             /* per value: binding index, or -1 */
 	const cu_val **in;      /* scratch for a node's inputs */
 	ep_list up, down;       /* cu_xfer */
 	ep_list d2d;            /* cu_xfer: host = device destination */

@@ -19,10 +19,9 @@ static void reset_run(cu_exec *ex, ep_run *r)
 	ex->run = r;
 	ex->stream = NULL;
 	ex->up.n = ex->down.n = ex->d2d.n = 0;
-	for (size_t v = 0; v < ex->n_values; v++) {
+	for (size_t v = 0; v < ex->n_values; v++)
 		ex->vals[v] = ex->consts[v];
-		ex->bound[v] = -1;
-	}
+	ep_wiring_reset(&ex->w);
 }
 
 /* After the stream synchronised (or failed): scratch memory and staging
@@ -209,7 +208,7 @@ static int run_node(cu_exec *ex, size_t k, char *err, size_t n)
 static int collect_one(void *ctx, int v, int *overflow, char *err, size_t n)
 {
 	cu_exec *ex = ctx;
-	ep_tensor *b = &ex->run->bindings[ex->bound[v]];
+	ep_tensor *b = &ex->run->bindings[ex->w.bound[v]];
 	const cu_val *x = &ex->vals[v];
 	void *dst = b->data;
 	cu_xfer *t;
@@ -251,8 +250,7 @@ static int collect_one(void *ctx, int v, int *overflow, char *err, size_t n)
  * copies and downloads.  The others stay on the device. */
 static int collect(cu_exec *ex, char *err, size_t n)
 {
-	int rc = ep_collect_outputs(ex->sg, ex->run, ex->bound, ex->order, ex->n_order, 1,
-				    collect_one, ex, err, n);
+	int rc = ep_collect_outputs(&ex->w, ex->run, 1, collect_one, ex, err, n);
 
 	if (rc)
 		return rc;
@@ -305,7 +303,7 @@ int cuda_exec_run(cuda_ep *ep, ep_subgraph *sg, ep_run *r, char *err, size_t n)
 	reset_run(ex, r);
 	rc = cuda_dev_stream(&ep->dev, r->stream, &ex->stream, err, n) ? EP_E_INTERNAL : 0;
 	if (rc == 0)
-		rc = ep_bind_inputs(sg, r, ex->bound, ex->producer, bind_input, ex, err, n);
+		rc = ep_bind_inputs(&ex->w, r, bind_input, ex, err, n);
 	if (rc == 0)
 		rc = stage(ex, &ex->up, 1, err, n);
 	for (size_t k = 0; rc == 0 && k < ex->n_nodes; k++)

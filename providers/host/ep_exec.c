@@ -61,13 +61,43 @@ static int map_names(const ep_subgraph *sg, char **names, size_t cnt, int **out,
 	return 0;
 }
 
-int ep_node_wire(const ep_subgraph *sg, const Onnx__NodeProto *p, int k, int **in, int **out,
-		 int *producer, int *order, size_t *n_order, char *err, size_t n)
+int ep_wiring_init(ep_wiring *w, const ep_subgraph *sg)
 {
-	int rc = map_names(sg, p->input, p->n_input, in, err, n);
+	size_t nv = sg->n_values + 1;
+
+	memset(w, 0, sizeof(*w));
+	w->sg = sg;
+	w->producer = calloc(nv, sizeof(int));
+	w->order = calloc(nv, sizeof(int));
+	w->bound = calloc(nv, sizeof(int));
+	if (!w->producer || !w->order || !w->bound)
+		return -1;
+	for (size_t v = 0; v < nv; v++)
+		w->producer[v] = w->bound[v] = -1;
+	return 0;
+}
+
+void ep_wiring_fini(ep_wiring *w)
+{
+	free(w->producer);
+	free(w->order);
+	free(w->bound);
+	memset(w, 0, sizeof(*w));
+}
+
+void ep_wiring_reset(ep_wiring *w)
+{
+	for (size_t v = 0; v < w->sg->n_values; v++)
+		w->bound[v] = -1;
+}
+
+int ep_node_wire(ep_wiring *w, const Onnx__NodeProto *p, int k, int **in, int **out, char *err,
+		 size_t n)
+{
+	int rc = map_names(w->sg, p->input, p->n_input, in, err, n);
 
 	if (!rc)
-		rc = map_names(sg, p->output, p->n_output, out, err, n);
+		rc = map_names(w->sg, p->output, p->n_output, out, err, n);
 	if (rc)
 		return rc;
 	for (size_t i = 0; i < p->n_output; i++) {
@@ -75,9 +105,9 @@ int ep_node_wire(const ep_subgraph *sg, const Onnx__NodeProto *p, int k, int **i
 
 		if (v < 0)
 			continue;
-		if (producer[v] < 0)
-			order[(*n_order)++] = v;
-		producer[v] = k;
+		if (w->producer[v] < 0)
+			w->order[w->n_order++] = v;
+		w->producer[v] = k;
 	}
 	return 0;
 }
@@ -119,9 +149,11 @@ int ep_node_vfail(char *err, size_t n, const Onnx__NodeProto *p, int code, const
 
 /* ---- run ---------------------------------------------------------------- */
 
-int ep_bind_inputs(const ep_subgraph *sg, const ep_run *r, int *bound, const int *producer,
-		   ep_bind_fn bind, void *ctx, char *err, size_t n)
+int ep_bind_inputs(ep_wiring *w, const ep_run *r, ep_bind_fn bind, void *ctx, char *err,
+		   size_t n)
 {
+	const ep_subgraph *sg = w->sg;
+
 	for (size_t i = 0; i < r->n_bindings; i++) {
 		const ep_tensor *b = &r->bindings[i];
 		const ep_value *val = &sg->values[b->value];
@@ -130,8 +162,8 @@ int ep_bind_inputs(const ep_subgraph *sg, const ep_run *r, int *bound, const int
 		if (val->dtype && b->dtype != val->dtype)
 			return snprintf(err, n, "value '%s': bound as dtype %d, loaded as %d",
 					val->name, b->dtype, val->dtype), EP_E_INVALID;
-		bound[b->value] = (int)i;
-		if (producer[b->value] >= 0)
+		w->bound[b->value] = (int)i;
+		if (w->producer[b->value] >= 0)
 			continue;
 		rc = bind(ctx, b, err, n);
 		if (rc)
@@ -140,15 +172,16 @@ int ep_bind_inputs(const ep_subgraph *sg, const ep_run *r, int *bound, const int
 	return 0;
 }
 
-int ep_check_planned(const ep_subgraph *sg, const ep_run *r, const int *bound, int v,
-		     int32_t dtype, int rank, const int64_t *dims, char *err, size_t n)
+int ep_check_planned(const ep_wiring *w, const ep_run *r, int v, int32_t dtype, int rank,
+		     const int64_t *dims, char *err, size_t n)
 {
+	const ep_subgraph *sg = w->sg;
 	const ep_tensor *b;
 	char s1[128], s2[128];
 
-	if (bound[v] < 0)
+	if (w->bound[v] < 0)
 		return 0;
-	b = &r->bindings[bound[v]];
+	b = &r->bindings[w->bound[v]];
 	if (dtype && b->dtype && b->dtype != dtype)
 		return snprintf(err, n, "output '%s' is dtype %d but the core planned %d",
 				sg->values[v].name, dtype, b->dtype), EP_E_SHAPE;
@@ -184,22 +217,21 @@ static int leaves_step(const ep_subgraph *sg, int v)
 	return 0;
 }
 
-int ep_collect_outputs(const ep_subgraph *sg, const ep_run *r, const int *bound,
-		       const int *order, size_t n_order, int all_dynamic, ep_collect_fn collect,
-		       void *ctx, char *err, size_t n)
+int ep_collect_outputs(const ep_wiring *w, const ep_run *r, int all_dynamic,
+		       ep_collect_fn collect, void *ctx, char *err, size_t n)
 {
 	int overflow = 0;
 
-	for (size_t i = 0; i < n_order; i++) {
-		int v = order[i], rc;
+	for (size_t i = 0; i < w->n_order; i++) {
+		int v = w->order[i], rc;
 		const ep_tensor *b;
 
-		if (bound[v] < 0)
+		if (w->bound[v] < 0)
 			continue;
-		b = &r->bindings[bound[v]];
+		b = &r->bindings[w->bound[v]];
 		/* A device-bound output is always finished; a host one
 		 * only goes back when a later step reads it. */
-		if (!b->buffer_id && !(all_dynamic && b->dynamic) && !leaves_step(sg, v))
+		if (!b->buffer_id && !(all_dynamic && b->dynamic) && !leaves_step(w->sg, v))
 			continue;
 		rc = collect(ctx, v, &overflow, err, n);
 		if (rc)

@@ -36,15 +36,31 @@ double ep_now_ms(void);
 
 /* ---- load --------------------------------------------------------------- */
 
+/* What the executor knows of a loaded subgraph's values, whatever the
+ * device: which node produces each and in what order, and in a RUN which
+ * binding each has. */
+typedef struct ep_wiring {
+	const ep_subgraph *sg;
+	int *producer;          /* per value: the node producing it, or -1 */
+	int *order;             /* the values the step produces, in production order */
+	size_t n_order;
+	int *bound;             /* per value, in a RUN: its binding's index, or -1 */
+} ep_wiring;
+
+/* -1 when out of memory (ep_wiring_fini releases what was made). */
+int ep_wiring_init(ep_wiring *w, const ep_subgraph *sg);
+void ep_wiring_fini(ep_wiring *w);
+/* Before binding a RUN: no value is bound. */
+void ep_wiring_reset(ep_wiring *w);
+
 /*
  * Wires node k (proto p) to the subgraph's values: *in and *out get the
  * value index of each input and output (-1 for an omitted one; allocated,
- * the caller frees), producer[v] = k for each output, and each output is
- * appended to order[*n_order] (the values the step produces, in production
- * order; order has room for every value).
+ * the caller frees); each output gets k as its producer and its place in
+ * the production order.
  */
-int ep_node_wire(const ep_subgraph *sg, const Onnx__NodeProto *p, int k, int **in, int **out,
-		 int *producer, int *order, size_t *n_order, char *err, size_t n);
+int ep_node_wire(ep_wiring *w, const Onnx__NodeProto *p, int k, int **in, int **out, char *err,
+		 size_t n);
 /* Every weight names a value of the subgraph and has a rank that fits. */
 int ep_weights_check(const ep_subgraph *sg, char *err, size_t n);
 /* "subgraph 7 loaded: 3 nodes: Conv Relu MaxPool; device memory ..."
@@ -59,18 +75,18 @@ int ep_node_vfail(char *err, size_t n, const Onnx__NodeProto *p, int code, const
 
 /*
  * Binds a RUN's tensors: checks each binding's dtype against the loaded
- * value's, sets bound[v] to its index, and calls bind(ctx, binding) for
+ * value's, sets w->bound[v] to its index, and calls bind(ctx, binding) for
  * each one the step does not produce (an input; a weight's binding is for
  * the callback to skip).
  */
 typedef int (*ep_bind_fn)(void *ctx, const ep_tensor *b, char *err, size_t n);
-int ep_bind_inputs(const ep_subgraph *sg, const ep_run *r, int *bound, const int *producer,
-		   ep_bind_fn bind, void *ctx, char *err, size_t n);
+int ep_bind_inputs(ep_wiring *w, const ep_run *r, ep_bind_fn bind, void *ctx, char *err,
+		   size_t n);
 
 /* Checks the shape (and, when dtype is not 0, the dtype) a node produced
  * for value v against the binding the core planned, when it planned one. */
-int ep_check_planned(const ep_subgraph *sg, const ep_run *r, const int *bound, int v,
-		     int32_t dtype, int rank, const int64_t *dims, char *err, size_t n);
+int ep_check_planned(const ep_wiring *w, const ep_run *r, int v, int32_t dtype, int rank,
+		     const int64_t *dims, char *err, size_t n);
 
 /* "output 'x': N bytes bound, M produced" (EP_E_SHAPE). */
 int ep_bytes_mismatch(const ep_subgraph *sg, int v, uint64_t bound, uint64_t produced, char *err,
@@ -86,9 +102,8 @@ int ep_bytes_mismatch(const ep_subgraph *sg, int v, uint64_t bound, uint64_t pro
  * reported (EP_E_DYN_OVERFLOW) once all were tried.
  */
 typedef int (*ep_collect_fn)(void *ctx, int v, int *overflow, char *err, size_t n);
-int ep_collect_outputs(const ep_subgraph *sg, const ep_run *r, const int *bound,
-		       const int *order, size_t n_order, int all_dynamic, ep_collect_fn collect,
-		       void *ctx, char *err, size_t n);
+int ep_collect_outputs(const ep_wiring *w, const ep_run *r, int all_dynamic,
+		       ep_collect_fn collect, void *ctx, char *err, size_t n);
 
 /* ---- capability query ---------------------------------------------------- */
 

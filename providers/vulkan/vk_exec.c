@@ -34,10 +34,8 @@ static void exec_free(vk_exec *ex)
 	free(ex->nodes);
 	free(ex->consts);
 	free(ex->own);
-	free(ex->producer);
-	free(ex->order);
 	free(ex->vals);
-	free(ex->bound);
+	ep_wiring_fini(&ex->w);
 	free(ex->in);
 	free(ex->disp.v);
 	free(ex->up.v);
@@ -56,15 +54,12 @@ static int alloc_tables(vk_exec *ex)
 	ex->nodes = calloc(nn, sizeof(*ex->nodes));
 	ex->consts = calloc(nv, sizeof(*ex->consts));
 	ex->own = calloc(nv, sizeof(*ex->own));
-	ex->producer = calloc(nv, sizeof(int));
-	ex->order = calloc(nv, sizeof(int));
 	ex->vals = calloc(nv, sizeof(*ex->vals));
-	ex->bound = calloc(nv, sizeof(int));
-	if (!ex->nodes || !ex->consts || !ex->own || !ex->producer || !ex->order || !ex->vals || !ex->bound)
+	if (!ex->nodes || !ex->consts || !ex->own || !ex->vals ||
+	    ep_wiring_init(&ex->w, ex->sg))
 		return -1;
 	for (size_t v = 0; v < nv; v++) {
 		ex->own[v].block = -1;
-		ex->producer[v] = -1;
 		ex->consts[v].dev.block = -1;
 	}
 	for (size_t k = 0; k < nn; k++)
@@ -94,8 +89,7 @@ static int load_node(vk_exec *ex, size_t k, size_t *max_in, char *err, size_t n)
 				p->op_type, (long long)nd->opset), EP_E_UNSUPPORTED;
 	nd->n_in = (int)p->n_input;
 	nd->n_out = (int)p->n_output;
-	rc = ep_node_wire(sg, p, (int)k, &nd->in, &nd->out, ex->producer, ex->order, &ex->n_order,
-			  err, n);
+	rc = ep_node_wire(&ex->w, p, (int)k, &nd->in, &nd->out, err, n);
 	if (!rc && nd->op->prepare)
 		rc = nd->op->prepare(nd, err, n);
 	if (rc)
@@ -227,7 +221,7 @@ static int check_planned(vk_ctx *c, int v, int rank, const int64_t *dims)
 {
 	vk_exec *ex = c->ex;
 	char msg[512];
-	int rc = ep_check_planned(ex->sg, ex->run, ex->bound, v, 0, rank, dims, msg, sizeof(msg));
+	int rc = ep_check_planned(&ex->w, ex->run, v, 0, rank, dims, msg, sizeof(msg));
 
 	return rc ? vk_fail(c, rc, "%s", msg) : 0;
 }
@@ -260,12 +254,12 @@ const vk_val *vk_out(vk_ctx *c, int i, int rank, const int64_t *dims)
 	v = c->node->out[i];
 	nbytes = (uint64_t)vk_numel(rank, dims) * vk_esz(vk_node_dtype(c));
 	dev_bytes = (uint64_t)vk_numel(rank, dims) * vk_dev_esz(&ex->ep->dev, vk_node_dtype(c));
-	if (ex->bound[v] >= 0 && ex->run->bindings[ex->bound[v]].buffer_id) {
+	if (ex->w.bound[v] >= 0 && ex->run->bindings[ex->w.bound[v]].buffer_id) {
 		/* Bound to a device buffer: written in place. */
 		vk_buf dst;
 		int rc = nbytes != dev_bytes ?
 			 vk_fail(c, EP_E_UNSUPPORTED, "a float16 device buffer needs 16-bit storage") :
-			 vk_run_device_output(ex, &ex->run->bindings[ex->bound[v]], rank, dims,
+			 vk_run_device_output(ex, &ex->run->bindings[ex->w.bound[v]], rank, dims,
 					      nbytes, &dst, c->err, c->errlen);
 
 		if (rc) {

@@ -75,13 +75,10 @@ typedef struct vk_exec {
 	vk_node *nodes;
 	vk_val *consts;         /* per value: weights, ready */
 	vk_buf *own;            /* per value: device memory it owns across runs */
-	int *producer;          /* per value: the node producing it, or -1 */
-	int *order;             /* the values the step produces, in production order */
-	size_t n_order;
+	ep_wiring w;            /* producers, production order, bindings */
 	/* per run */
 	ep_run *run;
 	vk_val *vals;
-	int *bound;             /* per value: binding index, or -1 */
 	const vk_val **in;      /* scratch for a node's inputs */
 	ep_list disp, up, down;
 	ep_list temps;          /* vk_buf: device memory of this run only */

@@ -19,10 +19,9 @@ static void reset_run(vk_exec *ex, ep_run *r)
 	ex->wait_value = 0;
 	r->uploads = r->downloads = 0;
 	r->upload_bytes = r->download_bytes = 0;
-	for (size_t v = 0; v < ex->n_values; v++) {
+	for (size_t v = 0; v < ex->n_values; v++)
 		ex->vals[v] = ex->consts[v];
-		ex->bound[v] = -1;
-	}
+	ep_wiring_reset(&ex->w);
 }
 
 /* Buffers made for dynamic device outputs join the table when the run
@@ -160,12 +159,12 @@ static int check_device_aliasing(vk_exec *ex, const ep_run *r, char *err, size_t
 	for (size_t i = 0; i < r->n_bindings; i++) {
 		const ep_tensor *o = &r->bindings[i];
 
-		if (!o->buffer_id || o->dynamic || ex->producer[o->value] < 0)
+		if (!o->buffer_id || o->dynamic || ex->w.producer[o->value] < 0)
 			continue;
 		for (size_t k = 0; k < r->n_bindings; k++) {
 			const ep_tensor *in = &r->bindings[k];
 
-			if (k != i && in->buffer_id && ex->producer[in->value] < 0 &&
+			if (k != i && in->buffer_id && ex->w.producer[in->value] < 0 &&
 			    ranges_overlap(o, in))
 				return snprintf(err, n, "output '%s' is bound to the device memory of input '%s'",
 						ex->sg->values[o->value].name,
@@ -177,7 +176,7 @@ static int check_device_aliasing(vk_exec *ex, const ep_run *r, char *err, size_t
 
 static int bind_inputs(vk_exec *ex, ep_run *r, char *err, size_t n)
 {
-	int rc = ep_bind_inputs(ex->sg, r, ex->bound, ex->producer, bind_input, ex, err, n);
+	int rc = ep_bind_inputs(&ex->w, r, bind_input, ex, err, n);
 
 	return rc ? rc : check_device_aliasing(ex, r, err, n);
 }
@@ -286,7 +285,7 @@ static int collect_device(vk_exec *ex, ep_tensor *b, const vk_val *x, char *err,
 static int collect_one(void *ctx, int v, int *overflow, char *err, size_t n)
 {
 	vk_exec *ex = ctx;
-	ep_tensor *b = &ex->run->bindings[ex->bound[v]];
+	ep_tensor *b = &ex->run->bindings[ex->w.bound[v]];
 	const vk_val *x = &ex->vals[v];
 	void *dst = b->data;
 	vk_xfer *down;
@@ -339,8 +338,7 @@ int vk_exec_run(vk_ep *ep, ep_subgraph *sg, ep_run *r, char *err, size_t n)
 	for (size_t k = 0; rc == 0 && k < ex->n_nodes; k++)
 		rc = plan_node(ex, k, err, n);
 	if (rc == 0)
-		rc = ep_collect_outputs(sg, r, ex->bound, ex->order, ex->n_order, 0, collect_one, ex,
-					err, n);
+		rc = ep_collect_outputs(&ex->w, r, 0, collect_one, ex, err, n);
 	t1 = ep_now_ms();
 	if (rc == 0)
 		rc = vk_record_and_run(ex, err, n);
