@@ -77,12 +77,8 @@ static int view_run(cu_ctx *c)
 static int transpose_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt,
 			      int n_in, char *why, size_t n)
 {
-	static const char *const known[] = {"perm", NULL};
-
 	(void)opset;
-	if (p->n_input != 1 || p->n_output != 1)
-		return snprintf(why, n, "expects one input and one output"), 0;
-	if (ep_attr_unknown(p, known, why, n))
+	if (!ep_transpose_node_ok(p, why, n))
 		return 0;
 	return cu_need_float(p, dt, n_in, 0, -1, 1, why, n);
 }
@@ -122,12 +118,8 @@ static int transpose_run(cu_ctx *c)
 static int concat_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
 			   char *why, size_t n)
 {
-	static const char *const known[] = {"axis", NULL};
-
 	(void)opset;
-	if (p->n_input < 1 || p->n_output != 1 || !ep_attr(p, "axis"))
-		return snprintf(why, n, "expects inputs, one output and an axis"), 0;
-	if (ep_attr_unknown(p, known, why, n))
+	if (!ep_concat_node_ok(p, why, n))
 		return 0;
 	return cu_need_float(p, dt, n_in, 0, -1, 1, why, n);
 }
@@ -177,12 +169,8 @@ static int concat_run(cu_ctx *c)
 static int gather_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
 			   char *why, size_t n)
 {
-	static const char *const known[] = {"axis", NULL};
-
 	(void)opset;
-	if (p->n_input != 2 || p->n_output != 1)
-		return snprintf(why, n, "expects two inputs and one output"), 0;
-	if (ep_attr_unknown(p, known, why, n) || !cu_need_float(p, dt, n_in, 0, 1, 1, why, n))
+	if (!ep_gather_node_ok(p, why, n) || !cu_need_float(p, dt, n_in, 0, 1, 1, why, n))
 		return 0;
 	if (n_in < 2 || !is_int(dt[1]))
 		return snprintf(why, n, "indices are not int32 or int64"), 0;

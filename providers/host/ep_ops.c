@@ -82,12 +82,43 @@ int ep_batchnorm_node_ok(const Onnx__NodeProto *p, char *why, size_t n)
 	return 1;
 }
 
+/* One input, one output, no attribute but `known`. */
+static int one_in_one_out(const Onnx__NodeProto *p, const char *const *known, char *why, size_t n)
+{
+	if (p->n_input != 1 || p->n_output != 1)
+		return snprintf(why, n, "expects one input and one output"), 0;
+	return !ep_attr_unknown(p, known, why, n);
+}
+
 int ep_softmax_node_ok(const Onnx__NodeProto *p, char *why, size_t n)
 {
 	static const char *const known[] = {"axis", NULL};
 
-	if (p->n_input != 1 || p->n_output != 1)
-		return snprintf(why, n, "expects one input and one output"), 0;
+	return one_in_one_out(p, known, why, n);
+}
+
+int ep_transpose_node_ok(const Onnx__NodeProto *p, char *why, size_t n)
+{
+	static const char *const known[] = {"perm", NULL};
+
+	return one_in_one_out(p, known, why, n);
+}
+
+int ep_concat_node_ok(const Onnx__NodeProto *p, char *why, size_t n)
+{
+	static const char *const known[] = {"axis", NULL};
+
+	if (p->n_input < 1 || p->n_output != 1 || !ep_attr(p, "axis"))
+		return snprintf(why, n, "expects inputs, one output and an axis"), 0;
+	return !ep_attr_unknown(p, known, why, n);
+}
+
+int ep_gather_node_ok(const Onnx__NodeProto *p, char *why, size_t n)
+{
+	static const char *const known[] = {"axis", NULL};
+
+	if (p->n_input != 2 || p->n_output != 1)
+		return snprintf(why, n, "expects two inputs and one output"), 0;
 	return !ep_attr_unknown(p, known, why, n);
 }
 

@@ -36,6 +36,13 @@ int ep_gemm_node_ok(const Onnx__NodeProto *p, char *why, size_t n);
 int ep_batchnorm_node_ok(const Onnx__NodeProto *p, char *why, size_t n);
 /* Softmax: one input, one output, axis. */
 int ep_softmax_node_ok(const Onnx__NodeProto *p, char *why, size_t n);
+/* Transpose: one input, one output, perm. */
+int ep_transpose_node_ok(const Onnx__NodeProto *p, char *why, size_t n);
+/* Concat: inputs, one output, an axis. */
+int ep_concat_node_ok(const Onnx__NodeProto *p, char *why, size_t n);
+/* Gather: data and indices, one output, axis (the indices' dtype is for
+ * the provider to check). */
+int ep_gather_node_ok(const Onnx__NodeProto *p, char *why, size_t n);
 
 /* Row-major element strides of a rank-xr tensor (dims xd) aligned to the
  * last r dims of a broadcast (0 where it has no dim or a dim of 1). */
