@@ -91,6 +91,13 @@ int ep_host_reply_ack(host *h, const Ortmk__Envelope *req);
 /* EP_E_* -> Ortmk__ErrorCode */
 int ep_host_code(int st);
 
+/* ep_load.c: ADD_SEGMENT, ADD_FILE, LOAD_SUBGRAPH (kept: the request's
+ * envelope now belongs to the subgraph) */
+int ep_host_on_add_segment(host *h, const Ortmk__Envelope *req);
+int ep_host_on_add_file(host *h, const Ortmk__Envelope *req);
+int ep_host_on_load(host *h, Ortmk__Envelope *req, int *kept);
+void ep_host_subgraph_free(host *h, ep_subgraph *sg);
+
 /* ep_device.c */
 /* Reads ORTMK_EP_EMULATE_DEVICE (a provider name, or "1" for any) for a
  * provider without device memory. */

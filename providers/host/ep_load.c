@@ -1,0 +1,246 @@
+/*
+ * ep_load: the requests that hand a provider process its inputs before it
+ * runs anything (see ep_host.h): ADD_SEGMENT and ADD_FILE (descriptors
+ * passed over the socketpair, kept in the host's tables) and
+ * LOAD_SUBGRAPH (weights mapped from segments or external-data files,
+ * every range checked, the pre-pack cache files named, then the
+ * provider's load).  Called by ep_host.c's dispatcher.
+ */
+#include "ep_host_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+
+#define FD_TIMEOUT_MS 5000
+
+typedef struct sg_priv {
+	host_map *maps;
+	size_t n_maps;
+	Ortmk__Envelope *env;   /* the LOAD_SUBGRAPH message sg->msg points into */
+} sg_priv;
+
+/* ---- segments and files ------------------------------------------------ */
+
+int ep_host_on_add_segment(host *h, const Ortmk__Envelope *req)
+{
+	const Ortmk__AddSegment *a = req->add_segment;
+	shm_segment s = {.fd = -1};
+	int fd, rc;
+
+	rc = ipc_recv_fd(h->chan.fd_sock, a->fd_tag, FD_TIMEOUT_MS, &fd);
+	if (rc == 0)
+		rc = shm_segment_map_fd_take(fd, a->size, a->segment_id, &s);
+	if (rc == 0)
+		rc = ipc_segtab_add(&h->segs, &s);
+	if (rc) {
+		shm_segment_destroy(&s);
+		snprintf(h->err, sizeof(h->err), "segment %llu: cannot map (%s)",
+			 (unsigned long long)a->segment_id, strerror(-rc));
+		return ep_host_reply_error(h, req, ORTMK__ERROR_CODE__E_IO, h->err);
+	}
+	return ep_host_reply_ack(h, req);
+}
+
+static host_file *find_file(host *h, uint64_t id)
+{
+	for (size_t i = 0; i < h->n_files; i++)
+		if (h->files[i].id == id)
+			return &h->files[i];
+	return NULL;
+}
+
+int ep_host_on_add_file(host *h, const Ortmk__Envelope *req)
+{
+	const Ortmk__AddFile *a = req->add_file;
+	host_file *nf;
+	int fd, rc;
+
+	rc = ipc_recv_fd(h->chan.fd_sock, a->fd_tag, FD_TIMEOUT_MS, &fd);
+	if (rc) {
+		snprintf(h->err, sizeof(h->err), "file %llu: descriptor not received (%s)",
+			 (unsigned long long)a->file_id, strerror(-rc));
+		return ep_host_reply_error(h, req, ORTMK__ERROR_CODE__E_IO, h->err);
+	}
+	nf = find_file(h, a->file_id) ? NULL :
+		realloc(h->files, (h->n_files + 1) * sizeof(*h->files));
+	if (!nf) {
+		close(fd);
+		return ep_host_reply_error(h, req, ORTMK__ERROR_CODE__E_INVALID, "duplicate or unallocatable file id");
+	}
+	h->files = nf;
+	h->files[h->n_files++] = (host_file){.id = a->file_id, .fd = fd, .size = a->size};
+	return ep_host_reply_ack(h, req);
+}
+
+/* ---- load -------------------------------------------------------------- */
+
+void ep_host_subgraph_free(host *h, ep_subgraph *sg)
+{
+	sg_priv *p;
+
+	if (!sg)
+		return;
+	p = sg->priv;
+	if (sg->impl && h->vt->unload)
+		h->vt->unload(h->self, sg);
+	for (size_t i = 0; p && i < p->n_maps; i++)
+		munmap(p->maps[i].addr, p->maps[i].len);
+	if (p) {
+		free(p->maps);
+		ipc_envelope_free(p->env);
+		free(p);
+	}
+	if (sg->graph)
+		onnx__graph_proto__free_unpacked(sg->graph, NULL);
+	free(sg->values);
+	free(sg->weights);
+	free(sg);
+}
+
+static int map_external(host *h, ep_subgraph *sg, const Ortmk__Weight *w, ep_weight *out)
+{
+	sg_priv *p = sg->priv;
+	host_file *f = find_file(h, w->source_id);
+	long page = sysconf(_SC_PAGESIZE);
+	uint64_t start, len;
+	host_map *nm;
+	void *addr;
+
+	if (!f || w->offset > f->size || w->nbytes > f->size - w->offset)
+		return -EINVAL;
+	out->fd = f->fd;
+	out->file_offset = w->offset;
+	if (w->nbytes == 0) {
+		out->data = "";
+		return 0;
+	}
+	start = w->offset & ~(uint64_t)(page - 1);
+	len = w->offset - start + w->nbytes;
+	nm = realloc(p->maps, (p->n_maps + 1) * sizeof(*nm));
+	if (!nm)
+		return -ENOMEM;
+	p->maps = nm;
+	addr = mmap(NULL, len, PROT_READ, MAP_SHARED, f->fd, (off_t)start);
+	if (addr == MAP_FAILED)
+		return -errno;
+	p->maps[p->n_maps++] = (host_map){addr, len};
+	out->data = (const uint8_t *)addr + (w->offset - start);
+	return 0;
+}
+
+static int map_weight(host *h, ep_subgraph *sg, const Ortmk__Weight *w, ep_weight *out)
+{
+	shm_segment *s;
+
+	out->value = w->value;
+	out->dtype = w->dtype;
+	out->rank = (int)w->n_dims;
+	if (w->n_dims)
+		memcpy(out->dims, w->dims, w->n_dims * sizeof(int64_t));
+	out->nbytes = w->nbytes;
+	out->fd = -1;
+	if (w->external)
+		return map_external(h, sg, w, out);
+	s = ipc_segtab_find(&h->segs, w->source_id);
+	if (!s || !shm_segment_contains(s, w->offset, w->nbytes))
+		return -EINVAL;
+	out->data = (uint8_t *)s->base + w->offset;
+	return 0;
+}
+
+static int build_subgraph(host *h, Ortmk__Envelope *req, ep_subgraph *sg)
+{
+	const Ortmk__LoadSubgraph *l = req->load_subgraph;
+	sg_priv *p = calloc(1, sizeof(*p));
+
+	sg->priv = p;
+	sg->id = l->subgraph_id;
+	sg->msg = l;
+	sg->threads = l->has_threads ? (int)l->threads : 1;
+	sg->prepack_in_fd = sg->prepack_out_fd = -1;
+	if (l->has_prepack_in) {
+		host_file *f = find_file(h, l->prepack_in);
+
+		if (f) {
+			sg->prepack_in_fd = f->fd;
+			sg->prepack_in_size = f->size;
+		}
+	}
+	if (l->has_prepack_out && find_file(h, l->prepack_out))
+		sg->prepack_out_fd = find_file(h, l->prepack_out)->fd;
+	sg->graph = onnx__graph_proto__unpack(NULL, l->graph.len, l->graph.data);
+	sg->values = calloc(l->n_values ? l->n_values : 1, sizeof(*sg->values));
+	sg->weights = calloc(l->n_weights ? l->n_weights : 1, sizeof(*sg->weights));
+	if (!p || !sg->values || !sg->weights)
+		return snprintf(h->err, sizeof(h->err), "out of memory"), -ENOMEM;
+	if (!sg->graph)
+		return snprintf(h->err, sizeof(h->err), "subgraph %u: undecodable graph", sg->id), -EINVAL;
+	sg->n_values = l->n_values;
+	for (size_t i = 0; i < l->n_values; i++)
+		sg->values[i] = (ep_value){l->values[i]->name, l->values[i]->dtype};
+	sg->n_weights = l->n_weights;
+	for (size_t i = 0; i < l->n_weights; i++) {
+		int rc = map_weight(h, sg, l->weights[i], &sg->weights[i]);
+
+		if (rc)
+			return snprintf(h->err, sizeof(h->err),
+					"weight '%s': bytes outside their segment or file (%s)",
+					sg->values[l->weights[i]->value].name, strerror(-rc)), rc;
+	}
+	return 0;
+}
+
+int ep_host_on_load(host *h, Ortmk__Envelope *req, int *kept)
+{
+	ep_subgraph *sg = calloc(1, sizeof(*sg)), **nsgs;
+	Ortmk__Envelope e = ORTMK__ENVELOPE__INIT;
+	Ortmk__LoadDone body = ORTMK__LOAD_DONE__INIT;
+	uint64_t t0 = ipc_now_ns();
+	int rc;
+
+	h->err[0] = 0;
+	if (!sg)
+		return ep_host_reply_error(h, req, ORTMK__ERROR_CODE__E_NOMEM, "out of memory");
+	for (size_t i = 0; i < h->n_sgs; i++)
+		if (h->sgs[i]->id == req->load_subgraph->subgraph_id) {
+			free(sg);
+			return ep_host_reply_error(h, req, ORTMK__ERROR_CODE__E_INVALID, "subgraph id in use");
+		}
+	rc = build_subgraph(h, req, sg);
+	/* sg->msg points into the request: the subgraph keeps it. */
+	if (sg->priv) {
+		((sg_priv *)sg->priv)->env = req;
+		*kept = 1;
+	}
+	if (rc == 0)
+		rc = h->vt->load(h->self, sg, h->err, sizeof(h->err));
+	nsgs = rc ? NULL : realloc(h->sgs, (h->n_sgs + 1) * sizeof(*nsgs));
+	if (!nsgs) {
+		int code = rc ? ep_host_code(rc) : ORTMK__ERROR_CODE__E_NOMEM;
+
+		if (rc == -EINVAL || rc == -ENOMEM)
+			code = rc == -EINVAL ? ORTMK__ERROR_CODE__E_INVALID : ORTMK__ERROR_CODE__E_NOMEM;
+		ep_host_reply_error(h, req, code, h->err[0] ? h->err : "load failed");
+		ep_host_subgraph_free(h, sg);
+		return 0;
+	}
+	h->sgs = nsgs;
+	h->sgs[h->n_sgs++] = sg;
+	body.subgraph_id = sg->id;
+	body.has_prepack_ns = body.has_prepack_hits = body.has_prepack_misses = 1;
+	body.prepack_ns = sg->prepack_ns;
+	body.prepack_hits = sg->prepack_hits;
+	body.prepack_misses = sg->prepack_misses;
+	body.has_prepack_written = 1;
+	body.prepack_written = sg->prepack_written;
+	(void)t0;
+	e.kind = ORTMK__KIND__LOAD_DONE;
+	e.body_case = ORTMK__ENVELOPE__BODY_LOAD_DONE;
+	e.load_done = &body;
+	return ep_host_reply(h, req, &e);
+}
