@@ -23,16 +23,8 @@
 
 #include "ortmk/ortmk.h"
 
-static int failures;
-
-#define CHECK(cond, ...) do { \
-	if (!(cond)) { \
-		fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-		fprintf(stderr, __VA_ARGS__); \
-		fprintf(stderr, " (last error: %s)\n", ortmk_last_error()); \
-		failures++; \
-	} \
-} while (0)
+#define CHECK_LAST_ERROR
+#include "../check.h"
 
 #define WAIT_MS 60000
 

@@ -16,16 +16,7 @@
 #include "cuda_dev.h"
 #include "cuda_mem.h"
 
-static int failures;
-
-#define CHECK(cond, ...) do { \
-	if (!(cond)) { \
-		fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-		fprintf(stderr, __VA_ARGS__); \
-		fprintf(stderr, "\n"); \
-		failures++; \
-	} \
-} while (0)
+#include "../check.h"
 
 #define MIB ((uint64_t)1 << 20)
 

@@ -1,6 +1,6 @@
 /*
  * fault_util: helpers shared by the fault tests: a deterministic input for
- * the example CNN, running it, comparing outputs, and a CHECK that counts.
+ * the example CNN, running it, comparing outputs (CHECK: tests/check.h).
  */
 #ifndef ORTMK_FAULT_UTIL_H
 #define ORTMK_FAULT_UTIL_H
@@ -11,16 +11,7 @@
 
 #include "ortmk/ortmk.h"
 
-static int fu_failures;
-
-#define CHECK(cond, ...) do { \
-	if (!(cond)) { \
-		fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-		fprintf(stderr, __VA_ARGS__); \
-		fprintf(stderr, "\n"); \
-		fu_failures++; \
-	} \
-} while (0)
+#include "../check.h"
 
 static inline double fu_now_ms(void)
 {

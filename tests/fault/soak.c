@@ -43,7 +43,7 @@ static void *do_job(void *arg)
 			kill(ps.pid, SIGKILL);
 	} else if (ortmk_env_swap_provider(j->k->env, "cpu", j->k->swap_binary)) {
 		fprintf(stderr, "swap failed: %s\n", ortmk_last_error());
-		fu_failures++;
+		failures++;
 	}
 	return NULL;
 }
@@ -138,6 +138,6 @@ int main(int argc, char **argv)
 	ortmk_session_destroy(k.s);
 	ortmk_env_destroy(k.env);
 	free(own_binary);
-	printf("%d passed, %d failed\n", fu_failures ? 0 : 1, fu_failures ? 1 : 0);
-	return fu_failures ? 1 : 0;
+	printf("%d passed, %d failed\n", failures ? 0 : 1, failures ? 1 : 0);
+	return failures ? 1 : 0;
 }

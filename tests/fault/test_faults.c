@@ -187,6 +187,6 @@ int main(int argc, char **argv)
 	/* reference belongs to env's lifetime only as a value: destroy first */
 	ortmk_value_destroy(reference);
 	ortmk_env_destroy(env);
-	printf("%d passed, %d failed\n", fu_failures ? 0 : 1, fu_failures ? 1 : 0);
-	return fu_failures ? 1 : 0;
+	printf("%d passed, %d failed\n", failures ? 0 : 1, failures ? 1 : 0);
+	return failures ? 1 : 0;
 }

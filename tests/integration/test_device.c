@@ -30,18 +30,11 @@
 #include "npy.h"
 #include "ortmk/ortmk.h"
 
-static int failures;
+#define CHECK_LAST_ERROR
+#include "../check.h"
 static const char *dir, *dev, *providers;
 static int on_device;       /* DEVICE has memory of its own */
 
-#define CHECK(cond, ...) do { \
-	if (!(cond)) { \
-		fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-		fprintf(stderr, __VA_ARGS__); \
-		fprintf(stderr, " [%s]\n", ortmk_last_error()); \
-		failures++; \
-	} \
-} while (0)
 
 #define OK(call) do { \
 	ortmk_status st_ = (call); \

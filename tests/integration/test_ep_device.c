@@ -27,16 +27,7 @@
 
 extern char **environ;
 
-static int failures;
-
-#define CHECK(cond, ...) do { \
-	if (!(cond)) { \
-		fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-		fprintf(stderr, __VA_ARGS__); \
-		fprintf(stderr, "\n"); \
-		failures++; \
-	} \
-} while (0)
+#include "../check.h"
 
 typedef struct peer {
 	ipc_chan c;

@@ -23,16 +23,7 @@
 
 #include "ortmk/ortmk.h"
 
-static int failures;
-
-#define CHECK(cond, ...) do { \
-	if (!(cond)) { \
-		fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-		fprintf(stderr, __VA_ARGS__); \
-		fprintf(stderr, "\n"); \
-		failures++; \
-	} \
-} while (0)
+#include "../check.h"
 
 typedef struct model {
 	const char *path, *in, *out;

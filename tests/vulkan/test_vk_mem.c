@@ -13,16 +13,7 @@
 #include "vk_mem.h"
 #include "vk_pipe.h"
 
-static int failures;
-
-#define CHECK(cond, ...) do { \
-	if (!(cond)) { \
-		fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-		fprintf(stderr, __VA_ARGS__); \
-		fprintf(stderr, "\n"); \
-		failures++; \
-	} \
-} while (0)
+#include "../check.h"
 
 #define KIB ((VkDeviceSize)1024)
 

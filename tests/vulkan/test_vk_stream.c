@@ -20,16 +20,7 @@
 #include "shm.h"
 #include "vk_copy.h"
 
-static int failures;
-
-#define CHECK(cond, ...) do { \
-	if (!(cond)) { \
-		fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-		fprintf(stderr, __VA_ARGS__); \
-		fprintf(stderr, "\n"); \
-		failures++; \
-	} \
-} while (0)
+#include "../check.h"
 
 #define WAIT_NS (UINT64_C(30) * 1000000000)
 
