@@ -168,30 +168,6 @@ const char *graph_dtype_name(int32_t elem_type)
 	return dtypes[elem_type].name;
 }
 
-const Onnx__AttributeProto *graph_attr(const Onnx__NodeProto *n, const char *name)
-{
-	size_t i;
-
-	for (i = 0; n && i < n->n_attribute; i++)
-		if (n->attribute[i]->name && strcmp(n->attribute[i]->name, name) == 0)
-			return n->attribute[i];
-	return NULL;
-}
-
-int64_t graph_attr_int(const Onnx__NodeProto *n, const char *name, int64_t dflt)
-{
-	const Onnx__AttributeProto *a = graph_attr(n, name);
-
-	return a && a->has_i ? a->i : dflt;
-}
-
-float graph_attr_float(const Onnx__NodeProto *n, const char *name, float dflt)
-{
-	const Onnx__AttributeProto *a = graph_attr(n, name);
-
-	return a && a->has_f ? a->f : dflt;
-}
-
 size_t graph_attr_ints(const Onnx__NodeProto *n, const char *name, const int64_t **v)
 {
 	const Onnx__AttributeProto *a = graph_attr(n, name);

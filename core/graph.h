@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "node_attr.h"
 #include "onnx.pb-c.h"
 
 #define GRAPH_MAX_RANK 16
@@ -137,9 +138,21 @@ size_t graph_dtype_size(int32_t elem_type);
 const char *graph_dtype_name(int32_t elem_type);
 
 /* Attribute look-ups on a node (NULL when absent). */
-const Onnx__AttributeProto *graph_attr(const Onnx__NodeProto *n, const char *name);
-int64_t graph_attr_int(const Onnx__NodeProto *n, const char *name, int64_t dflt);
-float graph_attr_float(const Onnx__NodeProto *n, const char *name, float dflt);
+/* The readers of proto/node_attr.h under this module's names. */
+static inline const Onnx__AttributeProto *graph_attr(const Onnx__NodeProto *n, const char *name)
+{
+	return proto_attr(n, name);
+}
+
+static inline int64_t graph_attr_int(const Onnx__NodeProto *n, const char *name, int64_t dflt)
+{
+	return proto_attr_int(n, name, dflt);
+}
+
+static inline float graph_attr_float(const Onnx__NodeProto *n, const char *name, float dflt)
+{
+	return proto_attr_float(n, name, dflt);
+}
 /* Returns the number of ints (0 when absent) and points *v at them. */
 size_t graph_attr_ints(const Onnx__NodeProto *n, const char *name, const int64_t **v);
 /* The loader NUL-terminates STRING and STRINGS attributes of every node,

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cpu_kernel.h"
+#include "node_attr.h"
 #include "tensor_bytes.h"
 
 size_t cpu_dtype_size(int32_t dtype)
@@ -280,14 +281,7 @@ void cpu_set_f64(int32_t dtype, void *base, int64_t i, double v)
 
 const Onnx__AttributeProto *cpu_attr(const Onnx__NodeProto *n, const char *name)
 {
-	if (!n)
-		return NULL;
-	for (size_t i = 0; i < n->n_attribute; i++) {
-		const Onnx__AttributeProto *a = n->attribute[i];
-		if (a && a->name && strcmp(a->name, name) == 0)
-			return a;
-	}
-	return NULL;
+	return proto_attr(n, name);
 }
 
 /* Very old exporters leave `type` unset: then the field that is set decides. */

@@ -9,28 +9,6 @@
 
 /* ---- attributes ------------------------------------------------------------ */
 
-const Onnx__AttributeProto *ep_attr(const Onnx__NodeProto *p, const char *name)
-{
-	for (size_t i = 0; i < p->n_attribute; i++)
-		if (p->attribute[i]->name && strcmp(p->attribute[i]->name, name) == 0)
-			return p->attribute[i];
-	return NULL;
-}
-
-int64_t ep_attr_int(const Onnx__NodeProto *p, const char *name, int64_t dflt)
-{
-	const Onnx__AttributeProto *a = ep_attr(p, name);
-
-	return a && a->has_i ? a->i : dflt;
-}
-
-float ep_attr_float(const Onnx__NodeProto *p, const char *name, float dflt)
-{
-	const Onnx__AttributeProto *a = ep_attr(p, name);
-
-	return a && a->has_f ? a->f : dflt;
-}
-
 int ep_attr_ints(const Onnx__NodeProto *p, const char *name, const int64_t **v)
 {
 	const Onnx__AttributeProto *a = ep_attr(p, name);

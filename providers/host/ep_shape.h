@@ -15,13 +15,26 @@
 #include <stdint.h>
 
 #include "ep_host.h"
+#include "node_attr.h"
 #include "onnx.pb-c.h"
 
 /* ---- attributes ------------------------------------------------------------ */
 
-const Onnx__AttributeProto *ep_attr(const Onnx__NodeProto *p, const char *name);
-int64_t ep_attr_int(const Onnx__NodeProto *p, const char *name, int64_t dflt);
-float ep_attr_float(const Onnx__NodeProto *p, const char *name, float dflt);
+/* The readers of proto/node_attr.h under this module's names. */
+static inline const Onnx__AttributeProto *ep_attr(const Onnx__NodeProto *n, const char *name)
+{
+	return proto_attr(n, name);
+}
+
+static inline int64_t ep_attr_int(const Onnx__NodeProto *n, const char *name, int64_t dflt)
+{
+	return proto_attr_int(n, name, dflt);
+}
+
+static inline float ep_attr_float(const Onnx__NodeProto *n, const char *name, float dflt)
+{
+	return proto_attr_float(n, name, dflt);
+}
 /* Count of an ints attribute (its values in *v), -1 when absent. */
 int ep_attr_ints(const Onnx__NodeProto *p, const char *name, const int64_t **v);
 /* 1 when the string attribute is present and equals `want`. */
