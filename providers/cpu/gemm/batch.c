@@ -128,10 +128,8 @@ int gemm_compute_batch(gemm_pool *pool, int64_t M, int64_t N, int64_t K, int64_t
 size_t gemm_compute_batch_scratch(int64_t M, int64_t K, int64_t lda, int transA)
 {
 	const gemm_isa_desc *d = gemm_isa_desc_get(GEMM_ISA_AUTO);
-	int64_t lds = (gemm_choose_kc(d, K) + 15) / 16 * 16 + 16;
+	int64_t lds = gemm_drv_copy_stride(d, transA, lda, M, gemm_choose_kc(d, K));
 
-	if (!((transA && !d->kernel_t) || (lda % 512 == 0 && M > 1)))
-		return 0;
 	return (size_t)d->mc * (size_t)lds * sizeof(float);
 }
 

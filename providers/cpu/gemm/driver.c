@@ -307,6 +307,16 @@ int gemm_drv_setup(problem *p, int64_t M, int64_t N, int64_t K, const float *A, 
 	return 0;
 }
 
+int64_t gemm_drv_copy_stride(const gemm_isa_desc *d, int transA, int64_t lda, int64_t M,
+			     int64_t kc)
+{
+	/* A row stride of a multiple of 2 KiB puts a tile's rows (or, A
+	 * transposed, its k steps) in the same L1 sets: copied then too. */
+	if ((transA && !d->kernel_t) || (lda % 512 == 0 && M > 1))
+		return (kc + 15) / 16 * 16 + 16;
+	return 0;
+}
+
 /* Sizes the task scratch (packed B block, copied A rows) and reserves it:
  * in the pool's members, else the caller's or one allocated for the call. */
 int gemm_drv_scratch_setup(problem *p, gemm_pool *pool)
@@ -315,14 +325,11 @@ int gemm_drv_scratch_setup(problem *p, gemm_pool *pool)
 	size_t bytes;
 
 	p->pool = pool;
-	/* A row stride of a multiple of 2 KiB puts a tile's rows (or, A
-	 * transposed, its k steps) in the same L1 sets: copied then too. */
-	p->copy_a = (p->transA && !d->kernel_t) || (p->lda % 512 == 0 && p->M > 1);
+	p->lds = gemm_drv_copy_stride(d, p->transA, p->lda, p->M, p->b.kc);
+	p->copy_a = p->lds > 0;
 	if (!p->b.data)
 		p->b_floats = (size_t)p->b.kc * (size_t)(p->b.panels * d->nr < d->nc ?
 							 p->b.panels * d->nr : d->nc);
-	if (p->copy_a)
-		p->lds = (p->b.kc + 15) / 16 * 16 + 16;
 	bytes = (p->b_floats + (size_t)d->mc * (size_t)p->lds) * sizeof(float);
 	if (bytes && pool)
 		return gemm_pool_reserve(pool, bytes);

@@ -51,6 +51,10 @@ void gemm_drv_epilogue_only(const problem *p);
 /* Checks the arguments both entry points share and fills p. */
 int gemm_drv_setup(problem *p, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
 		   int transA, const gemm_epilogue *ep, float *C, int64_t ldc);
+/* The row stride of A's copy in a task's scratch (kc: the K block), or 0
+ * when A is read in place. */
+int64_t gemm_drv_copy_stride(const gemm_isa_desc *d, int transA, int64_t lda, int64_t M,
+			     int64_t kc);
 /* Sizes and reserves the tasks' scratch (pool, caller's or allocated). */
 int gemm_drv_scratch_setup(problem *p, gemm_pool *pool);
 /* 0 when ORTMK_CPU_GEMV=0 turned the few-row kernel off. */
