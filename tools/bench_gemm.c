@@ -191,7 +191,7 @@ static double kernel_gflops(const gemm_isa_desc *d, int64_t kc, double seconds)
 /* ---- whole GEMMs ---- */
 
 typedef struct gemm_ctx {
-	gemm_pool *pool;
+	cpu_pool *pool;
 	gemm_isa isa;
 	int64_t M, N, K;
 	float *A, *B, *C;
@@ -216,7 +216,7 @@ static void run_gemm(void *p)
 	}
 }
 
-static double gemm_gflops(gemm_isa isa, gemm_pool *pool, int64_t M, int64_t N, int64_t K,
+static double gemm_gflops(gemm_isa isa, cpu_pool *pool, int64_t M, int64_t N, int64_t K,
 			  int unpacked, int transB, double seconds)
 {
 	gemm_ctx g = {pool, isa, M, N, K, rand_floats((size_t)(M * K)),
@@ -230,7 +230,7 @@ static double gemm_gflops(gemm_isa isa, gemm_pool *pool, int64_t M, int64_t N, i
 		fprintf(stderr, "bench-gemm: cannot pack B\n");
 		exit(1);
 	}
-	r = best_gflops(run_gemm, &g, gemm_pool_threads(pool), 2.0 * (double)M * (double)N * (double)K,
+	r = best_gflops(run_gemm, &g, cpu_pool_threads(pool), 2.0 * (double)M * (double)N * (double)K,
 			seconds);
 	free(g.packed);
 	free(g.A);
@@ -327,9 +327,9 @@ int main(int argc, char **argv)
 		}
 		printf("%-18s", s);
 		for (int t = 0; t < nt; t++) {
-			gemm_pool *pool = NULL;
+			cpu_pool *pool = NULL;
 			double g;
-			if (tlist[t] > 1 && gemm_pool_create(tlist[t], &pool)) {
+			if (tlist[t] > 1 && cpu_pool_create(tlist[t], &pool)) {
 				fprintf(stderr, "bench-gemm: cannot start %d threads\n", tlist[t]);
 				return 1;
 			}
@@ -339,7 +339,7 @@ int main(int argc, char **argv)
 			else
 				printf("   %16s  %6s", "busy", "-");
 			fflush(stdout);
-			gemm_pool_destroy(pool);
+			cpu_pool_destroy(pool);
 		}
 		printf("\n");
 	}

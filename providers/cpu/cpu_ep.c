@@ -50,7 +50,7 @@ typedef struct cpu_sg {
 	const char **opset_domains;
 	int64_t *opset_versions;
 	const ep_subgraph *sg;    /* for the scope of a run */
-	gemm_pool *pool;          /* intra-op threads and GEMM scratch, or NULL */
+	cpu_pool *pool;          /* intra-op threads and GEMM scratch, or NULL */
 	cpu_fuse_node *fuse;      /* per node: fused chains (cpu_fuse.h), or NULL */
 } cpu_sg;
 
@@ -118,7 +118,7 @@ static void cpu_sg_free(cpu_sg *c)
 	free(c->bound);
 	cpu_arena_free(c->arena);
 	cpu_pack_cache_close(c->pack);
-	gemm_pool_destroy(c->pool);
+	cpu_pool_destroy(c->pool);
 	cpu_fuse_free(c->fuse, c->n_nodes);
 	free(c);
 }
@@ -353,7 +353,7 @@ static int cpu_load(void *self, ep_subgraph *sg, char *err, size_t n)
 	 * workers, shared by the GEMM-based kernels of every node.  With one
 	 * thread the pool still keeps the GEMM's packing scratch between
 	 * runs (no allocation per call). */
-	if (gemm_pool_create(pool_size(sg->threads), &c->pool))
+	if (cpu_pool_create(pool_size(sg->threads), &c->pool))
 		fprintf(stderr, "ort-ep-cpu: warning: no thread pool (%d threads), running on one\n",
 			sg->threads);
 	load_weights(c, sg);

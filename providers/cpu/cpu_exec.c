@@ -244,7 +244,7 @@ int cpu_node_run_scoped(cpu_node *node, cpu_arena *arena, const cpu_scope *scope
 }
 
 int cpu_node_run_pool(cpu_node *node, cpu_arena *arena, const cpu_scope *scope,
-		      struct gemm_pool *pool, const cpu_tensor **in, const cpu_tensor **planned,
+		      struct cpu_pool *pool, const cpu_tensor **in, const cpu_tensor **planned,
 		      cpu_tensor *out, int *out_heap, int threads, char *err, size_t n)
 {
 	exec_run run;

@@ -65,7 +65,7 @@ int cpu_node_run_scoped(cpu_node *node, cpu_arena *arena, const cpu_scope *scope
 			int *out_heap, int threads, char *err, size_t n);
 /* The same with the intra-op thread pool (ctx->pool; NULL for none). */
 int cpu_node_run_pool(cpu_node *node, cpu_arena *arena, const cpu_scope *scope,
-		      struct gemm_pool *pool, const cpu_tensor **in, const cpu_tensor **planned,
+		      struct cpu_pool *pool, const cpu_tensor **in, const cpu_tensor **planned,
 		      cpu_tensor *out, int *out_heap, int threads, char *err, size_t n);
 
 #endif

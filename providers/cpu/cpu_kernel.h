@@ -80,7 +80,7 @@ void cpu_arena_free(cpu_arena *a);
 
 struct cpu_node;
 struct cpu_ctx;
-struct gemm_pool;
+struct cpu_pool;
 
 /* The opset versions the model imports, by domain ("" is ai.onnx).  Ops
  * with subgraphs (If, Loop, Scan...) resolve the nodes inside them with it. */
@@ -182,10 +182,10 @@ typedef struct cpu_ctx {
 	const cpu_tensor **in;       /* NULL for an omitted optional input */
 	cpu_arena *arena;            /* the run's arena (strings, sequences) */
 	const cpu_scope *scope;      /* enclosing graphs' values, or NULL */
-	/* The intra-op thread pool (gemm/threadpool.h: gemm_pool_for, or pass
+	/* The intra-op thread pool (gemm/threadpool.h: cpu_pool_for, or pass
 	 * it to gemm_compute), NULL for the calling thread alone.  A kernel
-	 * that finds the pool busy (gemm_pool_try_begin) runs alone. */
-	struct gemm_pool *pool;
+	 * that finds the pool busy (cpu_pool_try_begin) runs alone. */
+	struct cpu_pool *pool;
 	/* executor-private */
 	void *exec;
 	int threads;

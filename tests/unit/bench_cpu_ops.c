@@ -88,7 +88,7 @@ static int make_inputs(const bench_case *c, cpu_tensor *t)
 	return 0;
 }
 
-static int run_case(const bench_case *c, gemm_pool *pool, int threads)
+static int run_case(const bench_case *c, cpu_pool *pool, int threads)
 {
 	Onnx__NodeProto p = ONNX__NODE_PROTO__INIT;
 	Onnx__AttributeProto a[MAXATTR], *ap[MAXATTR];
@@ -157,7 +157,7 @@ static int run_case(const bench_case *c, gemm_pool *pool, int threads)
 
 int main(int argc, char **argv)
 {
-	gemm_pool *pool = NULL;
+	cpu_pool *pool = NULL;
 	int threads = 1, first = 1, rc = 0;
 
 	if (argc > 2 && !strcmp(argv[1], "--threads")) {
@@ -168,7 +168,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "bench_cpu_ops: --threads wants a count >= 1\n");
 		return 2;
 	}
-	if (threads > 1 && gemm_pool_create(threads, &pool)) {
+	if (threads > 1 && cpu_pool_create(threads, &pool)) {
 		fprintf(stderr, "bench_cpu_ops: no thread pool of %d\n", threads);
 		return 1;
 	}
@@ -179,6 +179,6 @@ int main(int argc, char **argv)
 		if (pick && run_case(&cases[c], pool, threads))
 			rc = 1;
 	}
-	gemm_pool_destroy(pool);
+	cpu_pool_destroy(pool);
 	return rc;
 }

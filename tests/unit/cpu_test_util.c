@@ -129,7 +129,7 @@ int run(tnode *t, int64_t opset, int n_in, const cpu_tensor **in, int n_out,
 }
 
 int run_pool(tnode *t, int64_t opset, int n_in, const cpu_tensor **in, int n_out,
-	     cpu_tensor *out, struct gemm_pool *pool, int threads, char *err)
+	     cpu_tensor *out, struct cpu_pool *pool, int threads, char *err)
 {
 	const cpu_tensor *planned[TN_MAXOUT] = {0};
 	int heap[TN_MAXOUT] = {0}, rc;

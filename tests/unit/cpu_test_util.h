@@ -70,9 +70,9 @@ static inline cpu_tensor tens(int32_t dt, int rank, const int64_t *dims, const v
 int run(tnode *t, int64_t opset, int n_in, const cpu_tensor **in, int n_out,
 	cpu_tensor *out, char *err);
 /* run with the intra-op pool (NULL: none) and its thread count. */
-struct gemm_pool;
+struct cpu_pool;
 int run_pool(tnode *t, int64_t opset, int n_in, const cpu_tensor **in, int n_out,
-	     cpu_tensor *out, struct gemm_pool *pool, int threads, char *err);
+	     cpu_tensor *out, struct cpu_pool *pool, int threads, char *err);
 /* run, failing the test on an error. */
 void run_ok(tnode *t, int64_t opset, int n_in, const cpu_tensor **in, int n_out,
 	    cpu_tensor *out);

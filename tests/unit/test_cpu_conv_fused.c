@@ -87,7 +87,7 @@ static float *rand_buf(int64_t n)
 /* Runs node t (n_in inputs, W etc. constant where consts[i]) on in[] with
  * output 0 planned at `planned` (or heap when NULL); returns the output. */
 static cpu_tensor run_node(tnode *t, const cpu_fusion *fu, const cpu_tensor **consts, int n_in,
-			   const cpu_tensor **in, const cpu_tensor *planned, gemm_pool *pool)
+			   const cpu_tensor **in, const cpu_tensor *planned, cpu_pool *pool)
 {
 	cpu_node node;
 	cpu_tensor out;
@@ -178,7 +178,7 @@ static void conv_node(tnode *t, const ccase *c, int n_in)
  * channel, or none) with Relu, pool or not, output on the heap or planned
  * over the residual's or the input's memory. */
 static void conv_run(const ccase *c, int w_const, int bias, int res_kind, int relu,
-		     gemm_pool *pool, int plan_over)
+		     cpu_pool *pool, int plan_over)
 {
 	int64_t OH = out_dim(c->H, c->kh, c->s, c->p, c->d), OW = out_dim(c->W, c->kw, c->s, c->p, c->d);
 	int64_t xd[4] = {c->N, c->C, c->H, c->W}, wd[4] = {c->M, c->C / c->G, c->kh, c->kw};
@@ -244,22 +244,22 @@ static const ccase conv_cases[] = {
 
 static void test_conv_forms(void **state)
 {
-	gemm_pool *pool;
+	cpu_pool *pool;
 
 	(void)state;
-	assert_int_equal(gemm_pool_create(2, &pool), 0);
+	assert_int_equal(cpu_pool_create(2, &pool), 0);
 	for (size_t i = 0; i < sizeof(conv_cases) / sizeof(conv_cases[0]); i++)
 		for (int v = 0; v < 4; v++)
 			conv_run(&conv_cases[i], v & 1, v >> 1, 0, 0, (v & 1) ? pool : NULL, 0);
-	gemm_pool_destroy(pool);
+	cpu_pool_destroy(pool);
 }
 
 static void test_conv_fused(void **state)
 {
-	gemm_pool *pool;
+	cpu_pool *pool;
 
 	(void)state;
-	assert_int_equal(gemm_pool_create(2, &pool), 0);
+	assert_int_equal(cpu_pool_create(2, &pool), 0);
 	for (size_t i = 0; i < sizeof(conv_cases) / sizeof(conv_cases[0]); i++) {
 		const ccase *c = &conv_cases[i];
 		int64_t OH = out_dim(c->H, c->kh, c->s, c->p, c->d);
@@ -274,7 +274,7 @@ static void test_conv_fused(void **state)
 		if (same_xy)
 			conv_run(c, 1, 1, 1, 1, pool, 2);   /* output over the input */
 	}
-	gemm_pool_destroy(pool);
+	cpu_pool_destroy(pool);
 }
 
 /* ---- MatMul / Gemm with a fused tail ---- */
@@ -285,7 +285,7 @@ static double gelu(double x)
 }
 
 static void matmul_case(int64_t batch, int64_t M, int64_t K, int64_t N, cpu_fuse_act act,
-			int with_bias, int with_res, gemm_pool *pool, int plan_over_a)
+			int with_bias, int with_res, cpu_pool *pool, int plan_over_a)
 {
 	int64_t ad[3] = {batch, M, K}, bd2[2] = {K, N}, yd[3] = {batch, M, N}, vd[1] = {N};
 	int64_t rows = batch * M, na = rows * K, ny = rows * N;
@@ -331,10 +331,10 @@ static void test_matmul_fused(void **state)
 	static const int64_t shapes[][4] = {
 		{1, 1, 1024, 1000}, {2, 5, 67, 33}, {1, 128, 256, 1024}, {3, 17, 300, 70},
 	};
-	gemm_pool *pool;
+	cpu_pool *pool;
 
 	(void)state;
-	assert_int_equal(gemm_pool_create(2, &pool), 0);
+	assert_int_equal(cpu_pool_create(2, &pool), 0);
 	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++) {
 		const int64_t *s = shapes[i];
 		matmul_case(s[0], s[1], s[2], s[3], CPU_FUSE_ACT_GELU, 1, 0, pool, 0);
@@ -342,7 +342,7 @@ static void test_matmul_fused(void **state)
 		matmul_case(s[0], s[1], s[2], s[3], CPU_FUSE_ACT_RELU, 0, 1, pool, 0);
 		matmul_case(s[0], s[1], s[2], s[3], CPU_FUSE_ACT_RELU, 1, 1, pool, 1);
 	}
-	gemm_pool_destroy(pool);
+	cpu_pool_destroy(pool);
 }
 
 /* Attention scores: batched MatMul of two activations with the scale of
@@ -356,7 +356,7 @@ static void test_matmul_scale(void **state)
 	cpu_tensor R = tens(CPU_FLOAT, 3, yd, r), out;
 	const cpu_tensor *in[4] = {&A, &B, NULL, &R}, *consts[4] = {NULL, NULL, NULL, NULL};
 	cpu_fusion fu = {3, -1, CPU_FUSE_ACT_NONE, 0.125f, 0, -1};
-	gemm_pool *pool;
+	cpu_pool *pool;
 	tnode t;
 
 	(void)state;
@@ -368,13 +368,13 @@ static void test_matmul_scale(void **state)
 					s += (double)a[(h * 16 + i) * 8 + k] * b[(h * 8 + k) * 19 + j];
 				want[(h * 16 + i) * 19 + j] = s * 0.125 + r[(h * 16 + i) * 19 + j];
 			}
-	assert_int_equal(gemm_pool_create(2, &pool), 0);
+	assert_int_equal(cpu_pool_create(2, &pool), 0);
 	tn(&t, "MatMul", 2, 1);
 	out = run_node(&t, &fu, consts, 4, in, NULL, pool);
 	assert_memory_equal(out.dims, yd, sizeof(yd));
 	expect_near(out.data, want, ny, 1e-5, "scaled matmul");
 	free(out.data);
-	gemm_pool_destroy(pool);
+	cpu_pool_destroy(pool);
 	free(want);
 	free(a);
 	free(b);
@@ -386,10 +386,10 @@ static void test_matmul_scale(void **state)
 static void test_gemm_linear(void **state)
 {
 	static const int64_t shapes[][3] = {{1, 1024, 1024}, {32, 100, 37}, {15, 9, 70}};
-	gemm_pool *pool;
+	cpu_pool *pool;
 
 	(void)state;
-	assert_int_equal(gemm_pool_create(2, &pool), 0);
+	assert_int_equal(cpu_pool_create(2, &pool), 0);
 	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
 		for (int full_c = 0; full_c < 2; full_c++) {
 			int64_t M = shapes[i][0], K = shapes[i][1], N = shapes[i][2];
@@ -423,7 +423,7 @@ static void test_gemm_linear(void **state)
 			free(b);
 			free(cc);
 		}
-	gemm_pool_destroy(pool);
+	cpu_pool_destroy(pool);
 }
 
 /* ---- the planner ---- */
@@ -608,9 +608,9 @@ static void test_no_alloc(void **state)
 				   {1, 16, 5, 5, 64, 1, 3, 3, 1, 1, 1}};
 	(void)state;
 	for (int threads = 1; threads <= 2; threads++) {
-		gemm_pool *pool;
+		cpu_pool *pool;
 
-		assert_int_equal(gemm_pool_create(threads, &pool), 0);
+		assert_int_equal(cpu_pool_create(threads, &pool), 0);
 		for (size_t i = 0; i < 2; i++) {
 			const ccase *c = &cs[i];
 			int64_t xd[4] = {1, c->C, c->H, c->W}, wd[4] = {c->M, c->C, 3, 3};
@@ -681,7 +681,7 @@ static void test_no_alloc(void **state)
 			free(v);
 			free(y);
 		}
-		gemm_pool_destroy(pool);
+		cpu_pool_destroy(pool);
 	}
 }
 

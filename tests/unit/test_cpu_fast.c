@@ -67,14 +67,14 @@ static cpu_tensor rtens(int rank, const int64_t *dims, float lo, float hi)
 
 /* A 2-member intra-op pool; run_alt uses it every other call, so each
  * kernel is checked on one thread and split over two. */
-static gemm_pool *test_pool;
+static cpu_pool *test_pool;
 static unsigned run_count;
 
 /* run_ok on one thread and on test_pool by turns. */
 static void run_alt(tnode *t, int64_t opset, int n_in, const cpu_tensor **in, int n_out,
 		    cpu_tensor *out)
 {
-	gemm_pool *pool = run_count++ % 2 ? test_pool : NULL;
+	cpu_pool *pool = run_count++ % 2 ? test_pool : NULL;
 	char err[ERRLEN];
 	int rc = run_pool(t, opset, n_in, in, n_out, out, pool, pool ? 2 : 1, err);
 
@@ -830,9 +830,9 @@ int main(void)
 		cmocka_unit_test(test_empty_tensors),
 	};
 	int rc;
-	if (gemm_pool_create(2, &test_pool) != 0)
+	if (cpu_pool_create(2, &test_pool) != 0)
 		return 1;
 	rc = cmocka_run_group_tests(tests, NULL, NULL);
-	gemm_pool_destroy(test_pool);
+	cpu_pool_destroy(test_pool);
 	return rc;
 }

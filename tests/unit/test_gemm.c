@@ -143,7 +143,7 @@ static void check_c(const shape *s, const float *A, int64_t lda, const float *B,
 }
 
 /* Runs one shape on one ISA through both entry points and checks C. */
-static void check_shape(const shape *s, gemm_isa isa, gemm_pool *pool, int use_post)
+static void check_shape(const shape *s, gemm_isa isa, cpu_pool *pool, int use_post)
 {
 	int64_t lda = (s->transA ? s->M : s->K) + s->pad, ldb = (s->transB ? s->K : s->N) + s->pad;
 	int64_t ldc = s->N + s->pad, arows = s->transA ? s->K : s->M;
@@ -219,17 +219,17 @@ static shape random_shape(void)
 
 static void random_shapes_on(gemm_isa isa, int threads, int count)
 {
-	gemm_pool *pool = NULL;
+	cpu_pool *pool = NULL;
 
 	if (!gemm_isa_supported(isa))
 		skip();
 	if (threads > 0)
-		assert_int_equal(gemm_pool_create(threads, &pool), 0);
+		assert_int_equal(cpu_pool_create(threads, &pool), 0);
 	for (int i = 0; i < count; i++) {
 		shape s = random_shape();
 		check_shape(&s, isa, pool, i % 4 == 0);
 	}
-	gemm_pool_destroy(pool);
+	cpu_pool_destroy(pool);
 }
 
 /* gemm_compute_batch and gemm_sgemm_batch: `count` items of one shape,
@@ -254,12 +254,12 @@ static void check_batch(const shape *s, int64_t count, int threads, int given_sc
 	void *scratch = given_scratch && sbytes ? aligned_alloc(64, (sbytes + 63) / 64 * 64) : NULL;
 	gemm_batch b = {count, pa, pb, pp, pc, scratch};
 	gemm_epilogue ep = shape_ep(s, bias);
-	gemm_pool *pool = NULL;
+	cpu_pool *pool = NULL;
 	char what[64];
 
 	assert_true(C && packed && pa && pb && pp && pc);
 	if (threads > 0)
-		assert_int_equal(gemm_pool_create(threads, &pool), 0);
+		assert_int_equal(cpu_pool_create(threads, &pool), 0);
 	for (int64_t i = 0; i < count; i++) {
 		pa[i] = A + i * asz;
 		pb[i] = B + i * bsz;
@@ -286,7 +286,7 @@ static void check_batch(const shape *s, int64_t count, int threads, int given_sc
 			check_c(s, pa[i], lda, pb[i], ldb, bias, C0 + i * csz, pc[i], ldc, what, path);
 		}
 	}
-	gemm_pool_destroy(pool);
+	cpu_pool_destroy(pool);
 	free(scratch);
 	free(pc);
 	free(pp);
@@ -377,15 +377,15 @@ static void test_blocks(void **state)
 		{5, 3, 0, 0, 0, 0, 1.0f, 0.0f, GEMM_BIAS_ROW, GEMM_ACT_NONE},
 		{196, 256, 2304, 0, 0, 0, 1.0f, 0.0f, GEMM_BIAS_COL, GEMM_ACT_RELU},
 	};
-	gemm_pool *pool;
+	cpu_pool *pool;
 
 	(void)state;
-	assert_int_equal(gemm_pool_create(2, &pool), 0);
+	assert_int_equal(cpu_pool_create(2, &pool), 0);
 	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
 		check_shape(&fixed[i], GEMM_ISA_AUTO, pool, 1);
 		check_shape(&fixed[i], GEMM_ISA_AUTO, NULL, 0);
 	}
-	gemm_pool_destroy(pool);
+	cpu_pool_destroy(pool);
 }
 
 /* M or N of 0: nothing happens, C untouched. */
@@ -528,19 +528,19 @@ static void count_task(void *arg, int64_t i, int member)
 
 static void test_pool_tasks(void **state)
 {
-	gemm_pool *pool;
+	cpu_pool *pool;
 	int hits[1000];
 
 	(void)state;
-	assert_int_equal(gemm_pool_threads(NULL), 1);
-	assert_int_equal(gemm_pool_create(3, &pool), 0);
-	assert_int_equal(gemm_pool_threads(pool), 3);
-	assert_true(gemm_pool_try_begin(pool));
+	assert_int_equal(cpu_pool_threads(NULL), 1);
+	assert_int_equal(cpu_pool_create(3, &pool), 0);
+	assert_int_equal(cpu_pool_threads(pool), 3);
+	assert_true(cpu_pool_try_begin(pool));
 	for (int round = 0; round < 200; round++) {
 		count_job j = {hits, {0}};
 		int64_t n = 1 + round * 5;
 		memset(hits, 0, sizeof(hits));
-		gemm_pool_for(pool, round % 4, n, count_task, &j);
+		cpu_pool_for(pool, round % 4, n, count_task, &j);
 		for (int64_t i = 0; i < n; i++)
 			assert_int_equal(hits[i], 1);
 		assert_int_equal(j.members[0] + j.members[1] + j.members[2], n);
@@ -553,39 +553,39 @@ static void test_pool_tasks(void **state)
 		count_job j = {hits, {0}};
 		int64_t n = 1 + round % 4;
 		memset(hits, 0, (size_t)n * sizeof(int));
-		gemm_pool_for(pool, 0, n, count_task, &j);
+		cpu_pool_for(pool, 0, n, count_task, &j);
 		for (int64_t i = 0; i < n; i++)
 			assert_int_equal(hits[i], 1);
 	}
-	gemm_pool_end(pool);
-	gemm_pool_destroy(pool);
-	gemm_pool_destroy(NULL);
+	cpu_pool_end(pool);
+	cpu_pool_destroy(pool);
+	cpu_pool_destroy(NULL);
 	/* Default size: one per CPU. */
-	assert_int_equal(gemm_pool_create(0, &pool), 0);
-	assert_true(gemm_pool_threads(pool) >= 1);
-	gemm_pool_destroy(pool);
+	assert_int_equal(cpu_pool_create(0, &pool), 0);
+	assert_true(cpu_pool_threads(pool) >= 1);
+	cpu_pool_destroy(pool);
 }
 
 /* Workers asleep for longer than the spin still wake for the next job. */
 static void test_pool_sleep(void **state)
 {
-	gemm_pool *pool;
+	cpu_pool *pool;
 	int hits[8];
 
 	(void)state;
-	assert_int_equal(gemm_pool_create(2, &pool), 0);
-	assert_true(gemm_pool_try_begin(pool));
+	assert_int_equal(cpu_pool_create(2, &pool), 0);
+	assert_true(cpu_pool_try_begin(pool));
 	for (int round = 0; round < 3; round++) {
 		count_job j = {hits, {0}};
 		struct timespec ts = {0, 5 * 1000 * 1000};
 		memset(hits, 0, sizeof(hits));
 		nanosleep(&ts, NULL);
-		gemm_pool_for(pool, 0, 8, count_task, &j);
+		cpu_pool_for(pool, 0, 8, count_task, &j);
 		for (int i = 0; i < 8; i++)
 			assert_int_equal(hits[i], 1);
 	}
-	gemm_pool_end(pool);
-	gemm_pool_destroy(pool);
+	cpu_pool_end(pool);
+	cpu_pool_destroy(pool);
 }
 
 /* A GEMM on a pool that is busy (here: held by the test, as a task of a
@@ -593,16 +593,16 @@ static void test_pool_sleep(void **state)
 static void test_pool_busy(void **state)
 {
 	shape s = {50, 70, 90, 1, 1, 0, 1.0f, 0.0f, GEMM_BIAS_COL, GEMM_ACT_RELU};
-	gemm_pool *pool;
+	cpu_pool *pool;
 
 	(void)state;
-	assert_int_equal(gemm_pool_create(2, &pool), 0);
-	assert_true(gemm_pool_try_begin(pool));
-	assert_false(gemm_pool_try_begin(pool));
+	assert_int_equal(cpu_pool_create(2, &pool), 0);
+	assert_true(cpu_pool_try_begin(pool));
+	assert_false(cpu_pool_try_begin(pool));
 	check_shape(&s, GEMM_ISA_AUTO, pool, 1);
-	gemm_pool_end(pool);
+	cpu_pool_end(pool);
 	check_shape(&s, GEMM_ISA_AUTO, pool, 1);
-	gemm_pool_destroy(pool);
+	cpu_pool_destroy(pool);
 }
 
 int main(void)

@@ -69,7 +69,7 @@ typedef struct variant {
 } variant;
 
 /* One product against the double loop. */
-static void check(gemm_pool *pool, int64_t M, int64_t N, int64_t K, const variant *v)
+static void check(cpu_pool *pool, int64_t M, int64_t N, int64_t K, const variant *v)
 {
 	int64_t lda = K + v->pad, ldb = (v->transB ? K : N) + v->pad, ldc = N + v->pad;
 	float *A = rand_buf((size_t)(M * lda));
@@ -146,7 +146,7 @@ static void check(gemm_pool *pool, int64_t M, int64_t N, int64_t K, const varian
 static const int64_t Ns[] = {1, 7, 16, 31, 32, 33, 95, 257, 1000, 1031};
 static const int64_t Ks[] = {1, 3, 17, 255, 256, 257, 600, 1030};
 
-static void sweep(gemm_pool *pool, const variant *v)
+static void sweep(cpu_pool *pool, const variant *v)
 {
 	for (int64_t M = 1; M <= 5; M++)   /* 5: just past the few-row path */
 		for (size_t n = 0; n < sizeof(Ns) / sizeof(Ns[0]); n++)
@@ -193,15 +193,15 @@ static void test_threads(void **state)
 
 	(void)state;
 	for (int t = 1; t <= 3; t++) {
-		gemm_pool *pool;
+		cpu_pool *pool;
 
-		assert_int_equal(gemm_pool_create(t, &pool), 0);
+		assert_int_equal(cpu_pool_create(t, &pool), 0);
 		sweep(pool, &v);
 		for (int64_t M = 1; M <= 4; M++) {
 			check(pool, M, 1024, 1024, &v);
 			check(pool, M, 4099, 513, &v);
 		}
-		gemm_pool_destroy(pool);
+		cpu_pool_destroy(pool);
 	}
 }
 

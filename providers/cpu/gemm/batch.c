@@ -43,12 +43,12 @@ static void batch_task(void *arg, int64_t i, int member)
 /* Items go to the threads whole when they divide evenly or are many
  * (dynamic claiming evens out the rest); else each item is split as one
  * product would be.  No more threads than the flops are worth. */
-static int run_batch(batch_job *j, gemm_pool *pool)
+static int run_batch(batch_job *j, cpu_pool *pool)
 {
 	problem *p = &j->p;
 	int64_t n = j->b->count;
 	double flops = 2.0 * (double)p->M * (double)p->N * (double)p->K * (double)n;
-	int threads = gemm_pool_threads(pool), width, rc;
+	int threads = cpu_pool_threads(pool), width, rc;
 
 	if (p->M == 0 || p->N == 0 || n == 0)
 		return 0;
@@ -76,7 +76,7 @@ static int run_batch(batch_job *j, gemm_pool *pool)
 		gemm_drv_split(p, width);
 	j->per = (int64_t)p->tm * p->tn;
 	if (pool && width > 1)
-		gemm_pool_for(pool, width, n * j->per, batch_task, j);
+		cpu_pool_for(pool, width, n * j->per, batch_task, j);
 	else
 		for (int64_t i = 0; i < n * j->per; i++)
 			batch_task(j, i, 0);
@@ -96,7 +96,7 @@ static int batch_check(const gemm_batch *b, const gemm_epilogue *ep)
 	return 0;
 }
 
-int gemm_compute_batch(gemm_pool *pool, int64_t M, int64_t N, int64_t K, int64_t lda,
+int gemm_compute_batch(cpu_pool *pool, int64_t M, int64_t N, int64_t K, int64_t lda,
 		       int transA, const gemm_epilogue *ep, int64_t ldc, const gemm_batch *b)
 {
 	batch_job j;
@@ -118,10 +118,10 @@ int gemm_compute_batch(gemm_pool *pool, int64_t M, int64_t N, int64_t K, int64_t
 	}
 	j.b = b;
 	j.p.given_scratch = b->scratch;
-	mine = gemm_pool_try_begin(pool);
+	mine = cpu_pool_try_begin(pool);
 	rc = run_batch(&j, mine ? pool : NULL);
 	if (mine)
-		gemm_pool_end(pool);
+		cpu_pool_end(pool);
 	return rc;
 }
 
@@ -133,7 +133,7 @@ size_t gemm_compute_batch_scratch(int64_t M, int64_t K, int64_t lda, int transA)
 	return (size_t)d->mc * (size_t)lds * sizeof(float);
 }
 
-int gemm_sgemm_batch(gemm_pool *pool, gemm_isa isa, int transA, int transB, int64_t M,
+int gemm_sgemm_batch(cpu_pool *pool, gemm_isa isa, int transA, int transB, int64_t M,
 		     int64_t N, int64_t K, int64_t lda, int64_t ldb, const gemm_epilogue *ep,
 		     int64_t ldc, const gemm_batch *b)
 {
@@ -157,9 +157,9 @@ int gemm_sgemm_batch(gemm_pool *pool, gemm_isa isa, int transA, int transB, int6
 	gemm_drv_fly_b(&j.p, d, K, N, ldb, transB);
 	j.p.given_scratch = NULL;   /* it also packs B: allocated per call */
 	j.b = b;
-	mine = gemm_pool_try_begin(pool);
+	mine = cpu_pool_try_begin(pool);
 	rc = run_batch(&j, mine ? pool : NULL);
 	if (mine)
-		gemm_pool_end(pool);
+		cpu_pool_end(pool);
 	return rc;
 }

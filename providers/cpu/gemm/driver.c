@@ -204,7 +204,7 @@ static float *scratch_of(const problem *p, int member)
 {
 	if (!p->copy_a && p->b.data)
 		return NULL;
-	return p->pool ? gemm_pool_scratch(p->pool, member) : p->scratch;
+	return p->pool ? cpu_pool_scratch(p->pool, member) : p->scratch;
 }
 
 void gemm_drv_task(void *arg, int64_t i, int member)
@@ -319,7 +319,7 @@ int64_t gemm_drv_copy_stride(const gemm_isa_desc *d, int transA, int64_t lda, in
 
 /* Sizes the task scratch (packed B block, copied A rows) and reserves it:
  * in the pool's members, else the caller's or one allocated for the call. */
-int gemm_drv_scratch_setup(problem *p, gemm_pool *pool)
+int gemm_drv_scratch_setup(problem *p, cpu_pool *pool)
 {
 	const gemm_isa_desc *d = p->b.isa;
 	size_t bytes;
@@ -332,7 +332,7 @@ int gemm_drv_scratch_setup(problem *p, gemm_pool *pool)
 							 p->b.panels * d->nr : d->nc);
 	bytes = (p->b_floats + (size_t)d->mc * (size_t)p->lds) * sizeof(float);
 	if (bytes && pool)
-		return gemm_pool_reserve(pool, bytes);
+		return cpu_pool_reserve(pool, bytes);
 	if (bytes && p->given_scratch) {
 		p->scratch = p->given_scratch;
 		return 0;
@@ -344,7 +344,7 @@ int gemm_drv_scratch_setup(problem *p, gemm_pool *pool)
 }
 
 /* Runs a set-up problem; pool acquired or NULL. */
-static int run(problem *p, gemm_pool *pool)
+static int run(problem *p, cpu_pool *pool)
 {
 	int rc;
 
@@ -356,9 +356,9 @@ static int run(problem *p, gemm_pool *pool)
 	}
 	if ((rc = gemm_drv_scratch_setup(p, pool)) != 0)
 		return rc;
-	gemm_drv_split(p, gemm_pool_threads(pool));
+	gemm_drv_split(p, cpu_pool_threads(pool));
 	if (pool)
-		gemm_pool_for(pool, p->tm * p->tn, p->tm * p->tn, gemm_drv_task, p);
+		cpu_pool_for(pool, p->tm * p->tn, p->tm * p->tn, gemm_drv_task, p);
 	else
 		for (int64_t i = 0; i < (int64_t)p->tm * p->tn; i++)
 			gemm_drv_task(p, i, 0);
@@ -401,10 +401,10 @@ static void gemv_task(void *arg, int64_t i, int member)
  * memory, so the product runs at its bandwidth.  N is cut into one
  * contiguous run of panels per thread (each streams its own part of every
  * K block), none smaller than MIN_FLOPS_PER_THREAD's worth. */
-static void run_gemv(problem *p, gemm_pool *pool)
+static void run_gemv(problem *p, cpu_pool *pool)
 {
 	double flops = 2.0 * (double)p->M * (double)p->N * (double)p->K;
-	int threads = gemm_pool_threads(pool);
+	int threads = cpu_pool_threads(pool);
 
 	if (flops / MIN_FLOPS_PER_THREAD < threads)
 		threads = (int)(flops / MIN_FLOPS_PER_THREAD) + 1;
@@ -415,12 +415,12 @@ static void run_gemv(problem *p, gemm_pool *pool)
 	p->tm = 1;
 	p->tn = threads;
 	if (pool && threads > 1)
-		gemm_pool_for(pool, threads, threads, gemv_task, p);
+		cpu_pool_for(pool, threads, threads, gemv_task, p);
 	else
 		gemv_task(p, 0, 0);
 }
 
-int gemm_compute(gemm_pool *pool, int64_t M, int64_t N, int64_t K, const float *A,
+int gemm_compute(cpu_pool *pool, int64_t M, int64_t N, int64_t K, const float *A,
 		 int64_t lda, int transA, const void *packed_b, const gemm_epilogue *ep,
 		 float *C, int64_t ldc)
 {
@@ -431,14 +431,14 @@ int gemm_compute(gemm_pool *pool, int64_t M, int64_t N, int64_t K, const float *
 		return rc;
 	if (gemm_packed_view_get(packed_b, &p.b) || p.b.K != K || p.b.N != N)
 		return -EINVAL;
-	mine = gemm_pool_try_begin(pool);
+	mine = cpu_pool_try_begin(pool);
 	if (M >= 1 && M <= GEMV_ROWS && N > 0 && K > 0 && !transA && p.b.isa->gemv &&
 	    gemm_drv_gemv_enabled())
 		run_gemv(&p, mine ? pool : NULL);
 	else
 		rc = run(&p, mine ? pool : NULL);
 	if (mine)
-		gemm_pool_end(pool);
+		cpu_pool_end(pool);
 	return rc;
 }
 
@@ -456,7 +456,7 @@ void gemm_drv_fly_b(problem *p, const gemm_isa_desc *d, int64_t K, int64_t N, in
 }
 
 /* Both on-the-fly entry points: B from a matrix or from fn. */
-static int sgemm_any(gemm_pool *pool, gemm_isa isa, int transA, int transB, int64_t M,
+static int sgemm_any(cpu_pool *pool, gemm_isa isa, int transA, int transB, int64_t M,
 		     int64_t N, int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
 		     gemm_pack_fn *fn, void *fn_ctx, const gemm_epilogue *ep, float *C, int64_t ldc)
 {
@@ -475,14 +475,14 @@ static int sgemm_any(gemm_pool *pool, gemm_isa isa, int transA, int transB, int6
 	p.pack_ctx = fn_ctx;
 	p.B = B;
 	gemm_drv_fly_b(&p, d, K, N, ldb, transB);
-	mine = gemm_pool_try_begin(pool);
+	mine = cpu_pool_try_begin(pool);
 	rc = run(&p, mine ? pool : NULL);
 	if (mine)
-		gemm_pool_end(pool);
+		cpu_pool_end(pool);
 	return rc;
 }
 
-int gemm_sgemm(gemm_pool *pool, gemm_isa isa, int transA, int transB, int64_t M, int64_t N,
+int gemm_sgemm(cpu_pool *pool, gemm_isa isa, int transA, int transB, int64_t M, int64_t N,
 	       int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
 	       const gemm_epilogue *ep, float *C, int64_t ldc)
 {
@@ -490,7 +490,7 @@ int gemm_sgemm(gemm_pool *pool, gemm_isa isa, int transA, int transB, int64_t M,
 			 ldc);
 }
 
-int gemm_sgemm_packer(gemm_pool *pool, gemm_isa isa, int transA, int64_t M, int64_t N,
+int gemm_sgemm_packer(cpu_pool *pool, gemm_isa isa, int transA, int64_t M, int64_t N,
 		      int64_t K, const float *A, int64_t lda, gemm_pack_fn *fn, void *fn_ctx,
 		      const gemm_epilogue *ep, float *C, int64_t ldc)
 {

@@ -35,7 +35,7 @@ typedef struct problem {
 	float *C;
 	int64_t ldc;
 	int tm, tn;              /* thread grid */
-	gemm_pool *pool;         /* acquired, or NULL */
+	cpu_pool *pool;         /* acquired, or NULL */
 	size_t b_floats;         /* per-task scratch: packed B block, then A */
 	float *own_scratch;      /* without a pool: allocated for the call */
 	float *given_scratch;    /* ... or the caller's (gemm_batch.scratch) */
@@ -56,7 +56,7 @@ int gemm_drv_setup(problem *p, int64_t M, int64_t N, int64_t K, const float *A, 
 int64_t gemm_drv_copy_stride(const gemm_isa_desc *d, int transA, int64_t lda, int64_t M,
 			     int64_t kc);
 /* Sizes and reserves the tasks' scratch (pool, caller's or allocated). */
-int gemm_drv_scratch_setup(problem *p, gemm_pool *pool);
+int gemm_drv_scratch_setup(problem *p, cpu_pool *pool);
 /* 0 when ORTMK_CPU_GEMV=0 turned the few-row kernel off. */
 int gemm_drv_gemv_enabled(void);
 /* A B (K x N) the tasks pack as they go, for the ISA d. */

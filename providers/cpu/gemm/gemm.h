@@ -17,7 +17,7 @@
  * pre-pack cache and validated with gemm_pack_b_check when read back: a
  * cache made for another ISA or shape is refused, never misread.
  *
- * Threads: a gemm_pool (threadpool.h) splits C into one tile per thread; the
+ * Threads: a cpu_pool (threadpool.h) splits C into one tile per thread; the
  * calling thread takes part.  A NULL pool runs on the caller alone.
  *
  * Errors are negative errno values (-EINVAL, -ENOMEM, -ENOTSUP); 0 is OK.
@@ -104,7 +104,7 @@ void gemm_pack_b_info(const void *packed, gemm_isa *isa, int64_t *K, int64_t *N)
 
 /* C (M x N, row stride ldc) from op(A) (A with row stride lda, or A^T when
  * transA) and a packed B of K x N.  The ISA is the packed B's. */
-int gemm_compute(gemm_pool *pool, int64_t M, int64_t N, int64_t K, const float *A,
+int gemm_compute(cpu_pool *pool, int64_t M, int64_t N, int64_t K, const float *A,
 		 int64_t lda, int transA, const void *packed_b, const gemm_epilogue *ep,
 		 float *C, int64_t ldc);
 
@@ -113,7 +113,7 @@ int gemm_compute(gemm_pool *pool, int64_t M, int64_t N, int64_t K, const float *
  * keeps the scratch between calls; without a pool it is allocated per
  * call).  For a single row of C a plain GEMV that reads B in place is
  * faster. */
-int gemm_sgemm(gemm_pool *pool, gemm_isa isa, int transA, int transB, int64_t M, int64_t N,
+int gemm_sgemm(cpu_pool *pool, gemm_isa isa, int transA, int transB, int64_t M, int64_t N,
 	       int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
 	       const gemm_epilogue *ep, float *C, int64_t ldc);
 
@@ -125,7 +125,7 @@ typedef void gemm_pack_fn(void *ctx, int64_t k0, int64_t rows, int64_t p0, int64
 			  int64_t nr, float *dst);
 
 /* gemm_sgemm with B produced block by block by fn. */
-int gemm_sgemm_packer(gemm_pool *pool, gemm_isa isa, int transA, int64_t M, int64_t N,
+int gemm_sgemm_packer(cpu_pool *pool, gemm_isa isa, int transA, int64_t M, int64_t N,
 		      int64_t K, const float *A, int64_t lda, gemm_pack_fn *fn, void *fn_ctx,
 		      const gemm_epilogue *ep, float *C, int64_t ldc);
 
@@ -151,9 +151,9 @@ typedef struct gemm_batch {
 /* The scratch gemm_compute_batch needs without a pool (0 for none). */
 size_t gemm_compute_batch_scratch(int64_t M, int64_t K, int64_t lda, int transA);
 
-int gemm_compute_batch(gemm_pool *pool, int64_t M, int64_t N, int64_t K, int64_t lda,
+int gemm_compute_batch(cpu_pool *pool, int64_t M, int64_t N, int64_t K, int64_t lda,
 		       int transA, const gemm_epilogue *ep, int64_t ldc, const gemm_batch *b);
-int gemm_sgemm_batch(gemm_pool *pool, gemm_isa isa, int transA, int transB, int64_t M,
+int gemm_sgemm_batch(cpu_pool *pool, gemm_isa isa, int transA, int transB, int64_t M,
 		     int64_t N, int64_t K, int64_t lda, int64_t ldb, const gemm_epilogue *ep,
 		     int64_t ldc, const gemm_batch *b);
 

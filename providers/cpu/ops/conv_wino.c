@@ -301,17 +301,17 @@ static void out_task(void *arg, int64_t task, int member)
 			 w->j->relu, w->bufs + (size_t)member * w->buf_floats, w->y);
 }
 
-static void par_for(gemm_pool *pool, gemm_task_fn *fn, wino_par *w)
+static void par_for(cpu_pool *pool, cpu_task_fn *fn, wino_par *w)
 {
-	int mine = gemm_pool_try_begin(pool), n = mine ? gemm_pool_threads(pool) : 1;
+	int mine = cpu_pool_try_begin(pool), n = mine ? cpu_pool_threads(pool) : 1;
 
 	w->chunks = n > 1 ? 4 * n : 1;
 	if (mine)
-		gemm_pool_for(pool, n, w->chunks, fn, w);
+		cpu_pool_for(pool, n, w->chunks, fn, w);
 	else
 		fn(w, 0, 0);
 	if (mine)
-		gemm_pool_end(pool);
+		cpu_pool_end(pool);
 }
 
 /* ---- blocked: transform, multiply and transform back a band of tile
@@ -384,7 +384,7 @@ static int run_bands(cpu_ctx *ctx, const conv_state *st, const wino_par *w, int6
 {
 	const conv_job *j = w->j;
 	int64_t C = j->Cg, M = j->Mg, T = rows * w->tw;
-	int members = gemm_pool_threads(ctx->pool), mine;
+	int members = cpu_pool_threads(ctx->pool), mine;
 	wino_band b = {st, w, rows, (w->th + rows - 1) / rows, NULL, 0, 0, 0, 0, 0, 0};
 
 	b.v_off = 0;
@@ -396,14 +396,14 @@ static int run_bands(cpu_ctx *ctx, const conv_state *st, const wino_par *w, int6
 	if (!b.scratch)
 		return CPU_E_NOMEM;
 	b.scratch = (char *)align64((size_t)(uintptr_t)b.scratch);
-	mine = gemm_pool_try_begin(ctx->pool);
+	mine = cpu_pool_try_begin(ctx->pool);
 	if (mine)
-		gemm_pool_for(ctx->pool, members, b.bands, band_task, &b);
+		cpu_pool_for(ctx->pool, members, b.bands, band_task, &b);
 	else
 		for (int64_t i = 0; i < b.bands; i++)
 			band_task(&b, i, 0);
 	if (mine)
-		gemm_pool_end(ctx->pool);
+		cpu_pool_end(ctx->pool);
 	if (atomic_load(&b.failed))
 		return cpu_fail(ctx, CPU_E_INTERNAL, "Winograd GEMM failed");
 	return 0;
@@ -414,7 +414,7 @@ int conv_wino_run(cpu_ctx *ctx, const conv_state *st, const conv_job *j, const f
 {
 	int64_t th = (j->g.out[1] + 1) / 2, tw = (j->g.out[2] + 1) / 2, T = th * tw;
 	int64_t C = j->Cg, M = j->Mg, rows;
-	int members = gemm_pool_threads(ctx->pool);
+	int members = cpu_pool_threads(ctx->pool);
 	size_t bf = (size_t)(in_buf_floats(th, tw) > 4 * M ? in_buf_floats(th, tw) : 4 * M);
 	wino_par w = {j, x, bias, res, NULL, NULL, y, NULL, th, tw, 1, bf};
 	const float *a[XI];

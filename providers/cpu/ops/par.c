@@ -27,7 +27,7 @@ static void par_task(void *arg, int64_t task, int member)
 
 int cpu_par_members(const cpu_ctx *ctx)
 {
-	return ctx->pool ? gemm_pool_threads(ctx->pool) : 1;
+	return ctx->pool ? cpu_pool_threads(ctx->pool) : 1;
 }
 
 void cpu_par_for(cpu_ctx *ctx, int64_t n, double ns_per_item, int64_t grain, cpu_par_fn *fn,
@@ -40,7 +40,7 @@ void cpu_par_for(cpu_ctx *ctx, int64_t n, double ns_per_item, int64_t grain, cpu
 	if (n <= 0)
 		return;
 	if (members < 2 || n < 2 || (double)n * ns_per_item < PAR_MIN_NS ||
-	    !gemm_pool_try_begin(ctx->pool)) {
+	    !cpu_pool_try_begin(ctx->pool)) {
 		fn(arg, 0, n, 0);
 		return;
 	}
@@ -49,6 +49,6 @@ void cpu_par_for(cpu_ctx *ctx, int64_t n, double ns_per_item, int64_t grain, cpu
 	j.chunk = (n + tasks - 1) / tasks;
 	j.chunk = j.chunk < grain ? grain : j.chunk;
 	tasks = (n + j.chunk - 1) / j.chunk;
-	gemm_pool_for(ctx->pool, 0, tasks, par_task, &j);
-	gemm_pool_end(ctx->pool);
+	cpu_pool_for(ctx->pool, 0, tasks, par_task, &j);
+	cpu_pool_end(ctx->pool);
 }

@@ -44,18 +44,18 @@ typedef struct pool_member {
 	void *scratch;
 	size_t scratch_size;
 	pthread_t thread;
-	gemm_pool *pool;
+	cpu_pool *pool;
 	int id;
 } pool_member;
 
-struct gemm_pool {
+struct cpu_pool {
 	int n;                          /* members, caller included */
 	pool_member *m;                 /* n entries; m[0] is the caller */
 	pthread_mutex_t use;            /* try_begin/end */
 
 	/* The job: written by the caller before gen is bumped, read by
 	 * workers (atomically, as a late one may read the next job's). */
-	_Atomic(gemm_task_fn *) fn;
+	_Atomic(cpu_task_fn *) fn;
 	_Atomic(void *) arg;
 	_Atomic uint32_t ntasks;
 	_Atomic int width;
@@ -109,12 +109,12 @@ static uint32_t spin_while(_Atomic uint32_t *word, uint32_t val)
 
 /* Claims and runs tasks of job `job` until none is left.  The job's fields
  * are read before the claim word: if that word still names `job`, the
- * caller had not yet closed it for a newer job (gemm_pool_for stores the
+ * caller had not yet closed it for a newer job (cpu_pool_for stores the
  * new number before the new fields), so the fields read were this job's;
  * and a claim only succeeds while the word names `job`. */
-static void run_tasks(gemm_pool *p, uint32_t job, int id)
+static void run_tasks(cpu_pool *p, uint32_t job, int id)
 {
-	gemm_task_fn *fn = atomic_load(&p->fn);
+	cpu_task_fn *fn = atomic_load(&p->fn);
 	void *arg = atomic_load(&p->arg);
 	uint32_t ntasks = atomic_load(&p->ntasks);
 	uint64_t c = atomic_load(&p->claim);
@@ -137,7 +137,7 @@ static void run_tasks(gemm_pool *p, uint32_t job, int id)
 static void *worker_main(void *arg)
 {
 	pool_member *self = arg;
-	gemm_pool *p = self->pool;
+	cpu_pool *p = self->pool;
 	/* gen was 0 when the pool was created; reading it here instead
 	 * would skip a job published before this thread got to run. */
 	uint32_t seen = 0;
@@ -157,9 +157,9 @@ static void *worker_main(void *arg)
 	}
 }
 
-int gemm_pool_create(int threads, gemm_pool **out)
+int cpu_pool_create(int threads, cpu_pool **out)
 {
-	gemm_pool *p;
+	cpu_pool *p;
 	int started = 0, rc = 0;
 
 	*out = NULL;
@@ -198,14 +198,14 @@ int gemm_pool_create(int threads, gemm_pool **out)
 	}
 	if (rc) {
 		p->n = started;   /* destroy joins the ones that did start */
-		gemm_pool_destroy(p);
+		cpu_pool_destroy(p);
 		return -EAGAIN;
 	}
 	*out = p;
 	return 0;
 }
 
-void gemm_pool_destroy(gemm_pool *p)
+void cpu_pool_destroy(cpu_pool *p)
 {
 	if (!p)
 		return;
@@ -221,17 +221,17 @@ void gemm_pool_destroy(gemm_pool *p)
 	free(p);
 }
 
-int gemm_pool_threads(const gemm_pool *p)
+int cpu_pool_threads(const cpu_pool *p)
 {
 	return p ? p->n : 1;
 }
 
-int gemm_pool_try_begin(gemm_pool *p)
+int cpu_pool_try_begin(cpu_pool *p)
 {
 	return p && pthread_mutex_trylock(&p->use) == 0;
 }
 
-void gemm_pool_end(gemm_pool *p)
+void cpu_pool_end(cpu_pool *p)
 {
 	pthread_mutex_unlock(&p->use);
 }
@@ -252,7 +252,7 @@ static int grow(void **buf, size_t *size, size_t bytes)
 	return 0;
 }
 
-int gemm_pool_reserve(gemm_pool *p, size_t bytes)
+int cpu_pool_reserve(cpu_pool *p, size_t bytes)
 {
 	for (int i = 0; i < p->n; i++)
 		if (grow(&p->m[i].scratch, &p->m[i].scratch_size, bytes))
@@ -260,12 +260,12 @@ int gemm_pool_reserve(gemm_pool *p, size_t bytes)
 	return 0;
 }
 
-void *gemm_pool_scratch(gemm_pool *p, int member)
+void *cpu_pool_scratch(cpu_pool *p, int member)
 {
 	return p->m[member].scratch;
 }
 
-void gemm_pool_for(gemm_pool *p, int width, int64_t ntasks, gemm_task_fn *fn, void *arg)
+void cpu_pool_for(cpu_pool *p, int width, int64_t ntasks, cpu_task_fn *fn, void *arg)
 {
 	uint32_t job, left;
 
