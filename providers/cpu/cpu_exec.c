@@ -1,9 +1,8 @@
 /*
- * cpu_exec: the per-node glue between the CPU provider's executor (cpu_ep.c)
- * and the operators (ops/).  It resolves a node to its registry entry,
- * checks the inputs the executor hands over, implements cpu_output and
- * cpu_scratch for the kernels, and prefixes every error with the node's
- * name and op type.  See cpu_exec.h for the contract.
+ * cpu_exec: the CPU provider's graph executor (see cpu_exec.h): plans
+ * built once per graph, frames holding one run's values, and the run loop
+ * shared by the graph the core loads (cpu_ep.c) and the bodies of the
+ * control-flow ops (cpu_graph.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,535 +10,360 @@
 
 #include "cpu_exec.h"
 
-/* State of one cpu_node_run, reached from cpu_ctx.exec. */
-typedef struct exec_run {
-	const cpu_tensor **planned;
-	cpu_tensor *out;
-	int *out_heap;
-	unsigned char *given;    /* n_out flags: output i handed to the kernel */
-	unsigned char given_buf[32];
-	void **scratch;          /* singly linked blocks; first word links */
-	size_t keep_used;        /* bytes of node->scratch_keep handed out */
-	size_t scratch_total;    /* bytes every cpu_scratch of this run asked */
-	int status;              /* first failure of cpu_output/cpu_scratch */
-} exec_run;
+/* ---- plans ---------------------------------------------------------------- */
 
-enum { SCRATCH_HDR = 64 };
-
-static const char *norm_domain(const char *d)
+int cpu_plan_alloc(cpu_plan *p, size_t nv, size_t nn)
 {
-	if (!d || strcmp(d, "ai.onnx") == 0)
-		return "";
-	return d;
-}
-
-static const char *node_name(const Onnx__NodeProto *p)
-{
-	if (p && p->name && p->name[0])
-		return p->name;
-	if (p && p->n_output > 0 && p->output[0])
-		return p->output[0];
-	return "";
-}
-
-/* Rewrites err as "node 'name' (Op): <err>". */
-static void prefix_err(const Onnx__NodeProto *p, int rc, char *err, size_t n)
-{
-	char msg[512];
-	if (!err || n == 0)
-		return;
-	if (err[0])
-		snprintf(msg, sizeof(msg), "%s", err);
-	else
-		snprintf(msg, sizeof(msg), "failed with status %d", rc);
-	snprintf(err, n, "node '%s' (%s): %s", node_name(p),
-		 p && p->op_type ? p->op_type : "?", msg);
-}
-
-int cpu_node_supported(const Onnx__NodeProto *p, int64_t opset, const int32_t *in_dtypes,
-		       int n_in, char *why, size_t n)
-{
-	const cpu_op *op;
-	if (why && n)
-		why[0] = '\0';
-	if (!p || !p->op_type) {
-		snprintf(why, n, "node without op_type");
-		return 0;
-	}
-	op = cpu_op_find(p->op_type, norm_domain(p->domain), opset);
-	if (!op) {
-		snprintf(why, n, "no kernel for op '%s' (domain '%s', opset %lld)", p->op_type,
-			 norm_domain(p->domain), (long long)opset);
-		return 0;
-	}
-	if (op->supports && !op->supports(p, opset, in_dtypes, n_in, why, n))
-		return 0;
-	return 1;
-}
-
-int cpu_node_init(cpu_node *node, const Onnx__NodeProto *p, int64_t opset,
-		  const cpu_tensor **consts, int n_in, int n_out, char *err, size_t n)
-{
-	return cpu_node_init_cached(node, NULL, p, opset, consts, n_in, n_out, err, n);
-}
-
-int cpu_node_init_cached(cpu_node *node, struct cpu_pack_cache *pack, const Onnx__NodeProto *p,
-			 int64_t opset, const cpu_tensor **consts, int n_in, int n_out,
-			 char *err, size_t n)
-{
-	return cpu_node_init_opsets(node, pack, NULL, p, opset, consts, n_in, n_out, err, n);
-}
-
-int cpu_node_init_opsets(cpu_node *node, struct cpu_pack_cache *pack, const cpu_opsets *opsets,
-			 const Onnx__NodeProto *p, int64_t opset, const cpu_tensor **consts,
-			 int n_in, int n_out, char *err, size_t n)
-{
-	return cpu_node_init_fused(node, pack, opsets, NULL, p, opset, consts, n_in, n_out, err,
-				   n);
-}
-
-int cpu_node_init_fused(cpu_node *node, struct cpu_pack_cache *pack, const cpu_opsets *opsets,
-			const cpu_fusion *fuse, const Onnx__NodeProto *p, int64_t opset,
-			const cpu_tensor **consts, int n_in, int n_out, char *err, size_t n)
-{
-	const cpu_op *op;
-	int rc;
-	if (err && n)
-		err[0] = '\0';
-	memset(node, 0, sizeof(*node));
-	node->pack = pack;
-	node->opsets = opsets;
-	node->fuse = fuse;
-	if (!p || !p->op_type || n_in < 0 || n_out < 0) {
-		snprintf(err, n, "invalid node");
-		return CPU_E_INVALID;
-	}
-	op = cpu_op_find(p->op_type, norm_domain(p->domain), opset);
-	if (!op) {
-		snprintf(err, n, "no kernel for op '%s' (domain '%s', opset %lld)", p->op_type,
-			 norm_domain(p->domain), (long long)opset);
-		prefix_err(p, CPU_E_UNSUPPORTED, err, n);
-		return CPU_E_UNSUPPORTED;
-	}
-	node->op = op;
-	node->proto = p;
-	node->opset = opset;
-	node->n_in = n_in;
-	node->n_out = n_out;
-	node->consts = consts;
-	if (!op->prepare)
-		return 0;
-	rc = op->prepare(node, err, n);
-	if (rc == 0)
-		return 0;
-	if (rc > 0)
-		rc = CPU_E_INTERNAL;
-	prefix_err(p, rc, err, n);
-	cpu_node_fini(node);
-	return rc;
-}
-
-void cpu_node_fini(cpu_node *node)
-{
-	if (!node)
-		return;
-	if (node->op && node->op->release)
-		node->op->release(node);
-	for (int i = 0; i < node->n_packed; i++)
-		free(node->packed[i]);
-	free(node->packed);
-	free(node->scratch_keep);
-	memset(node, 0, sizeof(*node));
-}
-
-/* Even an empty tensor's non-zero dims must multiply (times an element
- * size) without overflow: kernels compute strides and byte offsets. */
-static int dims_bounded(const cpu_tensor *t)
-{
-	int64_t nz = 1;
-	for (int d = 0; d < t->rank; d++) {
-		if (t->dims[d] > 0 && nz > (INT64_MAX / 16) / t->dims[d])
-			return 0;
-		nz *= t->dims[d] > 0 ? t->dims[d] : 1;
-	}
-	return 1;
-}
-
-/* The executor hands tensors over shared memory: check that each describes
- * itself consistently before a kernel trusts its dims and nbytes. */
-static int check_inputs(cpu_ctx *ctx)
-{
-	for (int i = 0; i < ctx->n_in; i++) {
-		const cpu_tensor *t = ctx->in[i];
-		size_t es;
-		int64_t numel;
-		if (!t || t->dtype == CPU_NONE)
-			continue;
-		if (t->dtype == CPU_SEQUENCE) {
-			if (!t->data)
-				return cpu_fail(ctx, CPU_E_INVALID, "input %d: sequence without items", i);
-			continue;
-		}
-		if (t->rank < 0 || t->rank > CPU_MAX_RANK)
-			return cpu_fail(ctx, CPU_E_INVALID, "input %d: rank %d out of range", i, t->rank);
-		es = cpu_dtype_size(t->dtype);
-		if (es == 0)
-			return cpu_fail(ctx, CPU_E_UNSUPPORTED, "input %d: dtype %s is not supported",
-					i, cpu_dtype_name(t->dtype));
-		numel = cpu_numel(t);
-		if (numel < 0 || (uint64_t)numel > SIZE_MAX / es || !dims_bounded(t))
-			return cpu_fail(ctx, CPU_E_INVALID, "input %d: invalid dims", i);
-		if (t->nbytes < (size_t)numel * es || (numel > 0 && !t->data))
-			return cpu_fail(ctx, CPU_E_INVALID, "input %d: %zu bytes for %lld %s elements",
-					i, t->nbytes, (long long)numel, cpu_dtype_name(t->dtype));
-	}
+	memset(p, 0, sizeof(*p));
+	p->n_values = nv;
+	p->n_nodes = nn;
+	p->names = calloc(nv + 1, sizeof(*p->names));
+	p->consts = calloc(nv + 1, sizeof(*p->consts));
+	p->last_use = calloc(nv + 1, sizeof(int));
+	p->pinned = calloc(nv + 1, 1);
+	p->nodes = calloc(nn + 1, sizeof(*p->nodes));
+	p->node_in = calloc(nn + 1, sizeof(int *));
+	p->node_out = calloc(nn + 1, sizeof(int *));
+	p->node_consts = calloc(nn + 1, sizeof(*p->node_consts));
+	p->node_refs = calloc(nn + 1, sizeof(int *));
+	if (!p->names || !p->consts || !p->last_use || !p->pinned || !p->nodes || !p->node_in ||
+	    !p->node_out || !p->node_consts || !p->node_refs)
+		return CPU_E_NOMEM;
+	for (size_t v = 0; v < nv; v++)
+		p->last_use[v] = -1;
 	return 0;
 }
 
-/* Frees this run's overflow scratch and grows the node's kept block to
- * what the run needed in all, so the next run with the same shapes
- * allocates nothing (XNNPACK's "setup" done once per shape). */
-static void run_cleanup(cpu_node *node, exec_run *run)
+void cpu_plan_free(cpu_plan *p)
 {
-	int overflowed = run->scratch != NULL;
-
-	while (run->scratch) {
-		void **next = run->scratch[0];
-		free(run->scratch);
-		run->scratch = next;
-	}
-	if (run->given != run->given_buf)
-		free(run->given);
-	run->given = NULL;
-	if (overflowed && run->scratch_total > node->scratch_keep_size) {
-		void *p = aligned_alloc(64, run->scratch_total);
-
-		if (p) {
-			free(node->scratch_keep);
-			node->scratch_keep = p;
-			node->scratch_keep_size = run->scratch_total;
-		}
-	}
-}
-
-int cpu_node_run(cpu_node *node, const cpu_tensor **in, const cpu_tensor **planned,
-		 cpu_tensor *out, int *out_heap, int threads, char *err, size_t n)
-{
-	return cpu_node_run_in(node, NULL, in, planned, out, out_heap, threads, err, n);
-}
-
-int cpu_node_run_in(cpu_node *node, cpu_arena *arena, const cpu_tensor **in,
-		    const cpu_tensor **planned, cpu_tensor *out, int *out_heap, int threads,
-		    char *err, size_t n)
-{
-	return cpu_node_run_scoped(node, arena, NULL, in, planned, out, out_heap, threads, err, n);
-}
-
-int cpu_node_run_scoped(cpu_node *node, cpu_arena *arena, const cpu_scope *scope,
-			const cpu_tensor **in, const cpu_tensor **planned, cpu_tensor *out,
-			int *out_heap, int threads, char *err, size_t n)
-{
-	return cpu_node_run_pool(node, arena, scope, NULL, in, planned, out, out_heap, threads,
-				 err, n);
-}
-
-int cpu_node_run_pool(cpu_node *node, cpu_arena *arena, const cpu_scope *scope,
-		      struct cpu_pool *pool, const cpu_tensor **in, const cpu_tensor **planned,
-		      cpu_tensor *out, int *out_heap, int threads, char *err, size_t n)
-{
-	exec_run run;
-	cpu_ctx ctx;
-	int rc;
-
-	if (err && n)
-		err[0] = '\0';
-	if (!node || !node->op) {
-		snprintf(err, n, "node is not initialized");
-		return CPU_E_INTERNAL;
-	}
-	memset(&run, 0, sizeof(run));
-	memset(&ctx, 0, sizeof(ctx));
-	for (int i = 0; i < node->n_out; i++) {
-		memset(&out[i], 0, sizeof(out[i]));
-		out_heap[i] = 0;
-	}
-	run.planned = planned;
-	run.out = out;
-	run.out_heap = out_heap;
-	if ((size_t)node->n_out + 1 <= sizeof(run.given_buf))
-		run.given = memset(run.given_buf, 0, sizeof(run.given_buf));
-	else
-		run.given = calloc((size_t)node->n_out + 1, 1);
-	ctx.node = node;
-	ctx.n_in = node->n_in;
-	ctx.n_out = node->n_out;
-	ctx.in = in;
-	ctx.arena = arena;
-	ctx.scope = scope;
-	ctx.pool = pool;
-	ctx.exec = &run;
-	ctx.threads = threads > 0 ? threads : 1;
-	ctx.err = err;
-	ctx.errlen = n;
-	if (!run.given)
-		rc = cpu_fail(&ctx, CPU_E_NOMEM, "out of memory");
-	else
-		rc = check_inputs(&ctx);
-	if (rc == 0)
-		rc = node->op->compute(&ctx);
-	if (rc != 0 && run.status != 0)
-		rc = run.status;   /* cpu_output/cpu_scratch know the real cause */
-	if (rc > 0)
-		rc = CPU_E_INTERNAL;
-	run_cleanup(node, &run);
-	if (rc == 0)
-		return 0;
-	for (int i = 0; i < node->n_out; i++) {
-		if (out_heap[i])
-			free(out[i].data);
-		memset(&out[i], 0, sizeof(out[i]));
-		out_heap[i] = 0;
-	}
-	prefix_err(node->proto, rc, err, n);
-	return rc;
-}
-
-/* ---- services for the kernels ---- */
-
-void *cpu_scratch(cpu_ctx *ctx, size_t nbytes)
-{
-	exec_run *run = ctx->exec;
-	cpu_node *node = ctx->node;
-	size_t need = (nbytes + 63) & ~(size_t)63;
-	void **blk;
-
-	if (nbytes <= SIZE_MAX / 4) {
-		run->scratch_total += need + 64;
-		if (node->scratch_keep && node->scratch_keep_size - run->keep_used >= need) {
-			void *p = (char *)node->scratch_keep + run->keep_used;
-
-			run->keep_used += need;
-			return p;
-		}
-	}
-	if (nbytes > SIZE_MAX / 2) {
-		blk = NULL;
-	} else {
-		blk = aligned_alloc(64, (SCRATCH_HDR + nbytes + 63) & ~(size_t)63);
-	}
-	if (!blk) {
-		if (!run->status)
-			run->status = cpu_fail(ctx, CPU_E_NOMEM,
-					       "out of memory (%zu bytes of scratch)", nbytes);
-		return NULL;
-	}
-	blk[0] = run->scratch;
-	run->scratch = blk;
-	return (char *)blk + SCRATCH_HDR;
-}
-
-static cpu_tensor *output_fail(cpu_ctx *ctx, int code, const char *msg)
-{
-	exec_run *run = ctx->exec;
-	if (!run->status)
-		run->status = cpu_fail(ctx, code, "%s", msg);
-	return NULL;
-}
-
-/* Output i exists in the graph (not an omitted optional output). */
-static int output_present(const cpu_ctx *ctx, int i)
-{
-	const Onnx__NodeProto *p = ctx->node->proto;
-	if (i >= ctx->n_out)
-		return 0;
-	if (p && (size_t)i < p->n_output && p->output[i] && p->output[i][0] == '\0')
-		return 0;
-	return 1;
-}
-
-static cpu_tensor *planned_output(cpu_ctx *ctx, int i, int32_t dtype, int rank,
-				  const int64_t *dims, size_t bytes)
-{
-	exec_run *run = ctx->exec;
-	const cpu_tensor *p = run->planned[i];
-	char msg[400], ps[160], cs[160];
-	int same = p->dtype == dtype && p->rank == rank;
-	for (int d = 0; same && d < rank; d++)
-		same = p->dims[d] == dims[d];
-	if (!same) {
-		snprintf(msg, sizeof(msg), "output %d: planned %s %s but computed %s %s", i,
-			 cpu_dtype_name(p->dtype),
-			 cpu_shape_str(p->rank < 0 || p->rank > CPU_MAX_RANK ? 0 : p->rank,
-				       p->dims, ps, sizeof(ps)),
-			 cpu_dtype_name(dtype), cpu_shape_str(rank, dims, cs, sizeof(cs)));
-		return output_fail(ctx, CPU_E_SHAPE, msg);
-	}
-	if (p->nbytes < bytes || (bytes && !p->data)) {
-		snprintf(msg, sizeof(msg), "output %d: planned buffer of %zu bytes, need %zu",
-			 i, p->nbytes, bytes);
-		return output_fail(ctx, CPU_E_INTERNAL, msg);
-	}
-	run->out[i] = *p;
-	run->given[i] = 1;
-	return &run->out[i];
-}
-
-cpu_tensor *cpu_output(cpu_ctx *ctx, int i, int32_t dtype, int rank, const int64_t *dims)
-{
-	exec_run *run = ctx->exec;
-	size_t es = cpu_dtype_size(dtype), bytes;
-	int64_t numel;
-	cpu_tensor *t;
-	char msg[200], cs[160];
-
-	if (i < 0 || rank < 0 || rank > CPU_MAX_RANK || es == 0 || i >= ctx->n_out)
-		return output_fail(ctx, CPU_E_INTERNAL, "bad output request");
-	numel = cpu_shape_numel(rank, dims);
-	if (numel < 0 || (uint64_t)numel > (SIZE_MAX / 4) / es) {
-		snprintf(msg, sizeof(msg), "output %d: invalid shape %s", i,
-			 cpu_shape_str(rank, dims, cs, sizeof(cs)));
-		return output_fail(ctx, CPU_E_INVALID, msg);
-	}
-	bytes = (size_t)numel * es;
-	if (output_present(ctx, i) && run->given[i])
-		return output_fail(ctx, CPU_E_INTERNAL, "output requested twice");
-	if (output_present(ctx, i) && run->planned && run->planned[i])
-		return planned_output(ctx, i, dtype, rank, dims, bytes);
-	if (!output_present(ctx, i)) {
-		/* omitted in the graph: the kernel still gets somewhere to write */
-		t = cpu_scratch(ctx, sizeof(*t) + 64 + bytes);
-		if (!t)
-			return NULL;
-		memset(t, 0, sizeof(*t));
-		t->data = (char *)t + ((sizeof(*t) + 63) & ~(size_t)63);
-	} else {
-		t = &run->out[i];
-		t->data = aligned_alloc(64, (bytes + 64) & ~(size_t)63);
-		if (!t->data) {
-			snprintf(msg, sizeof(msg), "out of memory for output %d (%zu bytes)", i, bytes);
-			return output_fail(ctx, CPU_E_NOMEM, msg);
-		}
-		run->out_heap[i] = 1;
-		run->given[i] = 1;
-	}
-	t->dtype = dtype;
-	t->rank = rank;
-	for (int d = 0; d < rank; d++)
-		t->dims[d] = dims[d];
-	t->nbytes = bytes;
-	return t;
-}
-
-/* ---- opsets and scopes ---- */
-
-int64_t cpu_opset_of(const cpu_opsets *m, const char *domain)
-{
-	domain = norm_domain(domain);
-	for (size_t i = 0; m && i < m->n; i++)
-		if (strcmp(norm_domain(m->domains[i]), domain) == 0)
-			return m->versions[i];
-	return 0;
-}
-
-const cpu_tensor *cpu_scope_lookup(const cpu_scope *s, const char *name)
-{
-	for (; s && name; s = s->parent) {
-		const cpu_tensor *t = s->find ? s->find(s, name) : NULL;
-
-		if (t)
-			return t;
-	}
-	return NULL;
-}
-
-/* ---- values that are not numeric tensors ---- */
-
-static void *arena_or_fail(cpu_ctx *ctx, size_t nbytes)
-{
-	void *p = ctx->arena ? cpu_arena_alloc(ctx->arena, nbytes ? nbytes : 1) : NULL;
-
 	if (!p)
-		output_fail(ctx, ctx->arena ? CPU_E_NOMEM : CPU_E_UNSUPPORTED,
-			    ctx->arena ? "out of memory" : "strings and sequences need a run arena");
-	return p;
+		return;
+	for (size_t k = 0; p->nodes && k < p->inited; k++)
+		cpu_node_fini(&p->nodes[k]);
+	for (size_t k = 0; k < p->n_nodes; k++) {
+		free(p->node_in ? p->node_in[k] : NULL);
+		free(p->node_out ? p->node_out[k] : NULL);
+		free(p->node_consts ? p->node_consts[k] : NULL);
+		free(p->node_refs ? p->node_refs[k] : NULL);
+	}
+	free(p->names);
+	free(p->consts);
+	free(p->last_use);
+	free(p->pinned);
+	free(p->nodes);
+	free(p->node_in);
+	free(p->node_out);
+	free(p->node_consts);
+	free(p->node_refs);
+	memset(p, 0, sizeof(*p));
 }
 
-/* Claims output i for a value the kernel builds itself. */
-static cpu_tensor *claim_output(cpu_ctx *ctx, int i, int32_t dtype)
+int cpu_plan_find(const cpu_plan *p, const char *name)
 {
-	exec_run *run = ctx->exec;
-	cpu_tensor *t;
-
-	if (i < 0 || i >= ctx->n_out)
-		return output_fail(ctx, CPU_E_INTERNAL, "bad output request");
-	if (run->given[i])
-		return output_fail(ctx, CPU_E_INTERNAL, "output requested twice");
-	if (run->planned && run->planned[i])
-		return output_fail(ctx, CPU_E_SHAPE, "a sequence or optional output was planned as a tensor");
-	t = &run->out[i];
-	memset(t, 0, sizeof(*t));
-	t->dtype = dtype;
-	run->given[i] = 1;
-	run->out_heap[i] = 0;
-	return t;
+	for (size_t v = 0; v < p->n_values; v++)
+		if (p->names[v] && strcmp(p->names[v], name) == 0)
+			return (int)v;
+	return -1;
 }
 
-cpu_seq *cpu_output_sequence(cpu_ctx *ctx, int i, int32_t elem_dtype, size_t n)
-{
-	cpu_tensor *t;
-	cpu_seq *s;
+typedef struct refs_arg {
+	cpu_plan *p;
+	int k, n;
+	int *list;
+} refs_arg;
 
-	if (n > (SIZE_MAX / 4) / sizeof(cpu_tensor)) {
-		output_fail(ctx, CPU_E_INVALID, "sequence too long");
+static void note_ref(void *arg, const char *name)
+{
+	refs_arg *r = arg;
+	int v = cpu_plan_find(r->p, name);
+
+	if (v < 0 || r->p->last_use[v] == r->k)
+		return;   /* from further out, or already noted */
+	r->p->last_use[v] = r->k;
+	if ((size_t)r->n < r->p->n_values)
+		r->list[r->n++] = v;
+}
+
+static void refs_graph(const Onnx__GraphProto *gp, void (*fn)(void *, const char *), void *arg)
+{
+	for (size_t k = 0; k < gp->n_node; k++) {
+		const Onnx__NodeProto *p = gp->node[k];
+
+		for (size_t i = 0; i < p->n_input; i++)
+			if (p->input[i] && p->input[i][0])
+				fn(arg, p->input[i]);
+		cpu_exec_refs(p, fn, arg);
+	}
+	for (size_t i = 0; i < gp->n_output; i++)
+		if (gp->output[i]->name && gp->output[i]->name[0])
+			fn(arg, gp->output[i]->name);
+}
+
+void cpu_exec_refs(const Onnx__NodeProto *p, void (*fn)(void *arg, const char *name), void *arg)
+{
+	for (size_t a = 0; a < p->n_attribute; a++) {
+		const Onnx__AttributeProto *at = p->attribute[a];
+
+		if (at->g)
+			refs_graph(at->g, fn, arg);
+		for (size_t j = 0; j < at->n_graphs; j++)
+			refs_graph(at->graphs[j], fn, arg);
+	}
+}
+
+int cpu_plan_refs(cpu_plan *p, size_t k, const Onnx__NodeProto *proto)
+{
+	refs_arg r = {p, (int)k, 0, malloc(sizeof(int) * (p->n_values + 1))};
+
+	if (!r.list)
+		return CPU_E_NOMEM;
+	cpu_exec_refs(proto, note_ref, &r);
+	r.list[r.n] = -1;
+	free(p->node_refs[k]);
+	p->node_refs[k] = r.list;
+	return 0;
+}
+
+int cpu_plan_init_node(cpu_plan *p, size_t k, const cpu_load_env *env,
+		       const cpu_fusion *fuse, cpu_tensor *const *folded,
+		       const Onnx__NodeProto *proto, int64_t opset, int n_in, char *err,
+		       size_t n)
+{
+	int n_out = (int)proto->n_output, rc;
+
+	p->node_consts[k] = calloc((size_t)n_in + 1, sizeof(cpu_tensor *));
+	if (!p->node_consts[k])
+		return snprintf(err, n, "out of memory"), CPU_E_NOMEM;
+	for (int i = 0; i < n_in; i++) {
+		int v = p->node_in[k][i];
+
+		if (folded && folded[i])
+			p->node_consts[k][i] = folded[i];
+		else if (v >= 0 && p->consts[v].data)
+			p->node_consts[k][i] = &p->consts[v];
+		if (v >= 0 && p->last_use[v] < (int)k)
+			p->last_use[v] = (int)k;
+	}
+	if (n_in > p->max_in)
+		p->max_in = n_in;
+	if (n_out > p->max_out)
+		p->max_out = n_out;
+	rc = cpu_node_init(&p->nodes[k], env, fuse, proto, opset, p->node_consts[k], n_in, n_out,
+			   err, n);
+	if (rc == 0 && p->inited < k + 1)
+		p->inited = k + 1;
+	return rc;
+}
+
+/* ---- frames --------------------------------------------------------------- */
+
+cpu_frame *cpu_frame_new(const cpu_plan *p)
+{
+	cpu_frame *f = calloc(1, sizeof(*f));
+	size_t nv = p->n_values + 1;
+
+	if (!f)
+		return NULL;
+	f->plan = p;
+	f->vals = calloc(nv, sizeof(*f->vals));
+	f->heap = calloc(nv, 1);
+	f->have = calloc(nv, 1);
+	f->placed = calloc(nv, 1);
+	f->pinned = calloc(nv, 1);
+	f->in = calloc((size_t)p->max_in + 1, sizeof(*f->in));
+	f->planned = calloc((size_t)p->max_out + 1, sizeof(*f->planned));
+	f->out = calloc((size_t)p->max_out + 1, sizeof(*f->out));
+	f->out_heap = calloc((size_t)p->max_out + 1, sizeof(int));
+	f->keep = calloc(p->n_nodes + 1, sizeof(*f->keep));
+	if (!f->vals || !f->heap || !f->have || !f->placed || !f->pinned || !f->in ||
+	    !f->planned || !f->out || !f->out_heap || !f->keep) {
+		cpu_frame_free(f);
 		return NULL;
 	}
-	s = arena_or_fail(ctx, sizeof(*s) + n * sizeof(cpu_tensor));
-	t = s ? claim_output(ctx, i, CPU_SEQUENCE) : NULL;
+	return f;
+}
+
+void cpu_frame_free(cpu_frame *f)
+{
+	if (!f)
+		return;
+	if (f->busy)
+		cpu_frame_end(f);
+	for (size_t k = 0; f->keep && k < f->plan->n_nodes; k++)
+		cpu_keep_free(&f->keep[k]);
+	free(f->vals);
+	free(f->heap);
+	free(f->have);
+	free(f->placed);
+	free(f->pinned);
+	free(f->in);
+	free(f->planned);
+	free(f->out);
+	free(f->out_heap);
+	free(f->keep);
+	free(f);
+}
+
+static void release(cpu_frame *f, int v)
+{
+	if (f->heap[v])
+		free(f->vals[v].data);
+	f->heap[v] = 0;
+	f->have[v] = 0;
+}
+
+void cpu_frame_begin(cpu_frame *f)
+{
+	const cpu_plan *p = f->plan;
+
+	for (size_t v = 0; v < p->n_values; v++) {
+		f->heap[v] = 0;
+		f->placed[v] = 0;
+		f->pinned[v] = p->pinned[v];
+		f->have[v] = p->consts[v].data != NULL;
+		if (f->have[v])
+			f->vals[v] = p->consts[v];
+	}
+	f->busy = 1;
+}
+
+void cpu_frame_bind(cpu_frame *f, int v, const cpu_tensor *t, int placed, int pinned)
+{
+	if (pinned)
+		f->pinned[v] = 1;
 	if (!t)
-		return NULL;
-	memset(s, 0, sizeof(*s) + n * sizeof(cpu_tensor));
-	s->elem_dtype = elem_dtype;
-	s->n = n;
-	s->items = (cpu_tensor *)(s + 1);
-	t->data = s;
-	t->nbytes = sizeof(*s);
-	return s;
+		return;
+	f->vals[v] = *t;
+	f->have[v] = 1;
+	f->placed[v] = (unsigned char)placed;
 }
 
-int cpu_output_none(cpu_ctx *ctx, int i)
+void cpu_frame_end(cpu_frame *f)
 {
-	return claim_output(ctx, i, CPU_NONE) ? 0 : CPU_E_INTERNAL;
+	for (size_t v = 0; v < f->plan->n_values; v++)
+		release(f, (int)v);
+	f->busy = 0;
 }
 
-cpu_tensor *cpu_seq_item(cpu_ctx *ctx, cpu_seq *s, size_t i, int32_t dtype, int rank,
-			 const int64_t *dims)
-{
-	size_t es = cpu_dtype_size(dtype);
-	int64_t numel = cpu_shape_numel(rank, dims);
-	cpu_tensor *t;
+/* ---- the run loop --------------------------------------------------------- */
 
-	if (!s || i >= s->n || rank < 0 || rank > CPU_MAX_RANK || !es || numel < 0 ||
-	    (uint64_t)numel > (SIZE_MAX / 4) / es)
-		return output_fail(ctx, CPU_E_INVALID, "bad sequence item");
-	t = &s->items[i];
-	t->data = arena_or_fail(ctx, (size_t)numel * es);
-	if (!t->data)
-		return NULL;
-	t->dtype = dtype;
-	t->rank = rank;
-	for (int d = 0; d < rank; d++)
-		t->dims[d] = dims[d];
-	t->nbytes = (size_t)numel * es;
-	return t;
+typedef struct frame_scope {
+	cpu_scope base;
+	const cpu_frame *f;
+} frame_scope;
+
+static const cpu_tensor *frame_find(const cpu_scope *s, const char *name)
+{
+	const cpu_frame *f = ((const frame_scope *)s)->f;
+	int v = cpu_plan_find(f->plan, name);
+
+	return v >= 0 && f->have[v] ? &f->vals[v] : NULL;
 }
 
-char *cpu_string_new(cpu_ctx *ctx, const char *s, size_t len)
+static const char *node_label(const Onnx__NodeProto *p)
 {
-	char *p = arena_or_fail(ctx, len + 1);
+	if (p->name && p->name[0])
+		return p->name;
+	return p->n_output > 0 && p->output[0] ? p->output[0] : "";
+}
 
-	if (!p)
-		return NULL;
-	memcpy(p, s, len);
-	p[len] = 0;
-	return p;
+/* Inputs from the constants and the frame; outputs at their planned place
+ * or left for the kernel to allocate. */
+static int gather_io(cpu_frame *f, size_t k, char *err, size_t n)
+{
+	const cpu_plan *p = f->plan;
+	const cpu_node *node = &p->nodes[k];
+
+	for (int i = 0; i < node->n_in; i++) {
+		int v = p->node_in[k][i];
+
+		/* Constants (folded ones included) come from the node itself. */
+		if (p->node_consts[k][i]) {
+			f->in[i] = p->node_consts[k][i];
+			continue;
+		}
+		if (v >= 0 && !f->have[v])
+			return snprintf(err, n, "node '%s': input '%s' has no value",
+					node_label(node->proto), p->names[v]), CPU_E_INVALID;
+		f->in[i] = v >= 0 ? &f->vals[v] : NULL;
+	}
+	for (int i = 0; i < node->n_out; i++) {
+		int v = p->node_out[k][i];
+
+		f->planned[i] = v >= 0 && f->placed[v] ? &f->vals[v] : NULL;
+		f->out_heap[i] = 0;
+	}
+	return 0;
+}
+
+static int run_node(cpu_frame *f, cpu_run_env *env, size_t k, char *err, size_t n)
+{
+	const cpu_plan *p = f->plan;
+	cpu_node *node = &p->nodes[k];
+	int rc = gather_io(f, k, err, n);
+
+	if (rc)
+		return rc;
+	env->keep = &f->keep[k];
+	rc = cpu_node_run(node, env, f->in, f->planned, f->out, f->out_heap, err, n);
+	if (rc)
+		return rc;
+	for (int i = 0; i < node->n_out; i++) {
+		int v = p->node_out[k][i];
+
+		if (v < 0 || f->planned[i]) {
+			if (f->out_heap[i])
+				free(f->out[i].data);
+			continue;
+		}
+		release(f, v);
+		f->vals[v] = f->out[i];
+		f->heap[v] = (unsigned char)f->out_heap[i];
+		f->have[v] = f->out[i].data != NULL || f->out[i].dtype == CPU_NONE;
+	}
+	return 0;
+}
+
+/* Heap values nobody reads after node k go now, unless pinned. */
+static void release_dead(cpu_frame *f, size_t k)
+{
+	const cpu_plan *p = f->plan;
+	const cpu_node *node = &p->nodes[k];
+
+	for (int i = 0; i < node->n_in; i++) {
+		int v = p->node_in[k][i];
+
+		if (v >= 0 && f->heap[v] && p->last_use[v] == (int)k && !f->pinned[v])
+			release(f, v);
+	}
+	for (int i = 0; p->node_refs[k][i] >= 0; i++) {
+		int v = p->node_refs[k][i];
+
+		if (f->heap[v] && p->last_use[v] == (int)k && !f->pinned[v])
+			release(f, v);
+	}
+	for (int i = 0; i < node->n_out; i++) {
+		int v = p->node_out[k][i];
+
+		if (v >= 0 && f->heap[v] && p->last_use[v] < 0 && !f->pinned[v])
+			release(f, v);
+	}
+}
+
+int cpu_exec_run(cpu_frame *f, const cpu_run_env *env, char *err, size_t n)
+{
+	const cpu_plan *p = f->plan;
+	frame_scope scope = {{env->scope, frame_find}, f};
+	cpu_run_env e = *env;
+	int rc = 0;
+
+	e.scope = &scope.base;
+	for (size_t k = 0; rc == 0 && k < p->n_nodes; k++) {
+		if (!p->nodes[k].op)
+			continue;   /* fused into an earlier node */
+		rc = run_node(f, &e, k, err, n);
+		if (rc == 0)
+			release_dead(f, k);
+	}
+	return rc;
 }

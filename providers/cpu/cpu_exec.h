@@ -1,10 +1,23 @@
 /*
- * cpu_exec: runs one ONNX node on the CPU provider.  The executor (cpu_ep.c)
- * calls these for each node of a loaded subgraph; they find the operator in
- * the registry, run its prepare once, and per run hand the kernel its inputs
- * and place its outputs (at the core's planned location, or on the heap when
- * the core could not plan the shape).  Error messages name the node:
- * "node 'conv1' (Conv): ...".
+ * cpu_exec: the CPU provider's one graph executor.  It runs the graph the
+ * core loads (built by cpu_ep.c from a LoadSubgraph) and the bodies of If,
+ * Loop, Scan and SequenceMap (built by cpu_graph.c from a GraphProto) with
+ * the same code.
+ *
+ * A cpu_plan is what load builds once and runs only read: the values by
+ * number (names, constants), the nodes with their input and output value
+ * numbers, each value's last reader, and the values nested subgraphs read.
+ * A cpu_frame is one run's state: the value table (which values exist, and
+ * which of them this process allocated), the arrays a node call uses and
+ * the kernels' kept scratch.  Runs never write to the plan, so a second
+ * frame of the same plan could run at the same time.
+ *
+ * A run: cpu_frame_begin (constants in), the caller binds its values
+ * (cpu_frame_bind; `placed` marks a value the core planned in shared
+ * memory: its producer writes there; `pinned` keeps a value alive until
+ * the end), cpu_exec_run (the nodes in order; heap values freed after
+ * their last reader), the caller takes its outputs, cpu_frame_end (heap
+ * values freed).
  */
 #ifndef ORTMK_CPU_EXEC_H
 #define ORTMK_CPU_EXEC_H
@@ -12,60 +25,69 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cpu_kernel.h"
+#include "cpu_node.h"
 
-/* Capability check: 1 if an op entry covers (op_type, domain, opset) and its
- * supports() (if any) accepts, else 0 with the reason in why
- * ("no kernel for op 'Foo' (domain '', opset 13)").  in_dtypes has n_in
- * entries; CPU_UNDEFINED where a dtype is unknown. */
-int cpu_node_supported(const Onnx__NodeProto *p, int64_t opset, const int32_t *in_dtypes,
-		       int n_in, char *why, size_t n);
+typedef struct cpu_plan {
+	size_t n_values, n_nodes;
+	const char **names;             /* per value (borrowed strings) */
+	cpu_tensor *consts;             /* per value; data != NULL: a constant */
+	cpu_node *nodes;                /* op == NULL: fused away, not run */
+	int **node_in, **node_out;      /* value per input/output, -1 omitted */
+	const cpu_tensor ***node_consts;/* per node input: constant, or NULL */
+	int **node_refs;                /* values k's subgraphs read, -1 ended */
+	int *last_use;                  /* last node reading each value, or -1 */
+	unsigned char *pinned;          /* per value: never freed during a run */
+	int max_in, max_out;
+	size_t inited;                  /* nodes [0, inited) went through init */
+} cpu_plan;
 
-/* Finds the op and runs prepare.  consts has n_in entries (NULL where the
- * input is not constant); the node keeps the consts pointer array, so the
- * caller keeps it (and p) alive until cpu_node_fini.  Returns 0 or a
- * cpu_status with err filled. */
-int cpu_node_init(cpu_node *node, const Onnx__NodeProto *p, int64_t opset,
-		  const cpu_tensor **consts, int n_in, int n_out, char *err, size_t n);
-/* The same with the subgraph's pre-pack cache (cpu_prepack.h). */
-int cpu_node_init_cached(cpu_node *node, struct cpu_pack_cache *pack, const Onnx__NodeProto *p,
-			 int64_t opset, const cpu_tensor **consts, int n_in, int n_out,
-			 char *err, size_t n);
-/* The same with the model's opsets (node->opsets, set before prepare), for
- * ops that compile subgraphs; opsets may be NULL. */
-int cpu_node_init_opsets(cpu_node *node, struct cpu_pack_cache *pack, const cpu_opsets *opsets,
-			 const Onnx__NodeProto *p, int64_t opset, const cpu_tensor **consts,
-			 int n_in, int n_out, char *err, size_t n);
-/* The same with a fused element-wise tail (node->fuse; may be NULL),
- * which must outlive the node. */
-int cpu_node_init_fused(cpu_node *node, struct cpu_pack_cache *pack, const cpu_opsets *opsets,
-			const cpu_fusion *fuse, const Onnx__NodeProto *p, int64_t opset,
-			const cpu_tensor **consts, int n_in, int n_out, char *err, size_t n);
-void cpu_node_fini(cpu_node *node);
+/* Tables for nv values and nn nodes, zeroed (last_use -1).  0 or
+ * CPU_E_NOMEM (then cpu_plan_free). */
+int cpu_plan_alloc(cpu_plan *p, size_t nv, size_t nn);
+/* Finalises the initialised nodes and frees the tables (not the names, nor
+ * the constants' data, which the builder owns). */
+void cpu_plan_free(cpu_plan *p);
+/* The value named name, or -1 (linear: plans are small lists). */
+int cpu_plan_find(const cpu_plan *p, const char *name);
+/* Calls fn for every name that the subgraphs in p's attributes read from
+ * outside themselves or their own nodes: node inputs and graph outputs,
+ * recursively (a superset is fine: callers only keep values alive). */
+void cpu_exec_refs(const Onnx__NodeProto *p, void (*fn)(void *arg, const char *name),
+		   void *arg);
+/* Records the values of this plan that node k's subgraphs read (they live
+ * until k has run): node_refs[k] and last_use.  0 or CPU_E_NOMEM. */
+int cpu_plan_refs(cpu_plan *p, size_t k, const Onnx__NodeProto *proto);
+/* Initialises node k with n_in inputs (node_in[k] set): its constant
+ * inputs (folded[i] when given and non-NULL, else consts[]), last uses and
+ * the call array sizes, then cpu_node_init.  0 or a cpu_status with err. */
+int cpu_plan_init_node(cpu_plan *p, size_t k, const cpu_load_env *env,
+		       const cpu_fusion *fuse, cpu_tensor *const *folded,
+		       const Onnx__NodeProto *proto, int64_t opset, int n_in, char *err,
+		       size_t n);
 
-/* Runs one node.  in: n_in inputs (NULL = omitted).  planned: n_out entries;
- * planned[i] != NULL means the core planned output i there (dtype, shape and
- * data fixed) and the kernel's output must match it exactly (else
- * CPU_E_SHAPE); planned[i] == NULL means the output is malloc'ed (64-byte
- * aligned, at least 1 byte) into out[i] with out_heap[i] = 1, for the caller
- * to free(out[i].data).  On failure every heap output of this call is freed
- * and out[] is zeroed.  Outputs the kernel never produced keep
- * out[i].data == NULL.  Returns 0 or a cpu_status with err filled. */
-int cpu_node_run(cpu_node *node, const cpu_tensor **in, const cpu_tensor **planned,
-		 cpu_tensor *out, int *out_heap, int threads, char *err, size_t n);
-/* The same with the run's arena, where kernels put strings and sequences
- * (cpu_kernel.h); outputs built there have out_heap 0. */
-int cpu_node_run_in(cpu_node *node, cpu_arena *arena, const cpu_tensor **in,
-		    const cpu_tensor **planned, cpu_tensor *out, int *out_heap, int threads,
-		    char *err, size_t n);
-/* The same with the scope the node's subgraphs read enclosing values from
- * (ctx->scope; NULL for none). */
-int cpu_node_run_scoped(cpu_node *node, cpu_arena *arena, const cpu_scope *scope,
-			const cpu_tensor **in, const cpu_tensor **planned, cpu_tensor *out,
-			int *out_heap, int threads, char *err, size_t n);
-/* The same with the intra-op thread pool (ctx->pool; NULL for none). */
-int cpu_node_run_pool(cpu_node *node, cpu_arena *arena, const cpu_scope *scope,
-		      struct cpu_pool *pool, const cpu_tensor **in, const cpu_tensor **planned,
-		      cpu_tensor *out, int *out_heap, int threads, char *err, size_t n);
+typedef struct cpu_frame {
+	const cpu_plan *plan;
+	cpu_tensor *vals;
+	unsigned char *heap, *have, *placed, *pinned;
+	/* one node call */
+	const cpu_tensor **in, **planned;
+	cpu_tensor *out;
+	int *out_heap;
+	cpu_keep *keep;                 /* per node */
+	int busy;                       /* between begin and end */
+} cpu_frame;
+
+cpu_frame *cpu_frame_new(const cpu_plan *p);
+void cpu_frame_free(cpu_frame *f);
+/* Starts a run: constants present, nothing else; pins from the plan. */
+void cpu_frame_begin(cpu_frame *f);
+/* Value v is t (borrowed until cpu_frame_end). */
+void cpu_frame_bind(cpu_frame *f, int v, const cpu_tensor *t, int placed, int pinned);
+/* Runs the nodes in order with env (env->keep is set per node).  A value
+ * is looked up by name through a scope whose parent is env->scope.  0 or a
+ * cpu_status with err filled ("node 'x' (Op): ..."). */
+int cpu_exec_run(cpu_frame *f, const cpu_run_env *env, char *err, size_t n);
+/* Frees what the run allocated (heap values not taken) and ends it. */
+void cpu_frame_end(cpu_frame *f);
 
 #endif

@@ -9,9 +9,7 @@
  * body reads from enclosing graphs are looked up through ctx->scope when a
  * run starts; the body's own values form the scope of its nested graphs.
  *
- * Also the value helpers those ops share (cpu_value_*), and the walk over
- * the names a node's subgraphs read, which the top-level executor
- * (cpu_ep.c) uses to keep such values alive until that node has run.
+ * Also the value helpers those ops share (cpu_value_*).
  */
 #ifndef ORTMK_CPU_GRAPH_H
 #define ORTMK_CPU_GRAPH_H
@@ -22,14 +20,14 @@
 #include "cpu_kernel.h"
 
 typedef struct cpu_graph cpu_graph;
+struct cpu_load_env;   /* cpu_node.h */
 
-/* Compiles gp, which must outlive the result.  Nodes of a domain that
- * opsets does not name use default_opset for ai.onnx (the owning node's).
- * Their weights pre-pack through `pack` (the owning node's cache, may be
- * NULL).  Returns 0 or a cpu_status with err filled. */
-int cpu_graph_compile(const Onnx__GraphProto *gp, const cpu_opsets *opsets,
-		      int64_t default_opset, struct cpu_pack_cache *pack, cpu_graph **out,
-		      char *err, size_t n);
+/* Compiles gp, which must outlive the result, with the owning node's op
+ * table, pre-pack cache and opsets (env is copied).  ai.onnx nodes use
+ * default_opset (the owning node's) when env->opsets does not name the
+ * domain.  Returns 0 or a cpu_status with err filled. */
+int cpu_graph_compile(const Onnx__GraphProto *gp, const struct cpu_load_env *env,
+		      int64_t default_opset, cpu_graph **out, char *err, size_t n);
 void cpu_graph_free(cpu_graph *g);
 int cpu_graph_n_inputs(const cpu_graph *g);
 int cpu_graph_n_outputs(const cpu_graph *g);
@@ -40,18 +38,14 @@ const Onnx__GraphProto *cpu_graph_proto(const cpu_graph *g);
  * the call.  out: one per graph output; out_heap[i] = 1 when out[i].data
  * was malloc'ed and now belongs to the caller (cpu_value_drop), else it is
  * borrowed: an input, an enclosing value, a constant of g, or arena data.
- * On failure nothing is left to free.  Not re-entrant. */
+ * On failure nothing is left to free. */
 int cpu_graph_run(cpu_graph *g, cpu_ctx *ctx, const cpu_tensor *const *in, cpu_tensor *out,
 		  int *out_heap);
 
-/* Calls fn for every name that the subgraphs in p's attributes read from
- * outside themselves or their own nodes: node inputs and graph outputs,
- * recursively (a superset is fine: the caller only keeps values alive). */
-void cpu_graph_refs(const Onnx__NodeProto *p, void (*fn)(void *arg, const char *name),
-		    void *arg);
-/* Capability check of the ai.onnx nodes inside p's subgraphs (at opset),
- * for an op's supports(): 1, or 0 with the reason in why. */
-int cpu_graph_supported(const Onnx__NodeProto *p, int64_t opset, char *why, size_t n);
+/* Capability check of the ai.onnx nodes inside p's subgraphs (at opset)
+ * against ops, for an op's supports(): 1, or 0 with the reason in why. */
+int cpu_graph_supported(const cpu_optable *ops, const Onnx__NodeProto *p, int64_t opset,
+			char *why, size_t n);
 
 /* ---- values (cpu_value.c) ---- */
 

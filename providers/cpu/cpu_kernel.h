@@ -1,6 +1,6 @@
 /*
- * cpu_kernel: the contract between the CPU provider's executor (cpu_ep.c)
- * and its operators (the files in ops/).
+ * cpu_kernel: the contract between the CPU provider's executor (cpu_exec.c,
+ * cpu_node.c) and its operators (the files in ops/).
  *
  * An operator has an XNNPACK-like life: `prepare` runs once when a subgraph
  * is loaded (parse attributes, look at constant inputs, pack weights into
@@ -13,7 +13,11 @@
  * their inputs: a wrong dtype or shape is an error naming the problem, never
  * a crash.
  *
- * Adding an op: one file in ops/, one line in ops/registry.c.
+ * Adding an op: one file in its family's folder (ops/math, ops/nn,
+ * ops/tensor, ops/seq, ops/control) defining `const cpu_op cpu_op_<name>`,
+ * and one line naming that file in the folder's meson.build: the op table
+ * is generated from those sources (ops/gen_registry.py).  Its shape
+ * inference for the core's planner lives in core/shape_ops*.c.
  */
 #ifndef ORTMK_CPU_KERNEL_H
 #define ORTMK_CPU_KERNEL_H
@@ -158,11 +162,8 @@ typedef struct cpu_node {
 	void **packed;               /* blobs cpu_prepack allocated (freed at fini) */
 	int n_packed;
 	const cpu_opsets *opsets;    /* the model's (or NULL), set before prepare */
+	const struct cpu_optable *ops;  /* the table it was found in, for subgraphs */
 	const cpu_fusion *fuse;      /* fused element-wise tail, or NULL */
-	/* cpu_scratch's memory kept between runs (cpu_exec.c): once a run
-	 * has seen the kernel's scratch needs, later runs allocate nothing. */
-	void *scratch_keep;
-	size_t scratch_keep_size;
 } cpu_node;
 
 /*
@@ -260,7 +261,14 @@ int cpu_dtype_is_signed(int32_t dtype);  /* int8/16/32/64 */
 float cpu_f16_to_f32(uint16_t h);
 uint16_t cpu_f32_to_f16(float f);        /* round to nearest even */
 
-/* Registry (ops/registry.c). */
-const cpu_op *cpu_op_find(const char *op_type, const char *domain, int64_t opset);
+/* A table of ops (ops/common/ops_table.h has every CPU op).  cpu_op_find
+ * returns the entry covering (op_type, domain, opset) or NULL; "ai.onnx"
+ * and "" are one domain. */
+typedef struct cpu_optable {
+	size_t n;
+	const cpu_op *const *ops;
+} cpu_optable;
+const cpu_op *cpu_op_find(const cpu_optable *t, const char *op_type, const char *domain,
+			  int64_t opset);
 
 #endif

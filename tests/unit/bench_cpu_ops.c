@@ -16,7 +16,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "cpu_exec.h"
+#include "cpu_node.h"
+#include "ops_table.h"
 #include "threadpool.h"
 
 enum { MAXIN = 5, MAXATTR = 4 };
@@ -98,6 +99,8 @@ static int run_case(const bench_case *c, cpu_pool *pool, int threads)
 	int heap[1] = {0}, rc, runs = 0;
 	double best = 1e9, end;
 	char err[256];
+	cpu_keep keep = {0};
+	cpu_run_env env = {NULL, NULL, pool, threads, &keep};
 	cpu_node node;
 
 	p.op_type = (char *)c->op;
@@ -128,10 +131,10 @@ static int run_case(const bench_case *c, cpu_pool *pool, int threads)
 		return -1;
 	for (int i = 0; i < c->n_in; i++)
 		inp[i] = &in[i];
-	rc = cpu_node_init(&node, &p, 17, NULL, c->n_in, 1, err, sizeof(err));
+	rc = cpu_node_init(&node, &(cpu_load_env){&cpu_optable_all, NULL, NULL}, NULL, &p, 17, NULL, c->n_in, 1, err,
+			   sizeof(err));
 	if (!rc)   /* the first run allocates the output; the rest reuse it */
-		rc = cpu_node_run_pool(&node, NULL, NULL, pool, inp, pl, out, heap, threads, err,
-				       sizeof(err));
+		rc = cpu_node_run(&node, &env, inp, pl, out, heap, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, "bench_cpu_ops: %s: %s\n", c->name, err);
 		return -1;
@@ -141,14 +144,14 @@ static int run_case(const bench_case *c, cpu_pool *pool, int threads)
 	end = now() + 0.5;
 	while (now() < end || runs < 20) {
 		double t0 = now(), t;
-		cpu_node_run_pool(&node, NULL, NULL, pool, inp, pl, out, heap, threads, err,
-				  sizeof(err));
+		cpu_node_run(&node, &env, inp, pl, out, heap, err, sizeof(err));
 		t = now() - t0;
 		best = t < best ? t : best;
 		runs++;
 	}
 	printf("%-36s %9.1f us  (%d runs)\n", c->name, best * 1e6, runs);
 	cpu_node_fini(&node);
+	cpu_keep_free(&keep);
 	free(planned.data);
 	for (int i = 0; i < c->n_in; i++)
 		free(in[i].data);

@@ -137,11 +137,12 @@ int run_pool(tnode *t, int64_t opset, int n_in, const cpu_tensor **in, int n_out
 
 	assert_true(n_out >= 0 && n_out <= TN_MAXOUT);
 	memset(out, 0, sizeof(*out) * (size_t)n_out);
-	rc = cpu_node_init(&node, &t->p, opset, NULL, n_in, n_out, err, ERRLEN);
+	rc = cpu_node_init(&node, TEST_LOAD, NULL, &t->p, opset, NULL, n_in,
+			   n_out, err, ERRLEN);
 	if (rc)
 		return rc;
-	rc = cpu_node_run_pool(&node, NULL, NULL, pool, in, planned, out, heap, threads, err,
-			       ERRLEN);
+	rc = cpu_node_run(&node, &(cpu_run_env){NULL, NULL, pool, threads, NULL}, in, planned, out,
+			  heap, err, ERRLEN);
 	/* with nothing planned, every output the kernel wrote is its own */
 	for (int i = 0; rc == 0 && i < n_out; i++)
 		assert_true(heap[i] || !out[i].data);

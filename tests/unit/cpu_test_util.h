@@ -13,7 +13,11 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "cpu_exec.h"
+#include "cpu_node.h"
+#include "ops_table.h"
+
+/* Every CPU op, no pre-pack cache, no opsets: how the tests load a node. */
+#define TEST_LOAD (&(cpu_load_env){&cpu_optable_all, NULL, NULL})
 
 enum {
 	ERRLEN = 512,    /* error buffers the harness hands to the kernels */

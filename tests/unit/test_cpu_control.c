@@ -19,7 +19,8 @@
 
 #include <cmocka.h>
 
-#include "cpu_exec.h"
+#include "cpu_node.h"
+#include "ops_table.h"
 
 enum { ERRLEN = 512, MAXA = 6, MAXIO = 12 };
 
@@ -212,12 +213,12 @@ static int run(trun *r, tnode *t, const cpu_scope *scope, int n_in, const cpu_te
 
 	if (!r->arena)
 		r->arena = cpu_arena_new();
-	rc = cpu_node_init_opsets(&node, NULL, &opsets, &t->p, 17, consts, n_in,
-				  (int)t->p.n_output, r->err, ERRLEN);
+	rc = cpu_node_init(&node, &(cpu_load_env){&cpu_optable_all, NULL, &opsets}, NULL, &t->p, 17,
+			   consts, n_in, (int)t->p.n_output, r->err, ERRLEN);
 	if (rc)
 		return rc;
-	rc = cpu_node_run_scoped(&node, r->arena, scope, in, planned, r->out, r->heap, 1, r->err,
-				 ERRLEN);
+	rc = cpu_node_run(&node, &(cpu_run_env){r->arena, scope, NULL, 1, NULL}, in, planned, r->out,
+			  r->heap, r->err, ERRLEN);
 	cpu_node_fini(&node);
 	return rc;
 }

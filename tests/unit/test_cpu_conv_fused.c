@@ -22,7 +22,7 @@
 
 #include <cmocka.h>
 
-#include "cpu_exec.h"
+#include "cpu_node.h"
 #include "cpu_fuse.h"
 #include "cpu_test_util.h"
 #include "threadpool.h"
@@ -95,10 +95,11 @@ static cpu_tensor run_node(tnode *t, const cpu_fusion *fu, const cpu_tensor **co
 	int heap = 0;
 	char err[ERRLEN];
 
-	if (cpu_node_init_fused(&node, NULL, NULL, fu, &t->p, 17, consts, n_in, 1, err, sizeof(err)))
+	if (cpu_node_init(&node, TEST_LOAD, fu, &t->p, 17, consts, n_in, 1, err,
+			  sizeof(err)))
 		fail_msg("init: %s", err);
-	if (cpu_node_run_pool(&node, NULL, NULL, pool, in, pl, &out, &heap, pool ? 2 : 1, err,
-			      sizeof(err)))
+	if (cpu_node_run(&node, &(cpu_run_env){NULL, NULL, pool, pool ? 2 : 1, NULL}, in, pl, &out,
+			 &heap, err, sizeof(err)))
 		fail_msg("run: %s", err);
 	cpu_node_fini(&node);
 	assert_int_equal(heap, planned == NULL);
@@ -624,18 +625,20 @@ static void test_no_alloc(void **state)
 			const cpu_tensor *in[4] = {&X, &W, &B, &R}, *consts[4] = {NULL, &W, &B, NULL};
 			const cpu_tensor *pl[1] = {&Y};
 			cpu_fusion fu = {3, -1, CPU_FUSE_ACT_RELU, 0, 0, -1};
+			cpu_keep keep = {0};
+			cpu_run_env env = {NULL, NULL, pool, threads, &keep};
 			cpu_node node;
 			char err[ERRLEN];
 			int heap;
 			tnode t;
 
 			conv_node(&t, c, 3);
-			assert_int_equal(cpu_node_init_fused(&node, NULL, NULL, &fu, &t.p, 17, consts, 4,
-							     1, err, sizeof(err)), 0);
+			assert_int_equal(cpu_node_init(&node, TEST_LOAD, &fu, &t.p, 17,
+						       consts, 4, 1, err, sizeof(err)), 0);
 			for (int run = 0; run < 3; run++) {
 				counting = 1;
-				assert_int_equal(cpu_node_run_pool(&node, NULL, NULL, pool, in, pl, &out,
-								   &heap, threads, err, sizeof(err)), 0);
+				assert_int_equal(cpu_node_run(&node, &env, in, pl, &out, &heap, err,
+							      sizeof(err)), 0);
 				counting = 0;
 				/* The first run sizes the scratch (the counter works). */
 				if (run == 0)
@@ -645,6 +648,7 @@ static void test_no_alloc(void **state)
 				allocs = 0;
 			}
 			cpu_node_fini(&node);
+			cpu_keep_free(&keep);
 			free(x);
 			free(w);
 			free(b);
@@ -660,22 +664,25 @@ static void test_no_alloc(void **state)
 			const cpu_tensor *in[3] = {&A, &B, &V}, *consts[3] = {NULL, &B, &V};
 			const cpu_tensor *pl[1] = {&Y};
 			cpu_fusion fu = {-1, 2, CPU_FUSE_ACT_GELU, 0, 0, -1};
+			cpu_keep keep = {0};
+			cpu_run_env env = {NULL, NULL, pool, threads, &keep};
 			cpu_node node;
 			char err[ERRLEN];
 			int heap;
 			tnode t;
 
 			tn(&t, "MatMul", 2, 1);
-			assert_int_equal(cpu_node_init_fused(&node, NULL, NULL, &fu, &t.p, 17, consts, 3,
-							     1, err, sizeof(err)), 0);
+			assert_int_equal(cpu_node_init(&node, TEST_LOAD, &fu, &t.p, 17,
+						       consts, 3, 1, err, sizeof(err)), 0);
 			for (int run = 0; run < 3; run++) {
 				counting = run > 0;
-				assert_int_equal(cpu_node_run_pool(&node, NULL, NULL, pool, in, pl, &out,
-								   &heap, threads, err, sizeof(err)), 0);
+				assert_int_equal(cpu_node_run(&node, &env, in, pl, &out, &heap, err,
+							      sizeof(err)), 0);
 				counting = 0;
 			}
 			assert_int_equal(allocs, 0);
 			cpu_node_fini(&node);
+			cpu_keep_free(&keep);
 			free(a);
 			free(b);
 			free(v);

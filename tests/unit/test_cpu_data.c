@@ -20,9 +20,9 @@
 
 #include <cmocka.h>
 
-#include "cpu_exec.h"
+#include "cpu_node.h"
 #include "cpu_test_util.h"
-#include "ops/cpu_ops.h"
+#include "cpu_ops.h"
 
 static const char *const X1[] = {"x"}, *const Y1[] = {"y"};
 

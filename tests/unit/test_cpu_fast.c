@@ -19,10 +19,10 @@
 
 #include <cmocka.h>
 
-#include "cpu_exec.h"
+#include "cpu_node.h"
 #include "cpu_test_util.h"
-#include "ops/cpu_ops.h"
-#include "ops/vmath.h"
+#include "cpu_ops.h"
+#include "vmath.h"
 #include "threadpool.h"
 
 /* ---- tensors, random data, running ---- */

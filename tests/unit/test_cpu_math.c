@@ -18,9 +18,9 @@
 
 #include <cmocka.h>
 
-#include "cpu_exec.h"
+#include "cpu_node.h"
 #include "cpu_test_util.h"
-#include "ops/cpu_ops.h"
+#include "cpu_ops.h"
 
 static const int64_t D1[1] = {1}, D2[1] = {2}, D4[1] = {4}, D6[1] = {6};
 

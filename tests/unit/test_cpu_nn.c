@@ -21,9 +21,9 @@
 
 #include <cmocka.h>
 
-#include "cpu_exec.h"
+#include "cpu_node.h"
 #include "cpu_test_util.h"
-#include "ops/cpu_ops.h"
+#include "cpu_ops.h"
 
 /* ---- checks ---- */
 

@@ -21,10 +21,10 @@
 
 #include <cmocka.h>
 
-#include "cpu_exec.h"
+#include "cpu_node.h"
 #include "cpu_test_util.h"
-#include "ops/cpu_ops.h"
-#include "ops/vmath.h"
+#include "cpu_ops.h"
+#include "vmath.h"
 
 static const char *const X1[] = {"x"}, *const Y1[] = {"y"};
 
@@ -416,7 +416,8 @@ static void test_errors(void **state)
 	expect_error(&t, 11, 2, in, CPU_E_UNSUPPORTED, "node 't' (Conv): input 0 dtype int32");
 	tn(&t, "Conv", 2, 1);   /* negative pads: refused at init */
 	tn_ints(&t, "pads", neg, 4);
-	assert_int_equal(cpu_node_init(&node, &t.p, 11, NULL, 2, 1, err, sizeof(err)), CPU_E_INVALID);
+	assert_int_equal(cpu_node_init(&node, TEST_LOAD, NULL, &t.p, 11, NULL, 2, 1, err,
+				       sizeof(err)), CPU_E_INVALID);
 	assert_non_null(strstr(err, "pads[0] = -1"));
 	tn(&t, "Conv", 2, 1);   /* 4 channels of weights for 1-channel input, group 2 */
 	tn_int(&t, "group", 2);
@@ -444,23 +445,25 @@ static void test_planned_outputs(void **state)
 	const cpu_tensor *in[2] = {&ta, &ta}, *planned[1] = {&plan};
 	int heap[1];
 	char err[ERRLEN];
+	cpu_run_env env1 = {NULL, NULL, NULL, 1, NULL};
 	cpu_node node;
 	tnode t;
 	(void)state;
 	tn(&t, "Mul", 2, 1);
-	assert_int_equal(cpu_node_init(&node, &t.p, 14, NULL, 2, 1, err, sizeof(err)), 0);
-	assert_int_equal(cpu_node_run(&node, in, planned, out, heap, 1, err, sizeof(err)), 0);
+	assert_int_equal(cpu_node_init(&node, TEST_LOAD, NULL, &t.p, 14, NULL, 2, 1, err,
+				       sizeof(err)), 0);
+	assert_int_equal(cpu_node_run(&node, &env1, in, planned, out, heap, err, sizeof(err)), 0);
 	assert_int_equal(heap[0], 0);
 	assert_ptr_equal(out[0].data, buf);
 	assert_true(buf[5] == 36.0f);
 	plan = tens(CPU_FLOAT, 2, d32, buf);   /* the plan disagrees with the kernel */
-	assert_int_equal(cpu_node_run(&node, in, planned, out, heap, 1, err, sizeof(err)),
+	assert_int_equal(cpu_node_run(&node, &env1, in, planned, out, heap, err, sizeof(err)),
 			 CPU_E_SHAPE);
 	assert_non_null(strstr(err, "output 0: planned float32 [3,2] but computed float32 [2,3]"));
 	assert_null(out[0].data);
 	assert_int_equal(heap[0], 0);
 	plan = tens(CPU_INT32, 2, d23, buf);
-	assert_int_equal(cpu_node_run(&node, in, planned, out, heap, 1, err, sizeof(err)),
+	assert_int_equal(cpu_node_run(&node, &env1, in, planned, out, heap, err, sizeof(err)),
 			 CPU_E_SHAPE);
 	cpu_node_fini(&node);
 }
@@ -494,23 +497,58 @@ static void test_supported(void **state)
 	tnode t;
 	(void)state;
 	tn(&t, "Frobnicate", 1, 1);
-	assert_int_equal(cpu_node_supported(&t.p, 13, f32, 1, why, sizeof(why)), 0);
+	assert_int_equal(cpu_node_supported(&cpu_optable_all, &t.p, 13, f32, 1, why, sizeof(why)), 0);
 	assert_string_equal(why, "no kernel for op 'Frobnicate' (domain '', opset 13)");
 	tn(&t, "Conv", 2, 1);
-	assert_int_equal(cpu_node_supported(&t.p, 11, f32, 2, why, sizeof(why)), 1);
-	assert_int_equal(cpu_node_supported(&t.p, 11, i64, 2, why, sizeof(why)), 0);
+	assert_int_equal(cpu_node_supported(&cpu_optable_all, &t.p, 11, f32, 2, why, sizeof(why)), 1);
+	assert_int_equal(cpu_node_supported(&cpu_optable_all, &t.p, 11, i64, 2, why, sizeof(why)), 0);
 	assert_non_null(strstr(why, "int64"));
 	tn(&t, "Gelu", 1, 1);   /* Gelu arrived in opset 20 */
-	assert_int_equal(cpu_node_supported(&t.p, 17, f32, 1, why, sizeof(why)), 0);
-	assert_int_equal(cpu_node_supported(&t.p, 20, f32, 1, why, sizeof(why)), 1);
+	assert_int_equal(cpu_node_supported(&cpu_optable_all, &t.p, 17, f32, 1, why, sizeof(why)), 0);
+	assert_int_equal(cpu_node_supported(&cpu_optable_all, &t.p, 20, f32, 1, why, sizeof(why)), 1);
 	tn(&t, "Add", 2, 1);
 	t.p.domain = "com.example";
-	assert_int_equal(cpu_node_supported(&t.p, 1, f32, 2, why, sizeof(why)), 0);
+	assert_int_equal(cpu_node_supported(&cpu_optable_all, &t.p, 1, f32, 2, why, sizeof(why)), 0);
+}
+
+/* The generated op table (ops/gen_registry.py): every entry well formed,
+ * no two entries claiming one (op_type, domain, opset), and cpu_op_find
+ * resolving each entry's own range to itself, ai.onnx and "" alike. */
+static void test_op_table(void **state)
+{
+	const cpu_optable *t = &cpu_optable_all;
+	(void)state;
+	assert_true(t->n > 150);
+	for (size_t i = 0; i < t->n; i++) {
+		const cpu_op *a = t->ops[i];
+
+		assert_non_null(a->op_type);
+		assert_non_null(a->domain);
+		assert_non_null(a->compute);
+		assert_true(a->min_opset >= 1 && a->min_opset <= a->max_opset);
+		for (size_t j = i + 1; j < t->n; j++) {
+			const cpu_op *b = t->ops[j];
+
+			if (strcmp(a->op_type, b->op_type) || strcmp(a->domain, b->domain))
+				continue;
+			if (a->max_opset >= b->min_opset && b->max_opset >= a->min_opset)
+				fail_msg("%s (domain '%s'): opsets %d-%d and %d-%d overlap", a->op_type,
+					 a->domain, a->min_opset, a->max_opset, b->min_opset,
+					 b->max_opset);
+		}
+		assert_ptr_equal(cpu_op_find(t, a->op_type, a->domain, a->min_opset), a);
+		assert_ptr_equal(cpu_op_find(t, a->op_type, a->domain, a->max_opset), a);
+		if (!a->domain[0])
+			assert_ptr_equal(cpu_op_find(t, a->op_type, "ai.onnx", a->min_opset), a);
+	}
+	assert_null(cpu_op_find(t, "NoSuchOp", "", 17));
+	assert_null(cpu_op_find(t, "Relu", "com.example", 17));
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_op_table),
 		cmocka_unit_test(test_sgemm_ragged),
 		cmocka_unit_test(test_gemm_op),
 		cmocka_unit_test(test_matmul),

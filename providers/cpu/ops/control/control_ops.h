@@ -1,7 +1,6 @@
 /*
  * control_ops: what the control-flow ops (If, Loop, Scan, SequenceMap)
- * share: their table entries (registry_control.c) and the small helpers of
- * control_util.c for compiling a graph attribute, reading a condition and
+ * share: the small helpers of control_util.c for compiling a graph attribute, reading a condition and
  * stacking per-iteration outputs.
  */
 #ifndef ORTMK_CPU_CONTROL_OPS_H
@@ -41,7 +40,5 @@ int ctl_stack_push(cpu_ctx *ctx, ctl_stack *s, const cpu_tensor *item);
  * of the declared dtype (gp's output gi) and shape [0]. */
 int ctl_stack_emit(cpu_ctx *ctx, ctl_stack *s, int i, const Onnx__GraphProto *gp, int gi);
 void ctl_stack_free(ctl_stack *s);
-
-extern const cpu_op cpu_op_if, cpu_op_loop, cpu_op_scan8, cpu_op_scan, cpu_op_sequencemap;
 
 #endif

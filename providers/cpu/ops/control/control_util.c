@@ -8,14 +8,17 @@
 #include <string.h>
 
 #include "control_ops.h"
+#include "cpu_node.h"
+#include "ops_table.h"
 
 int ctl_compile(const cpu_node *node, const char *name, cpu_graph **g, char *err, size_t n)
 {
 	const Onnx__AttributeProto *a = cpu_attr(node->proto, name);
+	cpu_load_env env = {node->ops, node->pack, node->opsets};
 
 	if (!a || !a->g)
 		return snprintf(err, n, "attribute '%s' (a graph) is missing", name), CPU_E_INVALID;
-	return cpu_graph_compile(a->g, node->opsets, node->opset, node->pack, g, err, n);
+	return cpu_graph_compile(a->g, &env, node->opset, g, err, n);
 }
 
 int ctl_supports_graphs(const Onnx__NodeProto *p, int64_t opset, const char *const *attrs,
@@ -29,7 +32,7 @@ int ctl_supports_graphs(const Onnx__NodeProto *p, int64_t opset, const char *con
 			return 0;
 		}
 	}
-	return cpu_graph_supported(p, opset, why, n);
+	return cpu_graph_supported(&cpu_optable_all, p, opset, why, n);
 }
 
 int ctl_read_bool(cpu_ctx *ctx, const cpu_tensor *t, const char *what, int *out)

@@ -1,8 +1,7 @@
 /*
  * math_ops: what the math family (providers/cpu/ops/math/) shares between
  * its files — the two-operand broadcasting driver, the reduction-axes
- * parser, small dtype helpers — and the op table entries registry_math.c
- * lists.
+ * parser, small dtype helpers.
  */
 #ifndef ORTMK_CPU_MATH_OPS_H
 #define ORTMK_CPU_MATH_OPS_H
@@ -60,26 +59,5 @@ void math_from_f64(cpu_tensor *y, const double *v, int64_t n);
 
 /* outer x n x inner split of dims around one axis. */
 void math_split_axis(const cpu_tensor *X, int axis, int64_t *outer, int64_t *n, int64_t *inner);
-
-/* ---- op table entries (registry_math.c lists them) ---- */
-
-extern const cpu_op cpu_op_cos, cpu_op_sin, cpu_op_tan, cpu_op_acos, cpu_op_asin, cpu_op_atan,
-	cpu_op_cosh, cpu_op_sinh, cpu_op_acosh, cpu_op_asinh, cpu_op_atanh, cpu_op_sign,
-	cpu_op_round, cpu_op_floor, cpu_op_ceil, cpu_op_isnan, cpu_op_isinf, cpu_op_selu,
-	cpu_op_elu, cpu_op_celu, cpu_op_softplus, cpu_op_softsign, cpu_op_hardsigmoid,
-	cpu_op_hardswish, cpu_op_mish, cpu_op_thresholdedrelu, cpu_op_shrink;
-extern const cpu_op cpu_op_and, cpu_op_or, cpu_op_xor, cpu_op_not, cpu_op_bitshift,
-	cpu_op_bitwiseand, cpu_op_bitwiseor, cpu_op_bitwisexor, cpu_op_bitwisenot, cpu_op_mod,
-	cpu_op_prelu;
-extern const cpu_op cpu_op_sum, cpu_op_mean;
-extern const cpu_op cpu_op_argmax, cpu_op_argmin, cpu_op_hardmax;
-extern const cpu_op cpu_op_reducel1, cpu_op_reducel2, cpu_op_reducelogsum,
-	cpu_op_reducelogsumexp, cpu_op_reduceprod, cpu_op_reducesumsquare;
-extern const cpu_op cpu_op_instancenorm, cpu_op_groupnorm, cpu_op_lpnorm, cpu_op_mvn,
-	cpu_op_lrn;
-extern const cpu_op cpu_op_nllloss, cpu_op_sceloss;
-extern const cpu_op cpu_op_einsum;
-extern const cpu_op cpu_op_cumsum, cpu_op_det;
-extern const cpu_op cpu_op_adagrad, cpu_op_adam, cpu_op_momentum;
 
 #endif

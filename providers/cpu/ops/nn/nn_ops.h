@@ -1,22 +1,12 @@
 /*
- * nn_ops: the op table entries of the nn family (recurrent networks,
- * ConvTranspose, quantized ops, signal processing), which registry_nn.c
- * lists.
+ * nn_ops: what the files of the nn family share (convolution and GEMM
+ * helpers live in cpu_ops.h/conv_impl.h): the integer helpers of the
+ * quantized ops and the recurrent networks' common code (rnn.h).
  */
 #ifndef ORTMK_CPU_NN_OPS_H
 #define ORTMK_CPU_NN_OPS_H
 
 #include "cpu_ops.h"
-
-extern const cpu_op cpu_op_rnn, cpu_op_gru, cpu_op_lstm;
-extern const cpu_op cpu_op_convtranspose;
-extern const cpu_op cpu_op_convinteger, cpu_op_qlinearconv;
-extern const cpu_op cpu_op_matmulinteger, cpu_op_qlinearmatmul;
-extern const cpu_op cpu_op_quantizelinear, cpu_op_dequantizelinear,
-	cpu_op_dynamicquantizelinear;
-extern const cpu_op cpu_op_dft, cpu_op_stft;
-extern const cpu_op cpu_op_hannwindow, cpu_op_hammingwindow, cpu_op_blackmanwindow,
-	cpu_op_melweightmatrix;
 
 /* ---- qcommon.c: integer helpers of the quantized ops ---- */
 

@@ -1,7 +1,7 @@
 /*
- * cast_string: ONNX Cast and CastLike to and from STRING.  These entries
- * are found before the numeric ones (registry.c searches ops/seq first) and
- * hand casts without strings to cpu_op_cast / cpu_op_castlike.
+ * cast_string: ONNX Cast and CastLike to and from STRING.  These are the op
+ * table's Cast and CastLike: they hand casts without strings to
+ * cpu_tensor_op_cast / cpu_tensor_op_castlike (not in the table).
  *
  * Numbers print as numpy's str() does, which is what the ONNX test data
  * holds: the shortest digits that read back to the same value, positional
@@ -159,7 +159,7 @@ static int cast_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t 
 {
 	if (cast_to(p) == CPU_STRING || (n_in > 0 && dt && dt[0] == CPU_STRING))
 		return 1;
-	return cpu_op_cast.supports ? cpu_op_cast.supports(p, opset, dt, n_in, why, n) : 1;
+	return cpu_tensor_op_cast.supports ? cpu_tensor_op_cast.supports(p, opset, dt, n_in, why, n) : 1;
 }
 
 static int cast_compute(cpu_ctx *ctx)
@@ -169,7 +169,7 @@ static int cast_compute(cpu_ctx *ctx)
 
 	if (X && (X->dtype == CPU_STRING || to == CPU_STRING))
 		return string_cast(ctx, X, to);
-	return cpu_op_cast.compute(ctx);
+	return cpu_tensor_op_cast.compute(ctx);
 }
 
 static int castlike_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt,
@@ -177,7 +177,7 @@ static int castlike_supports(const Onnx__NodeProto *p, int64_t opset, const int3
 {
 	if (n_in > 1 && dt && (dt[0] == CPU_STRING || dt[1] == CPU_STRING))
 		return 1;
-	return cpu_op_castlike.supports ? cpu_op_castlike.supports(p, opset, dt, n_in, why, n) : 1;
+	return cpu_tensor_op_castlike.supports ? cpu_tensor_op_castlike.supports(p, opset, dt, n_in, why, n) : 1;
 }
 
 static int castlike_compute(cpu_ctx *ctx)
@@ -186,7 +186,7 @@ static int castlike_compute(cpu_ctx *ctx)
 
 	if (X && T && (X->dtype == CPU_STRING || T->dtype == CPU_STRING))
 		return string_cast(ctx, X, T->dtype);
-	return cpu_op_castlike.compute(ctx);
+	return cpu_tensor_op_castlike.compute(ctx);
 }
 
 const cpu_op cpu_op_seq_cast = {

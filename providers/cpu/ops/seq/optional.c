@@ -1,9 +1,9 @@
 /*
  * optional: ONNX Optional, OptionalHasElement and OptionalGetElement, and
  * Identity for every kind of value.  An optional holding a value is that
- * value; an empty one is CPU_NONE.  Identity of a plain tensor is the main
- * table's (cpu_op_identity): this entry is found first (registry.c) and
- * hands tensors over.
+ * value; an empty one is CPU_NONE.  Identity of a plain tensor is
+ * cpu_tensor_op_identity's (ops/tensor/reshape.c, not in the op table):
+ * this entry hands tensors over.
  */
 #include "seq_ops.h"
 
@@ -42,9 +42,9 @@ static int get_element_compute(cpu_ctx *ctx)
 static int identity_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt,
 			     int n_in, char *why, size_t n)
 {
-	if (!cpu_op_identity.supports)
+	if (!cpu_tensor_op_identity.supports)
 		return 1;
-	return cpu_op_identity.supports(p, opset, dt, n_in, why, n);
+	return cpu_tensor_op_identity.supports(p, opset, dt, n_in, why, n);
 }
 
 static int identity_compute(cpu_ctx *ctx)
@@ -53,7 +53,7 @@ static int identity_compute(cpu_ctx *ctx)
 
 	if (is_special(x))
 		return cpu_value_emit(ctx, 0, x);
-	return cpu_op_identity.compute(ctx);
+	return cpu_tensor_op_identity.compute(ctx);
 }
 
 const cpu_op cpu_op_optional = {

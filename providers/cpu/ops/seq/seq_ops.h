@@ -1,6 +1,6 @@
 /*
- * seq_ops: what the sequence, optional and string ops share: their table
- * entries (registry_seq.c) and small helpers (seq_util.c).
+ * seq_ops: what the sequence, optional and string ops share: small
+ * helpers (seq_util.c).
  */
 #ifndef ORTMK_CPU_SEQ_OPS_H
 #define ORTMK_CPU_SEQ_OPS_H
@@ -10,6 +10,7 @@
 
 #include "cpu_graph.h"
 #include "cpu_ops.h"
+#include "tensor_ops.h"   /* cpu_tensor_op_castlike */
 
 /* Input i as a sequence, or NULL after failing with a message. */
 const cpu_seq *seq_input(cpu_ctx *ctx, int i, int *rc);
@@ -24,12 +25,4 @@ void seq_split_dims(int rank, const int64_t *dims, int axis, int64_t *outer, int
 int seq_format_number(int32_t dtype, const void *data, int64_t i, char *buf, size_t n);
 
 /* The tensor-only entries the overrides hand plain tensors to. */
-extern const cpu_op cpu_op_castlike;   /* ops/tensor/castlike.c */
-
-extern const cpu_op cpu_op_seq_identity, cpu_op_seq_cast, cpu_op_seq_castlike;
-extern const cpu_op cpu_op_sequenceempty, cpu_op_sequenceconstruct, cpu_op_sequenceinsert,
-	cpu_op_sequenceat, cpu_op_sequenceerase, cpu_op_sequencelength,
-	cpu_op_splittosequence, cpu_op_concatfromsequence, cpu_op_optional,
-	cpu_op_optionalhaselement, cpu_op_optionalgetelement, cpu_op_stringnormalizer;
-
 #endif

@@ -37,6 +37,6 @@ static int castlike_compute(cpu_ctx *ctx)
 	return 0;
 }
 
-const cpu_op cpu_op_castlike = {
+const cpu_op cpu_tensor_op_castlike = {
 	"CastLike", "", 15, CPU_OPSET_MAX, castlike_supports, NULL, castlike_compute, NULL,
 };

@@ -1,6 +1,6 @@
 /*
- * tensor_ops: what the files of ops/tensor/ share — the op table entries
- * that registry_tensor.c lists and the small helpers of tensor_util.c
+ * tensor_ops: what the files of ops/tensor/ share — the small helpers of
+ * tensor_util.c
  * (strides, index checks, a stable sort, element copies by size, reading
  * shape-like inputs and string attributes).
  */
@@ -53,14 +53,7 @@ int tensor_attr_is(const Onnx__NodeProto *p, const char *name, const char *dflt,
  * range (interpolating kernels overshoot: cubic, bicubic). */
 void tensor_store_f64(int32_t dtype, void *base, int64_t i, double v);
 
-/* ---- op table entries (registry_tensor.c lists them) ---- */
-
-extern const cpu_op cpu_op_resize, cpu_op_upsample, cpu_op_gatherelements, cpu_op_gathernd,
-	cpu_op_scatterelements, cpu_op_scatter, cpu_op_scatternd, cpu_op_trilu, cpu_op_eyelike,
-	cpu_op_pad, cpu_op_centercroppad, cpu_op_tile, cpu_op_topk, cpu_op_nonzero,
-	cpu_op_compress, cpu_op_onehot, cpu_op_unique, cpu_op_nonmaxsuppression,
-	cpu_op_reversesequence, cpu_op_depthtospace, cpu_op_spacetodepth, cpu_op_castlike,
-	cpu_op_col2im, cpu_op_gridsample, cpu_op_roialign, cpu_op_maxroipool,
-	cpu_op_maxunpool, cpu_op_lppool;
+/* Not in the op table: ops/seq's CastLike hands it plain tensors. */
+extern const cpu_op cpu_tensor_op_castlike;
 
 #endif

@@ -1,8 +1,7 @@
 /*
  * cpu_ops: what the CPU operators share with each other (not with the
  * executor): the single-precision GEMM, the broadcasting iterator, strided
- * copies, convolution/pooling window geometry, small input helpers, and the
- * op table entries that registry.c lists.
+ * copies, convolution/pooling window geometry and small input helpers.
  */
 #ifndef ORTMK_CPU_OPS_H
 #define ORTMK_CPU_OPS_H
@@ -139,20 +138,10 @@ int cpu_window_parse(const Onnx__NodeProto *p, cpu_window *w, char *err, size_t 
 int cpu_window_geom(const cpu_window *w, int nsp, const int64_t *in_sp,
 		    const int64_t *kernel, cpu_geom *g, char *err, size_t n);
 
-/* ---- op table entries (registry.c lists them) ---- */
+/* ---- the plain-tensor Identity and Cast ---- */
 
-extern const cpu_op cpu_op_abs, cpu_op_add, cpu_op_averagepool, cpu_op_batchnorm,
-	cpu_op_cast, cpu_op_clip, cpu_op_concat, cpu_op_constant, cpu_op_constantofshape,
-	cpu_op_conv, cpu_op_div, cpu_op_dropout, cpu_op_equal, cpu_op_erf, cpu_op_exp,
-	cpu_op_expand, cpu_op_flatten, cpu_op_gather, cpu_op_gelu, cpu_op_gemm,
-	cpu_op_globalaveragepool, cpu_op_globalmaxpool, cpu_op_greater, cpu_op_greaterorequal,
-	cpu_op_lessorequal, cpu_op_tfidfvectorizer, cpu_op_identity,
-	cpu_op_layernorm, cpu_op_leakyrelu, cpu_op_less, cpu_op_log, cpu_op_logsoftmax,
-	cpu_op_matmul, cpu_op_max, cpu_op_maxpool, cpu_op_min, cpu_op_mul, cpu_op_neg,
-	cpu_op_pow, cpu_op_range, cpu_op_reciprocal, cpu_op_reducemax, cpu_op_reducemean,
-	cpu_op_reducemin, cpu_op_reducesum, cpu_op_relu, cpu_op_reshape, cpu_op_shape,
-	cpu_op_sigmoid, cpu_op_size, cpu_op_slice, cpu_op_softmax, cpu_op_split,
-	cpu_op_sqrt, cpu_op_squeeze, cpu_op_sub, cpu_op_tanh, cpu_op_transpose,
-	cpu_op_unsqueeze, cpu_op_where;
+/* Not in the op table (not cpu_op_ prefixed): ops/seq's Identity and Cast
+ * take sequences, optionals and strings and hand plain tensors to these. */
+extern const cpu_op cpu_tensor_op_identity, cpu_tensor_op_cast;
 
 #endif

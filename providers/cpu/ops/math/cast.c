@@ -81,4 +81,4 @@ void cpu_cast_values(const cpu_tensor *X, cpu_tensor *Y)
 	}
 }
 
-const cpu_op cpu_op_cast = { "Cast", "", 1, CPU_OPSET_MAX, cast_supports, NULL, cast_compute, NULL };
+const cpu_op cpu_tensor_op_cast = { "Cast", "", 1, CPU_OPSET_MAX, cast_supports, NULL, cast_compute, NULL };

@@ -219,5 +219,5 @@ const cpu_op cpu_op_reshape = { "Reshape", "", 1, CPU_OPSET_MAX, any_supports, N
 const cpu_op cpu_op_flatten = { "Flatten", "", 1, CPU_OPSET_MAX, any_supports, NULL, flatten_compute, NULL };
 const cpu_op cpu_op_squeeze = { "Squeeze", "", 1, CPU_OPSET_MAX, any_supports, NULL, squeeze_compute, NULL };
 const cpu_op cpu_op_unsqueeze = { "Unsqueeze", "", 1, CPU_OPSET_MAX, any_supports, NULL, unsqueeze_compute, NULL };
-const cpu_op cpu_op_identity = { "Identity", "", 1, CPU_OPSET_MAX, any_supports, NULL, identity_compute, NULL };
+const cpu_op cpu_tensor_op_identity = { "Identity", "", 1, CPU_OPSET_MAX, any_supports, NULL, identity_compute, NULL };
 const cpu_op cpu_op_dropout = { "Dropout", "", 1, CPU_OPSET_MAX, any_supports, NULL, dropout_compute, NULL };

@@ -1,0 +1,81 @@
+/*
+ * cpu_node: runs one ONNX node on the CPU provider.  The graph executor
+ * (cpu_exec.c) calls these for each node of a plan; they find the operator
+ * in the op table they are given, run its prepare once, and per run hand
+ * the kernel its inputs and place its outputs (at the core's planned
+ * location, or on the heap when the core could not plan the shape).  Error
+ * messages name the node: "node 'conv1' (Conv): ...".  The unit tests call
+ * them directly to run one kernel.
+ */
+#ifndef ORTMK_CPU_NODE_H
+#define ORTMK_CPU_NODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cpu_kernel.h"
+
+/* What a node is loaded with.  ops is required; pack (the subgraph's
+ * pre-pack cache, cpu_prepack.h) and opsets (the model's, for ops that
+ * compile subgraphs; node->opsets) may be NULL.  The pointers must outlive
+ * the node. */
+typedef struct cpu_load_env {
+	const cpu_optable *ops;
+	struct cpu_pack_cache *pack;
+	const cpu_opsets *opsets;
+} cpu_load_env;
+
+/* Scratch memory a node keeps between runs (cpu_scratch): once a run has
+ * seen the kernel's needs, later runs with the same shapes allocate
+ * nothing.  It belongs to the run's frame, not to the node, so that runs
+ * in flight together do not share it. */
+typedef struct cpu_keep {
+	void *p;
+	size_t size;
+} cpu_keep;
+void cpu_keep_free(cpu_keep *k);
+
+/* What a node runs with (cpu_ctx's fields of the same names).  arena: the
+ * run's strings and sequences (NULL: the kernel cannot make them); scope:
+ * the enclosing graphs' values (NULL: none); pool: the intra-op thread pool
+ * (NULL: the calling thread alone); keep: the node's kept scratch (NULL:
+ * scratch is allocated and freed per run). */
+typedef struct cpu_run_env {
+	cpu_arena *arena;
+	const cpu_scope *scope;
+	struct cpu_pool *pool;
+	int threads;
+	cpu_keep *keep;
+} cpu_run_env;
+
+/* Capability check: 1 if an entry of ops covers (op_type, domain, opset) and
+ * its supports() (if any) accepts, else 0 with the reason in why ("no
+ * kernel for op 'Foo' (domain '', opset 13)").  in_dtypes has n_in entries;
+ * CPU_UNDEFINED where a dtype is unknown. */
+int cpu_node_supported(const cpu_optable *ops, const Onnx__NodeProto *p, int64_t opset,
+		       const int32_t *in_dtypes, int n_in, char *why, size_t n);
+
+/* Finds the op and runs prepare.  consts has n_in entries (NULL where the
+ * input is not constant) or is NULL; fuse is the fused element-wise tail
+ * (node->fuse) or NULL.  The node keeps the consts and fuse pointers, so
+ * the caller keeps them (and p) alive until cpu_node_fini.  Returns 0 or a
+ * cpu_status with err filled. */
+int cpu_node_init(cpu_node *node, const cpu_load_env *env, const cpu_fusion *fuse,
+		  const Onnx__NodeProto *p, int64_t opset, const cpu_tensor **consts,
+		  int n_in, int n_out, char *err, size_t n);
+void cpu_node_fini(cpu_node *node);
+
+/* Runs one node.  in: n_in inputs (NULL = omitted).  planned: NULL, or
+ * n_out entries; planned[i] != NULL means output i was planned there
+ * (dtype, shape and data fixed) and the kernel's output must match it
+ * exactly (else CPU_E_SHAPE); otherwise the output is malloc'ed (64-byte
+ * aligned, at least 1 byte) into out[i] with out_heap[i] = 1, for the
+ * caller to free(out[i].data), or built in the arena (strings, sequences)
+ * with out_heap[i] = 0.  On failure every heap output of this call is freed
+ * and out[] is zeroed.  Outputs the kernel never produced keep
+ * out[i].data == NULL.  Returns 0 or a cpu_status with err filled. */
+int cpu_node_run(cpu_node *node, const cpu_run_env *env, const cpu_tensor **in,
+		 const cpu_tensor **planned, cpu_tensor *out, int *out_heap, char *err,
+		 size_t n);
+
+#endif
