@@ -164,7 +164,13 @@ typedef struct cpu_node {
 	const cpu_opsets *opsets;    /* the model's (or NULL), set before prepare */
 	const struct cpu_optable *ops;  /* the table it was found in, for subgraphs */
 	const cpu_fusion *fuse;      /* fused element-wise tail, or NULL */
+	/* float16 inputs through the float32 kernel (cpu_f16.c, cpu_node.c):
+	 * CPU_F16_* and the float32 copies of float16 constants. */
+	int f16_mode;
+	struct cpu_node_f16 *f16;
 } cpu_node;
+
+enum { CPU_F16_UNDECIDED = 0, CPU_F16_WIDEN = 1, CPU_F16_AS_IS = 2 };
 
 /*
  * Pre-packed weights.  In prepare, a kernel asks for the packed form of its

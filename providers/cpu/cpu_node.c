@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu_f16.h"
 #include "cpu_node.h"
 
 /* State of one cpu_node_run, reached from cpu_ctx.exec. */
@@ -23,7 +24,17 @@ typedef struct exec_run {
 	size_t keep_used;        /* bytes of keep handed out */
 	size_t scratch_total;    /* bytes every cpu_scratch of this run asked */
 	int status;              /* first failure of cpu_output/cpu_scratch */
+	/* widened float16 (cpu_f16.c): per output, the float32 tensor the
+	 * kernel writes, narrowed into out[i] after compute; NULL when not */
+	cpu_tensor **narrow;
 } exec_run;
+
+/* The float32 copies of a node's float16 constants (CPU_F16_WIDEN). */
+struct cpu_node_f16 {
+	const cpu_tensor **consts;   /* what prepare saw: widened where float16 */
+	const cpu_tensor **orig;     /* the float16 constant, where widened */
+	cpu_tensor **wide;           /* owned */
+};
 
 enum { SCRATCH_HDR = 64 };
 
@@ -89,9 +100,61 @@ int cpu_node_supported(const cpu_optable *ops, const Onnx__NodeProto *p, int64_t
 			 norm_domain(p->domain), (long long)opset);
 		return 0;
 	}
-	if (op->supports && !op->supports(p, opset, in_dtypes, n_in, why, n))
+	if (op->supports && !op->supports(p, opset, in_dtypes, n_in, why, n) &&
+	    !cpu_f16_widens(op, p, opset, in_dtypes, n_in))
 		return 0;
 	return 1;
+}
+
+static void f16_free(struct cpu_node_f16 *f, int n_in)
+{
+	if (!f)
+		return;
+	for (int i = 0; f->wide && i < n_in; i++)
+		free(f->wide[i]);
+	free(f->consts);
+	free(f->orig);
+	free(f->wide);
+	free(f);
+}
+
+/* A node whose op refuses its float16 constants but takes them as
+ * float32 is prepared with float32 copies: packed weights come from
+ * them, and runs use them in place of the float16 inputs. */
+static int f16_init(cpu_node *node)
+{
+	int32_t dt[64];
+	struct cpu_node_f16 *f;
+	int any = 0;
+
+	if (!node->consts || node->n_in > 64)
+		return 0;
+	for (int i = 0; i < node->n_in; i++) {
+		dt[i] = node->consts[i] ? node->consts[i]->dtype : CPU_UNDEFINED;
+		any |= dt[i] == CPU_FLOAT16;
+	}
+	if (!any || !cpu_f16_widens(node->op, node->proto, node->opset, dt, node->n_in))
+		return 0;
+	node->f16_mode = CPU_F16_WIDEN;
+	f = node->f16 = calloc(1, sizeof(*f));
+	if (!f)
+		return CPU_E_NOMEM;
+	f->consts = calloc((size_t)node->n_in, sizeof(*f->consts));
+	f->orig = calloc((size_t)node->n_in, sizeof(*f->orig));
+	f->wide = calloc((size_t)node->n_in, sizeof(*f->wide));
+	if (!f->consts || !f->orig || !f->wide)
+		return CPU_E_NOMEM;
+	for (int i = 0; i < node->n_in; i++) {
+		f->consts[i] = node->consts[i];
+		if (dt[i] != CPU_FLOAT16)
+			continue;
+		if (!(f->wide[i] = cpu_f16_widen_tensor(node->consts[i])))
+			return CPU_E_NOMEM;
+		f->orig[i] = node->consts[i];
+		f->consts[i] = f->wide[i];
+	}
+	node->consts = f->consts;
+	return 0;
 }
 
 int cpu_node_init(cpu_node *node, const cpu_load_env *env, const cpu_fusion *fuse,
@@ -124,6 +187,13 @@ int cpu_node_init(cpu_node *node, const cpu_load_env *env, const cpu_fusion *fus
 	node->n_in = n_in;
 	node->n_out = n_out;
 	node->consts = consts;
+	rc = f16_init(node);
+	if (rc) {
+		snprintf(err, n, "out of memory");
+		prefix_err(p, rc, err, n);
+		cpu_node_fini(node);
+		return rc;
+	}
 	if (!op->prepare)
 		return 0;
 	rc = op->prepare(node, err, n);
@@ -142,6 +212,7 @@ void cpu_node_fini(cpu_node *node)
 		return;
 	if (node->op && node->op->release)
 		node->op->release(node);
+	f16_free(node->f16, node->n_in);
 	for (int i = 0; i < node->n_packed; i++)
 		free(node->packed[i]);
 	free(node->packed);
@@ -227,6 +298,72 @@ static void run_cleanup(exec_run *run)
 	}
 }
 
+/* The float16 inputs of a widened node as float32 (constants widened at
+ * load, the others into scratch); its float32 outputs are narrowed after
+ * compute (cpu_output hands the kernel float32 scratch, run.narrow).
+ * A node of an op that takes its float16 inputs as they are is marked so
+ * and never looked at again. */
+static int f16_begin(cpu_ctx *ctx)
+{
+	cpu_node *node = ctx->node;
+	exec_run *run = ctx->exec;
+	const struct cpu_node_f16 *f = node->f16;
+	const cpu_tensor **in;
+	int32_t dt[64];
+	int any = 0;
+
+	for (int i = 0; i < ctx->n_in && i < 64; i++) {
+		dt[i] = ctx->in[i] ? ctx->in[i]->dtype : CPU_UNDEFINED;
+		any |= dt[i] == CPU_FLOAT16;
+	}
+	if (!any)
+		return 0;
+	if (node->f16_mode == CPU_F16_UNDECIDED)
+		node->f16_mode = ctx->n_in <= 64 && cpu_f16_widens(node->op, node->proto, node->opset,
+								   dt, ctx->n_in) ?
+			CPU_F16_WIDEN : CPU_F16_AS_IS;
+	if (node->f16_mode != CPU_F16_WIDEN)
+		return 0;
+	in = cpu_scratch(ctx, sizeof(*in) * (size_t)ctx->n_in + 1);
+	run->narrow = cpu_scratch(ctx, sizeof(*run->narrow) * (size_t)ctx->n_out + 1);
+	if (!in || !run->narrow)
+		return CPU_E_NOMEM;
+	memset(run->narrow, 0, sizeof(*run->narrow) * (size_t)ctx->n_out);
+	for (int i = 0; i < ctx->n_in; i++) {
+		const cpu_tensor *t = ctx->in[i];
+		cpu_tensor *w;
+
+		in[i] = t;
+		if (!t || t->dtype != CPU_FLOAT16)
+			continue;
+		if (f && f->orig[i] && f->orig[i]->data == t->data) {
+			in[i] = f->wide[i];
+			continue;
+		}
+		w = cpu_scratch(ctx, sizeof(*w) + 64 + (size_t)cpu_numel(t) * sizeof(float));
+		if (!w)
+			return CPU_E_NOMEM;
+		*w = *t;
+		w->dtype = CPU_FLOAT;
+		w->data = (char *)w + ((sizeof(*w) + 63) & ~(size_t)63);
+		w->nbytes = (size_t)cpu_numel(t) * sizeof(float);
+		cpu_f16_widen(t->data, w->data, cpu_numel(t));
+		in[i] = w;
+	}
+	ctx->in = in;
+	return 0;
+}
+
+static void f16_end(cpu_ctx *ctx)
+{
+	exec_run *run = ctx->exec;
+
+	for (int i = 0; i < ctx->n_out; i++)
+		if (run->narrow[i] && run->given[i])
+			cpu_f16_narrow(run->narrow[i]->data, run->out[i].data,
+				       cpu_numel(&run->out[i]));
+}
+
 int cpu_node_run(cpu_node *node, const cpu_run_env *env, const cpu_tensor **in,
 		 const cpu_tensor **planned, cpu_tensor *out, int *out_heap, char *err,
 		 size_t n)
@@ -270,8 +407,12 @@ int cpu_node_run(cpu_node *node, const cpu_run_env *env, const cpu_tensor **in,
 		rc = cpu_fail(&ctx, CPU_E_NOMEM, "out of memory");
 	else
 		rc = check_inputs(&ctx);
+	if (rc == 0 && node->f16_mode != CPU_F16_AS_IS)
+		rc = f16_begin(&ctx);
 	if (rc == 0)
 		rc = node->op->compute(&ctx);
+	if (rc == 0 && run.narrow)
+		f16_end(&ctx);
 	if (rc != 0 && run.status != 0)
 		rc = run.status;   /* cpu_output/cpu_scratch know the real cause */
 	if (rc > 0)
@@ -369,7 +510,40 @@ static cpu_tensor *planned_output(cpu_ctx *ctx, int i, int32_t dtype, int rank,
 	return &run->out[i];
 }
 
+static cpu_tensor *output_at(cpu_ctx *ctx, int i, int32_t dtype, int rank, const int64_t *dims);
+
+/* A widened node's float32 output i: the graph's float16 tensor is made
+ * (planned or allocated) and the kernel writes a float32 twin in
+ * scratch, narrowed into it after compute. */
+static cpu_tensor *output_narrowed(cpu_ctx *ctx, int i, int rank, const int64_t *dims)
+{
+	exec_run *run = ctx->exec;
+	cpu_tensor *t = output_at(ctx, i, CPU_FLOAT16, rank, dims), *w;
+
+	if (!t)
+		return NULL;
+	w = cpu_scratch(ctx, sizeof(*w) + 64 + (size_t)cpu_numel(t) * sizeof(float));
+	if (!w)
+		return NULL;
+	*w = *t;
+	w->dtype = CPU_FLOAT;
+	w->data = (char *)w + ((sizeof(*w) + 63) & ~(size_t)63);
+	w->nbytes = (size_t)cpu_numel(t) * sizeof(float);
+	if (run->given[i])
+		run->narrow[i] = w;
+	return w;
+}
+
 cpu_tensor *cpu_output(cpu_ctx *ctx, int i, int32_t dtype, int rank, const int64_t *dims)
+{
+	exec_run *run = ctx->exec;
+
+	if (run->narrow && dtype == CPU_FLOAT && i >= 0 && i < ctx->n_out)
+		return output_narrowed(ctx, i, rank, dims);
+	return output_at(ctx, i, dtype, rank, dims);
+}
+
+static cpu_tensor *output_at(cpu_ctx *ctx, int i, int32_t dtype, int rank, const int64_t *dims)
 {
 	exec_run *run = ctx->exec;
 	size_t es = cpu_dtype_size(dtype), bytes;

@@ -23,6 +23,7 @@
 
 #include "cpu_node.h"
 #include "cpu_test_util.h"
+#include "cpu_f16.h"
 #include "cpu_ops.h"
 #include "vmath.h"
 
@@ -545,10 +546,58 @@ static void test_op_table(void **state)
 	assert_null(cpu_op_find(t, "Relu", "com.example", 17));
 }
 
+/* The vector float16 conversions (F16C where the CPU has it) agree with
+ * the scalar ones bit for bit: every half widened, and floats around
+ * every rounding case (ties, subnormals, overflow, NaN) narrowed. */
+static void test_f16_convert(void **state)
+{
+	enum { N = 65536 };
+	uint16_t *hx = malloc(N * sizeof(*hx)), *hy = malloc(4 * N * sizeof(*hy));
+	float *f = malloc(4 * N * sizeof(*f));
+	(void)state;
+	assert_non_null(hx);
+	assert_non_null(hy);
+	assert_non_null(f);
+	for (int i = 0; i < N; i++)
+		hx[i] = (uint16_t)i;
+	cpu_f16_widen(hx, f, N);
+	for (int i = 0; i < N; i++) {
+		float s = cpu_f16_to_f32(hx[i]);
+
+		if (s != s)
+			assert_true(f[i] != f[i]);
+		else
+			assert_memory_equal(&f[i], &s, sizeof(s));
+	}
+	for (int i = 0; i < N; i++) {
+		/* each half, and the points a quarter, a half and three
+		 * quarters of the way to the next one */
+		float a = cpu_f16_to_f32(hx[i]), b = cpu_f16_to_f32((uint16_t)(i + 1));
+
+		f[4 * i] = a;
+		f[4 * i + 1] = a + (b - a) * 0.25f;
+		f[4 * i + 2] = a + (b - a) * 0.5f;
+		f[4 * i + 3] = a + (b - a) * 0.75f;
+	}
+	cpu_f16_narrow(f, hy, 4 * N);
+	for (int i = 0; i < 4 * N; i++) {
+		uint16_t s = cpu_f32_to_f16(f[i]);
+
+		if (f[i] != f[i])
+			assert_true((hy[i] & 0x7c00) == 0x7c00 && (hy[i] & 0x3ff));
+		else if (hy[i] != s)
+			fail_msg("narrow(%a): vector %#x, scalar %#x", (double)f[i], hy[i], s);
+	}
+	free(hx);
+	free(hy);
+	free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_op_table),
+		cmocka_unit_test(test_f16_convert),
 		cmocka_unit_test(test_sgemm_ragged),
 		cmocka_unit_test(test_gemm_op),
 		cmocka_unit_test(test_matmul),
