@@ -76,9 +76,35 @@ static void cpu_sg_free(cpu_sg *c)
 	free(c);
 }
 
+/* ORTMK_CPU_PROFILE=FILE: at unload, each node's mean time per run is
+ * appended to FILE as tab-separated lines (subgraph id, node index, op
+ * type, node name, microseconds per run, runs), fused heads under their
+ * own op type with "+fused".  Read it with tools/bench/profile_ops.py. */
+static void write_profile(const cpu_sg *c, const ep_subgraph *sg)
+{
+	const char *path = getenv("ORTMK_CPU_PROFILE");
+	uint64_t runs = c->plan.node_ns ? c->plan.node_ns[c->plan.n_nodes] : 0;
+	FILE *fp;
+
+	if (!path || !runs || !(fp = fopen(path, "a")))
+		return;
+	for (size_t k = 0; k < c->plan.n_nodes; k++) {
+		const Onnx__NodeProto *p = sg->graph->node[k];
+
+		if (!c->plan.nodes[k].op)
+			continue;
+		fprintf(fp, "%u\t%zu\t%s%s\t%s\t%.3f\t%llu\n", sg->id, k, p->op_type,
+			c->plan.nodes[k].fuse ? "+fused" : "", p->name ? p->name : "",
+			(double)c->plan.node_ns[k] / 1e3 / (double)runs, (unsigned long long)runs);
+	}
+	fclose(fp);
+}
+
 static void cpu_unload(void *self, ep_subgraph *sg)
 {
 	(void)self;
+	if (sg->impl)
+		write_profile(sg->impl, sg);
 	cpu_sg_free(sg->impl);
 	sg->impl = NULL;
 }
@@ -256,6 +282,8 @@ static int cpu_load(void *self, ep_subgraph *sg, char *err, size_t n)
 		return snprintf(err, n, "out of memory"), EP_E_NOMEM;
 	}
 	c->env = (cpu_load_env){&cpu_optable_all, c->pack, &c->opsets};
+	if (getenv("ORTMK_CPU_PROFILE"))
+		c->plan.node_ns = calloc(c->plan.n_nodes + 1, sizeof(uint64_t));
 	rc = build_plan(c, sg, err, n);
 	if (rc == 0 && !(c->run.frame = cpu_frame_new(&c->plan)))
 		rc = (snprintf(err, n, "out of memory"), EP_E_NOMEM);

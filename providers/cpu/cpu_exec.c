@@ -5,6 +5,7 @@
  * control-flow ops (cpu_graph.c).
  */
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,6 +56,7 @@ void cpu_plan_free(cpu_plan *p)
 	free(p->node_out);
 	free(p->node_consts);
 	free(p->node_refs);
+	free(p->node_ns);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -350,6 +352,14 @@ static void release_dead(cpu_frame *f, size_t k)
 	}
 }
 
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 int cpu_exec_run(cpu_frame *f, const cpu_run_env *env, char *err, size_t n)
 {
 	const cpu_plan *p = f->plan;
@@ -359,11 +369,17 @@ int cpu_exec_run(cpu_frame *f, const cpu_run_env *env, char *err, size_t n)
 
 	e.scope = &scope.base;
 	for (size_t k = 0; rc == 0 && k < p->n_nodes; k++) {
+		uint64_t t0 = p->node_ns ? now_ns() : 0;
+
 		if (!p->nodes[k].op)
 			continue;   /* fused into an earlier node */
 		rc = run_node(f, &e, k, err, n);
 		if (rc == 0)
 			release_dead(f, k);
+		if (p->node_ns)
+			__atomic_fetch_add(&p->node_ns[k], now_ns() - t0, __ATOMIC_RELAXED);
 	}
+	if (p->node_ns)
+		__atomic_fetch_add(&p->node_ns[p->n_nodes], 1, __ATOMIC_RELAXED);
 	return rc;
 }

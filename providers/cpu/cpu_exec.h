@@ -39,6 +39,9 @@ typedef struct cpu_plan {
 	unsigned char *pinned;          /* per value: never freed during a run */
 	int max_in, max_out;
 	size_t inited;                  /* nodes [0, inited) went through init */
+	/* ORTMK_CPU_PROFILE: per node the nanoseconds its runs took, then the
+	 * number of runs (n_nodes + 1 entries; cpu_ep.c reports them), or NULL */
+	uint64_t *node_ns;
 } cpu_plan;
 
 /* Tables for nv values and nn nodes, zeroed (last_use -1).  0 or

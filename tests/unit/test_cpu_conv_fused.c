@@ -234,6 +234,14 @@ static const ccase conv_cases[] = {
 	{1, 33, 6, 6, 40, 1, 1, 1, 1, 0, 1},       /* 1x1 direct, packed form */
 	{1, 12, 16, 16, 24, 1, 1, 1, 1, 0, 1},     /* 1x1 direct, rows form */
 	{1, 6, 11, 13, 6, 6, 3, 3, 1, 1, 1},       /* depthwise */
+	{2, 5, 21, 37, 5, 5, 3, 3, 2, 1, 1},       /* depthwise 3x3/2, vector tails */
+	{1, 4, 19, 26, 4, 4, 5, 5, 1, 2, 1},       /* depthwise 5x5/1 */
+	{1, 3, 18, 33, 3, 3, 5, 5, 2, 2, 1},       /* depthwise 5x5/2 */
+	{1, 2, 15, 17, 2, 2, 7, 7, 1, 3, 1},       /* depthwise 7x7/1 */
+	{1, 3, 12, 14, 3, 3, 3, 3, 2, 0, 1},       /* depthwise 3x3/2 unpadded, odd */
+	{1, 3, 13, 20, 3, 3, 3, 3, 1, 2, 2},       /* depthwise dilated */
+	{1, 4, 1, 50, 4, 4, 1, 5, 1, 2, 1},        /* depthwise 1x5 (a 1-D signal) */
+	{1, 2, 9, 9, 2, 2, 3, 1, 3, 1, 1},         /* depthwise 3x1, stride 3 */
 	{2, 4, 10, 9, 8, 4, 3, 2, 2, 1, 2},        /* grouped 2 per group, 3x2 */
 	{1, 5, 23, 23, 9, 1, 7, 7, 2, 3, 1},       /* 7x7 stride 2 (ResNet stem) */
 	{1, 300, 4, 4, 70, 1, 3, 3, 1, 1, 1},      /* K 2700; Winograd (3x3 s1) */

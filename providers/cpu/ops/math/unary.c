@@ -1,6 +1,7 @@
 /*
  * unary: elementwise functions of one tensor — Relu, LeakyRelu, Sigmoid,
- * Tanh, Erf, Gelu, Sqrt, Exp, Log, Neg, Abs, Reciprocal and Clip.  float32
+ * Tanh, Erf, Gelu, Sqrt, Exp, Log, Neg, Abs, Reciprocal, Clip, HardSigmoid
+ * and HardSwish.  float32
  * runs a per-op vectorized loop (vmath.h for Sigmoid, Tanh, Erf, Gelu and
  * Exp; Sqrt and Log on libm), split over the intra-op pool when
  * the tensor is large; NaN stays NaN; float64 and float16 use the double libm;
@@ -10,22 +11,23 @@
 #include <math.h>
 #include <string.h>
 
+#include "cpu_f16.h"
 #include "cpu_ops.h"
 #include "par.h"
 #include "vmath.h"
 
 enum unop {
 	U_RELU, U_LEAKY, U_SIGMOID, U_TANH, U_ERF, U_GELU, U_SQRT, U_EXP, U_LOG, U_NEG, U_ABS,
-	U_RECIP, U_CLIP,
+	U_RECIP, U_CLIP, U_HSIGMOID, U_HSWISH,
 };
 
 static const char *const un_names[] = {
 	"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Erf", "Gelu", "Sqrt", "Exp", "Log", "Neg",
-	"Abs", "Reciprocal", "Clip",
+	"Abs", "Reciprocal", "Clip", "HardSigmoid", "HardSwish",
 };
 
 typedef struct un_params {
-	double alpha, lo, hi;
+	double alpha, beta, lo, hi;
 	int gelu_tanh;
 } un_params;
 
@@ -41,6 +43,8 @@ static uint32_t un_types(int op)
 {
 	if (op == U_RELU || op == U_NEG || op == U_ABS || op == U_CLIP)
 		return CPU_TYPES_NUMERIC;
+	if (op == U_HSIGMOID || op == U_HSWISH)
+		return CPU_TYPES_FLOAT | CPU_BIT(CPU_FLOAT16) | CPU_BIT(CPU_BFLOAT16);
 	return CPU_TYPES_FLOAT | CPU_BIT(CPU_FLOAT16);
 }
 
@@ -62,6 +66,9 @@ static inline float un_f32(int op, float x, const un_params *p)
 	case U_NEG: return -x;
 	case U_ABS: return fabsf(x);
 	case U_RECIP: return 1.0f / x;
+	case U_HSIGMOID:
+		return fmaxf(0.0f, fminf(1.0f, (float)p->alpha * x + (float)p->beta));
+	case U_HSWISH: return x * fmaxf(0.0f, fminf(1.0f, x * (1.0f / 6.0f) + 0.5f));
 	default: return x < (float)p->lo ? (float)p->lo : x > (float)p->hi ? (float)p->hi : x;
 	}
 }
@@ -84,6 +91,8 @@ static double un_f64(int op, double x, const un_params *p)
 	case U_NEG: return -x;
 	case U_ABS: return fabs(x);
 	case U_RECIP: return 1.0 / x;
+	case U_HSIGMOID: return fmax(0.0, fmin(1.0, p->alpha * x + p->beta));
+	case U_HSWISH: return x * fmax(0.0, fmin(1.0, x / 6.0 + 0.5));
 	default: return x < p->lo ? p->lo : x > p->hi ? p->hi : x;
 	}
 }
@@ -113,6 +122,9 @@ un_vec(int op, vf8 x, const un_params *p)
 	case U_NEG: return -x;
 	case U_ABS: return vf_abs(x);
 	case U_RECIP: return 1.0f / x;
+	case U_HSIGMOID:
+		return vf_clamp(x * (float)p->alpha + (float)p->beta, 0.0f, 1.0f);
+	case U_HSWISH: return x * vf_clamp(x * (1.0f / 6.0f) + 0.5f, 0.0f, 1.0f);
 	default: return vf_clamp(x, (float)p->lo, (float)p->hi);
 	}
 }
@@ -153,6 +165,8 @@ static void f32_run(int op, const float *x, float *y, int64_t n, const un_params
 	case U_ABS: f32_vloop(U_ABS, x, y, n, p); break;
 	case U_RECIP: f32_vloop(U_RECIP, x, y, n, p); break;
 	case U_CLIP: f32_vloop(U_CLIP, x, y, n, p); break;
+	case U_HSIGMOID: f32_vloop(U_HSIGMOID, x, y, n, p); break;
+	case U_HSWISH: f32_vloop(U_HSWISH, x, y, n, p); break;
 	default:
 		for (int64_t i = 0; i < n; i++)
 			y[i] = un_f32(op, x[i], p);
@@ -172,6 +186,22 @@ static void un_range(void *arg, int64_t b, int64_t e, int member)
 	const un_job *j = arg;
 	(void)member;
 	f32_run(j->op, j->x + b, j->y + b, e - b, j->p);
+}
+
+/* float16 through the float32 loop, a cache-sized chunk at a time. */
+static void un_range16(void *arg, int64_t b, int64_t e, int member)
+{
+	const un_job *j = arg;
+	float buf[1024];
+
+	(void)member;
+	for (int64_t i = b; i < e; i += 1024) {
+		int64_t m = e - i < 1024 ? e - i : 1024;
+
+		cpu_f16_widen((const uint16_t *)j->x + i, buf, m);
+		f32_run(j->op, buf, buf, m, j->p);
+		cpu_f16_narrow(buf, (uint16_t *)j->y + i, m);
+	}
 }
 
 /* ns per element on one core, for cpu_par_for. */
@@ -216,7 +246,8 @@ static int un_params_of(cpu_ctx *ctx, int op, un_params *p)
 {
 	char approx[16];
 	memset(p, 0, sizeof(*p));
-	p->alpha = cpu_attr_float(ctx->node->proto, "alpha", 0.01f);
+	p->alpha = cpu_attr_float(ctx->node->proto, "alpha", op == U_HSIGMOID ? 0.2f : 0.01f);
+	p->beta = cpu_attr_float(ctx->node->proto, "beta", 0.5f);
 	if (op == U_GELU && cpu_attr_str(ctx->node->proto, "approximate", approx, sizeof(approx))) {
 		if (!strcmp(approx, "tanh"))
 			p->gelu_tanh = 1;
@@ -250,9 +281,10 @@ static int un_compute(cpu_ctx *ctx)
 	if (!(Y = cpu_output(ctx, 0, X->dtype, X->rank, X->dims)))
 		return CPU_E_NOMEM;
 	n = cpu_numel(X);
-	if (X->dtype == CPU_FLOAT) {
+	if (X->dtype == CPU_FLOAT || (X->dtype == CPU_FLOAT16 && op != U_SQRT && op != U_LOG)) {
 		un_job j = {op, X->data, Y->data, &p};
-		cpu_par_for(ctx, n, un_cost(op), 4096, un_range, &j);
+		cpu_par_for(ctx, n, un_cost(op), 4096, X->dtype == CPU_FLOAT ? un_range : un_range16,
+			    &j);
 	} else if (cpu_dtype_is_float(X->dtype)) {
 		for (int64_t i = 0; i < n; i++)
 			cpu_set_f64(X->dtype, Y->data, i, un_f64(op, cpu_get_f64(X->dtype, X->data, i), &p));
@@ -276,4 +308,6 @@ const cpu_op cpu_op_log = { "Log", "", 1, CPU_OPSET_MAX, un_supports, NULL, un_c
 const cpu_op cpu_op_neg = { "Neg", "", 1, CPU_OPSET_MAX, un_supports, NULL, un_compute, NULL };
 const cpu_op cpu_op_abs = { "Abs", "", 1, CPU_OPSET_MAX, un_supports, NULL, un_compute, NULL };
 const cpu_op cpu_op_reciprocal = { "Reciprocal", "", 1, CPU_OPSET_MAX, un_supports, NULL, un_compute, NULL };
+const cpu_op cpu_op_hardsigmoid = { "HardSigmoid", "", 1, CPU_OPSET_MAX, un_supports, NULL, un_compute, NULL };
+const cpu_op cpu_op_hardswish = { "HardSwish", "", 14, CPU_OPSET_MAX, un_supports, NULL, un_compute, NULL };
 const cpu_op cpu_op_clip = { "Clip", "", 1, CPU_OPSET_MAX, un_supports, NULL, un_compute, NULL };

@@ -2,7 +2,7 @@
  * unary_math: elementwise functions of one tensor that unary.c does not
  * have — the trigonometric and hyperbolic functions, Sign, Round (half to
  * even), Floor, Ceil, IsNaN, IsInf and the activations Selu, Elu, Celu,
- * Softplus, Softsign, HardSigmoid, HardSwish, Mish, ThresholdedRelu and
+ * Softplus, Softsign, Mish, ThresholdedRelu and
  * Shrink.  Floating types compute in double (float16 and bfloat16 round to
  * nearest even on the way back); Sign and Shrink also take every integer
  * type.
@@ -15,13 +15,13 @@
 enum um_op {
 	M_COS, M_SIN, M_TAN, M_ACOS, M_ASIN, M_ATAN, M_COSH, M_SINH, M_ACOSH, M_ASINH, M_ATANH,
 	M_SIGN, M_ROUND, M_FLOOR, M_CEIL, M_ISNAN, M_ISINF, M_SELU, M_ELU, M_CELU, M_SOFTPLUS,
-	M_SOFTSIGN, M_HARDSIGMOID, M_HARDSWISH, M_MISH, M_THRESHRELU, M_SHRINK,
+	M_SOFTSIGN, M_MISH, M_THRESHRELU, M_SHRINK,
 };
 
 static const char *const um_names[] = {
 	"Cos", "Sin", "Tan", "Acos", "Asin", "Atan", "Cosh", "Sinh", "Acosh", "Asinh", "Atanh",
 	"Sign", "Round", "Floor", "Ceil", "IsNaN", "IsInf", "Selu", "Elu", "Celu", "Softplus",
-	"Softsign", "HardSigmoid", "HardSwish", "Mish", "ThresholdedRelu", "Shrink",
+	"Softsign", "Mish", "ThresholdedRelu", "Shrink",
 };
 
 typedef struct um_params {
@@ -78,8 +78,6 @@ static double um_f64(int op, double x, const um_params *p)
 	case M_CELU: return x > 0.0 ? x : p->alpha * expm1(x / p->alpha);
 	case M_SOFTPLUS: return softplus(x);
 	case M_SOFTSIGN: return x / (1.0 + fabs(x));
-	case M_HARDSIGMOID: return fmax(0.0, fmin(1.0, p->alpha * x + p->beta));
-	case M_HARDSWISH: return x * fmax(0.0, fmin(1.0, x / 6.0 + 0.5));
 	case M_MISH: return x * tanh(softplus(x));
 	case M_THRESHRELU: return x > p->alpha ? x : 0.0;
 	case M_SHRINK: return x < -p->gamma ? x + p->beta : x > p->gamma ? x - p->beta : 0.0;
@@ -100,10 +98,6 @@ static int um_params_of(cpu_ctx *ctx, int op, um_params *p)
 		p->alpha = cpu_attr_float(n, "alpha", 1.0f);
 		if (op == M_CELU && p->alpha == 0.0)
 			return cpu_fail(ctx, CPU_E_INVALID, "Celu alpha must not be 0");
-		break;
-	case M_HARDSIGMOID:
-		p->alpha = cpu_attr_float(n, "alpha", 0.2f);
-		p->beta = cpu_attr_float(n, "beta", 0.5f);
 		break;
 	case M_SHRINK:
 		p->beta = cpu_attr_float(n, "bias", 0.0f);
@@ -205,8 +199,6 @@ const cpu_op cpu_op_elu = { "Elu", "", 1, CPU_OPSET_MAX, um_supports, NULL, um_c
 const cpu_op cpu_op_celu = { "Celu", "", 12, CPU_OPSET_MAX, um_supports, NULL, um_compute, NULL };
 const cpu_op cpu_op_softplus = { "Softplus", "", 1, CPU_OPSET_MAX, um_supports, NULL, um_compute, NULL };
 const cpu_op cpu_op_softsign = { "Softsign", "", 1, CPU_OPSET_MAX, um_supports, NULL, um_compute, NULL };
-const cpu_op cpu_op_hardsigmoid = { "HardSigmoid", "", 1, CPU_OPSET_MAX, um_supports, NULL, um_compute, NULL };
-const cpu_op cpu_op_hardswish = { "HardSwish", "", 14, CPU_OPSET_MAX, um_supports, NULL, um_compute, NULL };
 const cpu_op cpu_op_mish = { "Mish", "", 18, CPU_OPSET_MAX, um_supports, NULL, um_compute, NULL };
 const cpu_op cpu_op_thresholdedrelu = { "ThresholdedRelu", "", 10, CPU_OPSET_MAX, um_supports, NULL, um_compute, NULL };
 const cpu_op cpu_op_shrink = { "Shrink", "", 9, CPU_OPSET_MAX, um_supports, NULL, um_compute, NULL };

@@ -4,7 +4,8 @@
  * the provider's thread pool.  Per (image, group), one of:
  *
  *  - depthwise (one input and one output channel per group): a direct
- *    sliding window, no GEMM (conv_dw.c);
+ *    sliding window over zero-padded planes, no GEMM (conv_dw.c; 3-D in
+ *    conv_im2col.c);
  *  - output channels as rows: Y_g[Mg, P] = W_g[Mg, K] x col[K, P] (P the
  *    output pixels, K = C/g x kernel), the filter read in place as the
  *    GEMM's A, col packed on the fly;
@@ -312,8 +313,12 @@ static int conv_compute(cpu_ctx *ctx)
 		return cpu_fuse_end(ctx, &fr, 1);
 	}
 	if (j.Cg == 1 && j.Mg == 1) {
-		conv_depthwise(&j, X->data, W->data, B ? B->data : NULL, fr.y->data, N * G, G);
-		return cpu_fuse_end(ctx, &fr, 1);
+		if (conv_dw_fits(&j))
+			rc = conv_dw_run(ctx, &j, X->data, W->data, B ? B->data : NULL, fr.y->data,
+					 N * G, G);
+		else
+			conv_depthwise(&j, X->data, W->data, B ? B->data : NULL, fr.y->data, N * G, G);
+		return rc ? rc : cpu_fuse_end(ctx, &fr, 1);
 	}
 	if (!direct && j.osz && (uint64_t)j.ksz > SIZE_MAX / sizeof(float) / 2 / (uint64_t)j.osz)
 		return cpu_fail(ctx, CPU_E_NOMEM, "im2col buffer too large");

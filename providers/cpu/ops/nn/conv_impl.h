@@ -54,6 +54,12 @@ void conv_pack_im2col(void *arg, int64_t k0, int64_t rows, int64_t p0, int64_t p
 void conv_depthwise(const conv_job *j, const float *x, const float *w, const float *b,
 		    float *y, int64_t planes, int64_t channels);
 
+/* conv_dw.c: the same for 1-D and 2-D images (conv_dw_fits) on padded
+ * planes, split over the pool; 0 or CPU_E_NOMEM. */
+int conv_dw_fits(const conv_job *j);
+int conv_dw_run(cpu_ctx *ctx, const conv_job *j, const float *x, const float *w,
+		const float *b, float *y, int64_t planes, int64_t channels);
+
 /* conv_wino.c: packs the transformed filter when the node qualifies
  * (3x3, stride 1, no dilation, one group, constant W); 0 or a status. */
 int conv_wino_prepare(cpu_node *node, conv_state *st, char *err, size_t n);
