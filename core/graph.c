@@ -399,6 +399,7 @@ int graph_init_load(graph *g, int vi, const Onnx__TensorProto *t,
 
 	memset(init, 0, sizeof(*init));
 	init->file = -1;
+	init->alias = -1;
 	/* String tensors have no fixed-size layout; their consumers read the
 	 * proto's string_data directly. */
 	if (t->data_type == DT(STRING))

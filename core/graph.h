@@ -38,6 +38,8 @@ typedef struct graph_init {
 	uint64_t nbytes;
 	int file;               /* external: index into graph.files */
 	uint64_t offset;        /* external: offset inside the file */
+	int alias;              /* these are the bytes of initializer `alias`
+				 * (graph_fold), or -1 */
 } graph_init;
 
 typedef struct graph_value {
@@ -168,6 +170,10 @@ void graph_namemap_free(graph_namemap *m);
  * value): inline bytes, typed fields converted to the raw layout, or an
  * external-data file opened once and bounds-checked.  Never reads external
  * bytes.  Returns 0 or a negative code with a message naming the tensor. */
+/* graph_fold.c: Constant nodes and Identity nodes of initializers become
+ * initializers and leave graph.nodes (see the file).  0 or -errno. */
+int graph_fold(graph *g, char *err, size_t errlen);
+
 int graph_init_load(graph *g, int vi, const Onnx__TensorProto *t,
 		    char *err, size_t errlen);
 

@@ -113,6 +113,7 @@ static int add_value(load_ctx *c, const char *name, enum graph_value_kind kind, 
 	v->rank = -1;
 	v->producer = producer;
 	v->init.file = -1;
+	v->init.alias = -1;
 	g->n_values++;
 	rc = graph_namemap_put(&g->index, v->name, vi);
 	return rc < 0 ? rc : vi;
@@ -408,6 +409,8 @@ static int load_common(const void *bytes, size_t n, char *model_dir, const char 
 		rc = load_nodes(&c);
 	if (rc == 0)
 		rc = terminate_strings(c.g->model->graph, 0);
+	if (rc == 0)
+		rc = graph_fold(c.g, err, errlen);
 out:
 	if (rc == -ENOMEM)
 		load_fail(&c, rc, "%s: out of memory", label);

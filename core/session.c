@@ -59,6 +59,10 @@ static ortmk_status copy_weights(ortmk_session *s)
 		s->weight_off[v] = PLAN_NONE;
 		if (val->kind != GRAPH_VALUE_INITIALIZER || val->init.external || !val->init.data)
 			continue;
+		if (val->init.alias >= 0 && s->weight_off[val->init.alias] != PLAN_NONE) {
+			s->weight_off[v] = s->weight_off[val->init.alias];
+			continue;   /* the same bytes, copied once */
+		}
 		s->weight_off[v] = total;
 		total += (val->init.nbytes + SHM_ALIGN - 1) & ~(uint64_t)(SHM_ALIGN - 1);
 	}
@@ -67,7 +71,7 @@ static ortmk_status copy_weights(ortmk_session *s)
 		return core_fail(ORTMK_ERR_NO_MEMORY, "cannot create %llu bytes of shared memory for weights",
 				 (unsigned long long)total);
 	for (size_t v = 0; v < g->n_values; v++)
-		if (s->weight_off[v] != PLAN_NONE)
+		if (s->weight_off[v] != PLAN_NONE && g->values[v].init.alias < 0)
 			memcpy((uint8_t *)s->weights.base + s->weight_off[v], g->values[v].init.data,
 			       g->values[v].init.nbytes);
 	return ORTMK_OK;

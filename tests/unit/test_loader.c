@@ -880,6 +880,79 @@ static void test_external_from_bytes(void **state)
 
 /* ---- subgraphs --------------------------------------------------------- */
 
+/* A Constant's value tensor, not an initializer of the graph. */
+static Onnx__TensorProto *const_value(gb *b, Onnx__NodeProto *n, const char *dims,
+				      const void *data, size_t nbytes)
+{
+	Onnx__TensorProto *t = tensor_raw(b, "", DT(FLOAT), dims, data, nbytes);
+
+	b->g.n_initializer--;
+	attr(n, "value", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__TENSOR)->t = t;
+	return t;
+}
+
+/* graph_fold (core/graph_fold.c): Constant nodes and Identity nodes of
+ * initializers become initializers (an Identity of an Identity shares the
+ * root's bytes; an initializer that is also an input is a weight); an
+ * Identity of an activation, a Constant that is a graph output and an
+ * empty Constant stay nodes. */
+static void test_fold(void **state)
+{
+	mb *m = mb_new();
+	static const float w[4] = {1, 2, 3, 4}, c[2] = {5, 6};
+	char err[256];
+	graph *g;
+	int vw, vw1, vw2, vk;
+
+	(void)state;
+	IN(m->g, vi("x", DT(FLOAT), "4"));
+	IN(m->g, vi("wi", DT(FLOAT), "4"));
+	tensor_raw(m->g, "w", DT(FLOAT), "4", w, sizeof(w));
+	tensor_raw(m->g, "wi", DT(FLOAT), "4", w, sizeof(w));
+	node(m->g, "id1", "Identity", "w", "w1");
+	node(m->g, "id2", "Identity", "w1", "w2");
+	node(m->g, "id3", "Identity", "wi", "w3");
+	node(m->g, "idx", "Identity", "x", "x1");
+	const_value(m->g, node(m->g, "c", "Constant", "", "k"), "2", c, sizeof(c));
+	const_value(m->g, node(m->g, "cg", "Constant", "", "kout"), "2", c, sizeof(c));
+	const_value(m->g, node(m->g, "ce", "Constant", "", "kempty"), "0", NULL, 0);
+	node(m->g, "sum", "Sum", "x1,w2,w3", "y");
+	node(m->g, "cat", "Concat", "k,kempty", "z");
+	OUT(m->g, vi("y", DT(FLOAT), "4"));
+	OUT(m->g, vi("z", DT(FLOAT), "2"));
+	OUT(m->g, vi("kout", DT(FLOAT), "2"));
+	assert_int_equal(load(m, &g, err), 0);
+	assert_int_equal(g->n_nodes, 5);   /* idx, cg, ce, sum, cat */
+	for (size_t k = 0; k < g->n_nodes; k++) {
+		assert_string_not_equal(g->nodes[k].proto->name, "id1");
+		assert_string_not_equal(g->nodes[k].proto->name, "id2");
+		assert_string_not_equal(g->nodes[k].proto->name, "id3");
+		assert_string_not_equal(g->nodes[k].proto->name, "c");
+		for (int o = 0; o < g->nodes[k].n_out; o++)
+			assert_int_equal(g->values[g->nodes[k].out[o]].producer, (int)k);
+	}
+	vw = graph_find_value(g, "w");
+	vw1 = graph_find_value(g, "w1");
+	vw2 = graph_find_value(g, "w2");
+	vk = graph_find_value(g, "k");
+	assert_int_equal(g->values[vw1].kind, GRAPH_VALUE_INITIALIZER);
+	assert_int_equal(g->values[vw2].kind, GRAPH_VALUE_INITIALIZER);
+	assert_int_equal(g->values[vw2].init.alias, vw);
+	assert_ptr_equal(g->values[vw2].init.data, g->values[vw].init.data);
+	assert_null(g->values[vw2].init.owned);
+	assert_int_equal(g->values[vw2].rank, 1);
+	assert_int_equal(g->values[vw2].dims[0], 4);
+	assert_int_equal(g->values[vk].kind, GRAPH_VALUE_INITIALIZER);
+	assert_int_equal(g->values[vk].producer, -1);
+	assert_int_equal(g->values[vk].init.nbytes, sizeof(c));
+	assert_memory_equal(g->values[vk].init.data, c, sizeof(c));
+	assert_int_equal(g->values[graph_find_value(g, "w3")].kind, GRAPH_VALUE_INITIALIZER);
+	assert_int_equal(g->values[graph_find_value(g, "x1")].kind, GRAPH_VALUE_ACTIVATION);
+	assert_int_equal(g->values[graph_find_value(g, "kout")].kind, GRAPH_VALUE_ACTIVATION);
+	assert_int_equal(g->values[graph_find_value(g, "kempty")].kind, GRAPH_VALUE_ACTIVATION);
+	graph_free(g);
+}
+
 static void test_if_implicit_inputs(void **state)
 {
 	mb *m = mb_new();
@@ -1072,6 +1145,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_external_escapes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_external_bounds, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_external_from_bytes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fold, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_if_implicit_inputs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_implicit_cycle, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_symbolic_dims, setup, teardown),

@@ -1,0 +1,131 @@
+/*
+ * graph_fold: load-time simplifications of the graph that need no kernel,
+ * called by the loader once the nodes are sorted.
+ *
+ *  - A Constant node (its `value` tensor) becomes an initializer: the
+ *    provider receives it with the weights instead of running a node per
+ *    run (torch exports dozens of them for shape arithmetic).
+ *  - An Identity of an initializer becomes an initializer sharing those
+ *    bytes (torch writes one Identity per reuse of a deduplicated weight;
+ *    each copied the weight on every run).
+ *
+ * A node is left alone when its output is a graph output (the user asked
+ * for a value the run produces) or when the constant is a string, sparse
+ * or empty tensor.  (An initializer that is also a graph input is a weight
+ * with a default for ortmk, not something the user feeds: loader.c.)  Everything else about the graph is unchanged: value
+ * indexes stay, the folded nodes leave graph.nodes.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph.h"
+
+static int fold_constant(graph *g, const graph_node *n, char *err, size_t errlen)
+{
+	const Onnx__AttributeProto *a = n->proto->n_attribute == 1 ? n->proto->attribute[0] : NULL;
+	const Onnx__TensorProto *t = a && a->name && strcmp(a->name, "value") == 0 ? a->t : NULL;
+	graph_value *v;
+	int rc;
+
+	if (!t || n->n_out != 1 || n->out[0] < 0 || t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__STRING ||
+	    t->n_dims > GRAPH_MAX_RANK || graph_dtype_size(t->data_type) == 0)
+		return 0;
+	for (size_t k = 0; k < t->n_dims; k++)
+		if (t->dims[k] <= 0)
+			return 0;   /* empty: an initializer without bytes is not sent */
+	v = &g->values[n->out[0]];
+	if (v->is_graph_output)
+		return 0;
+	rc = graph_init_load(g, n->out[0], t, err, errlen);
+	if (rc < 0)
+		return rc;
+	v->kind = GRAPH_VALUE_INITIALIZER;
+	v->producer = -1;
+	v->elem_type = t->data_type;
+	v->is_tensor = 1;
+	v->rank = (int)t->n_dims;
+	for (size_t k = 0; k < t->n_dims; k++)
+		v->dims[k] = t->dims[k];
+	return 1;
+}
+
+static int fold_identity(graph *g, const graph_node *n)
+{
+	const graph_value *src;
+	graph_value *v;
+
+	if (n->n_in != 1 || n->n_out != 1 || n->in[0] < 0 || n->out[0] < 0)
+		return 0;
+	src = &g->values[n->in[0]];
+	v = &g->values[n->out[0]];
+	if (src->kind != GRAPH_VALUE_INITIALIZER || v->is_graph_output || (!src->init.external && !src->init.data))
+		return 0;
+	v->kind = GRAPH_VALUE_INITIALIZER;
+	v->producer = -1;
+	v->init = src->init;
+	v->init.owned = NULL;          /* the source frees the bytes */
+	v->init.alias = src->init.alias >= 0 ? src->init.alias : n->in[0];
+	v->elem_type = src->elem_type;
+	v->is_tensor = 1;
+	v->rank = src->rank;
+	memcpy(v->dims, src->dims, sizeof(v->dims));
+	return 1;
+}
+
+/* Drops the nodes marked in gone, keeping the order of the others. */
+static int compact(graph *g, const unsigned char *gone)
+{
+	int *map = malloc((g->n_nodes + 1) * sizeof(int));
+	size_t k, m = 0;
+
+	if (!map)
+		return -ENOMEM;
+	for (k = 0; k < g->n_nodes; k++) {
+		if (gone[k]) {
+			free(g->nodes[k].in);
+			free(g->nodes[k].out);
+			free(g->nodes[k].implicit);
+			map[k] = -1;
+			continue;
+		}
+		map[k] = (int)m;
+		g->nodes[m++] = g->nodes[k];
+	}
+	for (k = 0; k < g->n_values; k++)
+		if (g->values[k].producer >= 0)
+			g->values[k].producer = map[g->values[k].producer];
+	g->n_nodes = m;
+	free(map);
+	return 0;
+}
+
+int graph_fold(graph *g, char *err, size_t errlen)
+{
+	unsigned char *gone = calloc(g->n_nodes + 1, 1);
+	size_t folded = 0;
+	int rc = 0;
+
+	if (!gone)
+		return -ENOMEM;
+	for (size_t k = 0; rc >= 0 && k < g->n_nodes; k++) {
+		const graph_node *n = &g->nodes[k];
+
+		if (n->domain[0])
+			continue;
+		if (strcmp(n->op_type, "Constant") == 0)
+			rc = fold_constant(g, n, err, errlen);
+		else if (strcmp(n->op_type, "Identity") == 0)
+			rc = fold_identity(g, n);
+		else
+			rc = 0;
+		if (rc > 0) {
+			gone[k] = 1;
+			folded++;
+		}
+	}
+	if (rc >= 0 && folded)
+		rc = compact(g, gone);
+	free(gone);
+	return rc < 0 ? rc : 0;
+}
