@@ -205,15 +205,91 @@ static int take(planner *pl, int k, int r)
 	return single_out(pl, r);
 }
 
-/* Relu, Gelu (the op or the Erf form) after cur (written by node last). */
+/* Clip's bounds: attributes before opset 11, constant scalar inputs (or
+ * omitted) after; 0 when they are not known at load. */
+static int clip_bounds(const planner *pl, int r, float *lo, float *hi)
+{
+	const Onnx__NodeProto *p = node(pl, r);
+
+	*lo = -INFINITY;
+	*hi = INFINITY;
+	if (pl->fg->opset < 11) {
+		*lo = cpu_attr_float(p, "min", -3.402823466e38f);
+		*hi = cpu_attr_float(p, "max", 3.402823466e38f);
+		return 1;
+	}
+	if (p->n_input > 1 && pl->fg->node_in[r][1] >= 0 && isnan(*lo = scalar_of(pl, pl->fg->node_in[r][1])))
+		return 0;
+	if (p->n_input > 2 && pl->fg->node_in[r][2] >= 0 && isnan(*hi = scalar_of(pl, pl->fg->node_in[r][2])))
+		return 0;
+	return 1;
+}
+
+/* Node r as an activation the tail applies (with its parameters), or
+ * CPU_FUSE_ACT_NONE. */
+static cpu_fuse_act act_of(const planner *pl, int r, float *a, float *b)
+{
+	const Onnx__NodeProto *p = node(pl, r);
+
+	*a = *b = 0.0f;
+	if (r < 0 || single_out(pl, r) < 0)
+		return CPU_FUSE_ACT_NONE;
+	if (is_op(p, "Relu"))
+		return CPU_FUSE_ACT_RELU;
+	if (is_op(p, "Clip"))
+		return clip_bounds(pl, r, a, b) ? CPU_FUSE_ACT_CLIP : CPU_FUSE_ACT_NONE;
+	if (is_op(p, "LeakyRelu")) {
+		*a = cpu_attr_float(p, "alpha", 0.01f);
+		return CPU_FUSE_ACT_LEAKY;
+	}
+	if (is_op(p, "HardSigmoid")) {
+		*a = cpu_attr_float(p, "alpha", 0.2f);
+		*b = cpu_attr_float(p, "beta", 0.5f);
+		return CPU_FUSE_ACT_HSIGMOID;
+	}
+	if (is_op(p, "HardSwish"))
+		return CPU_FUSE_ACT_HSWISH;
+	if (is_op(p, "Sigmoid"))
+		return CPU_FUSE_ACT_SIGMOID;
+	if (is_op(p, "Tanh"))
+		return CPU_FUSE_ACT_TANH;
+	return CPU_FUSE_ACT_NONE;
+}
+
+/* torch's SiLU: Sigmoid(x) then Mul(x, that) as nodes last+1 and last+2,
+ * x = cur (read by both, nothing else); returns the Mul or -1. */
+static int silu_chain(const planner *pl, int last, int cur)
+{
+	int s = last + 1, m = last + 2, so;
+
+	if ((size_t)m >= pl->fg->g->n_node || pl->f[s].skip || pl->f[s].head || pl->f[m].skip ||
+	    pl->f[m].head || !is_op(node(pl, s), "Sigmoid") || !is_op(node(pl, m), "Mul") ||
+	    pl->fg->node_in[s][0] != cur || (so = single_out(pl, s)) < 0 || single_out(pl, m) < 0)
+		return -1;
+	if (pl->reads[cur] != 2 || pl->reader[cur] != m || pl->reads[so] != 1 ||
+	    pl->reader[so] != m || other_input(pl, m, cur) != so)
+		return -1;
+	return m;
+}
+
+/* An activation after cur (written by node last): Relu, Clip, LeakyRelu,
+ * HardSigmoid, HardSwish, Sigmoid, Tanh, SiLU's pair, and with allow_gelu
+ * Gelu (the op or the Erf form). */
 static void chain_act(planner *pl, int k, int last, int cur, int allow_gelu)
 {
 	cpu_fuse_node *fn = &pl->f[k];
 	int r = next_reader(pl, cur, last), g;
+	cpu_fuse_act act = act_of(pl, r, &fn->fuse.act_a, &fn->fuse.act_b);
 
-	if (r >= 0 && is_op(node(pl, r), "Relu") && single_out(pl, r) >= 0) {
-		fn->fuse.act = CPU_FUSE_ACT_RELU;
+	if (act != CPU_FUSE_ACT_NONE) {
+		fn->fuse.act = act;
 		fn->out0 = take(pl, k, r);
+		return;
+	}
+	if ((g = silu_chain(pl, last, cur)) >= 0) {
+		take(pl, k, last + 1);
+		fn->fuse.act = CPU_FUSE_ACT_SILU;
+		fn->out0 = take(pl, k, g);
 		return;
 	}
 	if (!allow_gelu)

@@ -3,12 +3,17 @@
  * nodes of a subgraph are prepared, cpu_fuse_plan looks for
  *
  *   Conv -> BatchNormalization        constant BN folded into W and bias
- *   Conv (+BN) -> Add -> Relu         residual and activation in the Conv
- *   MatMul|Gemm -> Add(const row) -> Add -> Relu | Gelu(Erf form) | Gelu
+ *   Conv (+BN) -> Add -> act          residual and activation in the Conv
+ *   MatMul|Gemm -> Add(const row) -> Add -> act | Gelu(Erf form) | Gelu
  *                                     bias, residual, activation in the GEMM
  *   MatMul -> Div|Mul(const scalar) -> ...   the scale as the GEMM's alpha
  *   MatMul (-> Div|Mul) -> Softmax(last axis) -> MatMul   attention: one
  *                                     node, the scores in its scratch
+ *
+ * where act is Relu, Clip (constant bounds), LeakyRelu, HardSigmoid,
+ * HardSwish, Sigmoid, Tanh, or torch's SiLU (Sigmoid(x) then Mul(x, .));
+ * Relu and Gelu are applied by the kernel as results leave the GEMM, the
+ * others by the tail over the node's output (fuse_tail.c),
  *
  * and turns each chain into one node: the head (Conv, MatMul, Gemm) gets
  * the extra inputs and a cpu_fusion (node->fuse), writes the last node's

@@ -133,6 +133,14 @@ typedef enum cpu_fuse_act {
 	CPU_FUSE_ACT_NONE = 0,
 	CPU_FUSE_ACT_RELU = 1,
 	CPU_FUSE_ACT_GELU = 2,      /* x * 0.5 * (1 + erf(x / sqrt 2)) */
+	/* applied by cpu_fuse_end over the result (fuse_tail.c) */
+	CPU_FUSE_ACT_CLIP = 3,      /* min(max(x, act_a), act_b) */
+	CPU_FUSE_ACT_LEAKY = 4,     /* x < 0 ? act_a * x : x */
+	CPU_FUSE_ACT_HSIGMOID = 5,  /* max(0, min(1, act_a * x + act_b)) */
+	CPU_FUSE_ACT_HSWISH = 6,    /* x * max(0, min(1, x / 6 + 1 / 2)) */
+	CPU_FUSE_ACT_SIGMOID = 7,
+	CPU_FUSE_ACT_SILU = 8,      /* x * sigmoid(x): Sigmoid and Mul of torch's SiLU */
+	CPU_FUSE_ACT_TANH = 9,
 } cpu_fuse_act;
 
 typedef struct cpu_fusion {
@@ -149,6 +157,7 @@ typedef struct cpu_fusion {
 	 * multiplied by in[v_input]; the node writes that product. */
 	int attention;
 	int v_input;
+	float act_a, act_b;         /* the activation's parameters, as above */
 } cpu_fusion;
 
 typedef struct cpu_node {

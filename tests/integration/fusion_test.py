@@ -5,8 +5,8 @@ same outputs within 1e-4, both match numpy, and the provider reports the
 chains it fused.  Models: a ResNet block (Conv+BN+Relu, Conv+BN+Add+Relu,
 a 1x1/2 downsample with BN, one intermediate also a graph output, which
 must not be fused away), a transformer layer (MatMul+bias, Erf-form Gelu,
-residual Add, attention MatMul->Div->Softmax->MatMul) and a Gemm transB
-MLP.  Usage: fusion_test.py ORT_RUN WORK"""
+residual Add, attention MatMul->Div->Softmax->MatMul), a Gemm transB
+MLP and a chain of every activation a Conv or Gemm takes into its tail.  Usage: fusion_test.py ORT_RUN WORK"""
 import json
 import os
 import shutil
@@ -166,6 +166,54 @@ def attention_model():
     return g, {"q": q, "k": k, "v": v}, {"y": softmax(sc / 4.0, -1) @ vh, "z": softmax(sc, 2) @ vh}
 
 
+def activations_model():
+    """Each activation a Conv or Gemm takes into its tail: HardSwish, Clip
+    (bounds as inputs), SiLU (Sigmoid and Mul, after a depthwise Conv),
+    LeakyRelu, HardSigmoid, Tanh, Sigmoid."""
+    c = 8
+    x = rng.standard_normal((1, c, 10, 10)).astype(np.float32)
+    w = {n: (rng.standard_normal(shape) * 0.4).astype(np.float32) for n, shape in
+         (("w1", (c, c, 3, 3)), ("w2", (c, c, 1, 1)), ("wd", (c, 1, 3, 3)), ("w4", (c, c, 1, 1)),
+          ("w5", (c, c, 3, 3)), ("w6", (c, c, 1, 1)), ("wg", (5, c * 100)))}
+    consts = {"lo": np.array(0.0, np.float32), "hi": np.array(6.0, np.float32)}
+    inits = [numpy_helper.from_array(v, n) for n, v in {**w, **consts}.items()]
+    n = helper.make_node
+    nodes = [n("Conv", ["x", "w1"], ["c1"], pads=[1, 1, 1, 1]), n("HardSwish", ["c1"], ["h1"]),
+             n("Conv", ["h1", "w2"], ["c2"]), n("Clip", ["c2", "lo", "hi"], ["h2"]),
+             n("Conv", ["h2", "wd"], ["c3"], pads=[1, 1, 1, 1], group=c),
+             n("Sigmoid", ["c3"], ["s3"]), n("Mul", ["c3", "s3"], ["h3"]),
+             n("Conv", ["h3", "w4"], ["c4"]), n("LeakyRelu", ["c4"], ["h4"], alpha=0.1),
+             n("Conv", ["h4", "w5"], ["c5"], pads=[1, 1, 1, 1]),
+             n("HardSigmoid", ["c5"], ["h5"], alpha=0.3, beta=0.4),
+             n("Conv", ["h5", "w6"], ["c6"]), n("Tanh", ["c6"], ["h6"]),
+             n("Flatten", ["h6"], ["f"]), n("Gemm", ["f", "wg"], ["gm"], transB=1),
+             n("Sigmoid", ["gm"], ["y"])]
+    g = helper.make_graph(nodes, "acts", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+
+    def dw(a, k):
+        ap = np.pad(a, ((0, 0), (0, 0), (1, 1), (1, 1)))
+        out = np.zeros_like(a)
+        for i in range(3):
+            for j in range(3):
+                out += ap[:, :, i:i + 10, j:j + 10] * k[None, :, 0, i, j, None, None]
+        return out
+
+    def sig(v):
+        return 1 / (1 + np.exp(-v))
+    x64 = x.astype(np.float64)
+    c1 = conv(x64, w["w1"], pad=1)
+    h1 = c1 * np.clip(c1 / 6 + 0.5, 0, 1)
+    h2 = np.clip(conv(h1, w["w2"]), 0, 6)
+    c3 = dw(h2, w["wd"].astype(np.float64))
+    h3 = c3 * sig(c3)
+    c4 = conv(h3, w["w4"])
+    h4 = np.where(c4 < 0, 0.1 * c4, c4)
+    h5 = np.clip(0.3 * conv(h4, w["w5"], pad=1) + 0.4, 0, 1)
+    h6 = np.tanh(conv(h5, w["w6"]))
+    return g, {"x": x}, {"y": sig(h6.reshape(1, -1) @ w["wg"].T.astype(np.float64))}
+
+
 def mlp_model():
     x = rng.standard_normal((3, 40)).astype(np.float32)
     w = (rng.standard_normal((50, 40)) * 0.3).astype(np.float32)
@@ -195,7 +243,8 @@ def main():
     os.makedirs(work)
     for name, (g, inputs, want), min_fused, n_attention in (
             ("resnet", resnet_model(), 4, 0), ("bert", bert_model(), 4, 1),
-            ("attention", attention_model(), 1, 1), ("mlp", mlp_model(), 1, 0)):
+            ("attention", attention_model(), 1, 1), ("mlp", mlp_model(), 1, 0),
+            ("activations", activations_model(), 7, 0)):
         d = os.path.join(work, name)
         os.makedirs(d)
         model = os.path.join(d, "model.onnx")

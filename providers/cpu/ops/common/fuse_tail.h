@@ -37,6 +37,5 @@ int cpu_fuse_end(cpu_ctx *ctx, cpu_fuse_run *fr, int done);
 
 /* x * 0.5 * (1 + erf(x / sqrt 2)) over n floats in place. */
 void cpu_gelu_inplace(float *x, int64_t n);
-void cpu_relu_inplace(float *x, int64_t n);
 
 #endif
