@@ -170,7 +170,7 @@ const char *graph_dtype_name(int32_t elem_type)
 
 size_t graph_attr_ints(const Onnx__NodeProto *n, const char *name, const int64_t **v)
 {
-	const Onnx__AttributeProto *a = graph_attr(n, name);
+	const Onnx__AttributeProto *a = proto_attr(n, name);
 
 	*v = a ? a->ints : NULL;
 	return a ? a->n_ints : 0;
@@ -178,7 +178,7 @@ size_t graph_attr_ints(const Onnx__NodeProto *n, const char *name, const int64_t
 
 const char *graph_attr_string(const Onnx__NodeProto *n, const char *name, const char *dflt)
 {
-	const Onnx__AttributeProto *a = graph_attr(n, name);
+	const Onnx__AttributeProto *a = proto_attr(n, name);
 
 	if (!a || !a->has_s)
 		return dflt;

@@ -139,22 +139,8 @@ int64_t graph_opset(const graph *g, const char *domain);
 size_t graph_dtype_size(int32_t elem_type);
 const char *graph_dtype_name(int32_t elem_type);
 
-/* Attribute look-ups on a node (NULL when absent). */
-/* The readers of proto/node_attr.h under this module's names. */
-static inline const Onnx__AttributeProto *graph_attr(const Onnx__NodeProto *n, const char *name)
-{
-	return proto_attr(n, name);
-}
-
-static inline int64_t graph_attr_int(const Onnx__NodeProto *n, const char *name, int64_t dflt)
-{
-	return proto_attr_int(n, name, dflt);
-}
-
-static inline float graph_attr_float(const Onnx__NodeProto *n, const char *name, float dflt)
-{
-	return proto_attr_float(n, name, dflt);
-}
+/* Attribute look-ups on a node: proto/node_attr.h (proto_attr, ...); two
+ * more for what the loader guarantees. */
 /* Returns the number of ints (0 when absent) and points *v at them. */
 size_t graph_attr_ints(const Onnx__NodeProto *n, const char *name, const int64_t **v);
 /* The loader NUL-terminates STRING and STRINGS attributes of every node,

@@ -91,6 +91,11 @@ int shape_fail(shape_ctx *c, const char *fmt, ...)
 	return -EINVAL;
 }
 
+int shape_rule(shape_ctx *c, int rc, const char *why)
+{
+	return rc < 0 ? shape_fail(c, "%s", why) : rc;
+}
+
 /* Writes "[2,batch,?]" into buf (SHAPE_FMT_LEN bytes): symbols by name when
  * the model named them, so messages read like the model's own declaration. */
 const char *shape_fmt(const shape_ctx *c, const graph_tinfo *t, char *buf)
@@ -196,31 +201,6 @@ int shape_merge(int64_t a, int64_t b, int64_t *out)
 	return 0;
 }
 
-/* Numpy broadcasting.  A symbol against a known n != 1 gives n (the symbol
- * must be 1 or n for the model to run); two different symbols give a new
- * unknown.  Returns the output rank, or -1 when known dims clash. */
-int shape_bcast_dims(const int64_t *a, int ra, const int64_t *b, int rb, int64_t *o)
-{
-	int r = ra > rb ? ra : rb;
-
-	for (int i = 0; i < r; i++) {
-		int64_t x = i < r - ra ? 1 : a[i - (r - ra)];
-		int64_t y = i < r - rb ? 1 : b[i - (r - rb)];
-
-		if (x == y || y == 1)
-			o[i] = x;
-		else if (x == 1)
-			o[i] = y;
-		else if (x >= 0 && y >= 0)
-			return -1;
-		else if (x >= 0 || y >= 0)
-			o[i] = x >= 0 ? x : y;
-		else
-			o[i] = SHAPE_NEW;
-	}
-	return r;
-}
-
 int shape_bcast(shape_ctx *c, const graph_tinfo *a, const graph_tinfo *b,
 		graph_tinfo *o)
 {
@@ -232,35 +212,13 @@ int shape_bcast(shape_ctx *c, const graph_tinfo *a, const graph_tinfo *b,
 		o->rank = -1;
 		return 0;
 	}
-	r = shape_bcast_dims(a->dims, a->rank, b->dims, b->rank, dims);
+	r = onnx_broadcast(a->rank, a->dims, b->rank, b->dims, dims);
 	if (r < 0)
 		return shape_fail(c, "cannot broadcast %s with %s",
 				  shape_fmt(c, a, s1), shape_fmt(c, b, s2));
 	o->rank = r;
 	memcpy(o->dims, dims, sizeof(dims));
 	return 0;
-}
-
-/* Product of dims: known, or the single symbol when every other dim is 1,
- * else SHAPE_NEW. */
-int64_t shape_prod(const int64_t *dims, int n)
-{
-	int64_t p = 1, sym = 0;
-	int nsym = 0;
-
-	for (int i = 0; i < n; i++) {
-		if (dims[i] < 0) {
-			sym = dims[i];
-			nsym++;
-		} else if (__builtin_mul_overflow(p, dims[i], &p)) {
-			return SHAPE_NEW;
-		}
-	}
-	if (nsym == 0)
-		return p;
-	if (p == 0)
-		return 0;
-	return nsym == 1 && p == 1 && sym != SHAPE_NEW ? sym : SHAPE_NEW;
 }
 
 /* Flat index into `in` of the element broadcast to output position `flat`.

@@ -17,12 +17,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dims.h"
 #include "graph.h"
 
 #define SHAPE_DECLARED 1
 /* An unknown dim the driver replaces with a fresh symbol.  Never stored in a
  * tinfo that outlives one op call. */
-#define SHAPE_NEW INT64_MIN
+#define SHAPE_NEW ONNX_DIM_NEW
 #define SHAPE_FMT_LEN 160
 
 typedef struct shape_ctx {
@@ -49,6 +50,10 @@ graph_tinfo *shape_out(shape_ctx *c, int i);
 int shape_fail(shape_ctx *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 const char *shape_fmt(const shape_ctx *c, const graph_tinfo *t, char *buf);
+/* A rule of onnxrules/ (dims.h) that failed (rc < 0, its message in why)
+ * as this node's error; rc itself otherwise. */
+int shape_rule(shape_ctx *c, int rc, const char *why);
+#define SHAPE_WHY_LEN 160
 const char *shape_dtype_name(int32_t et);
 
 /* shape.c: facts. */
@@ -57,10 +62,8 @@ int shape_set_rank(shape_ctx *c, graph_tinfo *t, int32_t et, int64_t rank);
 int shape_same_type(shape_ctx *c, int32_t a, int32_t b);
 int shape_axis(shape_ctx *c, int64_t axis, int rank, int *out);
 int shape_merge(int64_t a, int64_t b, int64_t *out);
-int shape_bcast_dims(const int64_t *a, int ra, const int64_t *b, int rb, int64_t *o);
 int shape_bcast(shape_ctx *c, const graph_tinfo *a, const graph_tinfo *b,
 		graph_tinfo *o);
-int64_t shape_prod(const int64_t *dims, int n);
 int64_t shape_bcast_src(const graph_tinfo *o, const graph_tinfo *in, int64_t flat);
 
 /* shape.c: known data. */

@@ -53,8 +53,8 @@ int shape_fn_unsqueeze(shape_ctx *c)
 	const graph_tinfo *x = shape_in(c, 0);
 	graph_tinfo *o = shape_out(c, 0);
 	int64_t ax[MAXD];
-	int n = shape_int_list(c, "axes", 1, 13, ax), j = 0, rc;
-	uint32_t mask;
+	int n = shape_int_list(c, "axes", 1, 13, ax), rc;
+	char why[SHAPE_WHY_LEN];
 
 	o->elem_type = x->elem_type;
 	if (n == LIST_ABSENT)
@@ -63,9 +63,8 @@ int shape_fn_unsqueeze(shape_ctx *c)
 		return 0;
 	rc = shape_set_rank(c, o, x->elem_type, x->rank + n);
 	if (!rc)
-		rc = shape_axes_mask(c, ax, n, o->rank, 1, &mask);
-	for (int i = 0; i < o->rank && !rc; i++)
-		o->dims[i] = (mask & (1u << i)) ? 1 : x->dims[j++];
+		rc = shape_rule(c, onnx_unsqueeze_dims(x->rank, x->dims, ax, n, o->dims, &o->rank,
+						       why, sizeof(why)), why);
 	if (!rc && x->has_data)
 		shape_set_data(o, x->data, x->ndata);
 	return rc;
@@ -76,24 +75,15 @@ int shape_fn_squeeze(shape_ctx *c)
 	const graph_tinfo *x = shape_in(c, 0);
 	graph_tinfo *o = shape_out(c, 0);
 	int64_t ax[MAXD];
-	int n = shape_int_list(c, "axes", 1, 13, ax), r = 0;
-	uint32_t mask = 0;
+	int n = shape_int_list(c, "axes", 1, 13, ax), r = 0, rc;
+	char why[SHAPE_WHY_LEN];
 
 	o->elem_type = x->elem_type;
 	if (n == LIST_UNKNOWN || x->rank < 0)
 		return 0;
-	if (n > 0 && shape_axes_mask(c, ax, n, x->rank, 0, &mask))
-		return -EINVAL;
-	for (int i = 0; i < x->rank; i++) {
-		int64_t d = x->dims[i];
-
-		if (n <= 0 && d < 0)
-			return 0;  /* which dims are 1 is not known */
-		if ((mask & (1u << i)) && d >= 0 && d != 1)
-			return shape_fail(c, "cannot squeeze dim %d of size %lld", i, (long long)d);
-		if ((n > 0 && !(mask & (1u << i))) || (n <= 0 && d != 1))
-			o->dims[r++] = d;
-	}
+	rc = onnx_squeeze_dims(x->rank, x->dims, ax, n, o->dims, &r, why, sizeof(why));
+	if (rc)
+		return rc > 0 ? 0 : shape_rule(c, rc, why);  /* > 0: which dims are 1 is not known */
 	o->rank = r;
 	if (x->has_data)
 		shape_set_data(o, x->data, x->ndata);
@@ -216,7 +206,7 @@ int shape_fn_expand(shape_ctx *c)
 		return 0;
 	if (n > GRAPH_MAX_RANK)
 		return shape_fail(c, "shape has %d dims", n);
-	r = shape_bcast_dims(x->dims, x->rank, sh, n, o->dims);
+	r = onnx_broadcast(x->rank, x->dims, n, sh, o->dims);
 	if (r < 0)
 		return shape_fail(c, "cannot expand %s to the requested shape",
 				  shape_fmt(c, x, s1));

@@ -240,7 +240,7 @@ int shape_fn_matmul(shape_ctx *c)
 	if (shape_merge(da[ra - 1], db[rb - 2], &k) < 0)
 		return shape_fail(c, "inner dimensions differ: %s x %s",
 				  shape_fmt(c, a, s1), shape_fmt(c, b, s2));
-	r = shape_bcast_dims(da, ra - 2, db, rb - 2, o->dims);
+	r = onnx_broadcast(ra - 2, da, rb - 2, db, o->dims);
 	if (r < 0)
 		return shape_fail(c, "cannot broadcast batch dims of %s and %s",
 				  shape_fmt(c, a, s1), shape_fmt(c, b, s2));
@@ -278,7 +278,7 @@ int shape_fn_gemm(shape_ctx *c)
 				  shape_fmt(c, a, s1), shape_fmt(c, b, s2), ta, tb);
 	/* C broadcasts to [M,N] one way only. */
 	if (cc->rank > 2 || (cc->rank >= 0 &&
-			     shape_bcast_dims(o->dims, 2, cc->dims, cc->rank, bc) < 0))
+			     onnx_broadcast(2, o->dims, cc->rank, cc->dims, bc) < 0))
 		return shape_fail(c, "C %s does not broadcast to %s",
 				  shape_fmt(c, cc, s1), shape_fmt(c, o, s2));
 	return 0;

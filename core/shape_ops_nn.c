@@ -10,17 +10,19 @@
 #include "graph.h"
 #include "shape_ops.h"
 #include "shape_ops_fn.h"
+#include "window.h"
 
 /* ------------------------------------------------------ conv and pooling */
 
-enum { PAD_NOTSET, PAD_SAME, PAD_VALID };
-
+/* The attributes as read here (the counts checked against the spatial
+ * rank, unknown kernel dims allowed); the output sizes are ONNX's rules in
+ * onnxrules/window.c. */
 typedef struct window {
 	int n;                              /* spatial rank */
 	int64_t k[GRAPH_MAX_RANK];          /* kernel; < 0 unknown */
 	int64_t s[GRAPH_MAX_RANK], d[GRAPH_MAX_RANK];
 	int64_t pads[2 * GRAPH_MAX_RANK];   /* begins, then ends */
-	int pad_mode, ceil_mode;
+	int pad_mode, ceil_mode;            /* ONNX_PAD_*, ceil_mode */
 } window;
 
 /* Reads one per-spatial-dim attribute (default `dflt`), requiring `want`
@@ -54,52 +56,36 @@ static int window_read(shape_ctx *c, window *w)
 		rc = window_attr(c, "dilations", w->n, 1, 1, w->d);
 	if (!rc)
 		rc = window_attr(c, "pads", 2 * w->n, 0, 0, w->pads);
-	w->pad_mode = PAD_NOTSET;
-	if (shape_attr_is(c, "auto_pad", "SAME_UPPER") ||
-	    shape_attr_is(c, "auto_pad", "SAME_LOWER"))
-		w->pad_mode = PAD_SAME;
-	else if (shape_attr_is(c, "auto_pad", "VALID"))
-		w->pad_mode = PAD_VALID;
+	/* an unknown auto_pad is for the providers to refuse */
+	w->pad_mode = onnx_auto_pad(c->n->proto);
+	if (w->pad_mode < 0)
+		w->pad_mode = ONNX_PAD_NOTSET;
 	w->ceil_mode = shape_attr_int(c, "ceil_mode", 0) != 0;
 	return rc;
 }
 
-/* Output size of spatial dim i for Conv and pooling.  In ceil mode the last
- * window must start inside the input or its leading padding (PyTorch and
- * onnxruntime drop it otherwise). */
+/* Output size of spatial dim i for Conv and pooling: unknown when the
+ * input or (but for SAME) the kernel is. */
 static int window_out(shape_ctx *c, const window *w, int i, int64_t in, int64_t *out)
 {
-	int64_t ek, span, pb = 0, pe = 0;
+	int same = w->pad_mode == ONNX_PAD_SAME_UPPER || w->pad_mode == ONNX_PAD_SAME_LOWER;
+	onnx_span sp = {.in = in, .k = w->k[i], .s = w->s[i], .d = w->d[i], .pb = w->pads[i],
+			.pe = w->pads[i + w->n]};
+	int rc;
 
 	*out = SHAPE_NEW;
-	if (in < 0)
+	if (in < 0 || (!same && w->k[i] < 0))
 		return 0;
-	if (w->pad_mode == PAD_SAME) {
-		*out = in / w->s[i] + (in % w->s[i] != 0);
-		return 0;
-	}
-	if (w->k[i] < 0)
-		return 0;
-	if (w->k[i] == 0)
+	if (!same && w->k[i] == 0)
 		return shape_fail(c, "kernel dim %d is 0", i);
-	if (w->pad_mode == PAD_NOTSET) {
-		pb = w->pads[i];
-		pe = w->pads[i + w->n];
-	}
-	if (__builtin_mul_overflow(w->k[i] - 1, w->d[i], &ek) ||
-	    __builtin_add_overflow(in, pb, &span) || __builtin_add_overflow(span, pe, &span))
-		return shape_fail(c, "kernel or padding too large at spatial dim %d", i);
-	span -= ek + 1;
-	if (span < 0)
-		return shape_fail(c, "kernel %lld (dilation %lld) exceeds input %lld + padding at spatial dim %d",
-				  (long long)w->k[i], (long long)w->d[i], (long long)in, i);
-	*out = span / w->s[i] + 1;
-	if (w->ceil_mode && span % w->s[i]) {
-		int64_t starts = (in + pb) / w->s[i] + ((in + pb) % w->s[i] != 0);
+	rc = onnx_window_span(w->pad_mode, w->ceil_mode, &sp);
+	if (rc) {
+		char why[160];
 
-		if (*out < starts)
-			*out += 1;
+		onnx_span_error(rc, &sp, i, why, sizeof(why));
+		return shape_fail(c, "%s", why);
 	}
+	*out = sp.out;
 	return 0;
 }
 
@@ -176,14 +162,14 @@ static int convt_out(shape_ctx *c, const window *w, int i, int64_t in, int64_t o
 	int64_t v, ek, pads = 0;
 
 	*out = SHAPE_NEW;
-	if (in >= 0 && w->pad_mode == PAD_SAME) {
+	if (in >= 0 && (w->pad_mode == ONNX_PAD_SAME_UPPER || w->pad_mode == ONNX_PAD_SAME_LOWER)) {
 		if (__builtin_mul_overflow(in, w->s[i], out))
 			return shape_fail(c, "output size overflows at spatial dim %d", i);
 		return 0;
 	}
 	if (in < 0 || w->k[i] < 0)
 		return 0;
-	if (w->pad_mode == PAD_NOTSET)
+	if (w->pad_mode == ONNX_PAD_NOTSET)
 		pads = w->pads[i] + w->pads[i + w->n];
 	if (__builtin_mul_overflow(w->s[i], in - 1, &v) ||
 	    __builtin_mul_overflow(w->k[i] - 1, w->d[i], &ek) ||

@@ -69,26 +69,16 @@ int shape_fn_reshape(shape_ctx *c)
 	int64_t sh[MAXD];
 	int n = shape_int_list(c, c->n->opset < 5 ? "shape" : NULL, 1, 5, sh), neg = -1, rc;
 	int allowzero = shape_attr_int(c, "allowzero", 0) != 0;
+	char why[SHAPE_WHY_LEN];
 
 	o->elem_type = x->elem_type;
 	if (n < 0)
 		return st->rank == 1 && st->dims[0] >= 0 ?
 		       shape_set_rank(c, o, x->elem_type, st->dims[0]) : 0;
 	rc = shape_set_rank(c, o, x->elem_type, n);
-	for (int i = 0; i < n && !rc; i++) {
-		if (sh[i] == 0 && !allowzero) {
-			if (x->rank >= 0 && i >= x->rank)
-				return shape_fail(c, "shape[%d] = 0 copies a dim the input lacks", i);
-			o->dims[i] = x->rank >= 0 ? x->dims[i] : SHAPE_NEW;
-		} else if (sh[i] == -1 && neg < 0) {
-			neg = i;
-		} else if (sh[i] < 0) {
-			return shape_fail(c, "shape[%d] = %lld is invalid (one -1 at most)", i,
-					  (long long)sh[i]);
-		} else {
-			o->dims[i] = sh[i];
-		}
-	}
+	if (!rc)
+		rc = shape_rule(c, onnx_reshape_spec(x->rank, x->dims, sh, n, allowzero, o->dims, &neg,
+						     why, sizeof(why)), why);
 	if (rc || x->rank < 0)
 		return rc;
 	rc = reshape_resolve(c, x, o, neg);
@@ -102,17 +92,13 @@ int shape_fn_flatten(shape_ctx *c)
 	const graph_tinfo *x = shape_in(c, 0);
 	graph_tinfo *o = shape_out(c, 0);
 	int64_t axis = shape_attr_int(c, "axis", 1);
+	char why[SHAPE_WHY_LEN];
 
 	shape_set_rank(c, o, x->elem_type, 2);
 	if (x->rank < 0)
 		return 0;
-	if (axis < -x->rank || axis > x->rank)
-		return shape_fail(c, "axis %lld out of range for rank %d", (long long)axis,
-				  x->rank);
-	if (axis < 0)
-		axis += x->rank;
-	o->dims[0] = shape_prod(x->dims, (int)axis);
-	o->dims[1] = shape_prod(x->dims + axis, x->rank - (int)axis);
+	if (shape_rule(c, onnx_flatten_dims(x->rank, x->dims, axis, o->dims, why, sizeof(why)), why))
+		return -EINVAL;
 	if (x->has_data)
 		shape_set_data(o, x->data, x->ndata);
 	return 0;

@@ -23,6 +23,7 @@
 #include "channel.h"
 #include "log.h"
 #include "ortmk_trace.pb-c.h"
+#include "sysio.h"
 #include "trace_record.h"
 
 #define STACK_RECORD 4096
@@ -43,21 +44,6 @@ static int init_rc;
 
 /* ---- writing ----------------------------------------------------------- */
 
-static int write_all(int fd, const uint8_t *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return w < 0 ? -errno : -EIO;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 /* One record, one write(2), under the lock so records from several threads
  * never interleave.  A failing descriptor (reader gone, disk full) turns
  * tracing off rather than slowing or failing the program. */
@@ -67,7 +53,7 @@ static void write_out(const uint8_t *p, size_t n)
 
 	pthread_mutex_lock(&T.lock);
 	if (T.fd >= 0)
-		rc = write_all(T.fd, p, n);
+		rc = sys_write_all(T.fd, p, n, -1);
 	if (rc) {
 		__atomic_store_n(&ipc_trace_flag, 0, __ATOMIC_RELAXED);
 		if (T.own)

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "ort_model.h"
+#include "sysio.h"
 
 #define COPY_CHUNK (1u << 20)   /* bounded buffer of the pread/pwrite path */
 
@@ -44,18 +45,10 @@ typedef struct ext_ctx {
 static int write_all(int fd, const uint8_t *p, uint64_t n, uint64_t off, const char *what,
 		     char *err, size_t errlen)
 {
-	ssize_t w;
+	int rc = sys_write_all(fd, p, (size_t)n, (int64_t)off);
 
-	while (n > 0) {
-		w = pwrite(fd, p, n > COPY_CHUNK * 64 ? COPY_CHUNK * 64 : (size_t)n, (off_t)off);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return om_errf(err, errlen, w < 0 ? -errno : -EIO, "writing %s: %s", what,
-				       w < 0 ? strerror(errno) : "short write");
-		p += w, n -= (uint64_t)w, off += (uint64_t)w;
-	}
-	return 0;
+	return rc ? om_errf(err, errlen, rc, "writing %s: %s", what,
+			    rc == -EIO ? "short write" : strerror(-rc)) : 0;
 }
 
 /* Copies n bytes at `in` of the source file to `out` of the new file. */

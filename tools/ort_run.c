@@ -448,7 +448,7 @@ static bool run_all(ortmk_env *env, ortmk_session *s, options *o, const char **i
 	for (long r = 0; r < total; r++) {
 		if (o->swap_every && r > 0 && r % o->swap_every == 0 && !swap_provider(env, o))
 			return free(tmp), false;
-		double t0 = now_ms();
+		double t0 = sys_now_ms();
 		o->runs++;
 		if (ortmk_session_run(s, inames, (const ortmk_value *const *)ins, nin,
 				      onames, nout, tmp)) {
@@ -460,7 +460,7 @@ static bool run_all(ortmk_env *env, ortmk_session *s, options *o, const char **i
 			continue;
 		}
 		if (r >= o->warmup)
-			times[o->timed++] = now_ms() - t0;
+			times[o->timed++] = sys_now_ms() - t0;
 		destroy_values(outs, nout);
 		memcpy(outs, tmp, nout * sizeof *outs);
 	}
@@ -502,12 +502,12 @@ int main(int argc, char **argv)
 		fail("%s", ortmk_last_error());
 		goto out;
 	}
-	t0 = now_ms();
+	t0 = sys_now_ms();
 	if (ortmk_session_create(env, o.model, so, &s)) {
 		fail("%s: %s", o.model, ortmk_last_error());
 		goto out;
 	}
-	create_ms = now_ms() - t0;
+	create_ms = sys_now_ms() - t0;
 
 	nin = ortmk_session_input_count(s);
 	nout = ortmk_session_output_count(s);

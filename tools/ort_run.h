@@ -12,6 +12,7 @@
 
 #include <ortmk/ortmk.h>
 #include "npy.h"
+#include "sysio.h"
 
 #define MAX_ARGS 64       /* of each of --input, --dim, --shape */
 #define MAX_RANK NPY_MAX_RANK
@@ -42,8 +43,7 @@ typedef struct options {
 
 /* "ort-run: <message>" on stderr, one line. */
 void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* CLOCK_MONOTONIC in ms. */
-double now_ms(void);
+/* CLOCK_MONOTONIC in ms: sys_now_ms (onnxrules/sysio.h). */
 /* "[1,3,224,224]" into buf. */
 void format_dims(char *buf, size_t len, const int64_t *dims, size_t rank);
 /* qsort comparator of doubles. */

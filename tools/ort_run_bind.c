@@ -5,18 +5,11 @@
  * vulkan --iters 100` against `... --bind vulkan`.
  */
 #include "ort_run_bind.h"
+#include "sysio.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
-
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 static bool failed(char *err, size_t n, const char *what)
 {
@@ -84,12 +77,12 @@ bool ort_run_bound(ortmk_env *env, ortmk_session *s, const char *device, long wa
 		if (ortmk_io_binding_bind_output_to_device(b, onames[i], device))
 			ok = failed(err, errlen, "bind_output_to_device");
 	for (long r = 0; ok && r < warmup + iters; r++) {
-		double t0 = now_ms();
+		double t0 = sys_now_ms();
 
 		if (ortmk_session_run_binding(s, b))
 			ok = failed(err, errlen, "run failed");
 		else if (r >= warmup)
-			times[r - warmup] = now_ms() - t0;
+			times[r - warmup] = sys_now_ms() - t0;
 	}
 	if (ok)
 		ok = to_host(env, b, onames, outs, nout, err, errlen);

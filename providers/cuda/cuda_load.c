@@ -23,14 +23,6 @@
 
 #define CHUNK ((uint64_t)8 << 20)
 
-static double now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
 static int read_full(int fd, void *buf, uint64_t len, uint64_t off, char *err, size_t n)
 {
 	uint64_t got = 0;
@@ -72,14 +64,14 @@ static int chunk(loader *l, const ep_weight *w, uint64_t off, uint64_t len, char
 		if (e != cudaSuccess)
 			return cuda_err(e, "weight copy", err, n);
 	}
-	t0 = now_ms();
+	t0 = sys_now_ms();
 	if (w->fd >= 0) {
 		if (read_full(w->fd, l->buf[b]->ptr, len, w->file_offset + off, err, n))
 			return -1;
 	} else {
 		memcpy(l->buf[b]->ptr, (const char *)w->data + off, len);
 	}
-	l->read_ms += now_ms() - t0;
+	l->read_ms += sys_now_ms() - t0;
 	e = cudaMemcpyAsync(dst + off, l->buf[b]->ptr, len, cudaMemcpyHostToDevice, l->s);
 	if (e == cudaSuccess)
 		e = cudaEventRecord(l->ev[b], l->s);
@@ -117,7 +109,7 @@ int cuda_load_weights(cuda_ep *ep, const ep_subgraph *sg, cuda_block *dst, char 
 {
 	loader l = {.ep = ep};
 	uint64_t bytes = 0, from_files = 0;
-	double t0 = now_ms(), ms;
+	double t0 = sys_now_ms(), ms;
 	int count = 0, rc = 0, nev = 0;
 	cudaError_t e = cudaSuccess;
 
@@ -142,7 +134,7 @@ int cuda_load_weights(cuda_ep *ep, const ep_subgraph *sg, cuda_block *dst, char 
 		cudaEventDestroy(l.ev[b]);
 	cuda_pinned_put(&ep->pinned, l.buf[0]);
 	cuda_pinned_put(&ep->pinned, l.buf[1]);
-	ms = now_ms() - t0;
+	ms = sys_now_ms() - t0;
 	if (rc == 0 && bytes)
 		ipc_log(IPC_LOG_INFO, "weights of subgraph %u: %d tensors, %llu bytes (%llu from "
 			"files) in %.1f ms: %.2f GB/s (read %.1f ms)", sg->id, count,

@@ -103,7 +103,8 @@ int cu_fail(cu_ctx *c, int code, const char *fmt, ...) __attribute__((format(pri
 
 /* ---- helpers (cuda_util.c) --------------------------------------------- */
 
-/* Attributes, numel, axes, broadcasting: ep_shape.h (ep_attr, ep_numel...). */
+/* Attributes: proto/node_attr.h; axes, broadcasting, view dims: onnxrules/dims.h;
+ * numel and the rest: ep_shape.h. */
 
 /* 1 when inputs [first, first + count) present (count -1: all) are all of
  * one float dtype: float32, or float16 when `f16` allows it; else 0 with

@@ -213,7 +213,7 @@ static int shape_changed(conv_state *s, const cu_val *x, const cu_val *w)
 static int conv_run(cu_ctx *c)
 {
 	const cu_val *x = cu_in(c, 0), *w = cu_in(c, 1), *b = cu_in(c, 2), *y;
-	int64_t G = ep_attr_int(c->node->proto, "group", 1), dims[5];
+	int64_t G = proto_attr_int(c->node->proto, "group", 1), dims[5];
 	conv_state *s = c->node->state;
 	cuk_window g;
 	int nsp, rc;

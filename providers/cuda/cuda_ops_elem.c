@@ -28,12 +28,12 @@ static int unary_run(cu_ctx *c)
 
 	if (!cu_is_float(x->dtype))
 		return cu_fail(c, EP_E_INVALID, "input is not float");
-	if (op == CUK_U_GELU && ep_attr_is(p, "approximate", "tanh"))
+	if (op == CUK_U_GELU && proto_attr_is(p, "approximate", "tanh"))
 		op = CUK_U_GELU_TANH;
 	y = cu_out(c, 0, x->dtype, x->rank, x->dims);
 	if (!y)
 		return c->status;
-	return cu_check(c, cuk_unary(c->stream, x->dtype, op, ep_attr_float(p, "alpha", 0.01f),
+	return cu_check(c, cuk_unary(c->stream, x->dtype, op, proto_attr_float(p, "alpha", 0.01f),
 				     x->dev, y->dev, x->numel), "unary kernel");
 }
 
@@ -56,7 +56,7 @@ static int binary_run(cu_ctx *c)
 
 	if (!a || !b || !cu_is_float(a->dtype) || b->dtype != a->dtype)
 		return cu_fail(c, EP_E_INVALID, "inputs are not float of one dtype");
-	if (ep_broadcast(a->rank, a->dims, b->rank, b->dims, &r, dims))
+	if ((r = onnx_broadcast(a->rank, a->dims, b->rank, b->dims, dims)) < 0)
 		return cu_fail(c, EP_E_INVALID, "%s and %s do not broadcast",
 			       ep_shape_str(a->rank, a->dims, s1, sizeof(s1)),
 			       ep_shape_str(b->rank, b->dims, s2, sizeof(s2)));

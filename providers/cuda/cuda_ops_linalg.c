@@ -121,7 +121,7 @@ static int matmul_run(cu_ctx *c)
 	memcpy(db, B->dims, sizeof(int64_t) * (size_t)B->rank);
 	if (B->rank == 1)
 		db[1] = 1;
-	if (da[ra - 1] != db[rb - 2] || ep_broadcast(ra - 2, da, rb - 2, db, &nb, bd))
+	if (da[ra - 1] != db[rb - 2] || (nb = onnx_broadcast(ra - 2, da, rb - 2, db, bd)) < 0)
 		return cu_fail(c, EP_E_INVALID, "%s x %s do not multiply",
 			       ep_shape_str(A->rank, A->dims, s1, sizeof(s1)),
 			       ep_shape_str(B->rank, B->dims, s2, sizeof(s2)));
@@ -164,7 +164,7 @@ static int fill_bias(cu_ctx *c, const cu_val *C, const cu_val *Y)
 	int r;
 
 	if (C->dtype != Y->dtype || C->rank > 2 ||
-	    ep_broadcast(C->rank, C->dims, 2, Y->dims, &r, dims) || dims[0] != Y->dims[0] ||
+	    (r = onnx_broadcast(C->rank, C->dims, 2, Y->dims, dims)) < 0 || dims[0] != Y->dims[0] ||
 	    dims[1] != Y->dims[1])
 		return cu_fail(c, EP_E_INVALID, "C %s does not broadcast to [%lld,%lld]",
 			       ep_shape_str(C->rank, C->dims, s1, sizeof(s1)),
@@ -182,8 +182,8 @@ static int gemm_run(cu_ctx *c)
 {
 	const Onnx__NodeProto *pr = c->node->proto;
 	const cu_val *A = cu_in(c, 0), *B = cu_in(c, 1), *C = cu_in(c, 2), *Y;
-	gemm_desc g = {.ta = ep_attr_int(pr, "transA", 0) != 0, .tb = ep_attr_int(pr, "transB", 0) != 0,
-		       .alpha = ep_attr_float(pr, "alpha", 1.0f), .batch = 1};
+	gemm_desc g = {.ta = proto_attr_int(pr, "transA", 0) != 0, .tb = proto_attr_int(pr, "transB", 0) != 0,
+		       .alpha = proto_attr_float(pr, "alpha", 1.0f), .batch = 1};
 	int64_t dims[2];
 	char s1[128], s2[128];
 	int rc;
@@ -210,7 +210,7 @@ static int gemm_run(cu_ctx *c)
 		rc = fill_bias(c, C, Y);
 		if (rc)
 			return rc;
-		g.beta = ep_attr_float(pr, "beta", 1.0f);
+		g.beta = proto_attr_float(pr, "beta", 1.0f);
 	}
 	g.sc = g.M * g.N;
 	if (!dims_fit(&g))

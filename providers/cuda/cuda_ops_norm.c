@@ -41,7 +41,7 @@ static int bn_run(cu_ctx *c)
 	inner = x->numel / (x->dims[0] * x->dims[1]);
 	return cu_check(c, cuk_batchnorm(c->stream, x->dtype, x->dev, prm[0]->dev, prm[1]->dev,
 					 prm[2]->dev, prm[3]->dev, y->dev, x->dims[0], x->dims[1],
-					 inner, ep_attr_float(c->node->proto, "epsilon", 1e-5f)),
+					 inner, proto_attr_float(c->node->proto, "epsilon", 1e-5f)),
 			"batchnorm kernel");
 }
 
@@ -58,7 +58,7 @@ static int softmax_run(cu_ctx *c)
 {
 	const cu_val *x = cu_in(c, 0), *y;
 	int old = c->node->opset < 13;
-	int a = ep_axis(ep_attr_int(c->node->proto, "axis", old ? 1 : -1), x->rank);
+	int a = onnx_axis(proto_attr_int(c->node->proto, "axis", old ? 1 : -1), x->rank);
 	int64_t outer = 1, inner = 1, len;
 
 	if (x->rank == 0)
@@ -118,7 +118,7 @@ static int ln_stats(cu_ctx *c, const cu_val *x, int a, float **mean, float **inv
 static int ln_run(cu_ctx *c)
 {
 	const cu_val *x = cu_in(c, 0), *s = cu_in(c, 1), *b = cu_in(c, 2), *y;
-	int a = ep_axis(ep_attr_int(c->node->proto, "axis", -1), x->rank);
+	int a = onnx_axis(proto_attr_int(c->node->proto, "axis", -1), x->rank);
 	int64_t rows = 1;
 	float *mean = NULL, *inv = NULL;
 	int rc;
@@ -139,7 +139,7 @@ static int ln_run(cu_ctx *c)
 	return cu_check(c, cuk_layernorm(c->stream, x->dtype, x->dev, s->dev, b ? b->dev : NULL,
 					 y->dev, mean, inv, rows, rows ? x->numel / rows : 0,
 					 s->numel, b ? b->numel : 1,
-					 ep_attr_float(c->node->proto, "epsilon", 1e-5f)),
+					 proto_attr_float(c->node->proto, "epsilon", 1e-5f)),
 			"layernorm kernel");
 }
 

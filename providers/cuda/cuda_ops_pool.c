@@ -21,7 +21,7 @@ static int pool_run(cu_ctx *c)
 	const Onnx__NodeProto *pr = c->node->proto;
 	const cu_val *x = cu_in(c, 0), *y;
 	const int64_t *ks;
-	int nk = ep_attr_ints(pr, "kernel_shape", &ks), nsp, rc;
+	int nk = proto_attr_ints(pr, "kernel_shape", &ks), nsp, rc;
 	int64_t dims[5];
 	cuk_window g;
 
@@ -39,7 +39,7 @@ static int pool_run(cu_ctx *c)
 		return c->status;
 	return cu_check(c, cuk_pool(c->stream, x->dtype, x->dev, y->dev, x->dims[0] * x->dims[1], &g,
 				    pr->op_type[0] == 'M',
-				    ep_attr_int(pr, "count_include_pad", 0) != 0), "pool kernel");
+				    proto_attr_int(pr, "count_include_pad", 0) != 0), "pool kernel");
 }
 
 static int global_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
@@ -50,7 +50,7 @@ static int global_supports(const Onnx__NodeProto *p, int64_t opset, const int32_
 	(void)opset;
 	if (p->n_input != 1 || p->n_output != 1)
 		return snprintf(why, n, "expects one input and one output"), 0;
-	if (ep_attr_unknown(p, none, why, n))
+	if (proto_attr_unknown(p, none, why, n))
 		return 0;
 	return cu_need_float(p, dt, n_in, 0, -1, 1, why, n);
 }

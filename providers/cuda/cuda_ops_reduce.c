@@ -100,7 +100,7 @@ static int group_dims(const cu_val *x, const int *red, cuk_reduce *r)
 static int reduce_run(cu_ctx *c)
 {
 	const cu_val *x = cu_in(c, 0), *y;
-	int red[EP_MAX_RANK] = {0}, keep = ep_attr_int(c->node->proto, "keepdims", 1) != 0, r = 0, rc;
+	int red[EP_MAX_RANK] = {0}, keep = proto_attr_int(c->node->proto, "keepdims", 1) != 0, r = 0, rc;
 	int64_t od[EP_MAX_RANK];
 	cuk_reduce p = {0};
 

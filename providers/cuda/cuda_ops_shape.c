@@ -87,7 +87,7 @@ static int transpose_run(cu_ctx *c)
 {
 	const cu_val *x = cu_in(c, 0), *y;
 	const int64_t *pv;
-	int np = ep_attr_ints(c->node->proto, "perm", &pv), perm[EP_MAX_RANK];
+	int np = proto_attr_ints(c->node->proto, "perm", &pv), perm[EP_MAX_RANK];
 	int64_t od[EP_MAX_RANK], fd[EP_MAX_RANK], fs[EP_MAX_RANK];
 	char err[128];
 	cuk_perm p = {0};
@@ -127,7 +127,7 @@ static int concat_supports(const Onnx__NodeProto *p, int64_t opset, const int32_
 static int concat_run(cu_ctx *c)
 {
 	const cu_val *x0 = cu_in(c, 0), *y;
-	int a = ep_axis(ep_attr_int(c->node->proto, "axis", 0), x0->rank);
+	int a = onnx_axis(proto_attr_int(c->node->proto, "axis", 0), x0->rank);
 	int64_t od[EP_MAX_RANK], inner = 1, outer = 1, off = 0;
 
 	if (a < 0)
@@ -219,7 +219,7 @@ static int gather_indices(cu_ctx *c, const cu_val *ix, int64_t len, void **out)
 static int gather_run(cu_ctx *c)
 {
 	const cu_val *x = cu_in(c, 0), *ix = cu_in(c, 1), *y;
-	int a = ep_axis(ep_attr_int(c->node->proto, "axis", 0), x->rank), r;
+	int a = onnx_axis(proto_attr_int(c->node->proto, "axis", 0), x->rank), r;
 	int64_t od[EP_MAX_RANK], inner, outer;
 	void *ib;
 	int rc;

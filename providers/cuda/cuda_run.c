@@ -297,7 +297,7 @@ static void count_transfers(cu_exec *ex, ep_run *r)
 int cuda_exec_run(cuda_ep *ep, ep_subgraph *sg, ep_run *r, char *err, size_t n)
 {
 	cu_exec *ex = sg->impl;
-	double t0 = ep_now_ms(), t1;
+	double t0 = sys_now_ms(), t1;
 	int rc;
 
 	reset_run(ex, r);
@@ -310,7 +310,7 @@ int cuda_exec_run(cuda_ep *ep, ep_subgraph *sg, ep_run *r, char *err, size_t n)
 		rc = run_node(ex, k, err, n);
 	if (rc == 0)
 		rc = collect(ex, err, n);
-	t1 = ep_now_ms();
+	t1 = sys_now_ms();
 	/* Whatever was enqueued finishes before its memory is reused. */
 	if (ex->stream) {
 		char why[512];
@@ -331,7 +331,7 @@ int cuda_exec_run(cuda_ep *ep, ep_subgraph *sg, ep_run *r, char *err, size_t n)
 	if (ipc_log_enabled(IPC_LOG_DEBUG))
 		ipc_log(IPC_LOG_DEBUG, "run of %zu nodes: %zu uploads, %zu downloads, %zu device "
 			"copies; enqueue %.3f ms, wait %.3f ms", ex->n_nodes, ex->up.n, ex->down.n,
-			ex->d2d.n, t1 - t0, ep_now_ms() - t1);
+			ex->d2d.n, t1 - t0, sys_now_ms() - t1);
 	end_run(ex, rc == 0);
 	return rc;
 }

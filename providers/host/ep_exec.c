@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "ep_shape.h"
 #include "log.h"
@@ -26,14 +25,6 @@ void *ep_list_push(ep_list *l)
 	}
 	memset((char *)l->v + l->n * l->size, 0, l->size);
 	return (char *)l->v + l->n++ * l->size;
-}
-
-double ep_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
 /* ---- load --------------------------------------------------------------- */

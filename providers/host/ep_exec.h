@@ -21,6 +21,7 @@
 
 #include "ep_host.h"
 #include "onnx.pb-c.h"
+#include "sysio.h"
 
 /* A growable array of elements of `size` bytes (set before the first push). */
 typedef struct ep_list {
@@ -31,8 +32,7 @@ typedef struct ep_list {
 /* Appends a zeroed element; NULL when out of memory. */
 void *ep_list_push(ep_list *l);
 
-/* Milliseconds of CLOCK_MONOTONIC (for the run's debug log). */
-double ep_now_ms(void);
+/* The run's debug log times with sys_now_ms (onnxrules/sysio.h). */
 
 /* ---- load --------------------------------------------------------------- */
 

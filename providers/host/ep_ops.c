@@ -42,13 +42,13 @@ int ep_unary_node_ok(const Onnx__NodeProto *p, char *why, size_t n)
 		known = leaky;
 	if (!strcmp(p->op_type, "Gelu")) {
 		known = gelu;
-		if (ep_attr(p, "approximate") && !ep_attr_is(p, "approximate", "none") &&
-		    !ep_attr_is(p, "approximate", "tanh"))
+		if (proto_attr(p, "approximate") && !proto_attr_is(p, "approximate", "none") &&
+		    !proto_attr_is(p, "approximate", "tanh"))
 			return snprintf(why, n, "unknown Gelu approximation"), 0;
 	}
 	if (p->n_input != 1 || p->n_output != 1)
 		return snprintf(why, n, "expects one input and one output"), 0;
-	return !ep_attr_unknown(p, known, why, n);
+	return !proto_attr_unknown(p, known, why, n);
 }
 
 int ep_binary_node_ok(const Onnx__NodeProto *p, char *why, size_t n)
@@ -57,7 +57,7 @@ int ep_binary_node_ok(const Onnx__NodeProto *p, char *why, size_t n)
 
 	if (p->n_input != 2 || p->n_output != 1)
 		return snprintf(why, n, "expects two inputs and one output"), 0;
-	return !ep_attr_unknown(p, none, why, n);
+	return !proto_attr_unknown(p, none, why, n);
 }
 
 int ep_gemm_node_ok(const Onnx__NodeProto *p, char *why, size_t n)
@@ -66,7 +66,7 @@ int ep_gemm_node_ok(const Onnx__NodeProto *p, char *why, size_t n)
 
 	if (p->n_input < 2 || p->n_input > 3 || p->n_output != 1)
 		return snprintf(why, n, "expects 2 or 3 inputs and one output"), 0;
-	return !ep_attr_unknown(p, known, why, n);
+	return !proto_attr_unknown(p, known, why, n);
 }
 
 int ep_batchnorm_node_ok(const Onnx__NodeProto *p, char *why, size_t n)
@@ -75,9 +75,9 @@ int ep_batchnorm_node_ok(const Onnx__NodeProto *p, char *why, size_t n)
 
 	if (p->n_input != 5 || ep_n_outputs(p) != 1 || !p->output[0][0])
 		return snprintf(why, n, "only inference mode (five inputs, the Y output)"), 0;
-	if (ep_attr_unknown(p, known, why, n))
+	if (proto_attr_unknown(p, known, why, n))
 		return 0;
-	if (ep_attr_int(p, "training_mode", 0) != 0 || ep_attr_int(p, "spatial", 1) != 1)
+	if (proto_attr_int(p, "training_mode", 0) != 0 || proto_attr_int(p, "spatial", 1) != 1)
 		return snprintf(why, n, "training_mode or spatial=0 is not supported"), 0;
 	return 1;
 }
@@ -87,7 +87,7 @@ static int one_in_one_out(const Onnx__NodeProto *p, const char *const *known, ch
 {
 	if (p->n_input != 1 || p->n_output != 1)
 		return snprintf(why, n, "expects one input and one output"), 0;
-	return !ep_attr_unknown(p, known, why, n);
+	return !proto_attr_unknown(p, known, why, n);
 }
 
 int ep_softmax_node_ok(const Onnx__NodeProto *p, char *why, size_t n)
@@ -108,9 +108,9 @@ int ep_concat_node_ok(const Onnx__NodeProto *p, char *why, size_t n)
 {
 	static const char *const known[] = {"axis", NULL};
 
-	if (p->n_input < 1 || p->n_output != 1 || !ep_attr(p, "axis"))
+	if (p->n_input < 1 || p->n_output != 1 || !proto_attr(p, "axis"))
 		return snprintf(why, n, "expects inputs, one output and an axis"), 0;
-	return !ep_attr_unknown(p, known, why, n);
+	return !proto_attr_unknown(p, known, why, n);
 }
 
 int ep_gather_node_ok(const Onnx__NodeProto *p, char *why, size_t n)
@@ -119,7 +119,7 @@ int ep_gather_node_ok(const Onnx__NodeProto *p, char *why, size_t n)
 
 	if (p->n_input != 2 || p->n_output != 1)
 		return snprintf(why, n, "expects two inputs and one output"), 0;
-	return !ep_attr_unknown(p, known, why, n);
+	return !proto_attr_unknown(p, known, why, n);
 }
 
 void ep_bcast_strides(int xr, const int64_t *xd, int r, int64_t *st)
@@ -182,12 +182,12 @@ int ep_view_dims(const Onnx__NodeProto *p, int64_t opset, int rank, const int64_
 
 	if (!strcmp(t, "Reshape")) {
 		*ro = cnt;
-		return ep_reshape_dims(rank, dims, numel, list, cnt,
-				       ep_attr_int(p, "allowzero", 0) != 0, od, err, n);
+		return onnx_reshape_dims(rank, dims, numel, list, cnt,
+				       proto_attr_int(p, "allowzero", 0) != 0, od, err, n);
 	}
 	if (!strcmp(t, "Flatten")) {
 		*ro = 2;
-		return ep_flatten_dims(rank, dims, ep_attr_int(p, "axis", 1), od, err, n);
+		return onnx_flatten_dims(rank, dims, proto_attr_int(p, "axis", 1), od, err, n);
 	}
 	if (strcmp(t, "Squeeze") && strcmp(t, "Unsqueeze")) {
 		*ro = rank;
@@ -195,7 +195,7 @@ int ep_view_dims(const Onnx__NodeProto *p, int64_t opset, int rank, const int64_
 		return 0;
 	}
 	if (opset < 13) {
-		cnt = ep_attr_ints(p, "axes", &v);
+		cnt = proto_attr_ints(p, "axes", &v);
 		if (cnt > EP_MAX_RANK)
 			return snprintf(err, n, "too many axes"), EP_E_INVALID;
 		if (cnt > 0)
@@ -203,6 +203,6 @@ int ep_view_dims(const Onnx__NodeProto *p, int64_t opset, int rank, const int64_
 		list = ax;
 	}
 	if (!strcmp(t, "Squeeze"))
-		return ep_squeeze_dims(rank, dims, list, cnt, od, ro, err, n);
-	return ep_unsqueeze_dims(rank, dims, list, cnt, od, ro, err, n);
+		return onnx_squeeze_dims(rank, dims, list, cnt, od, ro, err, n);
+	return onnx_unsqueeze_dims(rank, dims, list, cnt, od, ro, err, n);
 }

@@ -9,40 +9,6 @@
 
 /* ---- attributes ------------------------------------------------------------ */
 
-int ep_attr_ints(const Onnx__NodeProto *p, const char *name, const int64_t **v)
-{
-	const Onnx__AttributeProto *a = ep_attr(p, name);
-
-	if (!a)
-		return -1;
-	*v = a->ints;
-	return (int)a->n_ints;
-}
-
-int ep_attr_is(const Onnx__NodeProto *p, const char *name, const char *want)
-{
-	const Onnx__AttributeProto *a = ep_attr(p, name);
-	size_t n = strlen(want);
-
-	return a && a->has_s && a->s.len == n && memcmp(a->s.data, want, n) == 0;
-}
-
-int ep_attr_unknown(const Onnx__NodeProto *p, const char *const *known, char *why, size_t n)
-{
-	for (size_t i = 0; i < p->n_attribute; i++) {
-		const char *name = p->attribute[i]->name ? p->attribute[i]->name : "";
-		int ok = 0;
-
-		for (int k = 0; known[k] && !ok; k++)
-			ok = strcmp(known[k], name) == 0;
-		if (!ok) {
-			snprintf(why, n, "attribute '%s' is not supported", name);
-			return 1;
-		}
-	}
-	return 0;
-}
-
 int ep_n_outputs(const Onnx__NodeProto *p)
 {
 	int n = 0;
@@ -75,31 +41,6 @@ const char *ep_shape_str(int rank, const int64_t *dims, char *buf, size_t n)
 	return buf;
 }
 
-int ep_axis(int64_t axis, int rank)
-{
-	if (axis < -rank || axis >= rank)
-		return -1;
-	return (int)(axis < 0 ? axis + rank : axis);
-}
-
-int ep_broadcast(int ra, const int64_t *a, int rb, const int64_t *b, int *ro, int64_t *out)
-{
-	int r = ra > rb ? ra : rb;
-
-	if (r > EP_MAX_RANK)
-		return -1;
-	for (int i = 0; i < r; i++) {
-		int64_t da = i < r - ra ? 1 : a[i - (r - ra)];
-		int64_t db = i < r - rb ? 1 : b[i - (r - rb)];
-
-		if (da != db && da != 1 && db != 1)
-			return -1;
-		out[i] = da == 1 ? db : da;
-	}
-	*ro = r;
-	return 0;
-}
-
 /* ---- view ops ---------------------------------------------------------------- */
 
 int ep_view_node_ok(const Onnx__NodeProto *p, int64_t opset, char *why, size_t n)
@@ -117,93 +58,7 @@ int ep_view_node_ok(const Onnx__NodeProto *p, int64_t opset, char *why, size_t n
 		return snprintf(why, n, "unexpected inputs or outputs"), 0;
 	if (two && !p->input[1][0])
 		return snprintf(why, n, "input 1 is required"), 0;
-	return !ep_attr_unknown(p, known, why, n);
-}
-
-int ep_reshape_dims(int rank, const int64_t *dims, int64_t numel, const int64_t *s, int r,
-		    int allowzero, int64_t *od, char *err, size_t n)
-{
-	int64_t known = 1;
-	int neg = -1;
-
-	if (r < 0)
-		return snprintf(err, n, "shape is missing"), EP_E_INVALID;
-	for (int i = 0; i < r; i++) {
-		od[i] = s[i];
-		if (s[i] == 0 && !allowzero) {
-			if (i >= rank)
-				return snprintf(err, n, "shape[%d] = 0 copies a missing dim", i),
-				       EP_E_INVALID;
-			od[i] = dims[i];
-		}
-		if (s[i] == -1 && neg < 0) {
-			neg = i;
-			continue;
-		}
-		if (od[i] < 0)
-			return snprintf(err, n, "shape[%d] = %lld", i, (long long)s[i]), EP_E_INVALID;
-		known *= od[i];
-	}
-	if (neg >= 0) {
-		if (known == 0 || numel % known)
-			return snprintf(err, n, "cannot infer the -1 dim"), EP_E_INVALID;
-		od[neg] = numel / known;
-	}
-	if (ep_numel(r, od) != numel)
-		return snprintf(err, n, "cannot reshape %lld elements", (long long)numel), EP_E_INVALID;
-	return 0;
-}
-
-int ep_flatten_dims(int rank, const int64_t *dims, int64_t axis, int64_t *od, char *err, size_t n)
-{
-	if (axis < 0)
-		axis += rank;
-	if (axis < 0 || axis > rank)
-		return snprintf(err, n, "axis out of range"), EP_E_INVALID;
-	od[0] = od[1] = 1;
-	for (int i = 0; i < rank; i++)
-		od[i >= axis] *= dims[i];
-	return 0;
-}
-
-int ep_squeeze_dims(int rank, const int64_t *dims, const int64_t *ax, int cnt, int64_t *od,
-		    int *ro, char *err, size_t n)
-{
-	int drop[EP_MAX_RANK] = {0}, r = 0;
-
-	for (int i = 0; i < cnt; i++) {
-		int a = ep_axis(ax[i], rank);
-
-		if (a < 0 || dims[a] != 1)
-			return snprintf(err, n, "axis %lld cannot be squeezed", (long long)ax[i]),
-			       EP_E_INVALID;
-		drop[a] = 1;
-	}
-	for (int i = 0; i < rank; i++)
-		if (!(cnt < 0 ? dims[i] == 1 : drop[i]))
-			od[r++] = dims[i];
-	*ro = r;
-	return 0;
-}
-
-int ep_unsqueeze_dims(int rank, const int64_t *dims, const int64_t *ax, int cnt, int64_t *od,
-		      int *ro, char *err, size_t n)
-{
-	int r = rank + (cnt > 0 ? cnt : 0), add[EP_MAX_RANK] = {0}, k = 0;
-
-	if (cnt < 1 || r > EP_MAX_RANK)
-		return snprintf(err, n, "axes missing or too many"), EP_E_INVALID;
-	for (int i = 0; i < cnt; i++) {
-		int a = ep_axis(ax[i], r);
-
-		if (a < 0 || add[a])
-			return snprintf(err, n, "axis %lld is invalid", (long long)ax[i]), EP_E_INVALID;
-		add[a] = 1;
-	}
-	for (int i = 0; i < r; i++)
-		od[i] = add[i] ? 1 : dims[k++];
-	*ro = r;
-	return 0;
+	return !proto_attr_unknown(p, known, why, n);
 }
 
 int ep_transpose_dims(int rank, const int64_t *dims, const int64_t *pv, int np, int *perm,
@@ -214,7 +69,7 @@ int ep_transpose_dims(int rank, const int64_t *dims, const int64_t *pv, int np, 
 	if (np >= 0 && np != rank)
 		return snprintf(err, n, "perm has %d entries for rank %d", np, rank), EP_E_INVALID;
 	for (int i = 0; i < rank; i++) {
-		perm[i] = np >= 0 ? ep_axis(pv[i], rank) : rank - 1 - i;
+		perm[i] = np >= 0 ? onnx_axis(pv[i], rank) : rank - 1 - i;
 		if (perm[i] < 0 || seen[perm[i]]++)
 			return snprintf(err, n, "perm is not a permutation"), EP_E_INVALID;
 		od[i] = dims[perm[i]];
@@ -268,50 +123,18 @@ int ep_gather_dims(int rank, const int64_t *dims, int a, int irank, const int64_
 
 /* ---- Conv and pool windows -------------------------------------------------- */
 
-enum { PAD_NOTSET, PAD_SAME_UPPER, PAD_SAME_LOWER, PAD_VALID };
-
-static int auto_pad(const Onnx__NodeProto *p)
-{
-	if (!ep_attr(p, "auto_pad") || ep_attr_is(p, "auto_pad", "NOTSET") ||
-	    ep_attr_is(p, "auto_pad", ""))
-		return PAD_NOTSET;
-	if (ep_attr_is(p, "auto_pad", "SAME_UPPER"))
-		return PAD_SAME_UPPER;
-	if (ep_attr_is(p, "auto_pad", "SAME_LOWER"))
-		return PAD_SAME_LOWER;
-	if (ep_attr_is(p, "auto_pad", "VALID"))
-		return PAD_VALID;
-	return -1;
-}
-
-/* A per-spatial-dim attribute: absent, or `want` values (any count when
- * want < 0) in [lo, INT32_MAX]. */
-static int ints_ok(const Onnx__NodeProto *p, const char *name, int want, int64_t lo)
-{
-	const int64_t *v;
-	int cnt = ep_attr_ints(p, name, &v);
-
-	if (cnt < 0)
-		return 1;
-	if (want >= 0 && cnt != want)
-		return 0;
-	for (int i = 0; i < cnt; i++)
-		if (v[i] < lo || v[i] > INT32_MAX)
-			return 0;
-	return 1;
-}
-
 int ep_window_supports(const Onnx__NodeProto *p, char *why, size_t n)
 {
-	const int64_t *ks;
-	int nk = ep_attr_ints(p, "kernel_shape", &ks);
+	onnx_window w;
+	int nk;
 
-	if (auto_pad(p) < 0)
-		return snprintf(why, n, "unknown auto_pad"), 0;
-	if (nk == 0 || nk > 3)
+	if (onnx_window_parse(p, &w, why, n))
+		return 0;
+	nk = w.n_kernel;
+	if (nk > 3)
 		return snprintf(why, n, "%d spatial dims (1 to 3 are supported)", nk), 0;
-	if (!ints_ok(p, "kernel_shape", -1, 1) || !ints_ok(p, "strides", nk, 1) ||
-	    !ints_ok(p, "dilations", nk, 1) || !ints_ok(p, "pads", nk < 0 ? -1 : 2 * nk, 0))
+	if (nk && ((w.n_strides && w.n_strides != nk) || (w.n_dilations && w.n_dilations != nk) ||
+		   (w.n_pads && w.n_pads != 2 * nk)))
 		return snprintf(why, n, "invalid kernel_shape, strides, dilations or pads"), 0;
 	return 1;
 }
@@ -323,9 +146,9 @@ int ep_conv_node_ok(const Onnx__NodeProto *p, char *why, size_t n)
 
 	if (p->n_input < 2 || p->n_input > 3 || p->n_output != 1)
 		return snprintf(why, n, "expects 2 or 3 inputs and one output"), 0;
-	if (ep_attr_unknown(p, known, why, n) || !ep_window_supports(p, why, n))
+	if (proto_attr_unknown(p, known, why, n) || !ep_window_supports(p, why, n))
 		return 0;
-	if (ep_attr_int(p, "group", 1) < 1)
+	if (proto_attr_int(p, "group", 1) < 1)
 		return snprintf(why, n, "group < 1"), 0;
 	return 1;
 }
@@ -338,82 +161,21 @@ int ep_pool_node_ok(const Onnx__NodeProto *p, char *why, size_t n)
 
 	if (p->n_input != 1 || ep_n_outputs(p) != 1 || !p->output[0][0])
 		return snprintf(why, n, "expects one input and only the Y output"), 0;
-	if (ep_attr_unknown(p, known, why, n) || !ep_window_supports(p, why, n))
+	if (proto_attr_unknown(p, known, why, n) || !ep_window_supports(p, why, n))
 		return 0;
-	if (ep_attr_ints(p, "kernel_shape", &ks) < 1)
+	if (proto_attr_ints(p, "kernel_shape", &ks) < 1)
 		return snprintf(why, n, "kernel_shape is required"), 0;
 	return 1;
 }
 
-static int64_t attr_at(const Onnx__NodeProto *p, const char *name, int i, int64_t dflt)
-{
-	const int64_t *v;
-	int cnt = ep_attr_ints(p, name, &v);
-
-	return cnt > i ? v[i] : dflt;
-}
-
-/* Output size and pads of one spatial dim (slot j, tensor dim i). */
-static int dim_geom(const Onnx__NodeProto *p, int mode, int nsp, int i, int j, ep_window *g)
-{
-	int64_t in = g->in[j], s = g->s[j], eff = (g->k[j] - 1) * g->d[j] + 1, total;
-
-	if (mode == PAD_SAME_UPPER || mode == PAD_SAME_LOWER) {
-		g->out[j] = (in + s - 1) / s;
-		total = (g->out[j] - 1) * s + eff - in;
-		total = total < 0 ? 0 : total;
-		g->pb[j] = mode == PAD_SAME_UPPER ? total / 2 : total - total / 2;
-		g->pe[j] = total - g->pb[j];
-		return 0;
-	}
-	g->pb[j] = mode == PAD_VALID ? 0 : attr_at(p, "pads", i, 0);
-	g->pe[j] = mode == PAD_VALID ? 0 : attr_at(p, "pads", nsp + i, 0);
-	total = in + g->pb[j] + g->pe[j] - eff;
-	if (total < 0)
-		return -1;
-	if (ep_attr_int(p, "ceil_mode", 0) && mode == PAD_NOTSET) {
-		g->out[j] = (total + s - 1) / s + 1;
-		if ((g->out[j] - 1) * s >= in + g->pb[j])
-			g->out[j]--;
-	} else {
-		g->out[j] = total / s + 1;
-	}
-	return 0;
-}
-
 int ep_window_geometry(const Onnx__NodeProto *p, int rank, const int64_t *dims,
-		       const int64_t *kern, ep_window *g, int *nspp, char *err, size_t n)
+		       const int64_t *kern, ep_window *g, int *nsp, char *err, size_t n)
 {
-	int nsp = rank - 2, mode = auto_pad(p);
-	const int64_t *v;
-	int nk = ep_attr_ints(p, "kernel_shape", &v);
+	onnx_window w;
+	int rc = onnx_window_parse(p, &w, err, n);
 
-	if (nsp < 1 || nsp > 3)
-		return snprintf(err, n, "input rank %d (1 to 3 spatial dims are supported)", rank),
-		       EP_E_UNSUPPORTED;
-	if ((nk >= 0 && nk != nsp) || !ints_ok(p, "strides", nsp, 1) ||
-	    !ints_ok(p, "dilations", nsp, 1) || !ints_ok(p, "pads", 2 * nsp, 0))
-		return snprintf(err, n, "attributes do not match %d spatial dims", nsp), EP_E_INVALID;
-	memset(g, 0, sizeof(*g));
-	*nspp = nsp;
-	for (int j = 0; j < 3; j++) {
-		int i = j - (3 - nsp);
-
-		g->in[j] = g->out[j] = g->k[j] = g->s[j] = g->d[j] = 1;
-		if (i < 0)
-			continue;
-		g->in[j] = dims[2 + i];
-		g->k[j] = kern[i];
-		g->s[j] = attr_at(p, "strides", i, 1);
-		g->d[j] = attr_at(p, "dilations", i, 1);
-		if (attr_at(p, "kernel_shape", i, kern[i]) != kern[i] || kern[i] < 1)
-			return snprintf(err, n, "kernel dim %d is %lld", i, (long long)kern[i]),
-			       EP_E_INVALID;
-		if (dim_geom(p, mode, nsp, i, j, g))
-			return snprintf(err, n, "window exceeds the padded input at dim %d", i),
-			       EP_E_INVALID;
-	}
-	return 0;
+	*nsp = rank - 2;
+	return rc ? rc : onnx_window_geom(&w, rank - 2, dims + 2, kern, g, err, n);
 }
 
 /* ---- Reduce ops --------------------------------------------------------------- */
@@ -427,22 +189,22 @@ int ep_reduce_node_ok(const Onnx__NodeProto *p, int64_t opset, int64_t since, ch
 
 	if (p->n_input < 1 || (int)p->n_input > 1 + as_input || p->n_output != 1)
 		return snprintf(why, n, "unexpected inputs or outputs"), 0;
-	return !ep_attr_unknown(p, as_input ? cur : old, why, n);
+	return !proto_attr_unknown(p, as_input ? cur : old, why, n);
 }
 
 int ep_reduce_axes(const Onnx__NodeProto *p, int64_t opset, int64_t since, const int64_t *ax,
 		   int cnt, int rank, int *red, char *err, size_t n)
 {
 	if (opset < since)
-		cnt = ep_attr_ints(p, "axes", &ax);
+		cnt = proto_attr_ints(p, "axes", &ax);
 	if (cnt > EP_MAX_RANK)
 		return snprintf(err, n, "too many axes"), EP_E_INVALID;
-	if (cnt <= 0 && ep_attr_int(p, "noop_with_empty_axes", 0))
+	if (cnt <= 0 && proto_attr_int(p, "noop_with_empty_axes", 0))
 		return 1;
 	for (int i = 0; i < rank; i++)
 		red[i] = cnt <= 0;
 	for (int i = 0; i < cnt; i++) {
-		int a = ep_axis(ax[i], rank);
+		int a = onnx_axis(ax[i], rank);
 
 		if (a < 0)
 			return snprintf(err, n, "axis %lld out of range", (long long)ax[i]),
@@ -461,9 +223,9 @@ int ep_layernorm_node_ok(const Onnx__NodeProto *p, int32_t x_dtype, char *why, s
 	if (p->n_input < 2 || p->n_input > 3 || p->n_output < 1 || p->n_output > 3 ||
 	    !p->output[0][0])
 		return snprintf(why, n, "expects X, Scale, optional B and the Y output"), 0;
-	if (ep_attr_unknown(p, known, why, n))
+	if (proto_attr_unknown(p, known, why, n))
 		return 0;
-	if (ep_attr_int(p, "stash_type", 1) != 1)
+	if (proto_attr_int(p, "stash_type", 1) != 1)
 		return snprintf(why, n, "stash_type other than float32"), 0;
 	if (x_dtype == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16 && ep_n_outputs(p) > 1)
 		return snprintf(why, n, "float16 with the Mean/InvStdDev outputs"), 0;
@@ -486,3 +248,7 @@ int ep_suffix_broadcasts(int sr, const int64_t *s, int xr, const int64_t *x, int
 			return 0;
 	return 1;
 }
+
+_Static_assert((int)EP_E_INVALID == (int)ONNX_E_INVALID &&
+	       (int)EP_E_UNSUPPORTED == (int)ONNX_E_UNSUPPORTED,
+	       "onnxrules' error codes are the providers'");

@@ -1,10 +1,9 @@
 /*
  * ep_shape: the host-side shape and attribute math every device provider
- * shares (vulkan, cuda): NodeProto attribute readers, numel, shape
- * strings, axis normalisation, numpy broadcasting, the output dims of the
- * view ops (Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Gather), the
- * window geometry of Conv and the pools, and the reduced-axes mask of the
- * Reduce ops.  Everything works on plain dims; functions that can fail
+ * shares (vulkan, cuda) beyond ONNX's own rules (onnxrules/: window
+ * geometry, broadcasting, the view ops' dims): numel, shape strings, the
+ * output dims of Transpose and Gather, the node checks of the windowed
+ * ops, and the reduced-axes mask of the Reduce ops.  Everything works on plain dims; functions that can fail
  * return 0 or an EP_E_* code with a one-line message in err, which each
  * provider reports through its own context.
  */
@@ -14,33 +13,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dims.h"
 #include "ep_host.h"
 #include "node_attr.h"
 #include "onnx.pb-c.h"
+#include "window.h"
 
-/* ---- attributes ------------------------------------------------------------ */
+/* ---- attributes: proto/node_attr.h (proto_attr_int, proto_attr_ints...) ---- */
 
-/* The readers of proto/node_attr.h under this module's names. */
-static inline const Onnx__AttributeProto *ep_attr(const Onnx__NodeProto *n, const char *name)
-{
-	return proto_attr(n, name);
-}
-
-static inline int64_t ep_attr_int(const Onnx__NodeProto *n, const char *name, int64_t dflt)
-{
-	return proto_attr_int(n, name, dflt);
-}
-
-static inline float ep_attr_float(const Onnx__NodeProto *n, const char *name, float dflt)
-{
-	return proto_attr_float(n, name, dflt);
-}
-/* Count of an ints attribute (its values in *v), -1 when absent. */
-int ep_attr_ints(const Onnx__NodeProto *p, const char *name, const int64_t **v);
-/* 1 when the string attribute is present and equals `want`. */
-int ep_attr_is(const Onnx__NodeProto *p, const char *name, const char *want);
-/* 1 when the node has an attribute not in the NULL-terminated `known`. */
-int ep_attr_unknown(const Onnx__NodeProto *p, const char *const *known, char *why, size_t n);
 /* Outputs that are present (non-empty names). */
 int ep_n_outputs(const Onnx__NodeProto *p);
 
@@ -49,27 +29,16 @@ int ep_n_outputs(const Onnx__NodeProto *p);
 int64_t ep_numel(int rank, const int64_t *dims);
 /* "[d0,d1,...]" into buf; returns buf. */
 const char *ep_shape_str(int rank, const int64_t *dims, char *buf, size_t n);
-/* Normalises axis into [0, rank); -1 when out of range. */
-int ep_axis(int64_t axis, int rank);
-/* Numpy broadcast of a and b into out (rank *ro); -1 when they do not. */
-int ep_broadcast(int ra, const int64_t *a, int rb, const int64_t *b, int *ro, int64_t *out);
+/* Axes and broadcasting: onnxrules/dims.h (onnx_axis, onnx_broadcast). */
 
 /* ---- view ops: output dims of X (rank, dims, numel) ------------------------- */
+
+/* Reshape, Flatten, Squeeze, Unsqueeze: onnxrules/dims.h through
+ * ep_view_dims (ep_ops.h). */
 
 /* The node checks of Reshape, Flatten, Squeeze, Unsqueeze and Identity
  * that need no dtype (inputs, outputs, attributes): 1, or 0 with the reason. */
 int ep_view_node_ok(const Onnx__NodeProto *p, int64_t opset, char *why, size_t n);
-/* Reshape to the r values of shape s (r < 0: the shape is missing). */
-int ep_reshape_dims(int rank, const int64_t *dims, int64_t numel, const int64_t *s, int r,
-		    int allowzero, int64_t *od, char *err, size_t n);
-/* Flatten at axis into od[2]. */
-int ep_flatten_dims(int rank, const int64_t *dims, int64_t axis, int64_t *od, char *err, size_t n);
-/* Squeeze the cnt axes ax (cnt < 0: every size-1 dim); rank in *ro. */
-int ep_squeeze_dims(int rank, const int64_t *dims, const int64_t *ax, int cnt, int64_t *od,
-		    int *ro, char *err, size_t n);
-/* Unsqueeze at the cnt axes ax; rank in *ro. */
-int ep_unsqueeze_dims(int rank, const int64_t *dims, const int64_t *ax, int cnt, int64_t *od,
-		      int *ro, char *err, size_t n);
 /* Transpose by the np values pv (np < 0: reversed): perm[] and od[]. */
 int ep_transpose_dims(int rank, const int64_t *dims, const int64_t *pv, int np, int *perm,
 		      int64_t *od, char *err, size_t n);
@@ -84,16 +53,12 @@ int ep_gather_dims(int rank, const int64_t *dims, int a, int irank, const int64_
 /* ---- Conv and pool windows -------------------------------------------------- */
 
 /*
- * The window geometry, the CPU provider's rules (providers/cpu/ops/
- * window.c) so every provider gives the same output sizes: SAME pads split
- * with the odd one at the end (SAME_UPPER) or the start (SAME_LOWER); in
- * ceil_mode a last window that would start in the end padding is dropped.
- * Slots 0..2 = D, H, W: spatial dim i of the tensor is slot 3 - nsp + i,
- * unused leading slots are 1.
+ * The window geometry is ONNX's rules in onnxrules/window.h, the ones the
+ * core and the CPU provider apply, so every provider gives the same output
+ * sizes.  Slots 0..2 = D, H, W: spatial dim i of the tensor is slot
+ * 3 - nsp + i, unused leading slots are 1.
  */
-typedef struct ep_window {
-	int64_t in[3], out[3], k[3], s[3], d[3], pb[3], pe[3];
-} ep_window;
+typedef onnx_geom ep_window;
 
 /* What the capability query can check of a windowed op's attributes. */
 int ep_window_supports(const Onnx__NodeProto *p, char *why, size_t n);

@@ -153,7 +153,8 @@ int vk_fail(vk_ctx *c, int code, const char *fmt, ...) __attribute__((format(pri
 
 /* ---- helpers (vk_util.c) ---------------------------------------------- */
 
-/* Attributes, numel, axes, broadcasting: ep_shape.h (ep_attr, ep_numel...). */
+/* Attributes: proto/node_attr.h; axes, broadcasting, view dims: onnxrules/dims.h;
+ * numel and the rest: ep_shape.h. */
 
 /* 1 when inputs [first, first + count) present are all float32 or all
  * float16 (count -1: all); else 0 with the reason. */

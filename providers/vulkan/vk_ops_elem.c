@@ -43,9 +43,9 @@ static int unary_plan(vk_ctx *c)
 
 	if (!x || x->dtype != vk_node_dtype(c))
 		return vk_fail(c, EP_E_INVALID, "input is not float32");
-	if (push.op == VK_U_GELU && ep_attr_is(p, "approximate", "tanh"))
+	if (push.op == VK_U_GELU && proto_attr_is(p, "approximate", "tanh"))
 		push.op = VK_U_GELU_TANH;
-	push.alpha = ep_attr_float(p, "alpha", 0.01f);
+	push.alpha = proto_attr_float(p, "alpha", 0.01f);
 	y = vk_out(c, 0, x->rank, x->dims);
 	if (!y)
 		return c->status;
@@ -73,7 +73,7 @@ static int binary_plan(vk_ctx *c)
 
 	if (!a || !b || a->dtype != vk_node_dtype(c) || b->dtype != vk_node_dtype(c))
 		return vk_fail(c, EP_E_INVALID, "inputs are not float32");
-	if (ep_broadcast(a->rank, a->dims, b->rank, b->dims, &r, dims))
+	if ((r = onnx_broadcast(a->rank, a->dims, b->rank, b->dims, dims)) < 0)
 		return vk_fail(c, EP_E_INVALID, "%s and %s do not broadcast",
 			       ep_shape_str(a->rank, a->dims, s1, sizeof(s1)),
 			       ep_shape_str(b->rank, b->dims, s2, sizeof(s2)));

@@ -109,7 +109,7 @@ static int matmul_plan(vk_ctx *c)
 	memcpy(db, B->dims, sizeof(int64_t) * (size_t)B->rank);
 	db[rb - 1] = B->rank == 1 ? 1 : db[rb - 1];
 	if (da[ra - 1] != db[rb - 2] ||
-	    ep_broadcast(ra - 2, da, rb - 2, db, &nb, bd))
+	    (nb = onnx_broadcast(ra - 2, da, rb - 2, db, bd)) < 0)
 		return vk_fail(c, EP_E_INVALID, "%s x %s do not multiply",
 			       ep_shape_str(A->rank, A->dims, s1, sizeof(s1)),
 			       ep_shape_str(B->rank, B->dims, s2, sizeof(s2)));
@@ -165,8 +165,8 @@ static int gemm_plan(vk_ctx *c)
 {
 	const Onnx__NodeProto *pr = c->node->proto;
 	const vk_val *A = vk_in(c, 0), *B = vk_in(c, 1), *C = vk_in(c, 2), *y;
-	int ta = ep_attr_int(pr, "transA", 0) != 0, tb = ep_attr_int(pr, "transB", 0) != 0;
-	gemm_push p = {.alpha = ep_attr_float(pr, "alpha", 1.0f), .beta = ep_attr_float(pr, "beta", 1.0f)};
+	int ta = proto_attr_int(pr, "transA", 0) != 0, tb = proto_attr_int(pr, "transB", 0) != 0;
+	gemm_push p = {.alpha = proto_attr_float(pr, "alpha", 1.0f), .beta = proto_attr_float(pr, "beta", 1.0f)};
 	int64_t M, N, K, dims[2];
 	char s1[128], s2[128];
 

@@ -137,7 +137,7 @@ static int conv_pack(vk_exec *ex, vk_node *nd, vk_prepack *pk, vk_uploader *u, c
 {
 	const vk_val *w = nd->n_in > 1 && nd->in[1] >= 0 ? &ex->consts[nd->in[1]] : NULL;
 	const Onnx__NodeProto *p = nd->proto;
-	conv_pack_arg a = {.w = w, .G = ep_attr_int(p, "group", 1)};
+	conv_pack_arg a = {.w = w, .G = proto_attr_int(p, "group", 1)};
 	char key[112];
 	uint64_t size;
 
@@ -161,7 +161,7 @@ static int conv_pack(vk_exec *ex, vk_node *nd, vk_prepack *pk, vk_uploader *u, c
 static int conv_plan(vk_ctx *c)
 {
 	const vk_val *x = vk_in(c, 0), *w = vk_in(c, 1), *b = vk_in(c, 2), *y;
-	int64_t G = ep_attr_int(c->node->proto, "group", 1), dims[5], O;
+	int64_t G = proto_attr_int(c->node->proto, "group", 1), dims[5], O;
 	conv_push p = {0};
 	win g;
 	int rc;
@@ -224,7 +224,7 @@ static int pool_plan(vk_ctx *c)
 	const Onnx__NodeProto *pr = c->node->proto;
 	const vk_val *x = vk_in(c, 0), *y;
 	const int64_t *ks;
-	int nk = ep_attr_ints(pr, "kernel_shape", &ks), rc;
+	int nk = proto_attr_ints(pr, "kernel_shape", &ks), rc;
 	int64_t dims[5];
 	pool_push p = {0};
 	win g;
@@ -243,7 +243,7 @@ static int pool_plan(vk_ctx *c)
 		return c->status;
 	p.n = (uint32_t)y->numel;
 	p.flags = (pr->op_type[0] == 'M' ? 1u : 0u) |
-		  (ep_attr_int(pr, "count_include_pad", 0) ? 2u : 0u);
+		  (proto_attr_int(pr, "count_include_pad", 0) ? 2u : 0u);
 	for (int j = 0; j < 3; j++) {
 		p.in[j] = (uint32_t)g.w.in[j];
 		p.out[j] = (uint32_t)g.w.out[j];
@@ -267,7 +267,7 @@ static int global_supports(const Onnx__NodeProto *p, int64_t opset, const int32_
 	(void)opset;
 	if (p->n_input != 1 || p->n_output != 1)
 		return snprintf(why, n, "expects one input and one output"), 0;
-	if (ep_attr_unknown(p, none, why, n))
+	if (proto_attr_unknown(p, none, why, n))
 		return 0;
 	return vk_need_float(p, dt, n_in, 0, -1, why, n);
 }

@@ -52,7 +52,7 @@ static int bn_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *d
 static int bn_plan(vk_ctx *c)
 {
 	const vk_val *x = vk_in(c, 0), *y, *prm[4];
-	bn_push p = {.eps = ep_attr_float(c->node->proto, "epsilon", 1e-5f)};
+	bn_push p = {.eps = proto_attr_float(c->node->proto, "epsilon", 1e-5f)};
 	uint32_t gy;
 
 	if (!x || x->dtype != vk_node_dtype(c) || x->rank < 2)
@@ -92,7 +92,7 @@ static int softmax_plan(vk_ctx *c)
 {
 	const vk_val *x = vk_in(c, 0), *y;
 	int old = c->node->opset < 13;
-	int a = x ? ep_axis(ep_attr_int(c->node->proto, "axis", old ? 1 : -1), x->rank) : -1;
+	int a = x ? onnx_axis(proto_attr_int(c->node->proto, "axis", old ? 1 : -1), x->rank) : -1;
 	softmax_push p = {.log_ = c->node->proto->op_type[0] == 'L'};
 	int64_t outer = 1, inner = 1, len;
 
@@ -160,8 +160,8 @@ static int ln_stats(vk_ctx *c, const vk_val *x, int a, vk_buf *mean, vk_buf *inv
 static int ln_plan(vk_ctx *c)
 {
 	const vk_val *x = vk_in(c, 0), *s = vk_in(c, 1), *b = vk_in(c, 2), *y;
-	int a = x ? ep_axis(ep_attr_int(c->node->proto, "axis", -1), x->rank) : -1;
-	ln_push p = {.eps = ep_attr_float(c->node->proto, "epsilon", 1e-5f)};
+	int a = x ? onnx_axis(proto_attr_int(c->node->proto, "axis", -1), x->rank) : -1;
+	ln_push p = {.eps = proto_attr_float(c->node->proto, "epsilon", 1e-5f)};
 	int64_t rows = 1;
 	vk_buf mean, inv;
 	int rc;

@@ -112,7 +112,7 @@ static int group_dims(const vk_val *x, const int *red, vk_reduce_push *p)
 static int reduce_plan(vk_ctx *c)
 {
 	const vk_val *x = vk_in(c, 0), *y;
-	int red[EP_MAX_RANK] = {0}, keep = ep_attr_int(c->node->proto, "keepdims", 1) != 0, r = 0, rc;
+	int red[EP_MAX_RANK] = {0}, keep = proto_attr_int(c->node->proto, "keepdims", 1) != 0, r = 0, rc;
 	int64_t od[EP_MAX_RANK];
 	vk_reduce_push p = {.op = (uint32_t)red_op(c->node->proto->op_type)};
 

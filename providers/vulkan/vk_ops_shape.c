@@ -103,7 +103,7 @@ static int transpose_plan(vk_ctx *c)
 {
 	const vk_val *x = vk_in(c, 0), *y;
 	const int64_t *pv;
-	int np = ep_attr_ints(c->node->proto, "perm", &pv), perm[EP_MAX_RANK];
+	int np = proto_attr_ints(c->node->proto, "perm", &pv), perm[EP_MAX_RANK];
 	int64_t od[EP_MAX_RANK], fd[EP_MAX_RANK], fs[EP_MAX_RANK];
 	char err[128];
 	transpose_push p = {0};
@@ -144,7 +144,7 @@ static int concat_supports(const Onnx__NodeProto *p, int64_t opset, const int32_
 static int concat_plan(vk_ctx *c)
 {
 	const vk_val *x0 = vk_in(c, 0), *y;
-	int a = x0 ? ep_axis(ep_attr_int(c->node->proto, "axis", 0), x0->rank) : -1;
+	int a = x0 ? onnx_axis(proto_attr_int(c->node->proto, "axis", 0), x0->rank) : -1;
 	int64_t od[EP_MAX_RANK], inner = 1, off = 0;
 
 	if (a < 0)
@@ -230,7 +230,7 @@ static int gather_indices(vk_ctx *c, const vk_val *ix, int64_t len, vk_buf *out)
 static int gather_plan(vk_ctx *c)
 {
 	const vk_val *x = vk_in(c, 0), *ix = vk_in(c, 1), *y;
-	int a = ep_axis(ep_attr_int(c->node->proto, "axis", 0), x->rank), r;
+	int a = onnx_axis(proto_attr_int(c->node->proto, "axis", 0), x->rank), r;
 	int64_t od[EP_MAX_RANK], inner, outer;
 	gather_push p = {0};
 	vk_buf ib;

@@ -323,7 +323,7 @@ static int collect_one(void *ctx, int v, int *overflow, char *err, size_t n)
 int vk_exec_run(vk_ep *ep, ep_subgraph *sg, ep_run *r, char *err, size_t n)
 {
 	vk_exec *ex = sg->impl;
-	double t0 = ep_now_ms(), t1;
+	double t0 = sys_now_ms(), t1;
 	int rc;
 
 	vk_stream *s = vk_stream_get(&ep->dm.streams, r->stream, 0, err, n);
@@ -339,7 +339,7 @@ int vk_exec_run(vk_ep *ep, ep_subgraph *sg, ep_run *r, char *err, size_t n)
 		rc = plan_node(ex, k, err, n);
 	if (rc == 0)
 		rc = ep_collect_outputs(&ex->w, r, 0, collect_one, ex, err, n);
-	t1 = ep_now_ms();
+	t1 = sys_now_ms();
 	if (rc == 0)
 		rc = vk_record_and_run(ex, err, n);
 	if (settle_dynbufs(ex, rc == 0, err, n) && rc == 0)
@@ -347,7 +347,7 @@ int vk_exec_run(vk_ep *ep, ep_subgraph *sg, ep_run *r, char *err, size_t n)
 	if (ipc_log_enabled(IPC_LOG_DEBUG))
 		ipc_log(IPC_LOG_DEBUG, "run of %zu nodes: %zu dispatches, %zu uploads, %zu downloads, "
 			"%zu device copies; plan %.3f ms, record+submit+wait %.3f ms", ex->n_nodes,
-			ex->disp.n, ex->up.n, ex->down.n, ex->d2d.n, t1 - t0, ep_now_ms() - t1);
+			ex->disp.n, ex->up.n, ex->down.n, ex->d2d.n, t1 - t0, sys_now_ms() - t1);
 	end_run(ex, rc == 0);
 	return rc;
 }

@@ -1114,16 +1114,16 @@ static void test_helpers(void **state)
 	OUT(m->g, vi("y", DT(FLOAT), "1"));
 	assert_int_equal(load(m, &g, err), 0);
 	n = (Onnx__NodeProto *)g->nodes[0].proto;
-	assert_int_equal(graph_attr_int(n, "axis", 0), -2);
-	assert_int_equal(graph_attr_int(n, "missing", 7), 7);
-	assert_true(graph_attr_float(n, "alpha", 1) == 0.25f);
-	assert_true(graph_attr_float(n, "axis", 1) == 1);
+	assert_int_equal(proto_attr_int(n, "axis", 0), -2);
+	assert_int_equal(proto_attr_int(n, "missing", 7), 7);
+	assert_true(proto_attr_float(n, "alpha", 1) == 0.25f);
+	assert_true(proto_attr_float(n, "axis", 1) == 1);
 	assert_int_equal(graph_attr_ints(n, "perm", &v), 3);
 	assert_int_equal(v[2], 3);
 	assert_int_equal(graph_attr_ints(n, "none", &v), 0);
 	assert_string_equal(graph_attr_string(n, "mode", "x"), "nearest");
 	assert_string_equal(graph_attr_string(n, "none", "dflt"), "dflt");
-	assert_null(graph_attr(n, "none"));
+	assert_null(proto_attr(n, "none"));
 	graph_free(g);
 }
 

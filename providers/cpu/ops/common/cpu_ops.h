@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "cpu_kernel.h"
+#include "window.h"
 
 /* Newest opset whose semantics the kernels were written against. */
 #define CPU_OPSET_MAX 24
@@ -113,28 +114,15 @@ void cpu_copy_strided(void *dst, const void *src, size_t esize, int rank,
 
 /* ---- window.c: Conv and pooling geometry ---- */
 
-enum { CPU_PAD_NOTSET, CPU_PAD_SAME_UPPER, CPU_PAD_SAME_LOWER, CPU_PAD_VALID };
+/* ONNX's rules, onnxrules/window.h, under the names the ops use. */
+enum { CPU_PAD_NOTSET = ONNX_PAD_NOTSET, CPU_PAD_SAME_UPPER = ONNX_PAD_SAME_UPPER,
+       CPU_PAD_SAME_LOWER = ONNX_PAD_SAME_LOWER, CPU_PAD_VALID = ONNX_PAD_VALID };
 
-typedef struct cpu_window {
-	int n_kernel, n_strides, n_dilations, n_pads;   /* 0 = attribute absent */
-	int64_t kernel[CPU_MAX_RANK], strides[CPU_MAX_RANK], dilations[CPU_MAX_RANK];
-	int64_t pads[2 * CPU_MAX_RANK];
-	int auto_pad, ceil_mode;
-} cpu_window;
+typedef onnx_window cpu_window;
+typedef onnx_geom cpu_geom;
 
-/* Resolved geometry of nsp spatial dims (padded to 3 for the 1-D..3-D
- * loops: extra leading dims have size, kernel, stride and dilation 1). */
-typedef struct cpu_geom {
-	int nsp;
-	int64_t in[3], out[3], k[3], s[3], d[3], pb[3], pe[3];
-} cpu_geom;
-
-/* Parses kernel_shape, strides, dilations, pads, auto_pad, ceil_mode and
- * checks their values. */
+/* onnx_window_parse and onnx_window_geom (window.h says what they check). */
 int cpu_window_parse(const Onnx__NodeProto *p, cpu_window *w, char *err, size_t n);
-/* kernel: the spatial kernel dims (Conv passes W's), NULL to use the
- * attribute.  Fails (message in err) on inconsistent ranks or a window
- * larger than the padded input. */
 int cpu_window_geom(const cpu_window *w, int nsp, const int64_t *in_sp,
 		    const int64_t *kernel, cpu_geom *g, char *err, size_t n);
 
