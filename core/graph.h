@@ -159,6 +159,12 @@ void graph_namemap_free(graph_namemap *m);
 /* graph_fold.c: Constant nodes and Identity nodes of initializers become
  * initializers and leave graph.nodes (see the file).  0 or -errno. */
 int graph_fold(graph *g, char *err, size_t errlen);
+struct graph_tinfo;
+/* Nodes whose outputs t (an inference with the model's own, possibly
+ * symbolic, input shapes) knows as integer data become initializers of
+ * that data and leave graph.nodes, with the nodes then read by nothing.
+ * 0 or -ENOMEM. */
+int graph_fold_known(graph *g, const struct graph_tinfo *t);
 
 int graph_init_load(graph *g, int vi, const Onnx__TensorProto *t,
 		    char *err, size_t errlen);

@@ -9,6 +9,13 @@
  *    bytes (torch writes one Identity per reuse of a deduplicated weight;
  *    each copied the weight on every run).
  *
+ * After the session's first type and shape inference, graph_fold_known
+ * does the same for nodes whose outputs inference found to be known
+ * integer data however the inputs' symbolic dims turn out (Shape of a
+ * static dim, its Gather, the arithmetic on it: torch's head-size
+ * computations), so what reads them sees constants; nodes that only they
+ * read (the Shape) go with them.
+ *
  * A node is left alone when its output is a graph output (the user asked
  * for a value the run produces) or when the constant is a string, sparse
  * or empty tensor.  (An initializer that is also a graph input is a weight
@@ -98,6 +105,147 @@ static int compact(graph *g, const unsigned char *gone)
 	g->n_nodes = m;
 	free(map);
 	return 0;
+}
+
+static int int_type(int32_t et)
+{
+	return et == ONNX__TENSOR_PROTO__DATA_TYPE__INT64 || et == ONNX__TENSOR_PROTO__DATA_TYPE__INT32 ||
+	       et == ONNX__TENSOR_PROTO__DATA_TYPE__INT16 || et == ONNX__TENSOR_PROTO__DATA_TYPE__INT8 ||
+	       et == ONNX__TENSOR_PROTO__DATA_TYPE__UINT8 || et == ONNX__TENSOR_PROTO__DATA_TYPE__BOOL;
+}
+
+/* Writes the int64 view of known data as elem_type's bytes (an
+ * int_type). */
+static void store_ints(int32_t et, const int64_t *v, int64_t n, void *dst)
+{
+	for (int64_t i = 0; i < n; i++)
+		switch (et) {
+		case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: ((int64_t *)dst)[i] = v[i]; break;
+		case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: ((int32_t *)dst)[i] = (int32_t)v[i]; break;
+		case ONNX__TENSOR_PROTO__DATA_TYPE__INT16: ((int16_t *)dst)[i] = (int16_t)v[i]; break;
+		case ONNX__TENSOR_PROTO__DATA_TYPE__INT8: ((int8_t *)dst)[i] = (int8_t)v[i]; break;
+		case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8:
+		case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: ((uint8_t *)dst)[i] = (uint8_t)v[i]; break;
+		default: break;
+		}
+}
+
+/* Node n's outputs are all known (data in t) integer tensors that stay
+ * inside the graph, and the node reads no subgraph. */
+static int known_outputs(const graph *g, const graph_node *n, const graph_tinfo *t)
+{
+	int any = 0;
+
+	if (n->n_implicit)
+		return 0;
+	for (int i = 0; i < n->n_out; i++) {
+		int v = n->out[i];
+
+		if (v < 0)
+			continue;
+		if (!t[v].has_data || g->values[v].is_graph_output || g->values[v].kind != GRAPH_VALUE_ACTIVATION ||
+		    !graph_tinfo_static(&t[v]) || t[v].ndata != graph_tinfo_numel(&t[v]) || t[v].ndata < 1 ||
+		    !int_type(t[v].elem_type))
+			return 0;
+		any = 1;
+	}
+	return any;
+}
+
+static int known_to_init(graph *g, const graph_node *n, const graph_tinfo *t)
+{
+	for (int i = 0; i < n->n_out; i++) {
+		int v = n->out[i];
+		graph_value *val;
+		size_t es;
+		void *buf;
+
+		if (v < 0)
+			continue;
+		val = &g->values[v];
+		es = graph_dtype_size(t[v].elem_type);
+		buf = calloc((size_t)t[v].ndata, es);
+		if (!buf)
+			return -ENOMEM;
+		store_ints(t[v].elem_type, t[v].data, t[v].ndata, buf);
+		val->kind = GRAPH_VALUE_INITIALIZER;
+		val->producer = -1;
+		memset(&val->init, 0, sizeof(val->init));
+		val->init.file = -1;
+		val->init.alias = -1;
+		val->init.owned = buf;
+		val->init.data = buf;
+		val->init.nbytes = (uint64_t)t[v].ndata * es;
+		val->elem_type = t[v].elem_type;
+		val->is_tensor = 1;
+		val->rank = t[v].rank;
+		memcpy(val->dims, t[v].dims, sizeof(int64_t) * (size_t)t[v].rank);
+	}
+	return 0;
+}
+
+/* Marks in gone the nodes nothing reads (no output read by a node that
+ * stays, a subgraph or the user), last to first so chains go whole. */
+static int mark_dead(const graph *g, unsigned char *gone)
+{
+	int *uses = calloc(g->n_values + 1, sizeof(int));
+
+	if (!uses)
+		return -ENOMEM;
+	for (size_t v = 0; v < g->n_values; v++)
+		uses[v] = g->values[v].is_graph_output;
+	for (size_t k = 0; k < g->n_nodes; k++) {
+		const graph_node *n = &g->nodes[k];
+
+		for (int i = 0; !gone[k] && i < n->n_in + n->n_implicit; i++) {
+			int v = i < n->n_in ? n->in[i] : n->implicit[i - n->n_in];
+
+			if (v >= 0)
+				uses[v]++;
+		}
+	}
+	for (size_t k = g->n_nodes; k-- > 0;) {
+		const graph_node *n = &g->nodes[k];
+		int used = 0;
+
+		for (int i = 0; !gone[k] && i < n->n_out; i++)
+			used |= n->out[i] >= 0 && uses[n->out[i]] > 0;
+		if (gone[k] || used)
+			continue;
+		gone[k] = 1;
+		for (int i = 0; i < n->n_in + n->n_implicit; i++) {
+			int v = i < n->n_in ? n->in[i] : n->implicit[i - n->n_in];
+
+			if (v >= 0)
+				uses[v]--;
+		}
+	}
+	free(uses);
+	return 0;
+}
+
+int graph_fold_known(graph *g, const graph_tinfo *t)
+{
+	unsigned char *gone = calloc(g->n_nodes + 1, 1);
+	size_t folded = 0;
+	int rc = 0;
+
+	if (!gone)
+		return -ENOMEM;
+	for (size_t k = 0; rc == 0 && k < g->n_nodes; k++) {
+		if (!known_outputs(g, &g->nodes[k], t))
+			continue;
+		rc = known_to_init(g, &g->nodes[k], t);
+		gone[k] = rc == 0;
+		folded += rc == 0;
+	}
+	/* What only the folded nodes read (Shape of an activation) goes too. */
+	if (rc == 0 && folded)
+		rc = mark_dead(g, gone);
+	if (rc == 0 && folded)
+		rc = compact(g, gone);
+	free(gone);
+	return rc;
 }
 
 int graph_fold(graph *g, char *err, size_t errlen)

@@ -296,6 +296,11 @@ static ortmk_status infer_types(ortmk_session *s)
 	shape_seed(s->g, s->tinfo0);
 	if (shape_infer(s->g, s->tinfo0, 0, &next_sym, err, sizeof(err)))
 		return core_fail(ORTMK_ERR_MODEL, "%s", err);
+	/* What inference knows whatever the inputs' symbolic dims are need
+	 * not run (ORTMK_FOLD=0: keep every node, for comparisons). */
+	if (!(getenv("ORTMK_FOLD") && strcmp(getenv("ORTMK_FOLD"), "0") == 0) &&
+	    graph_fold_known(s->g, s->tinfo0))
+		return core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
 	return ORTMK_OK;
 }
 

@@ -273,6 +273,41 @@ static void gather_data(const graph_tinfo *x, const graph_tinfo *ix, int a,
 	shape_set_data(o, v, n);
 }
 
+/* A Gather of a Shape's output: the dims it picks may be known when
+ * others are not (a static channel count beside a symbolic batch), and
+ * torch computes head sizes and scales from exactly those. */
+static void gather_shape_dims(const shape_ctx *c, const graph_tinfo *ix, graph_tinfo *o)
+{
+	int v = c->n->n_in > 0 ? c->n->in[0] : -1, p;
+	int64_t r, start, end, vals[MAXD];
+	const graph_node *s;
+	const graph_tinfo *src;
+
+	if (o->has_data || !ix->has_data || v < 0 || ix->ndata > MAXD ||
+	    (p = c->g->values[v].producer) < 0)
+		return;
+	s = &c->g->nodes[p];
+	if (strcmp(s->op_type, "Shape") != 0 || s->domain[0] || s->n_in < 1 || s->in[0] < 0)
+		return;
+	src = &c->t[s->in[0]];
+	if ((r = src->rank) < 0)
+		return;
+	start = proto_attr_int(s->proto, "start", 0);
+	end = proto_attr_int(s->proto, "end", r);
+	start += start < 0 ? r : 0;
+	end += end < 0 ? r : 0;
+	start = start < 0 ? 0 : start > r ? r : start;
+	end = end < start ? start : end > r ? r : end;
+	for (int64_t j = 0; j < ix->ndata; j++) {
+		int64_t i = ix->data[j] < 0 ? ix->data[j] + (end - start) : ix->data[j];
+
+		if (i < 0 || i >= end - start || src->dims[start + i] < 0)
+			return;
+		vals[j] = src->dims[start + i];
+	}
+	shape_set_data(o, vals, ix->ndata);
+}
+
 int shape_fn_gather(shape_ctx *c)
 {
 	const graph_tinfo *x = shape_in(c, 0), *ix = shape_in(c, 1);
@@ -301,6 +336,8 @@ int shape_fn_gather(shape_ctx *c)
 			o->dims[r++] = ix->dims[j];
 	}
 	gather_data(x, ix, a, o);
+	if (a == 0 && x->rank == 1)
+		gather_shape_dims(c, ix, o);
 	return 0;
 }
 

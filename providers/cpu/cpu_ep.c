@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "cpu_exec.h"
+#include "cpu_fold.h"
 #include "cpu_fuse.h"
 #include "cpu_io.h"
 #include "cpu_prepack.h"
@@ -42,6 +43,7 @@ typedef struct cpu_sg {
 	int64_t *opset_versions;
 	cpu_pool *pool;           /* intra-op threads and GEMM scratch, or NULL */
 	cpu_fuse_node *fuse;      /* per node: fused chains (cpu_fuse.h), or NULL */
+	cpu_fold fold;            /* nodes folded into constants at load */
 } cpu_sg;
 
 static int cpu_init(void **self, char *detail, size_t n)
@@ -69,6 +71,7 @@ static void cpu_sg_free(cpu_sg *c)
 	cpu_arena_free(c->run.arena);
 	cpu_plan_free(&c->plan);     /* the nodes first: they read the folded constants */
 	cpu_fuse_free(c->fuse, n_nodes);
+	cpu_fold_free(&c->fold);
 	free(c->opset_domains);
 	free(c->opset_versions);
 	cpu_pack_cache_close(c->pack);
@@ -200,21 +203,33 @@ static int load_node(cpu_sg *c, const ep_subgraph *sg, size_t k, char *err, size
 				  f ? f->n_in : (int)p->n_input, err, n);
 }
 
+/* Per value: 1 when the core reads it after the step (all of them when
+ * the core did not say), or NULL when out of memory. */
+static unsigned char *exported_values(const cpu_sg *c, const ep_subgraph *sg)
+{
+	unsigned char *exported = calloc(c->plan.n_values + 1, 1);
+
+	if (!exported)
+		return NULL;
+	if (!sg->msg->exported_known)
+		memset(exported, 1, c->plan.n_values);
+	for (size_t i = 0; i < sg->msg->n_exported; i++)
+		if (sg->msg->exported[i] < c->plan.n_values)
+			exported[sg->msg->exported[i]] = 1;
+	return exported;
+}
+
 /* Fusions need to know which values the core reads after the step; set
  * ORTMK_CPU_FUSE=0 to run every node as it is (for comparisons). */
-static void plan_fusions(cpu_sg *c, const ep_subgraph *sg)
+static void plan_fusions(cpu_sg *c, const ep_subgraph *sg, unsigned char *exported)
 {
 	const char *env = getenv("ORTMK_CPU_FUSE");
 	cpu_plan *p = &c->plan;
-	unsigned char *exported = calloc(p->n_values + 1, 1);
 	int *extra = calloc(p->n_values + 1, sizeof(int));
 	cpu_fuse_graph fg = {sg->graph, p->n_values, p->node_in, p->node_out, p->consts,
-			     exported, extra, ep_subgraph_opset(sg, "")};
+			     exported, extra, ep_subgraph_opset(sg, ""), c->fold.node};
 
-	if (exported && extra && sg->msg->exported_known && !(env && strcmp(env, "0") == 0)) {
-		for (size_t i = 0; i < sg->msg->n_exported; i++)
-			if (sg->msg->exported[i] < p->n_values)
-				exported[sg->msg->exported[i]] = 1;
+	if (extra && sg->msg->exported_known && !(env && strcmp(env, "0") == 0)) {
 		for (size_t k = 0; k < p->n_nodes; k++)
 			for (int i = 0; p->node_refs[k][i] >= 0; i++)
 				extra[p->node_refs[k][i]]++;
@@ -227,7 +242,6 @@ static void plan_fusions(cpu_sg *c, const ep_subgraph *sg)
 				sg->graph->node[k]->op_type, c->fuse[k].fuse.add_input,
 				c->fuse[k].fuse.bias_input, (int)c->fuse[k].fuse.act,
 				c->fuse[k].fuse.attention ? ", attention" : "");
-	free(exported);
 	free(extra);
 }
 
@@ -241,19 +255,39 @@ static int pool_size(int requested)
 	return requested < 1 ? 1 : requested > cap ? cap : requested;
 }
 
-/* Every node mapped, fusions planned, every node not fused away prepared. */
-static int build_plan(cpu_sg *c, const ep_subgraph *sg, char *err, size_t n)
+static int64_t sg_opset(void *arg, const char *domain)
 {
+	return ep_subgraph_opset(arg, domain);
+}
+
+/* Every node mapped, constants folded (ORTMK_CPU_FOLD=0: not), fusions
+ * planned, every node neither folded nor fused away prepared. */
+static int build_plan(cpu_sg *c, ep_subgraph *sg, char *err, size_t n)
+{
+	const char *env = getenv("ORTMK_CPU_FOLD");
+	unsigned char *exported;
 	int rc = 0;
 
 	for (size_t k = 0; rc == 0 && k < c->plan.n_nodes; k++)
 		rc = map_node(c, sg, k, err, n);
 	if (rc)
 		return rc;
-	plan_fusions(c, sg);
+	if (!(exported = exported_values(c, sg)))
+		return snprintf(err, n, "out of memory"), EP_E_NOMEM;
+	if (!(env && strcmp(env, "0") == 0) &&
+	    cpu_fold_plan(&c->fold, &c->plan, sg->graph, exported, sg_opset, sg, &c->env)) {
+		free(exported);
+		return snprintf(err, n, "out of memory"), EP_E_NOMEM;
+	}
+	if (c->fold.n_nodes)
+		ipc_log(IPC_LOG_DEBUG, "folded %zu nodes into constants", c->fold.n_nodes);
+	plan_fusions(c, sg, exported);
+	free(exported);
 	for (size_t k = 0; rc == 0 && k < c->plan.n_nodes; k++)
-		/* A node fused into an earlier one stays uninitialised: not run. */
-		rc = c->fuse && c->fuse[k].skip ? 0 : load_node(c, sg, k, err, n);
+		/* A node folded or fused into an earlier one stays
+		 * uninitialised: not run. */
+		rc = (c->fold.node && c->fold.node[k]) || (c->fuse && c->fuse[k].skip) ? 0 :
+			load_node(c, sg, k, err, n);
 	return rc;
 }
 
@@ -320,6 +354,8 @@ static int bind_values(cpu_sg *c, const ep_subgraph *sg, ep_run *r, char *err, s
 			cpu_frame_bind(f, (int)b->value, NULL, 0, 1);
 			continue;
 		}
+		if (c->plan.consts[b->value].data)
+			continue;   /* folded at load: the constant is the value */
 		if (cpu_io_special(b)) {
 			int rc = cpu_io_decode(c->run.arena, b, &t, err, n);
 

@@ -35,13 +35,27 @@ static const Onnx__NodeProto *node(const planner *pl, int k)
 	return k >= 0 && (size_t)k < pl->fg->g->n_node ? pl->fg->g->node[k] : NULL;
 }
 
-/* The only reader of v if it is node k + 1 and v stays in the step. */
+/* The node after k in execution order: nodes folded into constants at
+ * load (fg->gone) do not run, so they do not separate two nodes.  Returns
+ * n_node past the end. */
+static int next_node(const planner *pl, int k)
+{
+	int n = (int)pl->fg->g->n_node;
+
+	for (k++; k < n && pl->fg->gone && pl->fg->gone[k]; k++)
+		;
+	return k;
+}
+
+/* The only reader of v if it is the node after k and v stays in the step. */
 static int next_reader(const planner *pl, int v, int k)
 {
-	if (v < 0 || pl->reads[v] != 1 || pl->reader[v] != k + 1 ||
-	    (size_t)(k + 1) >= pl->fg->g->n_node || pl->f[k + 1].skip || pl->f[k + 1].head)
+	int r = next_node(pl, k);
+
+	if (v < 0 || pl->reads[v] != 1 || pl->reader[v] != r ||
+	    (size_t)r >= pl->fg->g->n_node || pl->f[r].skip || pl->f[r].head)
 		return -1;
-	return k + 1;
+	return r;
 }
 
 static const cpu_tensor *const_of(const planner *pl, int v)
@@ -170,11 +184,12 @@ static int fold_bn(planner *pl, int k, int bn, cpu_fuse_node *fn)
 static int gelu_chain(const planner *pl, int k, int x)
 {
 	int *const *in = pl->fg->node_in;
-	int d = k + 1, e = k + 2, a = k + 3, m1 = k + 4, m2 = k + 5, t;
+	int d = next_node(pl, k), e = next_node(pl, d), a = next_node(pl, e);
+	int m1 = next_node(pl, a), m2 = next_node(pl, m1), t;
 
 	if ((size_t)m2 >= pl->fg->g->n_node || pl->reads[x] != 2 || pl->reader[x] != m1)
 		return -1;
-	for (int i = d; i <= m2; i++)
+	for (int i = d; i <= m2; i = next_node(pl, i))
 		if (pl->f[i].skip || pl->f[i].head || single_out(pl, i) < 0)
 			return -1;
 	if (!is_op(node(pl, d), "Div") || in[d][0] != x ||
@@ -260,7 +275,7 @@ static cpu_fuse_act act_of(const planner *pl, int r, float *a, float *b)
  * x = cur (read by both, nothing else); returns the Mul or -1. */
 static int silu_chain(const planner *pl, int last, int cur)
 {
-	int s = last + 1, m = last + 2, so;
+	int s = next_node(pl, last), m = next_node(pl, s), so;
 
 	if ((size_t)m >= pl->fg->g->n_node || pl->f[s].skip || pl->f[s].head || pl->f[m].skip ||
 	    pl->f[m].head || !is_op(node(pl, s), "Sigmoid") || !is_op(node(pl, m), "Mul") ||
@@ -287,7 +302,7 @@ static void chain_act(planner *pl, int k, int last, int cur, int allow_gelu)
 		return;
 	}
 	if ((g = silu_chain(pl, last, cur)) >= 0) {
-		take(pl, k, last + 1);
+		take(pl, k, next_node(pl, last));
 		fn->fuse.act = CPU_FUSE_ACT_SILU;
 		fn->out0 = take(pl, k, g);
 		return;
@@ -301,7 +316,7 @@ static void chain_act(planner *pl, int k, int last, int cur, int allow_gelu)
 		return;
 	}
 	if ((g = gelu_chain(pl, last, cur)) >= 0) {
-		for (int i = last + 1; i <= g; i++)
+		for (int i = next_node(pl, last); i <= g; i = next_node(pl, i))
 			take(pl, k, i);
 		fn->fuse.act = CPU_FUSE_ACT_GELU;
 		fn->out0 = single_out(pl, g);

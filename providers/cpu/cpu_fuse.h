@@ -53,6 +53,7 @@ typedef struct cpu_fuse_graph {
 	const unsigned char *exported;           /* per value: read by the core; NULL: unknown */
 	const int *extra_reads;                  /* per value: reads by nested subgraphs */
 	int64_t opset;                           /* the ai.onnx opset (Softmax's default axis) */
+	const unsigned char *gone;               /* per node: folded at load, not run; or NULL */
 } cpu_fuse_graph;
 
 /* One entry per node, or NULL (no memory: run unfused).  Nodes that fuse

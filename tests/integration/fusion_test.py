@@ -6,7 +6,9 @@ chains it fused.  Models: a ResNet block (Conv+BN+Relu, Conv+BN+Add+Relu,
 a 1x1/2 downsample with BN, one intermediate also a graph output, which
 must not be fused away), a transformer layer (MatMul+bias, Erf-form Gelu,
 residual Add, attention MatMul->Div->Softmax->MatMul), a Gemm transB
-MLP and a chain of every activation a Conv or Gemm takes into its tail.  Usage: fusion_test.py ORT_RUN WORK"""
+MLP, a chain of every activation a Conv or Gemm takes into its tail, and
+an attention whose scale only constant folding (core and provider) shows
+(ORTMK_FOLD=0 and ORTMK_CPU_FOLD=0 for the plain runs).  Usage: fusion_test.py ORT_RUN WORK"""
 import json
 import os
 import shutil
@@ -214,6 +216,36 @@ def activations_model():
     return g, {"x": x}, {"y": sig(h6.reshape(1, -1) @ w["wg"].T.astype(np.float64))}
 
 
+def folding_model():
+    """Attention whose 1/sqrt(d) torch computes after the first MatMul from
+    the input's shape: Shape -> Gather (a static dim beside a symbolic
+    batch: the core folds it), Cast -> Pow (constant inputs then: the
+    provider folds them), so the Mul, Softmax and MatMul fuse; and a weight
+    used through a Transpose (folded, then packed)."""
+    s, d = 6, 8
+    x = rng.standard_normal((2, s, d)).astype(np.float32)
+    w = {n: (rng.standard_normal((d, d)) * 0.3).astype(np.float32) for n in ("wq", "wk", "wv", "wo")}
+    consts = {"two": np.array([2], np.int64), "mhalf": np.array(-0.5, np.float32)}
+    inits = [numpy_helper.from_array(v, n) for n, v in {**w, **consts}.items()]
+    n = helper.make_node
+    nodes = [n("MatMul", ["x", "wq"], ["q"]), n("MatMul", ["x", "wk"], ["k"]),
+             n("MatMul", ["x", "wv"], ["v"]), n("Transpose", ["k"], ["kt"], perm=[0, 2, 1]),
+             n("MatMul", ["q", "kt"], ["sc"]),
+             n("Shape", ["x"], ["sh"]), n("Gather", ["sh", "two"], ["dim"], axis=0),
+             n("Cast", ["dim"], ["dimf"], to=TensorProto.FLOAT),
+             n("Pow", ["dimf", "mhalf"], ["scale"]), n("Mul", ["sc", "scale"], ["sm"]),
+             n("Softmax", ["sm"], ["p"], axis=-1), n("MatMul", ["p", "v"], ["a"]),
+             n("Transpose", ["wo"], ["wot"]), n("MatMul", ["a", "wot"], ["y"])]
+    g = helper.make_graph(nodes, "folding", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", s, d])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    x64 = x.astype(np.float64)
+    q, k, v = (x64 @ w[m] for m in ("wq", "wk", "wv"))
+    sc = q @ k.transpose(0, 2, 1) / np.sqrt(d)
+    p = np.exp(sc - sc.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    return g, {"x": x}, {"y": (p @ v) @ w["wo"].T}
+
+
 def mlp_model():
     x = rng.standard_normal((3, 40)).astype(np.float32)
     w = (rng.standard_normal((50, 40)) * 0.3).astype(np.float32)
@@ -230,11 +262,14 @@ def run(ort_run, model, feeds, out, fuse):
     args = [ort_run, model, "--output-dir", out, "--json", "--threads", "2"]
     for name, path in feeds.items():
         args += ["--input", name + "=" + path]
-    env = dict(os.environ, ORTMK_CPU_FUSE=fuse, ORTMK_LOG="debug")
+    env = dict(os.environ, ORTMK_CPU_FUSE=fuse, ORTMK_CPU_FOLD=fuse, ORTMK_FOLD=fuse,
+               ORTMK_LOG="debug")
     r = subprocess.run(args, capture_output=True, text=True, timeout=120, env=env)
     if r.returncode:
         raise SystemExit("ort-run failed: " + r.stderr[-2000:])
-    return r.stderr.count("fused "), r.stderr.count(", attention")
+    folded = [int(line.split("folded ")[1].split()[0]) for line in r.stderr.splitlines()
+              if "folded " in line]
+    return r.stderr.count("fused "), r.stderr.count(", attention"), sum(folded)
 
 
 def main():
@@ -244,7 +279,7 @@ def main():
     for name, (g, inputs, want), min_fused, n_attention in (
             ("resnet", resnet_model(), 4, 0), ("bert", bert_model(), 4, 1),
             ("attention", attention_model(), 1, 1), ("mlp", mlp_model(), 1, 0),
-            ("activations", activations_model(), 7, 0)):
+            ("activations", activations_model(), 7, 0), ("folding", folding_model(), 1, 1)):
         d = os.path.join(work, name)
         os.makedirs(d)
         model = os.path.join(d, "model.onnx")
@@ -253,8 +288,10 @@ def main():
         for k, v in inputs.items():
             feeds[k] = os.path.join(d, k + ".npy")
             np.save(feeds[k], v)
-        n_fused, n_att = run(ort_run, model, feeds, os.path.join(d, "fused"), "1")
-        n_plain, _ = run(ort_run, model, feeds, os.path.join(d, "plain"), "0")
+        n_fused, n_att, n_folded = run(ort_run, model, feeds, os.path.join(d, "fused"), "1")
+        n_plain, _, _ = run(ort_run, model, feeds, os.path.join(d, "plain"), "0")
+        if name == "folding":
+            check(n_folded >= 3, "folding: %d nodes folded by the provider (>= 3)" % n_folded)
         check(n_fused >= min_fused and n_plain == 0,
               "%s: %d chains fused (>= %d), none with ORTMK_CPU_FUSE=0" % (name, n_fused, min_fused))
         check(n_att == n_attention, "%s: %d attention chains fused (want %d)" % (name, n_att, n_attention))

@@ -463,7 +463,7 @@ static cpu_fuse_node *tg_plan(tgraph *tg, int n)
 {
 	Onnx__GraphProto init = ONNX__GRAPH_PROTO__INIT;
 	cpu_fuse_graph fg = {&tg->g, 16, tg->inp, tg->outp, tg->consts, tg->exported, tg->extra,
-			     17};
+			     17, NULL};
 
 	tg->g = init;
 	tg->g.n_node = (size_t)n;
@@ -597,7 +597,7 @@ static void test_fuse_plan(void **state)
 	resnet_block(&tg, w, p);
 	{
 		Onnx__GraphProto init = ONNX__GRAPH_PROTO__INIT;
-		cpu_fuse_graph fg = {&tg.g, 16, tg.inp, tg.outp, tg.consts, NULL, tg.extra, 17};
+		cpu_fuse_graph fg = {&tg.g, 16, tg.inp, tg.outp, tg.consts, NULL, tg.extra, 17, NULL};
 		tg.g = init;
 		tg.g.n_node = 4;
 		tg.g.node = tg.pn;
