@@ -24,6 +24,7 @@
 #include "cpu_node.h"
 #include "cpu_test_util.h"
 #include "cpu_ops.h"
+#include "threadpool.h"
 
 /* ---- checks ---- */
 
@@ -396,10 +397,77 @@ static void test_dynamic_quantize_all_zero(void **state)
 	tn(&t, "DynamicQuantizeLinear", 1, 3);
 	run_ok(&t, 11, 1, in, 3, out);
 	assert_memory_equal(out[0].data, zeros, 4);
-	assert_float_equal(*(float *)out[1].data, 0.0f, 0.0f);
+	/* ONNX Runtime's rule: an empty range gets scale 1 (not 0, which a
+	 * consumer would divide by). */
+	assert_true(*(float *)out[1].data == 1.0f);
 	assert_int_equal(*(uint8_t *)out[2].data, 0);
 	assert_int_equal(out[1].rank, 0);
 	free_outs(out, 3);
+}
+
+/* The scale is (hi - lo) / 255 in float32, as ONNX Runtime and the ONNX
+ * reference compute it.  For this range the same formula in double gives
+ * 0x1.0d10dap-6, one ulp more, and x[2] quantized to 183 instead of 184
+ * (EfficientNet-B0's input diverged from ONNX Runtime that way). */
+static void test_dynamic_quantize_float_scale(void **state)
+{
+	static const float x[3] = {-0x1.95f8d2p+0f, 0x1.4d0b28p+1f, 0x1.6ba8c6p+0f};
+	static const uint8_t want[3] = {0, 255, 184};
+	int64_t dx[1] = {3};
+	cpu_tensor tx = tens(CPU_FLOAT, 1, dx, x), out[3];
+	const cpu_tensor *in[1] = {&tx};
+	tnode t;
+	(void)state;
+	tn(&t, "DynamicQuantizeLinear", 1, 3);
+	run_ok(&t, 11, 1, in, 3, out);
+	assert_true(*(float *)out[1].data == 0x1.0d10d8p-6f);
+	assert_int_equal(*(uint8_t *)out[2].data, 97);
+	assert_memory_equal(out[0].data, want, 3);
+	free_outs(out, 3);
+}
+
+/* Large inputs go through the pool and the vector loops: every element
+ * against the scalar formula, with ties, NaN and values past both ends. */
+static void test_dynamic_quantize_large(void **state)
+{
+	enum { N = 300007 };
+	float *x = malloc(N * sizeof(float));
+	int64_t dx[1] = {N};
+	cpu_tensor tx = tens(CPU_FLOAT, 1, dx, x), out[3];
+	const cpu_tensor *in[1] = {&tx};
+	struct cpu_pool *pool = NULL;
+	uint32_t r = 12345;
+	tnode t;
+	(void)state;
+	assert_non_null(x);
+	for (int i = 0; i < N; i++) {
+		r = r * 1664525u + 1013904223u;
+		x[i] = (float)((int32_t)(r >> 8) % 100000) / 40000.0f - 0.7f;
+	}
+	x[7] = NAN;
+	x[N - 1] = 3.75f;
+	assert_int_equal(cpu_pool_create(2, &pool), 0);
+	tn(&t, "DynamicQuantizeLinear", 1, 3);
+	char err[ERRLEN];
+	assert_int_equal(run_pool(&t, 11, 1, in, 3, out, pool, 2, err), 0);
+	float lo = 0.0f, hi = 0.0f;
+	for (int i = 0; i < N; i++)
+		if (!isnan(x[i])) {
+			lo = fminf(lo, x[i]);
+			hi = fmaxf(hi, x[i]);
+		}
+	float s = (hi - lo) / 255.0f, zp = nearbyintf(fminf(fmaxf(0.0f - lo / s, 0.0f), 255.0f));
+	assert_true(*(float *)out[1].data == s);
+	assert_int_equal(*(uint8_t *)out[2].data, (int)zp);
+	for (int i = 0; i < N; i++) {
+		float v = isnan(x[i]) ? 0.0f : fminf(fmaxf(nearbyintf(x[i] / s) + zp, 0.0f), 255.0f);
+		if (((uint8_t *)out[0].data)[i] != (uint8_t)v)
+			fail_msg("element %d (%a): %d, want %d", i, x[i],
+				 ((uint8_t *)out[0].data)[i], (int)v);
+	}
+	free_outs(out, 3);
+	cpu_pool_destroy(pool);
+	free(x);
 }
 
 static void test_matmulinteger_per_row_col_zero_points(void **state)
@@ -550,6 +618,8 @@ int main(void)
 		cmocka_unit_test(test_quantize_rounding_saturation),
 		cmocka_unit_test(test_quantize_errors),
 		cmocka_unit_test(test_dynamic_quantize_all_zero),
+		cmocka_unit_test(test_dynamic_quantize_float_scale),
+		cmocka_unit_test(test_dynamic_quantize_large),
 		cmocka_unit_test(test_matmulinteger_per_row_col_zero_points),
 		cmocka_unit_test(test_qlinearconv_per_channel),
 		cmocka_unit_test(test_dft_roundtrip_and_padding),

@@ -5,7 +5,8 @@
  *
  * Quantization computes x / scale in float32, rounds half to even
  * (nearbyintf in the default rounding mode), adds the zero point and
- * saturates, as the ONNX reference does.  Blocked quantization (block_size,
+ * saturates, as the ONNX reference does.  DynamicQuantizeLinear follows
+ * ONNX Runtime bit for bit (see dyn_compute).  Blocked quantization (block_size,
  * opset 21), float8 and 4-bit types are refused at capability time.
  */
 #include <math.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 
 #include "nn_ops.h"
+#include "par.h"
 
 #define Q_INT_TYPES (CPU_BIT(CPU_UINT8) | CPU_BIT(CPU_INT8) | CPU_BIT(CPU_UINT16) | \
 		     CPU_BIT(CPU_INT16))
@@ -216,15 +218,84 @@ static int dyn_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *
 	return cpu_supports_dtype(dt, n_in, 0, CPU_TYPES_F32, why, n);
 }
 
-/* scale = (max(0, max x) - min(0, min x)) / 255, zero point = round(-min / scale),
- * computed in double before the float scale is stored, as the reference does. */
+/* DynamicQuantizeLinear in two passes over the pool: min/max (partial
+ * results per pool member, combined in any order: min and max do not
+ * round), then quantize.  Both loops are plain C that gcc vectorizes in
+ * each CPU_MULTIVERSION clone. */
+typedef struct dyn_job {
+	const float *x;
+	uint8_t *y;
+	float *lo, *hi;         /* per member */
+	float scale, qlo, qhi, zp;
+} dyn_job;
+
+enum { DYN_LANES = 16 };
+
+CPU_MULTIVERSION
+static void dyn_minmax(void *arg, int64_t b, int64_t e, int member)
+{
+	dyn_job *j = arg;
+	const float *x = j->x;
+	float lo[DYN_LANES], hi[DYN_LANES];
+	int64_t i = b;
+
+	for (int l = 0; l < DYN_LANES; l++)
+		lo[l] = hi[l] = 0.0f;
+	for (; i + DYN_LANES <= e; i += DYN_LANES)
+		for (int l = 0; l < DYN_LANES; l++) {
+			float v = x[i + l];
+			lo[l] = v < lo[l] ? v : lo[l];
+			hi[l] = v > hi[l] ? v : hi[l];
+		}
+	for (; i < e; i++) {
+		lo[0] = x[i] < lo[0] ? x[i] : lo[0];
+		hi[0] = x[i] > hi[0] ? x[i] : hi[0];
+	}
+	for (int l = 0; l < DYN_LANES; l++) {
+		j->lo[member] = lo[l] < j->lo[member] ? lo[l] : j->lo[member];
+		j->hi[member] = hi[l] > j->hi[member] ? hi[l] : j->hi[member];
+	}
+}
+
+/* y = saturate(round_half_even(x / scale) + zp): x / scale is clamped to
+ * [-zp, 255 - zp] first (a NaN becomes -zp, so y = 0, as ONNX Runtime's
+ * MLAS does), then rounded by adding and subtracting 1.5 * 2^23, which
+ * rounds to nearest even for |v| < 2^22 in the default rounding mode and
+ * vectorizes where nearbyintf would not. */
+CPU_MULTIVERSION
+static void dyn_quantize(void *arg, int64_t b, int64_t e, int member)
+{
+	const dyn_job *j = arg;
+	const float *x = j->x;
+	uint8_t *y = j->y;
+	const float magic = 12582912.0f, qlo = j->qlo, qhi = j->qhi, s = j->scale, zp = j->zp;
+
+	(void)member;
+	for (int64_t i = b; i < e; i++) {
+		float v = x[i] / s;
+		v = v > qlo ? v : qlo;
+		v = v < qhi ? v : qhi;
+		v = (v + magic) - magic;
+		y[i] = (uint8_t)(int32_t)(v + zp);
+	}
+}
+
+/* ONNX Runtime's rule (onnxruntime/core/util/qmath.h, which the ONNX
+ * reference quotes), all in float32:
+ *   lo = min(0, min x), hi = max(0, max x)
+ *   scale = hi == lo ? 1 : (hi - lo) / 255
+ *   zero point = round_half_even(clamp(0 - lo / scale, 0, 255))
+ * The scale's float rounding matters: computed in double it differs by an
+ * ulp for some ranges, and every element near a rounding boundary then
+ * lands in the neighbouring step (EfficientNet-B0's input did).  An empty
+ * x gives scale 1 and zero point 0. */
 static int dyn_compute(cpu_ctx *ctx)
 {
 	const cpu_tensor *x;
 	cpu_tensor *y, *ys, *yz;
-	const float *xf;
-	float lo = 0.0f, hi = 0.0f, scale;
-	double zp = 0.0;
+	int members = cpu_par_members(ctx);
+	float lo = 0.0f, hi = 0.0f, scale, zp;
+	dyn_job j;
 	int64_t n;
 	int rc = 0;
 
@@ -232,25 +303,32 @@ static int dyn_compute(cpu_ctx *ctx)
 		return rc;
 	if ((rc = cpu_check_dtype(ctx, x, 0, CPU_TYPES_F32)))
 		return rc;
-	xf = x->data;
 	n = cpu_numel(x);
-	for (int64_t i = 0; i < n; i++) {
-		lo = fminf(lo, xf[i]);
-		hi = fmaxf(hi, xf[i]);
-	}
-	scale = (float)(((double)hi - (double)lo) / 255.0);
-	if (scale > 0.0f)
-		zp = fmin(fmax(nearbyint(-(double)lo / scale), 0.0), 255.0);
 	if (!(y = cpu_output(ctx, 0, CPU_UINT8, x->rank, x->dims)) ||
 	    !(ys = cpu_output(ctx, 1, CPU_FLOAT, 0, NULL)) ||
-	    !(yz = cpu_output(ctx, 2, CPU_UINT8, 0, NULL)))
+	    !(yz = cpu_output(ctx, 2, CPU_UINT8, 0, NULL)) ||
+	    !(j.lo = cpu_scratch(ctx, 2 * (size_t)members * sizeof(float))))
 		return CPU_E_NOMEM;
+	j.hi = j.lo + members;
+	for (int m = 0; m < members; m++)
+		j.lo[m] = j.hi[m] = 0.0f;
+	j.x = x->data;
+	j.y = y->data;
+	cpu_par_for(ctx, n, 0.15, 4096, dyn_minmax, &j);
+	for (int m = 0; m < members; m++) {
+		lo = j.lo[m] < lo ? j.lo[m] : lo;
+		hi = j.hi[m] > hi ? j.hi[m] : hi;
+	}
+	scale = hi == lo ? 1.0f : (hi - lo) / 255.0f;
+	zp = 0.0f - lo / scale;
+	zp = nearbyintf(zp > 0.0f ? zp < 255.0f ? zp : 255.0f : 0.0f);
 	*(float *)ys->data = scale;
 	*(uint8_t *)yz->data = (uint8_t)zp;
-	for (int64_t i = 0; i < n; i++) {
-		float v = scale > 0.0f ? nearbyintf(xf[i] / scale) + (float)zp : 0.0f;
-		((uint8_t *)y->data)[i] = (uint8_t)fminf(fmaxf(v, 0.0f), 255.0f);
-	}
+	j.scale = scale;
+	j.zp = zp;
+	j.qlo = -zp;
+	j.qhi = 255.0f - zp;
+	cpu_par_for(ctx, n, 0.3, 4096, dyn_quantize, &j);
 	return 0;
 }
 
