@@ -119,8 +119,13 @@ static const op_entry op_table[] = {
 	{ "LpNormalization", shape_fn_unary, OP_NONE }, { "LRN", shape_fn_unary, OP_NONE },
 	{ "LayerNormalization", shape_fn_layernorm, 0 },
 	/* linear algebra, convolution, pooling */
-	{ "MatMul", shape_fn_matmul, 0 }, { "Gemm", shape_fn_gemm, 0 },
-	{ "Conv", shape_fn_conv, 0 }, { "ConvTranspose", shape_fn_conv, 1 },
+	{ "MatMul", shape_fn_matmul, SHAPE_MATMUL_FLOAT }, { "Gemm", shape_fn_gemm, 0 },
+	{ "MatMulInteger", shape_fn_matmul, SHAPE_MATMUL_INTEGER },
+	{ "QLinearMatMul", shape_fn_matmul, SHAPE_MATMUL_QLINEAR },
+	{ "Conv", shape_fn_conv, SHAPE_CONV_FLOAT },
+	{ "ConvTranspose", shape_fn_conv, SHAPE_CONV_TRANSPOSE },
+	{ "ConvInteger", shape_fn_conv, SHAPE_CONV_INTEGER },
+	{ "QLinearConv", shape_fn_conv, SHAPE_CONV_QLINEAR },
 	{ "MaxPool", shape_fn_pool, 0 }, { "AveragePool", shape_fn_pool, 0 },
 	{ "LpPool", shape_fn_pool, 0 }, { "GlobalAveragePool", shape_fn_global_pool, 0 },
 	{ "GlobalMaxPool", shape_fn_global_pool, 0 }, { "GlobalLpPool", shape_fn_global_pool, 0 },
@@ -134,6 +139,10 @@ static const op_entry op_table[] = {
 	{ "Expand", shape_fn_expand, 0 }, { "Tile", shape_fn_tile, 0 }, { "Pad", shape_fn_pad, 0 },
 	{ "Constant", shape_fn_constant, 0 }, { "ConstantOfShape", shape_fn_constant_of_shape, 0 },
 	{ "Range", shape_fn_range, 0 }, { "Cast", shape_fn_cast, 0 }, { "CastLike", shape_fn_cast, 1 },
+	/* quantization */
+	{ "QuantizeLinear", shape_fn_quantize, SHAPE_QUANT_LINEAR },
+	{ "DequantizeLinear", shape_fn_quantize, SHAPE_DEQUANT_LINEAR },
+	{ "DynamicQuantizeLinear", shape_fn_quantize, SHAPE_QUANT_DYNAMIC },
 	{ "NonZero", shape_fn_nonzero, 0 }, { "TopK", shape_fn_topk, 0 },
 	/* reductions: arg is the opset where axes became an input */
 	{ "ReduceSum", shape_fn_reduce, 13 }, { "ReduceMean", shape_fn_reduce, 18 },

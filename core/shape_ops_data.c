@@ -182,6 +182,32 @@ int shape_fn_cast(shape_ctx *c)
 	return 0;
 }
 
+/* QuantizeLinear: x's shape in its zero point's type (else output_dtype,
+ * else uint8); DequantizeLinear: in its scale's type (else output_dtype,
+ * else float32); DynamicQuantizeLinear: in uint8, with a float32 scale
+ * and a uint8 zero point, both scalars.  arg: SHAPE_QUANT_*. */
+int shape_fn_quantize(shape_ctx *c)
+{
+	const graph_tinfo *x = shape_in(c, 0);
+	graph_tinfo *o = shape_out(c, 0);
+	int32_t od = (int32_t)shape_attr_int(c, "output_dtype", 0), et;
+	int rc;
+
+	shape_copy(o, x, 0);
+	if (c->arg == SHAPE_QUANT_DYNAMIC) {
+		o->elem_type = DT(UINT8);
+		if ((rc = shape_set_rank(c, shape_out(c, 1), DT(FLOAT), 0)))
+			return rc;
+		return shape_set_rank(c, shape_out(c, 2), DT(UINT8), 0);
+	}
+	if (c->arg == SHAPE_QUANT_LINEAR)
+		et = shape_in(c, 2)->elem_type ? shape_in(c, 2)->elem_type : od ? od : DT(UINT8);
+	else
+		et = od ? od : shape_in(c, 1)->elem_type ? shape_in(c, 1)->elem_type : DT(FLOAT);
+	o->elem_type = et;
+	return 0;
+}
+
 /* ------------------------------------------- shapes taken from data */
 
 int shape_fn_expand(shape_ctx *c)

@@ -31,6 +31,11 @@ int shape_int_list(const shape_ctx *c, const char *name, int idx, int64_t since,
 int shape_axes_mask(shape_ctx *c, const int64_t *ax, int n, int rank, int unique,
 		    uint32_t *mask);
 
+/* The `arg` of shape_fn_conv, shape_fn_matmul and shape_fn_quantize. */
+enum { SHAPE_CONV_FLOAT, SHAPE_CONV_TRANSPOSE, SHAPE_CONV_INTEGER, SHAPE_CONV_QLINEAR };
+enum { SHAPE_MATMUL_FLOAT, SHAPE_MATMUL_INTEGER, SHAPE_MATMUL_QLINEAR };
+enum { SHAPE_QUANT_LINEAR, SHAPE_DEQUANT_LINEAR, SHAPE_QUANT_DYNAMIC };
+
 /* The op functions op_table maps op_types to, by file. */
 
 /* shape_ops_math.c */
@@ -71,6 +76,7 @@ int shape_fn_unsqueeze(shape_ctx *c);
 int shape_fn_squeeze(shape_ctx *c);
 int shape_fn_constant(shape_ctx *c);
 int shape_fn_cast(shape_ctx *c);
+int shape_fn_quantize(shape_ctx *c);
 int shape_fn_expand(shape_ctx *c);
 int shape_fn_constant_of_shape(shape_ctx *c);
 int shape_fn_range(shape_ctx *c);

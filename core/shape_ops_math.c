@@ -214,17 +214,26 @@ int shape_fn_layernorm(shape_ctx *c)
 
 /* ------------------------------------------------------------- matmul */
 
+/* MatMul, MatMulInteger (int32 out; A and B may differ in type) and
+ * QLinearMatMul (B is input 3; its output zero point's type, uint8
+ * without one): arg SHAPE_MATMUL_*. */
 int shape_fn_matmul(shape_ctx *c)
 {
-	const graph_tinfo *a = shape_in(c, 0), *b = shape_in(c, 1);
+	const graph_tinfo *a = shape_in(c, 0), *b = shape_in(c, c->arg == SHAPE_MATMUL_QLINEAR ? 3 : 1);
 	graph_tinfo *o = shape_out(c, 0);
 	char s1[SHAPE_FMT_LEN], s2[SHAPE_FMT_LEN];
 	int64_t da[GRAPH_MAX_RANK + 1], db[GRAPH_MAX_RANK + 1], k;
 	int ra = a->rank, rb = b->rank, r;
 
-	if (shape_same_type(c, a->elem_type, b->elem_type))
-		return -EINVAL;
-	o->elem_type = a->elem_type ? a->elem_type : b->elem_type;
+	if (c->arg == SHAPE_MATMUL_INTEGER) {
+		o->elem_type = DT(INT32);
+	} else if (c->arg == SHAPE_MATMUL_QLINEAR) {
+		o->elem_type = shape_in(c, 7)->elem_type ? shape_in(c, 7)->elem_type : DT(UINT8);
+	} else {
+		if (shape_same_type(c, a->elem_type, b->elem_type))
+			return -EINVAL;
+		o->elem_type = a->elem_type ? a->elem_type : b->elem_type;
+	}
 	if (ra < 0 || rb < 0)
 		return 0;
 	if (ra == 0 || rb == 0)

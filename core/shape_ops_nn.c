@@ -1,8 +1,8 @@
 /*
  * shape_ops_nn.c: type and shape inference for convolution and
- * pooling (Conv, ConvTranspose, the pools and global pools): kernel,
- * strides, dilations, pads and auto_pad.  Registered in op_table
- * (shape_ops.c).
+ * pooling (Conv, ConvTranspose, ConvInteger, QLinearConv, the pools and
+ * global pools): kernel, strides, dilations, pads and auto_pad.
+ * Registered in op_table (shape_ops.c).
  */
 #include <errno.h>
 #include <string.h>
@@ -103,10 +103,17 @@ static int spatial_rank(shape_ctx *c, const graph_tinfo *x, const graph_tinfo *w
 	return n;
 }
 
+/* Where W is and whether its kind is ConvTranspose's (shape_fn_conv's
+ * arg: SHAPE_CONV_*). */
+static int conv_w(const shape_ctx *c)
+{
+	return c->arg == SHAPE_CONV_QLINEAR ? 3 : 1;
+}
+
 /* Kernel dims from kernel_shape, else from W's trailing dims. */
 static void conv_kernel(shape_ctx *c, window *w)
 {
-	const graph_tinfo *wt = shape_in(c, 1);
+	const graph_tinfo *wt = shape_in(c, conv_w(c));
 	const int64_t *ks;
 	int nk = shape_attr_ints(c, "kernel_shape", &ks);
 
@@ -114,20 +121,28 @@ static void conv_kernel(shape_ctx *c, window *w)
 		w->k[i] = nk == w->n ? ks[i] : wt->rank == w->n + 2 ? wt->dims[i + 2] : -1;
 }
 
-/* N and channel dims of Conv (arg 0) and ConvTranspose (arg 1): W is
- * [M, C/group, k...] for Conv and [C, M/group, k...] for ConvTranspose.
- * Returns the spatial rank, -1 when unknown, or an error. */
+/* N and channel dims of Conv, ConvTranspose, ConvInteger and QLinearConv:
+ * W is [M, C/group, k...], for ConvTranspose [C, M/group, k...].  The
+ * output type is the input's, ConvInteger's int32, QLinearConv's its
+ * output zero point's (uint8 without one).  Returns the spatial rank, -1
+ * when unknown, or an error. */
 static int conv_channels(shape_ctx *c)
 {
-	const graph_tinfo *x = shape_in(c, 0), *wt = shape_in(c, 1);
+	const graph_tinfo *x = shape_in(c, 0), *wt = shape_in(c, conv_w(c));
 	graph_tinfo *o = shape_out(c, 0);
 	const int64_t *ks;
 	int64_t group = shape_attr_int(c, "group", 1), cin = SHAPE_NEW, cout = SHAPE_NEW;
-	int nk = shape_attr_ints(c, "kernel_shape", &ks), n, rc;
+	int nk = shape_attr_ints(c, "kernel_shape", &ks), n, rc, tr = c->arg == SHAPE_CONV_TRANSPOSE;
 
-	if (shape_same_type(c, x->elem_type, wt->elem_type))
-		return -EINVAL;
-	o->elem_type = x->elem_type ? x->elem_type : wt->elem_type;
+	if (c->arg == SHAPE_CONV_INTEGER) {
+		o->elem_type = DT(INT32);
+	} else if (c->arg == SHAPE_CONV_QLINEAR) {
+		o->elem_type = shape_in(c, 7)->elem_type ? shape_in(c, 7)->elem_type : DT(UINT8);
+	} else {
+		if (shape_same_type(c, x->elem_type, wt->elem_type))
+			return -EINVAL;
+		o->elem_type = x->elem_type ? x->elem_type : wt->elem_type;
+	}
 	if (x->rank < 0 && wt->rank < 0 && nk < 0)
 		return -1;
 	n = spatial_rank(c, x, wt, nk);
@@ -139,12 +154,12 @@ static int conv_channels(shape_ctx *c)
 	if (rc)
 		return rc;
 	if (wt->rank >= 0) {
-		cin = wt->dims[!c->arg];
-		cout = wt->dims[c->arg];
+		cin = wt->dims[!tr];
+		cout = wt->dims[tr];
 	}
-	if (!c->arg && cin >= 0)
+	if (!tr && cin >= 0)
 		cin *= group;
-	if (c->arg && cout >= 0)
+	if (tr && cout >= 0)
 		cout *= group;
 	if (x->rank >= 0 && x->dims[1] >= 0 && cin >= 0 && x->dims[1] != cin)
 		return shape_fail(c, "input has %lld channels, weight expects %lld (group %lld)",
@@ -181,7 +196,7 @@ static int convt_out(shape_ctx *c, const window *w, int i, int64_t in, int64_t o
 	return 0;
 }
 
-/* Conv (arg 0) and ConvTranspose (arg 1). */
+/* Conv, ConvTranspose, ConvInteger, QLinearConv (arg: SHAPE_CONV_*). */
 int shape_fn_conv(shape_ctx *c)
 {
 	const graph_tinfo *x = shape_in(c, 0);
@@ -195,12 +210,12 @@ int shape_fn_conv(shape_ctx *c)
 		return w.n == -1 ? 0 : w.n;
 	conv_kernel(c, &w);
 	rc = window_read(c, &w);
-	if (!rc && c->arg)
+	if (!rc && c->arg == SHAPE_CONV_TRANSPOSE)
 		rc = window_attr(c, "output_padding", w.n, 0, 0, op);
 	for (int i = 0; i < w.n && !rc; i++) {
 		int64_t in = x->rank >= 0 ? x->dims[i + 2] : -1;
 
-		if (!c->arg)
+		if (c->arg != SHAPE_CONV_TRANSPOSE)
 			rc = window_out(c, &w, i, in, &o->dims[i + 2]);
 		else if (nos >= w.n)
 			o->dims[i + 2] = os[nos - w.n + i];

@@ -438,20 +438,117 @@ static void chain_gemm(planner *pl, int k, int gemm)
 	chain_act(pl, k, last, cur, 1);
 }
 
+/* ---- dynamic quantization: ConvInteger|MatMulInteger -> Cast -> Mul ---- */
+
+/* v is a float32 scalar when node k runs: a one-element float constant
+ * or the scale output of a DynamicQuantizeLinear that runs before k. */
+static int quant_scale_ok(const planner *pl, int v, int k)
+{
+	const cpu_tensor *t = const_of(pl, v);
+	int q = v >= 0 ? pl->producer[v] : -1;
+
+	if (t)
+		return cpu_numel(t) == 1;
+	return q >= 0 && q < k && is_op(node(pl, q), "DynamicQuantizeLinear") &&
+	       node(pl, q)->n_output > 1 && pl->fg->node_out[q][1] == v;
+}
+
+/* A constant bias the int8 GEMM adds: one value per output channel of a
+ * ConvInteger ([M] aligned to axis 1 of its output: [1, M, 1, 1] or
+ * [M, 1, 1]) or per column of a MatMulInteger with a constant 2-D B. */
+static int quant_bias_ok(const planner *pl, int k, int conv, const cpu_tensor *b)
+{
+	const cpu_tensor *w = &pl->fg->consts[pl->fg->node_in[k][1]];
+	int64_t n;
+
+	if (pl->fg->node_in[k][1] < 0 || !w->data || w->rank < (conv ? 3 : 2))
+		return 0;
+	if (!conv) {
+		n = w->dims[1];
+		return w->rank == 2 && cpu_numel(b) == n && b->rank >= 1 && b->dims[b->rank - 1] == n;
+	}
+	n = w->dims[0];
+	if (cpu_numel(b) != n || b->rank > w->rank || b->rank < w->rank - 1)
+		return 0;
+	/* axis 1 of the output is axis (1 - (rank - b->rank)) of the bias */
+	return b->dims[1 - (w->rank - b->rank)] == n;
+}
+
+/* Cast(to float) after the head, then Mul by a scalar scale that exists
+ * before the head runs, or Mul(x_scale, w_scale) and the Mul by its
+ * product (ONNX Runtime's quantizer's order), then an optional constant
+ * bias, a residual Add and an activation. */
+static void chain_quant(planner *pl, int k, int conv)
+{
+	cpu_fuse_node *fn = &pl->f[k];
+	int n = (int)pl->fg->g->n_node, c = next_reader(pl, fn->out0, k), v1, n1, m, sm = -1;
+	int s0, s1 = -1, cur, last, r, o;
+	const cpu_tensor *b;
+
+	if (c < 0 || !is_op(node(pl, c), "Cast") || cpu_attr_int(node(pl, c), "to", 0) != CPU_FLOAT ||
+	    (v1 = single_out(pl, c)) < 0 || pl->reads[v1] != 1)
+		return;
+	n1 = next_node(pl, c);
+	if (n1 >= n || pl->f[n1].skip || pl->f[n1].head || !is_op(node(pl, n1), "Mul") ||
+	    single_out(pl, n1) < 0 || node(pl, n1)->n_input != 2)
+		return;
+	if (pl->reader[v1] == n1) {
+		m = n1;
+		if ((s0 = other_input(pl, m, v1)) < 0 || !quant_scale_ok(pl, s0, k))
+			return;
+	} else {
+		int vs = single_out(pl, n1);
+		sm = n1;
+		m = next_node(pl, sm);
+		s0 = pl->fg->node_in[sm][0];
+		s1 = pl->fg->node_in[sm][1];
+		if (m >= n || pl->f[m].skip || pl->f[m].head || !is_op(node(pl, m), "Mul") ||
+		    single_out(pl, m) < 0 || pl->reader[v1] != m || pl->reads[vs] != 1 ||
+		    pl->reader[vs] != m || other_input(pl, m, v1) != vs ||
+		    !quant_scale_ok(pl, s0, k) || !quant_scale_ok(pl, s1, k))
+			return;
+	}
+	if ((fn->fuse.quant_s0 = add_input(fn, s0)) < 0 ||
+	    (s1 >= 0 && (fn->fuse.quant_s1 = add_input(fn, s1)) < 0))
+		return;
+	fn->fuse.quant = 1;
+	take(pl, k, c);
+	if (sm >= 0)
+		take(pl, k, sm);
+	cur = take(pl, k, m);
+	last = m;
+	r = next_reader(pl, cur, last);
+	if (r >= 0 && is_op(node(pl, r), "Add") && single_out(pl, r) >= 0 &&
+	    (o = other_input(pl, r, cur)) >= 0 && (b = const_of(pl, o)) &&
+	    quant_bias_ok(pl, k, conv, b) && (fn->fuse.bias_input = add_input(fn, o)) >= 0) {
+		cur = take(pl, k, r);
+		last = r;
+	}
+	fn->out0 = cur;
+	chain_add(pl, k, &last, &cur);
+	fn->out0 = cur;
+	chain_act(pl, k, last, cur, 0);
+}
+
 static void plan_node(planner *pl, int k)
 {
 	const Onnx__NodeProto *p = node(pl, k);
 	cpu_fuse_node *fn = &pl->f[k];
 	int conv = is_op(p, "Conv"), mm = is_op(p, "MatMul"), gemm = is_op(p, "Gemm");
+	int qconv = is_op(p, "ConvInteger"), qmm = is_op(p, "MatMulInteger");
 
-	if ((!conv && !mm && !gemm) || single_out(pl, k) < 0 || p->n_input > CPU_FUSE_MAX_IN - 3)
+	if ((!conv && !mm && !gemm && !qconv && !qmm) || single_out(pl, k) < 0 ||
+	    p->n_input > CPU_FUSE_MAX_IN - 4)
 		return;
 	fn->n_in = (int)p->n_input;
 	memcpy(fn->in, pl->fg->node_in[k], sizeof(int) * p->n_input);
 	fn->fuse.add_input = fn->fuse.bias_input = fn->fuse.v_input = -1;
+	fn->fuse.quant_s0 = fn->fuse.quant_s1 = -1;
 	fn->out0 = single_out(pl, k);
 	fn->n_fused = 1;
-	if (conv)
+	if (qconv || qmm)
+		chain_quant(pl, k, qconv);
+	else if (conv)
 		chain_conv(pl, k);
 	else
 		chain_gemm(pl, k, gemm);

@@ -9,6 +9,10 @@
  *   MatMul -> Div|Mul(const scalar) -> ...   the scale as the GEMM's alpha
  *   MatMul (-> Div|Mul) -> Softmax(last axis) -> MatMul   attention: one
  *                                     node, the scores in its scratch
+ *   ConvInteger|MatMulInteger -> Cast(float) -> Mul(., Mul(x_scale, w_scale))
+ *     (-> Add(const bias)) -> Add -> act
+ *                                     dynamic quantization's dequantizing
+ *                                     tail in the int8 GEMM's epilogue
  *
  * where act is Relu, Clip (constant bounds), LeakyRelu, HardSigmoid,
  * HardSwish, Sigmoid, Tanh, or torch's SiLU (Sigmoid(x) then Mul(x, .));

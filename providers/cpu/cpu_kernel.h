@@ -158,6 +158,14 @@ typedef struct cpu_fusion {
 	int attention;
 	int v_input;
 	float act_a, act_b;         /* the activation's parameters, as above */
+	/* ConvInteger/MatMulInteger (dynamic quantization): the Cast to
+	 * float and the Mul by the scales that follow the node are fused:
+	 * it writes float32 (float)Y * s (+ in[bias_input], a constant per
+	 * output channel of a ConvInteger or per column of a MatMulInteger)
+	 * with s = in[quant_s0] * in[quant_s1] (quant_s1 -1: s = in[quant_s0]),
+	 * float32 scalars, each step rounded as the nodes round. */
+	int quant;
+	int quant_s0, quant_s1;
 } cpu_fusion;
 
 typedef struct cpu_node {

@@ -21,6 +21,8 @@
 #define I64 ONNX__TENSOR_PROTO__DATA_TYPE__INT64
 #define I32 ONNX__TENSOR_PROTO__DATA_TYPE__INT32
 #define BOOL ONNX__TENSOR_PROTO__DATA_TYPE__BOOL
+#define U8 ONNX__TENSOR_PROTO__DATA_TYPE__UINT8
+#define I8 ONNX__TENSOR_PROTO__DATA_TYPE__INT8
 #define AT(x) ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__##x
 
 #define MAXV 256
@@ -470,6 +472,45 @@ static void test_conv_transpose(void **state)
 	run_ok(b);
 	CHECK(b, out(b, k0, 0), F, 4, 1, 8, 28, 28);
 	CHECK(b, out(b, k1, 0), F, 4, 1, 16, 30, 31);
+}
+
+/* The quantized ops (dynamic quantization's DynamicQuantizeLinear ->
+ * ConvInteger / MatMulInteger, and the QLinear and Q/DQ ops): shapes as
+ * their float counterparts, operand types allowed to differ, the output
+ * type from the op (int32) or its zero point. */
+static void test_quantized(void **state)
+{
+	tb *b = *state;
+	int64_t N = sym(b, "N");
+	int x = input(b, F, 4, D(N, 8, 20, 20)), s = input(b, F, 0, D(0));
+	int xu = input(b, U8, 4, D(N, 8, 20, 20)), w = input(b, I8, 4, D(16, 4, 3, 3));
+	int zu = input(b, U8, 0, D(0)), zi = input(b, I8, 0, D(0));
+	int a = input(b, U8, 3, D(2, 3, 4)), bw = input(b, I8, 2, D(4, 5));
+	int k0 = NODE(b, "DynamicQuantizeLinear", 11, 3, x);
+	int k1 = NODE(b, "ConvInteger", 10, 1, xu, w, zu, zi);
+	int k2 = NODE(b, "QLinearConv", 10, 1, xu, s, zu, w, s, zi, s, zi);
+	int k3 = NODE(b, "MatMulInteger", 10, 1, a, bw, zu, zi);
+	int k4 = NODE(b, "QLinearMatMul", 10, 1, a, s, zu, bw, s, zi, s, zu);
+	int k5 = NODE(b, "QuantizeLinear", 13, 1, x, s, zi), k6 = NODE(b, "QuantizeLinear", 13, 1, x, s);
+	int k7 = NODE(b, "DequantizeLinear", 13, 1, xu, s, zu);
+
+	attr_i(b, k1, "group", 2);
+	attr_is(b, k1, "pads", 4, D(1, 1, 1, 1));
+	attr_i(b, k2, "group", 2);
+	attr_is(b, k2, "strides", 2, D(2, 2));
+	run_ok(b);
+	CHECK(b, out(b, k0, 0), U8, 4, N, 8, 20, 20);
+	CHECK(b, out(b, k0, 1), F, 0, 0);
+	CHECK(b, out(b, k0, 2), U8, 0, 0);
+	CHECK(b, out(b, k1, 0), I32, 4, N, 16, 20, 20);
+	CHECK(b, out(b, k2, 0), I8, 4, N, 16, 9, 9);
+	CHECK(b, out(b, k3, 0), I32, 3, 2, 3, 5);
+	CHECK(b, out(b, k4, 0), U8, 3, 2, 3, 5);
+	CHECK(b, out(b, k5, 0), I8, 4, N, 8, 20, 20);
+	CHECK(b, out(b, k6, 0), U8, 4, N, 8, 20, 20);
+	CHECK(b, out(b, k7, 0), F, 4, N, 8, 20, 20);
+	b->v[w].dims[1] = 3;
+	expect_error(b, k1, "ConvInteger_1", "input has 8 channels, weight expects 6");
 }
 
 static void test_pool(void **state)
@@ -1174,7 +1215,7 @@ int main(void)
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 		T(test_broadcast), T(test_broadcast_errors), T(test_unary_family),
 		T(test_layernorm), T(test_matmul), T(test_gemm), T(test_conv),
-		T(test_conv_transpose), T(test_pool), T(test_reshape),
+		T(test_conv_transpose), T(test_quantized), T(test_pool), T(test_reshape),
 		T(test_reshape_errors), T(test_transpose_flatten), T(test_concat),
 		T(test_split), T(test_gather), T(test_slice), T(test_squeeze_unsqueeze),
 		T(test_reduce), T(test_tensor_misc), T(test_pytorch_chain),
