@@ -60,6 +60,19 @@ static const bench_case cases[] = {
 	 {{"perm", 4, {0, 2, 1, 3}}}},
 	{"transpose 1x128x4x64 0,2,3,1", "Transpose", 1, {4}, {{1, 128, 4, 64}},
 	 {{"perm", 4, {0, 2, 3, 1}}}},
+	/* the zoo's convolutions outside ResNet's shapes (issue 18) */
+	{"conv grouped 1x104x28x28 g13 3x3", "Conv", 2, {4, 4}, {{1, 104, 28, 28}, {104, 8, 3, 3}},
+	 {{"group", 0, {13}}, {"pads", 4, {1, 1, 1, 1}}}},
+	{"conv grouped 1x48x56x56 g6 3x3/2", "Conv", 2, {4, 4}, {{1, 48, 56, 56}, {48, 8, 3, 3}},
+	 {{"group", 0, {6}}, {"pads", 4, {1, 1, 1, 1}}, {"strides", 2, {2, 2}}}},
+	{"conv depthwise 1x96x112x112 3x3/2", "Conv", 2, {4, 4}, {{1, 96, 112, 112}, {96, 1, 3, 3}},
+	 {{"group", 0, {96}}, {"pads", 4, {1, 1, 1, 1}}, {"strides", 2, {2, 2}}}},
+	{"conv depthwise 1x144x56x56 5x5", "Conv", 2, {4, 4}, {{1, 144, 56, 56}, {144, 1, 5, 5}},
+	 {{"group", 0, {144}}, {"pads", 4, {2, 2, 2, 2}}}},
+	{"conv 1x1 1x96x56x56 -> 24", "Conv", 2, {4, 4}, {{1, 96, 56, 56}, {24, 96, 1, 1}}, {{0}}},
+	{"conv 1x1 1x40x28x28 -> 240", "Conv", 2, {4, 4}, {{1, 40, 28, 28}, {240, 40, 1, 1}}, {{0}}},
+	{"mul 1x96x56x56 * 1x96x1x1 (SE)", "Mul", 2, {4, 4}, {{1, 96, 56, 56}, {1, 96, 1, 1}}, {{0}}},
+	{"globalaveragepool 1x96x112x112", "GlobalAveragePool", 1, {4}, {{1, 96, 112, 112}}, {{0}}},
 };
 
 static double now(void)

@@ -234,6 +234,13 @@ static const ccase conv_cases[] = {
 	{1, 33, 6, 6, 40, 1, 1, 1, 1, 0, 1},       /* 1x1 direct, packed form */
 	{1, 12, 16, 16, 24, 1, 1, 1, 1, 0, 1},     /* 1x1 direct, rows form */
 	{1, 6, 11, 13, 6, 6, 3, 3, 1, 1, 1},       /* depthwise */
+	{1, 104, 14, 13, 104, 13, 3, 3, 1, 1, 1},  /* grouped 8+8 a group (RegNet) */
+	{2, 48, 15, 17, 48, 6, 3, 3, 2, 1, 1},     /* grouped 8+8, stride 2, batch 2 */
+	{1, 15, 9, 21, 36, 3, 3, 3, 1, 1, 1},      /* grouped 5 in, 12 out: a ragged block */
+	{1, 64, 7, 9, 64, 2, 3, 3, 1, 1, 1},       /* grouped 32+32 */
+	{1, 24, 10, 10, 48, 4, 1, 1, 1, 0, 1},     /* grouped 1x1 (ShuffleNet) */
+	{1, 16, 12, 12, 16, 4, 5, 5, 1, 2, 1},     /* grouped 5x5 */
+	{1, 16, 11, 11, 32, 4, 3, 3, 3, 1, 1},     /* grouped, stride 3: any-window path */
 	{2, 5, 21, 37, 5, 5, 3, 3, 2, 1, 1},       /* depthwise 3x3/2, vector tails */
 	{1, 4, 19, 26, 4, 4, 5, 5, 1, 2, 1},       /* depthwise 5x5/1 */
 	{1, 3, 18, 33, 3, 3, 5, 5, 2, 2, 1},       /* depthwise 5x5/2 */

@@ -3,6 +3,8 @@
  * strides, dilations, auto_pad and an optional bias, on the packed GEMM and
  * the provider's thread pool.  Per (image, group), one of:
  *
+ *  - grouped with at most 32 input and output channels a group: a direct
+ *    kernel over padded planes, channels in blocks of 8 (conv_grouped.c);
  *  - depthwise (one input and one output channel per group): a direct
  *    sliding window over zero-padded planes, no GEMM (conv_dw.c; 3-D in
  *    conv_im2col.c);
@@ -103,6 +105,44 @@ static int pack_const_filter(cpu_node *node, conv_state *st, char *err, size_t n
 	return 0;
 }
 
+typedef struct gpack_arg {
+	const float *w;
+	int64_t G, Mg, Cg, taps;
+} gpack_arg;
+
+static int gpack_fill(void *dst, size_t size, void *arg)
+{
+	const gpack_arg *a = arg;
+
+	(void)size;
+	conv_grouped_pack(a->w, a->G, a->Mg, a->Cg, a->taps, dst);
+	return 0;
+}
+
+/* A constant filter of a grouped convolution conv_grouped.c takes. */
+static int pack_grouped(cpu_node *node, conv_state *st, char *err, size_t n)
+{
+	const cpu_tensor *W = cpu_node_const(node, 1);
+	gpack_arg a;
+
+	if (!W || W->dtype != CPU_FLOAT || (W->rank != 3 && W->rank != 4) || st->group < 2 ||
+	    W->dims[0] % st->group)
+		return 0;
+	a.w = W->data;
+	a.G = st->group;
+	a.Mg = W->dims[0] / st->group;
+	a.Cg = W->dims[1];
+	a.taps = W->dims[2] * (W->rank == 4 ? W->dims[3] : 1);
+	if ((a.Mg == 1 && a.Cg == 1) || a.Mg > 32 || a.Cg > 32 || a.Mg < 1 || a.taps < 1)
+		return 0;
+	st->gpacked = cpu_prepack(node, 1, "conv-grouped-v1",
+				  conv_grouped_wsize(a.G, a.Mg, a.Cg, a.taps), gpack_fill, &a, err, n);
+	if (!st->gpacked)
+		return CPU_E_NOMEM;
+	st->gw_src = W->data;
+	return 0;
+}
+
 static int conv_prepare(cpu_node *node, char *err, size_t n)
 {
 	conv_state *st = calloc(1, sizeof(*st));
@@ -121,6 +161,8 @@ static int conv_prepare(cpu_node *node, char *err, size_t n)
 	if (!rc)
 		rc = conv_wino_prepare(node, st, err, n);
 	if (!rc && !st->wino)
+		rc = pack_grouped(node, st, err, n);
+	if (!rc && !st->wino && !st->gpacked)
 		rc = pack_const_filter(node, st, err, n);
 	return rc;
 }
@@ -318,6 +360,21 @@ static int conv_compute(cpu_ctx *ctx)
 					 N * G, G);
 		else
 			conv_depthwise(&j, X->data, W->data, B ? B->data : NULL, fr.y->data, N * G, G);
+		return rc ? rc : cpu_fuse_end(ctx, &fr, 1);
+	}
+	if (conv_grouped_fits(&j, G)) {
+		const float *wp = st->gpacked && W->data == st->gw_src ? st->gpacked : NULL;
+		int64_t taps = j.ksz / j.Cg;
+
+		if (!wp) {
+			float *s = cpu_scratch(ctx, conv_grouped_wsize(G, j.Mg, j.Cg, taps));
+
+			if (!s)
+				return CPU_E_NOMEM;
+			conv_grouped_pack(W->data, G, j.Mg, j.Cg, taps, s);
+			wp = s;
+		}
+		rc = conv_grouped_run(ctx, &j, N, G, X->data, wp, B ? B->data : NULL, fr.y->data);
 		return rc ? rc : cpu_fuse_end(ctx, &fr, 1);
 	}
 	if (!direct && j.osz && (uint64_t)j.ksz > SIZE_MAX / sizeof(float) / 2 / (uint64_t)j.osz)
