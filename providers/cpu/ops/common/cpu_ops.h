@@ -32,7 +32,7 @@ void cpu_sgemm(int transA, int transB, int64_t M, int64_t N, int64_t K, float al
 	       const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
 	       float *C, int64_t ldc);
 /* The same on the intra-op pool (ctx->pool; NULL: the calling thread). */
-void cpu_scpu_pool(struct cpu_pool *pool, int transA, int transB, int64_t M, int64_t N,
+void cpu_sgemm_pool(struct cpu_pool *pool, int transA, int transB, int64_t M, int64_t N,
 		    int64_t K, float alpha, const float *A, int64_t lda, const float *B,
 		    int64_t ldb, float beta, float *C, int64_t ldc);
 

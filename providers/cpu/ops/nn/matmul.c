@@ -45,7 +45,7 @@ static int mm_row(void *arg, int64_t len, const int64_t *off, const int64_t *st)
 		const float *a = r->a + (off[0] + j * st[0]) * r->M * r->K;
 		const float *b = r->b + (off[1] + j * st[1]) * r->K * r->N;
 		float *y = r->y + (off[2] + j) * r->M * r->N;
-		cpu_scpu_pool(r->pool, 0, 0, r->M, r->N, r->K, r->alpha, a, r->K, b, r->N, 0.0f,
+		cpu_sgemm_pool(r->pool, 0, 0, r->M, r->N, r->K, r->alpha, a, r->K, b, r->N, 0.0f,
 			       y, r->N);
 	}
 	return 0;
@@ -282,7 +282,7 @@ static int mm_generic(cpu_ctx *ctx, mm_run *r, const cpu_bcast *bc, int64_t bbat
 {
 	if (bbatch == 1) {
 		/* B is shared by every batch entry: one GEMM over the stacked rows */
-		cpu_scpu_pool(ctx->pool, 0, 0, ysize / (r->N ? r->N : 1), r->N, r->K, r->alpha,
+		cpu_sgemm_pool(ctx->pool, 0, 0, ysize / (r->N ? r->N : 1), r->N, r->K, r->alpha,
 			       r->a, r->K, r->b, r->N, 0.0f, r->y, r->N);
 		return 0;
 	}
@@ -510,7 +510,7 @@ static int gemm_op_compute(cpu_ctx *ctx)
 				 fr.y->data, N))
 			return cpu_fail(ctx, CPU_E_INTERNAL, "packed GEMM failed");
 	} else {
-		cpu_scpu_pool(ctx->pool, ta, tb, M, N, K, alpha, A->data, A->dims[1], B->data,
+		cpu_sgemm_pool(ctx->pool, ta, tb, M, N, K, alpha, A->data, A->dims[1], B->data,
 			       B->dims[1], C ? beta : 0.0f, fr.y->data, N);
 	}
 	return plain_tail(ctx, &fr, st ? st->pk.bias : NULL, N);
