@@ -1,51 +1,15 @@
 /*
- * api: the small parts of the public API (ortmk.h): the thread-local error,
- * status and dtype names, session options and host values.  Values live in
- * their own sealed memfd segment so a provider maps them instead of copying.
+ * api: the small parts of the public API (ortmk.h): dtype names, session
+ * options and host values.  Values live in their own sealed memfd segment
+ * so a provider maps them instead of copying.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "core.h"
-
-static _Thread_local char last_error[1024];
-
-ortmk_status core_fail(ortmk_status st, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(last_error, sizeof(last_error), fmt, ap);
-	va_end(ap);
-	return st;
-}
-
-void core_clear_error(void)
-{
-	last_error[0] = 0;
-}
-
-const char *ortmk_last_error(void)
-{
-	return last_error;
-}
-
-const char *ortmk_status_name(ortmk_status s)
-{
-	static const char *names[] = {
-		"OK", "INVALID_ARGUMENT", "MODEL", "NOT_IMPLEMENTED", "INPUT",
-		"PROVIDER_DIED", "PROVIDER", "PROTOCOL", "TIMEOUT", "NO_MEMORY",
-		"IO", "INTERNAL",
-	};
-
-	if ((unsigned)s >= sizeof(names) / sizeof(names[0]))
-		return "UNKNOWN";
-	return names[s];
-}
 
 size_t ortmk_dtype_size(ortmk_dtype t)
 {

@@ -26,7 +26,7 @@
 #define CORE_DEV_POOL 32         /* freed device buffers kept for reuse, per env */
 #define CORE_DEV_POOL_BYTES (UINT64_C(512) << 20)
 
-/* Sets the thread-local message and returns `st`. */
+/* error.c: sets the thread-local message and returns `st`. */
 ortmk_status core_fail(ortmk_status st, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 void core_clear_error(void);
