@@ -164,6 +164,14 @@ ortmk_status core_proc_request(core_ep *ep, core_proc *p, Ortmk__Envelope *req,
 			       int timeout_ms, Ortmk__Envelope **rep);
 ortmk_status core_proc_add_segment(core_ep *ep, core_proc *p, shm_segment *s);
 ortmk_status core_proc_add_file(core_ep *ep, core_proc *p, uint64_t id, int fd, uint64_t size);
+/* fence.c: the fence word of a slot; a free slot with one reference, its
+ * fence at 0 (-1 when none); references; failing the fences of the work
+ * process p of ep had not completed (called when it failed). */
+shm_fence *core_dev_fence(ortmk_env *env, int slot);
+int core_dev_slot_new(ortmk_env *env);
+void core_dev_slot_put(ortmk_env *env, int slot);
+void core_dev_slot_get(ortmk_env *env, int slot);
+void core_dev_proc_lost(core_ep *ep, const core_proc *p);
 
 /* A fence slot and a value to reach on it: a point of a stream's work. */
 typedef struct core_pend {
@@ -335,17 +343,10 @@ ortmk_status core_dev_value_wrap(ortmk_env *env, core_ep *ep, uint64_t buffer_id
 /* ALLOC on ep (its lock held) and wrap. */
 ortmk_status core_dev_value_alloc(core_ep *ep, int32_t dtype, const int64_t *dims, size_t rank,
 				  ortmk_value **out);
-/* Called by env.c when process p of ep failed: fails the fences of work
- * it had not completed. */
-void core_dev_proc_lost(core_ep *ep, const core_proc *p);
 void core_dev_env_fini(ortmk_env *env);
 /* ortmk_value_destroy of a device value (the second with its ep's lock held). */
 void core_dev_value_free(ortmk_value *v);
 void core_dev_value_free_locked(ortmk_value *v);
-/* The fence word of a slot. */
-shm_fence *core_dev_fence(ortmk_env *env, int slot);
-void core_dev_slot_put(ortmk_env *env, int slot);
-void core_dev_slot_get(ortmk_env *env, int slot);
 /* Waits for a pending point (deadline as shm_fence_wait's; the provider's
  * death is noticed within a few ms).  Clears *p when reached. */
 ortmk_status core_dev_pend_wait(ortmk_env *env, core_pend *p, uint64_t deadline_ns);

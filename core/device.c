@@ -3,12 +3,10 @@
  * (docs/DEVICE.md).  A device value is a buffer id the core assigned and
  * ALLOCated in one provider process; it is valid only while that process
  * (core_proc.exec_id) lives: a restart or a swap starts a process that never
- * had it, so any later use is ORTMK_ERR_PROVIDER_DIED.  Fences are shm_fence
- * words in one per-environment segment the core shares with every provider
- * that signals them; each stream owns one word as a timeline (each COPY
- * signals the next value).  When a provider process fails, env.c calls
- * core_dev_proc_lost(), which marks the unreached fences of its streams
- * failed, so every waiter wakes with ORTMK_ERR_PROVIDER_DIED.
+ * had it, so any later use is ORTMK_ERR_PROVIDER_DIED.  Each stream owns
+ * one fence word (fence.c) as a timeline: each COPY signals the next value;
+ * when a provider process fails, fence.c fails the values its streams had
+ * not reached.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -17,69 +15,6 @@
 
 #include "core.h"
 #include "log.h"
-
-/* ---- fence slots ---------------------------------------------------------- */
-
-shm_fence *core_dev_fence(ortmk_env *env, int slot)
-{
-	return (shm_fence *)((uint8_t *)env->fences.base + (size_t)slot * IPC_FENCE_ALIGN);
-}
-
-/* A free slot with one reference, its fence at 0; -1 when none. */
-static int slot_new(ortmk_env *env)
-{
-	int slot = -1;
-
-	pthread_mutex_lock(&env->dev_lock);
-	if (!env->fences.base &&
-	    shm_segment_create("ortmk-fences", CORE_FENCE_SLOTS * IPC_FENCE_ALIGN,
-			       core_env_next_id(env), &env->fences))
-		memset(&env->fences, 0, sizeof(env->fences));
-	for (int i = 0; env->fences.base && i < CORE_FENCE_SLOTS; i++) {
-		if (!env->fence_refs[i]) {
-			env->fence_refs[i] = 1;
-			shm_fence_init(core_dev_fence(env, i), 0);
-			slot = i;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&env->dev_lock);
-	return slot;
-}
-
-void core_dev_slot_get(ortmk_env *env, int slot)
-{
-	pthread_mutex_lock(&env->dev_lock);
-	env->fence_refs[slot]++;
-	pthread_mutex_unlock(&env->dev_lock);
-}
-
-void core_dev_slot_put(ortmk_env *env, int slot)
-{
-	if (slot < 0)
-		return;
-	pthread_mutex_lock(&env->dev_lock);
-	if (env->fence_refs[slot])
-		env->fence_refs[slot]--;
-	pthread_mutex_unlock(&env->dev_lock);
-}
-
-void core_dev_proc_lost(core_ep *ep, const core_proc *p)
-{
-	ortmk_env *env = ep->env;
-
-	pthread_mutex_lock(&env->dev_lock);
-	for (ortmk_stream *st = env->streams; st; st = st->next) {
-		shm_fence *f;
-
-		if (st->ep != ep || st->exec != p->exec_id || st->slot < 0)
-			continue;
-		f = core_dev_fence(env, st->slot);
-		if ((shm_fence_read(f) & ~SHM_FENCE_FAILED) < st->issued)
-			shm_fence_fail(f);
-	}
-	pthread_mutex_unlock(&env->dev_lock);
-}
 
 void core_dev_env_fini(ortmk_env *env)
 {
@@ -399,7 +334,7 @@ static ortmk_status stream_new(ortmk_env *env, core_ep *ep, int internal, ortmk_
 	st->env = env;
 	st->ep = ep;
 	st->internal = internal;
-	st->slot = slot_new(env);
+	st->slot = core_dev_slot_new(env);
 	if (st->slot < 0) {
 		free(st);
 		return core_fail(ORTMK_ERR_NO_MEMORY, "no fence left: %d streams and fences alive",
@@ -566,7 +501,7 @@ static ortmk_status stream_reslot(ortmk_stream *st)
 
 	if (!(shm_fence_read(core_dev_fence(st->env, st->slot)) & SHM_FENCE_FAILED))
 		return ORTMK_OK;
-	slot = slot_new(st->env);
+	slot = core_dev_slot_new(st->env);
 	if (slot < 0)
 		return core_fail(ORTMK_ERR_NO_MEMORY, "no fence left");
 	core_dev_slot_put(st->env, st->slot);
