@@ -1,15 +1,65 @@
 /*
- * api: the small parts of the public API (ortmk.h): dtype names, session
- * options and host values.  Values live in their own sealed memfd segment
- * so a provider maps them instead of copying.
+ * api: the small parts of the public API (ortmk.h): the environment's life
+ * (its private directory; destroying it stops its providers and frees what
+ * every layer keeps in it), dtype names, session options and host values.
+ * Values live in their own sealed memfd segment so a provider maps them
+ * instead of copying.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "core.h"
+#include "trace.h"
+
+/* ---- the environment ---------------------------------------------------- */
+
+ortmk_status ortmk_env_create(ortmk_env **out)
+{
+	const char *base = getenv("XDG_RUNTIME_DIR");
+	ortmk_env *env;
+
+	if (!out)
+		return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "env: NULL out");
+	env = calloc(1, sizeof(*env));
+	if (!env)
+		return core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
+	if (!base || access(base, W_OK) != 0)
+		base = "/tmp";
+	snprintf(env->dir, sizeof(env->dir), "%s/ortmk-XXXXXX", base);
+	/* mkdtemp makes the directory 0700: only this user reaches the sockets. */
+	if (!mkdtemp(env->dir)) {
+		int e = errno;
+
+		free(env);
+		return core_fail(ORTMK_ERR_IO, "env: cannot create a private directory in %s: %s",
+				 base, strerror(e));
+	}
+	pthread_mutex_init(&env->lock, NULL);
+	pthread_mutex_init(&env->dev_lock, NULL);
+	ipc_trace_init_from_env();
+	signal(SIGPIPE, SIG_IGN);
+	*out = env;
+	return ORTMK_OK;
+}
+
+void ortmk_env_destroy(ortmk_env *env)
+{
+	if (!env)
+		return;
+	core_env_stop_eps(env);
+	core_dev_env_fini(env);
+	pthread_mutex_destroy(&env->dev_lock);
+	core_value_pool_drain(env);
+	rmdir(env->dir);
+	pthread_mutex_destroy(&env->lock);
+	free(env);
+}
+
+/* ---- names ---------------------------------------------------------------- */
 
 size_t ortmk_dtype_size(ortmk_dtype t)
 {

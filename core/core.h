@@ -123,6 +123,8 @@ struct ortmk_env {
 uint64_t core_env_next_id(ortmk_env *env);
 /* The running process for provider `name`, spawned on first use. */
 ortmk_status core_env_get_ep(ortmk_env *env, const char *name, core_ep **out);
+/* Stops every provider process of env and frees its providers. */
+void core_env_stop_eps(ortmk_env *env);
 /* Sends `req` and waits for its reply (deadline in ms, -1 none).  Maps
  * death, timeouts, protocol violations and ERROR replies to a status with
  * the message set.  *rep is freed by the caller (ipc_envelope_free). */
@@ -147,9 +149,8 @@ ortmk_status core_ep_load(core_ep *ep, uint64_t session, Ortmk__LoadSubgraph *l,
 ortmk_status core_ep_forget_subgraph(core_ep *ep, uint32_t id);
 
 /* supervise.c: restart a dead provider (with back-off) and replay its
- * state; kill a hung or misbehaving one; hot swap its binary. */
+ * state; hot swap its binary. */
 ortmk_status core_ep_ensure(core_ep *ep);
-void core_ep_kill(core_ep *ep, const char *why);
 void core_ep_healthy(core_ep *ep);
 /* Failures of this provider within the last window_ms. */
 unsigned core_ep_recent_failures(const core_ep *ep, unsigned window_ms);
