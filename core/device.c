@@ -243,40 +243,6 @@ ortmk_status core_dev_value_alloc(core_ep *ep, int32_t dtype, const int64_t *dim
 	return st;
 }
 
-ortmk_status ortmk_value_create_on(ortmk_env *env, const char *provider, ortmk_dtype dtype,
-				   const int64_t *dims, size_t rank, ortmk_value **out)
-{
-	core_ep *ep;
-	ortmk_status st;
-
-	core_clear_error();
-	if (!env || !provider || !out)
-		return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "value_create_on: NULL argument");
-	*out = NULL;
-	if (strcmp(provider, "host") == 0)
-		return core_value_new(env, (int32_t)dtype, dims, rank, out);
-	st = core_env_get_ep(env, provider, &ep);
-	if (st)
-		return st;
-	pthread_mutex_lock(&ep->lock);
-	st = core_ep_ensure(ep);
-	if (st == ORTMK_OK && !ep->p.device_memory) {
-		pthread_mutex_unlock(&ep->lock);
-		return core_value_new(env, (int32_t)dtype, dims, rank, out);
-	}
-	if (st == ORTMK_OK)
-		st = core_dev_value_alloc(ep, (int32_t)dtype, dims, rank, out);
-	pthread_mutex_unlock(&ep->lock);
-	return st;
-}
-
-const char *ortmk_value_location(const ortmk_value *v)
-{
-	if (!v)
-		return NULL;
-	return v->dev ? v->dev->name : "host";
-}
-
 /* Frees a device value's buffer in the process that holds it (if it still
  * lives) and the value.  Called by ortmk_value_destroy. */
 static void release_buffer(ortmk_value *v)
