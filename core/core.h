@@ -300,11 +300,6 @@ ortmk_status core_step_exported(const ortmk_session *s, const core_step *st,
 ortmk_status core_plan_build(const ortmk_session *s, const int64_t *const *in_dims,
 			     const size_t *in_rank, core_plan **out);
 void core_plan_free(core_plan *p);
-/* run.c */
-ortmk_status core_session_run(ortmk_session *s, const char *const *input_names,
-			      const ortmk_value *const *inputs, size_t n_inputs,
-			      const char *const *output_names, size_t n_outputs,
-			      ortmk_value **outputs);
 ortmk_status core_session_fill_info(ortmk_session *s);
 void core_value_pool_drain(ortmk_env *env);
 ortmk_status core_value_new(ortmk_env *env, int32_t dtype, const int64_t *dims,
