@@ -67,8 +67,6 @@ typedef struct core_sg_rec {
 
 #define CORE_FAIL_HISTORY 64
 
-enum core_ep_state { CORE_EP_RUNNING, CORE_EP_DEAD, CORE_EP_STOPPED };
-
 /* One provider (by name) of an environment and its current process. */
 typedef struct core_ep {
 	int index;                /* in env->eps */
@@ -340,9 +338,8 @@ ortmk_status core_dev_value_wrap(ortmk_env *env, core_ep *ep, uint64_t buffer_id
 ortmk_status core_dev_value_alloc(core_ep *ep, int32_t dtype, const int64_t *dims, size_t rank,
 				  ortmk_value **out);
 void core_dev_env_fini(ortmk_env *env);
-/* ortmk_value_destroy of a device value (the second with its ep's lock held). */
+/* ortmk_value_destroy of a device value. */
 void core_dev_value_free(ortmk_value *v);
-void core_dev_value_free_locked(ortmk_value *v);
 /* Waits for a pending point (deadline as shm_fence_wait's; the provider's
  * death is noticed within a few ms).  Clears *p when reached. */
 ortmk_status core_dev_pend_wait(ortmk_env *env, core_pend *p, uint64_t deadline_ns);

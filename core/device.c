@@ -264,7 +264,7 @@ static void release_buffer(ortmk_value *v)
 	free(v);
 }
 
-void core_dev_value_free_locked(ortmk_value *v)
+static void dev_value_free_locked(ortmk_value *v)
 {
 	ortmk_value *evict = NULL;
 
@@ -285,7 +285,7 @@ void core_dev_value_free(ortmk_value *v)
 	core_ep *ep = v->dev;
 
 	pthread_mutex_lock(&ep->lock);
-	core_dev_value_free_locked(v);
+	dev_value_free_locked(v);
 	pthread_mutex_unlock(&ep->lock);
 }
 
