@@ -568,7 +568,7 @@ static int handshake(host *h)
 	int rc;
 
 	if (!url || !fds) {
-		fprintf(stderr, "%s: must be started by libortmk (ORTMK_EP_URL unset)\n", h->vt->name);
+		ipc_log(IPC_LOG_ERROR, "must be started by libortmk (ORTMK_EP_URL unset)");
 		return -EINVAL;
 	}
 	h->chan.fd_sock = atoi(fds);

@@ -1,7 +1,8 @@
 /*
- * ep_host internals shared by ep_host.c (the message loop, segments, files,
- * loads, runs) and ep_device.c (device buffers, COPY, fences and the
- * device-memory emulation tests use).  Not for providers: they see
+ * ep_host internals shared by ep_host.c (the message loop, the handshake,
+ * fault injection, runs, release, shutdown), ep_load.c (ADD_SEGMENT,
+ * ADD_FILE, LOAD_SUBGRAPH) and ep_device.c (device buffers, COPY, fences
+ * and the device-memory emulation tests use).  Not for providers: they see
  * ep_host.h only.
  */
 #ifndef ORTMK_EP_HOST_INT_H

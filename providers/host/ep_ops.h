@@ -18,11 +18,11 @@
 
 #include "onnx.pb-c.h"
 
-/* The unary op's code, the order of VK_U_* and CUK_U_* (Relu, Sigmoid,
+/* The unary op's code, the order of VKX_U_* and CUK_U_* (Relu, Sigmoid,
  * Tanh, Sqrt, Erf, Gelu, -, Abs, Neg, LeakyRelu; code 6 is Gelu's tanh
  * form, chosen by the attribute); -1 for another op. */
 int ep_unary_code(const char *op_type);
-/* Add, Sub, Mul, Div, Pow: 0..4 (VK_B_*, CUK_B_*); -1 for another op. */
+/* Add, Sub, Mul, Div, Pow: 0..4 (VKX_B_*, CUK_B_*); -1 for another op. */
 int ep_binary_code(const char *op_type);
 
 /* One input, one output; LeakyRelu's alpha, Gelu's approximate (none or

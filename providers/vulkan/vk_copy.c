@@ -284,7 +284,7 @@ typedef struct copier {
 
 static int open_slot(copier *c)
 {
-	VkDeviceSize want = c->staged_left < VK_COPY_CHUNK ? c->staged_left : VK_COPY_CHUNK;
+	VkDeviceSize want = c->staged_left < VKX_COPY_CHUNK ? c->staged_left : VKX_COPY_CHUNK;
 
 	c->sl = vk_stream_begin(c->s, c->err, c->errlen);
 	if (!c->sl)
@@ -311,7 +311,7 @@ static int close_slot(copier *c, const vk_signal *sig)
 
 static VkDeviceSize room(const copier *c)
 {
-	VkDeviceSize cap = c->sl->stage.size < VK_COPY_CHUNK ? c->sl->stage.size : VK_COPY_CHUNK;
+	VkDeviceSize cap = c->sl->stage.size < VKX_COPY_CHUNK ? c->sl->stage.size : VKX_COPY_CHUNK;
 
 	return c->sl->stage_used < cap ? cap - c->sl->stage_used : 0;
 }

@@ -39,7 +39,7 @@ static int vk_init(void **self, char *detail, size_t n)
 		return 0;
 	}
 	ep->ok = 1;
-	vk_heap_init(&ep->heap, &ep->dev, VK_BLOCK_SIZE);
+	vk_heap_init(&ep->heap, &ep->dev, VKX_BLOCK_SIZE);
 	vk_dm_init(&ep->dm, &ep->dev, &ep->heap);
 	vk_dev_describe(&ep->dev, detail, n);
 	ipc_log(IPC_LOG_INFO, "device: %s", detail);

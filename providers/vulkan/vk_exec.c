@@ -97,10 +97,10 @@ static int load_node(vk_exec *ex, size_t k, size_t *max_in, char *err, size_t n)
 	if (p->n_input > *max_in)
 		*max_in = p->n_input;
 	for (int id = 0; id < VKP_COUNT; id++)
-		if ((nd->op->pipes & VK_PIPE(id)) &&
+		if ((nd->op->pipes & VKX_PIPE(id)) &&
 		    !vk_pipe_get(&ex->ep->dev, &ex->ep->pipes,
 				 nd->n_in && nd->in[0] >= 0 && ex->ep->dev.f16 &&
-				 sg->values[nd->in[0]].dtype == VK_FLOAT16 ? id + VKP_F16 : id, err, n))
+				 sg->values[nd->in[0]].dtype == VKX_FLOAT16 ? id + VKP_F16 : id, err, n))
 			return EP_E_INTERNAL;
 	return 0;
 }
@@ -208,7 +208,7 @@ int vk_device_is_cpu(const vk_ctx *c)
 
 int32_t vk_node_dtype(const vk_ctx *c)
 {
-	return c->n_in && c->in[0] && c->in[0]->dtype == VK_FLOAT16 ? VK_FLOAT16 : VK_FLOAT;
+	return c->n_in && c->in[0] && c->in[0]->dtype == VKX_FLOAT16 ? VKX_FLOAT16 : VKX_FLOAT;
 }
 
 const vk_val *vk_in(const vk_ctx *c, int i)
@@ -233,7 +233,7 @@ static vk_val *out_value(vk_ctx *c, int i, int rank, const int64_t *dims, int *r
 
 	if (v < 0)
 		*rc = vk_fail(c, EP_E_INTERNAL, "output %d is not in the graph", i);
-	else if (rank > EP_MAX_RANK || numel < 0 || numel >= VK_MAX_ELEMS)
+	else if (rank > EP_MAX_RANK || numel < 0 || numel >= VKX_MAX_ELEMS)
 		*rc = vk_fail(c, EP_E_UNSUPPORTED, "output of %lld elements is too large",
 			      (long long)numel);
 	else
@@ -316,12 +316,12 @@ int vk_emit(vk_ctx *c, int pipe, const vk_buf *bufs, int n_bufs, uint32_t writes
 
 	if (gx == 0 || gy == 0 || gz == 0)
 		return 0;
-	if (n_bufs != vk_pipe_bindings(pipe) || push_bytes > VK_PUSH_BYTES)
+	if (n_bufs != vk_pipe_bindings(pipe) || push_bytes > VKX_PUSH_BYTES)
 		return vk_fail(c, EP_E_INTERNAL, "bad dispatch of pipeline %d", pipe);
 	d = ep_list_push(&c->ex->disp);
 	if (!d)
 		return vk_fail(c, EP_E_NOMEM, "out of memory");
-	d->pipe = vk_node_dtype(c) == VK_FLOAT16 && c->ex->ep->dev.f16 ? pipe + VKP_F16 : pipe;
+	d->pipe = vk_node_dtype(c) == VKX_FLOAT16 && c->ex->ep->dev.f16 ? pipe + VKP_F16 : pipe;
 	d->n_bufs = n_bufs;
 	memcpy(d->bufs, bufs, sizeof(*bufs) * (size_t)n_bufs);
 	d->writes = writes;

@@ -39,9 +39,9 @@ typedef struct vk_ep {
 typedef struct vk_dispatch {
 	int pipe;
 	int n_bufs;
-	vk_buf bufs[VK_MAX_BINDINGS];
+	vk_buf bufs[VKX_MAX_BINDINGS];
 	uint32_t writes;
-	uint32_t push[VK_PUSH_BYTES / 4];
+	uint32_t push[VKX_PUSH_BYTES / 4];
 	uint32_t groups[3];
 } vk_dispatch;
 

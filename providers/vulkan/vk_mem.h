@@ -16,7 +16,7 @@
 
 #include "vk_device.h"
 
-#define VK_BLOCK_SIZE ((VkDeviceSize)64 << 20)
+#define VKX_BLOCK_SIZE ((VkDeviceSize)64 << 20)
 
 typedef struct vk_buf {
 	VkBuffer buf;           /* the block's buffer */

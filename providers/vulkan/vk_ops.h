@@ -30,33 +30,33 @@
 #include "vk_mem.h"
 #include "vk_pipe.h"
 
-enum { VK_FLOAT = 1, VK_INT32 = 6, VK_INT64 = 7, VK_FLOAT16 = 10 };
+enum { VKX_FLOAT = 1, VKX_INT32 = 6, VKX_INT64 = 7, VKX_FLOAT16 = 10 };
 
 /* 1 when tensors of this dtype live in device memory: float32 and
  * float16; the others (int64 shapes, axes, indices) are read on the host. */
 static inline int vk_dev_dtype(int32_t dt)
 {
-	return dt == VK_FLOAT || dt == VK_FLOAT16;
+	return dt == VKX_FLOAT || dt == VKX_FLOAT16;
 }
 
 /* Bytes per element of a float dtype on the host. */
 static inline uint64_t vk_esz(int32_t dt)
 {
-	return dt == VK_FLOAT16 ? 2 : 4;
+	return dt == VKX_FLOAT16 ? 2 : 4;
 }
 
 /* Bytes per element on the device: float16 stays float16 with 16-bit
  * storage (d->f16), else it is kept as float32. */
 static inline uint64_t vk_dev_esz(const vk_dev *d, int32_t dt)
 {
-	return dt == VK_FLOAT16 && d->f16 ? 2 : 4;
+	return dt == VKX_FLOAT16 && d->f16 ? 2 : 4;
 }
 
 /* 1 when a float16 tensor is float32 on this device (no 16-bit storage):
  * its transfers widen and narrow (vk_f16.c). */
 static inline int vk_f16_as_f32(const vk_dev *d, int32_t dt)
 {
-	return dt == VK_FLOAT16 && !d->f16;
+	return dt == VKX_FLOAT16 && !d->f16;
 }
 
 /* float16 (host bytes) <-> float32, n elements (vk_f16.c). */
@@ -64,7 +64,7 @@ void vk_f16_widen(float *dst, const void *src, size_t n);
 void vk_f16_narrow(void *dst, const float *src, size_t n);
 
 /* Largest element count a shader indexes (32-bit indices). */
-#define VK_MAX_ELEMS ((int64_t)1 << 31)
+#define VKX_MAX_ELEMS ((int64_t)1 << 31)
 
 typedef struct vk_val {
 	int32_t dtype;
@@ -193,19 +193,19 @@ extern const vk_op vk_ops_reduce[];
 
 /* Codes of the unary and binary shaders (shaders/unary.comp, binary.comp). */
 enum vk_unary {
-	VK_U_RELU, VK_U_SIGMOID, VK_U_TANH, VK_U_SQRT, VK_U_ERF, VK_U_GELU, VK_U_GELU_TANH,
-	VK_U_ABS, VK_U_NEG, VK_U_LEAKY_RELU,
+	VKX_U_RELU, VKX_U_SIGMOID, VKX_U_TANH, VKX_U_SQRT, VKX_U_ERF, VKX_U_GELU, VKX_U_GELU_TANH,
+	VKX_U_ABS, VKX_U_NEG, VKX_U_LEAKY_RELU,
 };
-enum vk_binary { VK_B_ADD, VK_B_SUB, VK_B_MUL, VK_B_DIV, VK_B_POW };
+enum vk_binary { VKX_B_ADD, VKX_B_SUB, VKX_B_MUL, VKX_B_DIV, VKX_B_POW };
 
-#define VK_PIPE(id) (1u << (id))
+#define VKX_PIPE(id) (1u << (id))
 
 /* shaders/reduce.comp's parameters (GlobalAveragePool uses it too). */
-#define VK_REDUCE_GROUPS 6
+#define VKX_REDUCE_GROUPS 6
 typedef struct vk_reduce_push {
 	uint32_t n, count, op, nk, nr;
-	uint32_t kdims[VK_REDUCE_GROUPS], kstr[VK_REDUCE_GROUPS];
-	uint32_t rdims[VK_REDUCE_GROUPS], rstr[VK_REDUCE_GROUPS];
+	uint32_t kdims[VKX_REDUCE_GROUPS], kstr[VKX_REDUCE_GROUPS];
+	uint32_t rdims[VKX_REDUCE_GROUPS], rstr[VKX_REDUCE_GROUPS];
 } vk_reduce_push;
 
 #endif

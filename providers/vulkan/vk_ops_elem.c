@@ -24,7 +24,7 @@ typedef struct binary_push {
 	uint32_t dims[BIN_MAX_RANK], sa[BIN_MAX_RANK], sb[BIN_MAX_RANK];
 } binary_push;
 
-_Static_assert(sizeof(binary_push) <= VK_PUSH_BYTES, "binary push constants");
+_Static_assert(sizeof(binary_push) <= VKX_PUSH_BYTES, "binary push constants");
 
 static int unary_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
 			  char *why, size_t n)
@@ -43,8 +43,8 @@ static int unary_plan(vk_ctx *c)
 
 	if (!x || x->dtype != vk_node_dtype(c))
 		return vk_fail(c, EP_E_INVALID, "input is not float32");
-	if (push.op == VK_U_GELU && proto_attr_is(p, "approximate", "tanh"))
-		push.op = VK_U_GELU_TANH;
+	if (push.op == VKX_U_GELU && proto_attr_is(p, "approximate", "tanh"))
+		push.op = VKX_U_GELU_TANH;
 	push.alpha = proto_attr_float(p, "alpha", 0.01f);
 	y = vk_out(c, 0, x->rank, x->dims);
 	if (!y)
@@ -97,8 +97,8 @@ static int binary_plan(vk_ctx *c)
 			  sizeof(push), (uint64_t)y->numel);
 }
 
-#define UNARY(name, lo) {name, lo, 22, unary_supports, NULL, unary_plan, VK_PIPE(VKP_UNARY), NULL}
-#define BINARY(name) {name, 7, 22, binary_supports, NULL, binary_plan, VK_PIPE(VKP_BINARY), NULL}
+#define UNARY(name, lo) {name, lo, 22, unary_supports, NULL, unary_plan, VKX_PIPE(VKP_UNARY), NULL}
+#define BINARY(name) {name, 7, 22, binary_supports, NULL, binary_plan, VKX_PIPE(VKP_BINARY), NULL}
 
 const vk_op vk_ops_elem[] = {
 	UNARY("Relu", 6),

@@ -25,7 +25,7 @@ typedef struct gemm_push {
 	uint32_t n;             /* gemm_direct: invocations */
 } gemm_push;
 
-_Static_assert(sizeof(gemm_push) <= VK_PUSH_BYTES, "gemm push constants");
+_Static_assert(sizeof(gemm_push) <= VKX_PUSH_BYTES, "gemm push constants");
 
 static int matmul_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
 			   char *why, size_t n)
@@ -78,7 +78,7 @@ static int emit_gemm(vk_ctx *c, gemm_push *p, const vk_buf *a, const vk_buf *b,
 	int64_t threads = batches * (((int64_t)p->M + 3) / 4) * (((int64_t)p->N + 3) / 4);
 
 	if (!use_tiled(c, p)) {
-		if (threads >= VK_MAX_ELEMS)
+		if (threads >= VKX_MAX_ELEMS)
 			return vk_fail(c, EP_E_UNSUPPORTED, "product too large for one dispatch");
 		p->n = (uint32_t)threads;
 		return vk_emit_1d(c, VKP_GEMM_DIRECT, (vk_buf[]){*a, *b, *bias, *y}, 4, 8u, p,
@@ -201,7 +201,7 @@ static int gemm_plan(vk_ctx *c)
 }
 
 const vk_op vk_ops_linalg[] = {
-	{"MatMul", 1, 22, matmul_supports, NULL, matmul_plan, VK_PIPE(VKP_GEMM) | VK_PIPE(VKP_GEMM_DIRECT), NULL},
-	{"Gemm", 7, 22, gemm_supports, NULL, gemm_plan, VK_PIPE(VKP_GEMM) | VK_PIPE(VKP_GEMM_DIRECT), NULL},
+	{"MatMul", 1, 22, matmul_supports, NULL, matmul_plan, VKX_PIPE(VKP_GEMM) | VKX_PIPE(VKP_GEMM_DIRECT), NULL},
+	{"Gemm", 7, 22, gemm_supports, NULL, gemm_plan, VKX_PIPE(VKP_GEMM) | VKX_PIPE(VKP_GEMM_DIRECT), NULL},
 	{0},
 };

@@ -39,8 +39,8 @@ typedef struct pool_push {
 	uint32_t d[3];
 } pool_push;
 
-_Static_assert(sizeof(conv_push) <= VK_PUSH_BYTES, "conv push constants");
-_Static_assert(sizeof(pool_push) <= VK_PUSH_BYTES, "pool push constants");
+_Static_assert(sizeof(conv_push) <= VKX_PUSH_BYTES, "conv push constants");
+_Static_assert(sizeof(pool_push) <= VKX_PUSH_BYTES, "pool push constants");
 
 /* The window geometry of X (N, C, spatial...) with kernel dims `kern`. */
 static int geometry(vk_ctx *c, const vk_val *x, const int64_t *kern, win *g)
@@ -87,7 +87,7 @@ static int emit_conv(vk_ctx *c, conv_push *p, const vk_buf *bufs, int64_t N, int
 		return vk_emit(c, VKP_CONV, bufs, 4, 8u, p, sizeof(*p), (uint32_t)((O + 31) / 32),
 			       (p->Cog + 31) / 32, (uint32_t)(N * G));
 	}
-	if (threads >= VK_MAX_ELEMS)
+	if (threads >= VKX_MAX_ELEMS)
 		return vk_fail(c, EP_E_UNSUPPORTED, "convolution too large for one dispatch");
 	p->n = (uint32_t)threads;
 	return vk_emit_1d(c, VKP_CONV_DIRECT, bufs, 4, 8u, p, sizeof(*p), (uint64_t)threads);
@@ -303,11 +303,11 @@ static int global_plan(vk_ctx *c)
 }
 
 const vk_op vk_ops_nn[] = {
-	{"Conv", 1, 22, conv_supports, NULL, conv_plan, VK_PIPE(VKP_CONV) | VK_PIPE(VKP_CONV_DIRECT),
+	{"Conv", 1, 22, conv_supports, NULL, conv_plan, VKX_PIPE(VKP_CONV) | VKX_PIPE(VKP_CONV_DIRECT),
 	 conv_pack},
-	{"MaxPool", 1, 22, pool_supports, NULL, pool_plan, VK_PIPE(VKP_POOL), NULL},
-	{"AveragePool", 1, 22, pool_supports, NULL, pool_plan, VK_PIPE(VKP_POOL), NULL},
-	{"GlobalAveragePool", 1, 22, global_supports, NULL, global_plan, VK_PIPE(VKP_REDUCE), NULL},
-	{"GlobalMaxPool", 1, 22, global_supports, NULL, global_plan, VK_PIPE(VKP_REDUCE), NULL},
+	{"MaxPool", 1, 22, pool_supports, NULL, pool_plan, VKX_PIPE(VKP_POOL), NULL},
+	{"AveragePool", 1, 22, pool_supports, NULL, pool_plan, VKX_PIPE(VKP_POOL), NULL},
+	{"GlobalAveragePool", 1, 22, global_supports, NULL, global_plan, VKX_PIPE(VKP_REDUCE), NULL},
+	{"GlobalMaxPool", 1, 22, global_supports, NULL, global_plan, VKX_PIPE(VKP_REDUCE), NULL},
 	{0},
 };

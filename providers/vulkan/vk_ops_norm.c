@@ -192,9 +192,9 @@ static int ln_plan(vk_ctx *c)
 }
 
 const vk_op vk_ops_norm[] = {
-	{"BatchNormalization", 7, 22, bn_supports, NULL, bn_plan, VK_PIPE(VKP_BATCHNORM), NULL},
-	{"Softmax", 1, 22, softmax_supports, NULL, softmax_plan, VK_PIPE(VKP_SOFTMAX), NULL},
-	{"LogSoftmax", 1, 22, softmax_supports, NULL, softmax_plan, VK_PIPE(VKP_SOFTMAX), NULL},
-	{"LayerNormalization", 17, 22, ln_supports, NULL, ln_plan, VK_PIPE(VKP_LAYERNORM), NULL},
+	{"BatchNormalization", 7, 22, bn_supports, NULL, bn_plan, VKX_PIPE(VKP_BATCHNORM), NULL},
+	{"Softmax", 1, 22, softmax_supports, NULL, softmax_plan, VKX_PIPE(VKP_SOFTMAX), NULL},
+	{"LogSoftmax", 1, 22, softmax_supports, NULL, softmax_plan, VKX_PIPE(VKP_SOFTMAX), NULL},
+	{"LayerNormalization", 17, 22, ln_supports, NULL, ln_plan, VKX_PIPE(VKP_LAYERNORM), NULL},
 	{0},
 };

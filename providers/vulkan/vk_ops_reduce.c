@@ -33,7 +33,7 @@ static int reduce_supports(const Onnx__NodeProto *p, int64_t opset, const int32_
 	if (!ep_reduce_node_ok(p, opset, axes_input_since(p->op_type), why, n) ||
 	    !vk_need_float(p, dt, n_in, 0, 1, why, n))
 		return 0;
-	if (p->n_input == 2 && p->input[1][0] && dt[1] != VK_INT64)
+	if (p->n_input == 2 && p->input[1][0] && dt[1] != VKX_INT64)
 		return snprintf(why, n, "axes are not int64"), 0;
 	return 1;
 }
@@ -78,7 +78,7 @@ static int group_dims(const vk_val *x, const int *red, vk_reduce_push *p)
 		if (d != 1 && last == red[i]) {
 			dims[*cnt - 1] *= (uint32_t)d;
 		} else if (d != 1) {
-			if (*cnt == VK_REDUCE_GROUPS)
+			if (*cnt == VKX_REDUCE_GROUPS)
 				return -1;
 			dims[*cnt] = (uint32_t)d;
 			str[(*cnt)++] = (uint32_t)st;
@@ -130,7 +130,7 @@ static int reduce_plan(vk_ctx *c)
 		return c->status;
 	if (group_dims(x, red, &p))
 		return vk_fail(c, EP_E_UNSUPPORTED, "dims fold to more than %d groups",
-			       VK_REDUCE_GROUPS);
+			       VKX_REDUCE_GROUPS);
 	/* An empty reduction gives sum 0, mean NaN (0 / 0), max -inf, min inf. */
 	if (!y->numel)
 		return 0;
@@ -139,9 +139,9 @@ static int reduce_plan(vk_ctx *c)
 }
 
 const vk_op vk_ops_reduce[] = {
-	{"ReduceSum", 1, 22, reduce_supports, NULL, reduce_plan, VK_PIPE(VKP_REDUCE), NULL},
-	{"ReduceMean", 1, 22, reduce_supports, NULL, reduce_plan, VK_PIPE(VKP_REDUCE), NULL},
-	{"ReduceMax", 1, 22, reduce_supports, NULL, reduce_plan, VK_PIPE(VKP_REDUCE), NULL},
-	{"ReduceMin", 1, 22, reduce_supports, NULL, reduce_plan, VK_PIPE(VKP_REDUCE), NULL},
+	{"ReduceSum", 1, 22, reduce_supports, NULL, reduce_plan, VKX_PIPE(VKP_REDUCE), NULL},
+	{"ReduceMean", 1, 22, reduce_supports, NULL, reduce_plan, VKX_PIPE(VKP_REDUCE), NULL},
+	{"ReduceMax", 1, 22, reduce_supports, NULL, reduce_plan, VKX_PIPE(VKP_REDUCE), NULL},
+	{"ReduceMin", 1, 22, reduce_supports, NULL, reduce_plan, VKX_PIPE(VKP_REDUCE), NULL},
 	{0},
 };

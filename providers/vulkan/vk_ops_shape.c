@@ -33,7 +33,7 @@ typedef struct gather_push {
 
 static int is_int(int32_t dt)
 {
-	return dt == VK_INT64 || dt == VK_INT32;
+	return dt == VKX_INT64 || dt == VKX_INT32;
 }
 
 /* Float32 data input 0; input 1 (Reshape's shape, Squeeze's and
@@ -43,7 +43,7 @@ static int view_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t 
 {
 	if (!ep_view_node_ok(p, opset, why, n) || !vk_need_float(p, dt, n_in, 0, 1, why, n))
 		return 0;
-	if (p->n_input == 2 && p->input[1][0] && dt[1] != VK_INT64)
+	if (p->n_input == 2 && p->input[1][0] && dt[1] != VKX_INT64)
 		return snprintf(why, n, "input 1 is not int64"), 0;
 	return 1;
 }
@@ -261,8 +261,8 @@ const vk_op vk_ops_shape[] = {
 	VIEW("Squeeze", 1),
 	VIEW("Unsqueeze", 1),
 	VIEW("Identity", 1),
-	{"Transpose", 1, 22, transpose_supports, NULL, transpose_plan, VK_PIPE(VKP_TRANSPOSE), NULL},
-	{"Concat", 4, 22, concat_supports, NULL, concat_plan, VK_PIPE(VKP_COPY), NULL},
-	{"Gather", 1, 22, gather_supports, NULL, gather_plan, VK_PIPE(VKP_GATHER), NULL},
+	{"Transpose", 1, 22, transpose_supports, NULL, transpose_plan, VKX_PIPE(VKP_TRANSPOSE), NULL},
+	{"Concat", 4, 22, concat_supports, NULL, concat_plan, VKX_PIPE(VKP_COPY), NULL},
+	{"Gather", 1, 22, gather_supports, NULL, gather_plan, VKX_PIPE(VKP_GATHER), NULL},
 	{0},
 };

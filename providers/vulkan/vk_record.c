@@ -83,8 +83,8 @@ static int bind_set(vk_dev *d, const vk_pipe *p, const vk_dispatch *dp, char *er
 		.descriptorSetCount = 1,
 		.pSetLayouts = &p->dsl,
 	};
-	VkDescriptorBufferInfo bi[VK_MAX_BINDINGS];
-	VkWriteDescriptorSet w[VK_MAX_BINDINGS];
+	VkDescriptorBufferInfo bi[VKX_MAX_BINDINGS];
+	VkWriteDescriptorSet w[VKX_MAX_BINDINGS];
 	VkDescriptorSet set;
 	VkResult r = vkAllocateDescriptorSets(d->dev, &ai, &set);
 
@@ -178,7 +178,7 @@ static int record_dispatches(vk_exec *ex, VkQueryPool qp, char *err, size_t n)
 		rc = bind_set(&ep->dev, p, dp, err, n);
 		if (rc == 0) {
 			vkCmdPushConstants(ep->dev.cmd, p->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
-					   VK_PUSH_BYTES, dp->push);
+					   VKX_PUSH_BYTES, dp->push);
 			vkCmdDispatch(ep->dev.cmd, dp->groups[0], dp->groups[1], dp->groups[2]);
 			if (qp)
 				vkCmdWriteTimestamp(ep->dev.cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, qp,

@@ -18,11 +18,11 @@ int vk_need_float(const Onnx__NodeProto *p, const int32_t *dt, int n_in, int fir
 	for (int i = first; i < end && i < n_in; i++) {
 		if (i < (int)p->n_input && !p->input[i][0])
 			continue;
-		if (!want && (dt[i] == VK_FLOAT || dt[i] == VK_FLOAT16))
+		if (!want && (dt[i] == VKX_FLOAT || dt[i] == VKX_FLOAT16))
 			want = dt[i];
 		if (!want || dt[i] != want) {   /* 0: a sequence, an optional, unknown */
 			snprintf(why, n, "input %d is not %s (dtype %d)", i,
-				 want == VK_FLOAT16 ? "float16 like input 0" : "float32", dt[i]);
+				 want == VKX_FLOAT16 ? "float16 like input 0" : "float32", dt[i]);
 			return 0;
 		}
 	}
@@ -31,7 +31,7 @@ int vk_need_float(const Onnx__NodeProto *p, const int32_t *dt, int n_in, int fir
 
 int64_t vk_get_int(const vk_val *v, int64_t i)
 {
-	if (v->dtype == VK_INT32)
+	if (v->dtype == VKX_INT32)
 		return ((const int32_t *)v->host)[i];
 	return ((const int64_t *)v->host)[i];
 }
@@ -56,13 +56,13 @@ static int side_fits(const char *side, size_t n_t, const int32_t *dt, size_t n_d
 		for (int d = 0; d < ranks[i]; d++, at++) {
 			if (dims[at] < 0)
 				known = 0;
-			else if (numel <= VK_MAX_ELEMS)
+			else if (numel <= VKX_MAX_ELEMS)
 				numel *= dims[at];
 		}
-		esz = i < n_dt && dt[i] == VK_FLOAT16 ? f16_size : i < n_dt && dt[i] == VK_FLOAT ? 4 : 0;
+		esz = i < n_dt && dt[i] == VKX_FLOAT16 ? f16_size : i < n_dt && dt[i] == VKX_FLOAT ? 4 : 0;
 		if (!known || !esz)
 			continue;
-		if (numel >= VK_MAX_ELEMS || (uint64_t)numel * esz > max_bytes)
+		if (numel >= VKX_MAX_ELEMS || (uint64_t)numel * esz > max_bytes)
 			return snprintf(why, n, "%s %zu has %lld elements: more than a storage buffer "
 					"reaches (%llu bytes)", side, i, (long long)numel,
 					(unsigned long long)max_bytes), 0;

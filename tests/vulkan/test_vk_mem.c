@@ -85,7 +85,7 @@ static void test_round_trip(vk_dev *d)
 	VkBufferCopy down = {.srcOffset = 0, .dstOffset = n, .size = n};
 	int ok = 1;
 
-	vk_heap_init(&h, d, VK_BLOCK_SIZE);
+	vk_heap_init(&h, d, VKX_BLOCK_SIZE);
 	if (vk_heap_alloc(&h, n, &b, err, sizeof(err)) || vk_staging_reserve(d, &s, 2 * n, err, sizeof(err))) {
 		CHECK(0, "setup: %s", err);
 		return;
