@@ -49,7 +49,8 @@ static int global_run(dk_ctx *c)
 const dk_op cu_ops_pool[] = {
 	{"MaxPool", 1, 22, dk_pool_supports, NULL, pool_run, NULL, 0, NULL, NULL},
 	{"AveragePool", 1, 22, dk_pool_supports, NULL, pool_run, NULL, 0, NULL, NULL},
-	{"GlobalAveragePool", 1, 22, dk_global_pool_supports, NULL, global_run, NULL, 0, NULL, NULL},
+	{"GlobalAveragePool", 1, 22, dk_global_pool_supports, NULL, global_run, NULL,
+	 0, NULL, NULL},
 	{"GlobalMaxPool", 1, 22, dk_global_pool_supports, NULL, global_run, NULL, 0, NULL, NULL},
 	{0},
 };

@@ -278,6 +278,20 @@ int dk_layernorm_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t
 	return all_float(dk_layernorm_node_ok(p, n_in > 0 ? dt[0] : 0, why, n), p, dt, n_in, why, n);
 }
 
+int dk_transpose_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
+			  char *why, size_t n)
+{
+	(void)opset;
+	return all_float(dk_transpose_node_ok(p, why, n), p, dt, n_in, why, n);
+}
+
+int dk_concat_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
+		       char *why, size_t n)
+{
+	(void)opset;
+	return all_float(dk_concat_node_ok(p, why, n), p, dt, n_in, why, n);
+}
+
 /* ---- shapes ------------------------------------------------------------------- */
 
 int dk_binary_out(dk_ctx *c, int max_rank, int64_t *fd, int64_t *sa, int64_t *sb,

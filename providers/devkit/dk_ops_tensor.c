@@ -62,15 +62,6 @@ int dk_view_run(dk_ctx *c)
 
 /* ---- Transpose ------------------------------------------------------------ */
 
-int dk_transpose_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
-			  char *why, size_t n)
-{
-	(void)opset;
-	if (!dk_transpose_node_ok(p, why, n))
-		return 0;
-	return dk_need_float(p, dt, n_in, 0, -1, 1, why, n);
-}
-
 int dk_transpose_out(dk_ctx *c, int max_rank, int64_t *fd, int64_t *fs, const dk_val **y)
 {
 	const dk_val *x = dk_in(c, 0);
@@ -92,15 +83,6 @@ int dk_transpose_out(dk_ctx *c, int max_rank, int64_t *fd, int64_t *fs, const dk
 }
 
 /* ---- Concat ----------------------------------------------------------------- */
-
-int dk_concat_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
-		       char *why, size_t n)
-{
-	(void)opset;
-	if (!dk_concat_node_ok(p, why, n))
-		return 0;
-	return dk_need_float(p, dt, n_in, 0, -1, 1, why, n);
-}
 
 int dk_concat_out(dk_ctx *c, int *axis, int64_t *outer, int64_t *inner, const dk_val **y)
 {

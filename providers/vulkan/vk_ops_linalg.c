@@ -158,7 +158,9 @@ static int gemm_plan(dk_ctx *c)
 }
 
 const dk_op vk_ops_linalg[] = {
-	{"MatMul", 1, 22, dk_binary_supports, NULL, matmul_plan, NULL, VK_PIPE(VKP_GEMM) | VK_PIPE(VKP_GEMM_DIRECT), NULL, NULL},
-	{"Gemm", 7, 22, dk_gemm_supports, NULL, gemm_plan, NULL, VK_PIPE(VKP_GEMM) | VK_PIPE(VKP_GEMM_DIRECT), NULL, NULL},
+	{"MatMul", 1, 22, dk_binary_supports, NULL, matmul_plan, NULL,
+	 VK_PIPE(VKP_GEMM) | VK_PIPE(VKP_GEMM_DIRECT), NULL, NULL},
+	{"Gemm", 7, 22, dk_gemm_supports, NULL, gemm_plan, NULL,
+	 VK_PIPE(VKP_GEMM) | VK_PIPE(VKP_GEMM_DIRECT), NULL, NULL},
 	{0},
 };

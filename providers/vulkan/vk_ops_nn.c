@@ -262,11 +262,14 @@ static int global_plan(dk_ctx *c)
 }
 
 const dk_op vk_ops_nn[] = {
-	{"Conv", 1, 22, conv_supports, NULL, conv_plan, NULL, VK_PIPE(VKP_CONV) | VK_PIPE(VKP_CONV_DIRECT),
-	 conv_pack, NULL},
+	{"Conv", 1, 22, conv_supports, NULL, conv_plan, NULL,
+	 VK_PIPE(VKP_CONV) | VK_PIPE(VKP_CONV_DIRECT), conv_pack, NULL},
 	{"MaxPool", 1, 22, dk_pool_supports, NULL, pool_plan, NULL, VK_PIPE(VKP_POOL), NULL, NULL},
-	{"AveragePool", 1, 22, dk_pool_supports, NULL, pool_plan, NULL, VK_PIPE(VKP_POOL), NULL, NULL},
-	{"GlobalAveragePool", 1, 22, dk_global_pool_supports, NULL, global_plan, NULL, VK_PIPE(VKP_REDUCE), NULL, NULL},
-	{"GlobalMaxPool", 1, 22, dk_global_pool_supports, NULL, global_plan, NULL, VK_PIPE(VKP_REDUCE), NULL, NULL},
+	{"AveragePool", 1, 22, dk_pool_supports, NULL, pool_plan, NULL,
+	 VK_PIPE(VKP_POOL), NULL, NULL},
+	{"GlobalAveragePool", 1, 22, dk_global_pool_supports, NULL, global_plan, NULL,
+	 VK_PIPE(VKP_REDUCE), NULL, NULL},
+	{"GlobalMaxPool", 1, 22, dk_global_pool_supports, NULL, global_plan, NULL,
+	 VK_PIPE(VKP_REDUCE), NULL, NULL},
 	{0},
 };
