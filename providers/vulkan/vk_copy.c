@@ -363,9 +363,9 @@ static int staged(copier *c, const vk_copy_op *o)
 		at = c->sl->stage_used;
 		if (up) {
 			memcpy(c->sl->stage.map + at, (const uint8_t *)o->src_host + done, len);
-			cmd_copy(c->sl->cmd, c->sl->stage.buf, at, e->b.buf, e->b.off + o->dst_off + done, len);
+			cmd_copy(c->sl->cmd, c->sl->stage.buf, at, e->b.ptr, e->b.off + o->dst_off + done, len);
 		} else {
-			cmd_copy(c->sl->cmd, e->b.buf, e->b.off + o->src_off + done, c->sl->stage.buf, at, len);
+			cmd_copy(c->sl->cmd, e->b.ptr, e->b.off + o->src_off + done, c->sl->stage.buf, at, len);
 			if (vk_slot_host(c->sl, (uint8_t *)o->dst_host + done, c->sl->stage.map + at, len))
 				return snprintf(c->err, c->errlen, "out of memory"), -ENOMEM;
 		}
@@ -389,7 +389,7 @@ static int one_op(copier *c, const vk_copy_op *o)
 	if (!o->src_host && !o->dst_host) {
 		const vk_dbuf *s = lookup(c->m, o->src_buf), *d = lookup(c->m, o->dst_buf);
 
-		cmd_copy(c->sl->cmd, s->b.buf, s->b.off + o->src_off, d->b.buf, d->b.off + o->dst_off,
+		cmd_copy(c->sl->cmd, s->b.ptr, s->b.off + o->src_off, d->b.ptr, d->b.off + o->dst_off,
 			 o->nbytes);
 		return 0;
 	}

@@ -15,7 +15,7 @@
  * A buffer freed while a submission may still use it is kept until that
  * submission is done.
  *
- * Called from the provider's request thread only (vk_ep.c, vk_run.c, the
+ * Called from the provider's request thread only (vk_ep.c, vk_exec.c, the
  * test test_vk_stream.c).  Errors are negative errno values with a message.
  */
 #ifndef ORTMK_VK_COPY_H
