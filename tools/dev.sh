@@ -27,6 +27,19 @@ install_missing() {
 	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing
 }
 
+# ONNX Runtime (npm onnxruntime-node) is the reference some tests compare
+# with (they skip without it); installed into node_modules/ when npm is
+# there and the registry answers.
+ORT_NODE_VERSION=1.30.0
+install_ort_node() {
+	[ -f node_modules/onnxruntime-node/package.json ] && return 0
+	command -v npm >/dev/null 2>&1 || return 0
+	echo "dev.sh: installing onnxruntime-node@$ORT_NODE_VERSION into node_modules/"
+	npm install --no-save --no-audit --no-fund --ignore-scripts \
+		"onnxruntime-node@$ORT_NODE_VERSION" >/dev/null 2>&1 ||
+		echo "dev.sh: npm could not install onnxruntime-node; the tests that compare with it skip"
+}
+
 build() {
 	if [ ! -f "$BUILD_DIR/build.ninja" ]; then
 		meson setup "$BUILD_DIR"
@@ -42,6 +55,7 @@ example)
 	;;
 test)
 	install_missing
+	install_ort_node
 	build
 	exec meson test -C "$BUILD_DIR" --print-errorlogs
 	;;
