@@ -193,6 +193,56 @@ static void test_resize_bilinear_planes(void **state)
 	cpu_pool_destroy(pool);
 }
 
+/* Transpose and Slice large enough to be split over the pool
+ * (cpu_copy_strided_par) against index arithmetic. */
+static void test_strided_par(void **state)
+{
+	static const int64_t dx[4] = {3, 40, 30, 24}, perm[4] = {0, 3, 1, 2};
+	int64_t n = 3 * 40 * 30 * 24, dy[4] = {3, 24, 40, 30};
+	float *x = malloc(sizeof(float) * (size_t)n);
+	cpu_tensor tx = tens(CPU_FLOAT, 4, dx, x), out;
+	const cpu_tensor *in[1] = {&tx};
+	char err[ERRLEN];
+	cpu_pool *pool;
+	tnode t;
+	(void)state;
+	for (int64_t i = 0; i < n; i++)
+		x[i] = (float)i;
+	assert_int_equal(cpu_pool_create(2, &pool), 0);
+	tn(&t, "Transpose", 1, 1);
+	tn_ints(&t, "perm", perm, 4);
+	assert_int_equal(run_pool(&t, 13, 1, in, 1, &out, pool, 2, err), 0);
+	assert_memory_equal(out.dims, dy, sizeof(dy));
+	for (int64_t a = 0; a < 3; a++)
+		for (int64_t c = 0; c < 24; c++)
+			for (int64_t h = 0; h < 40; h++)
+				for (int64_t w = 0; w < 30; w++)
+					assert_true(((float *)out.data)[((a * 24 + c) * 40 + h) * 30 + w] ==
+						    x[((a * 40 + h) * 30 + w) * 24 + c]);
+	free(out.data);
+	{
+		/* x[:, 5:37:2, ::-1, 3:] */
+		int64_t st[3] = {5, -1, 3}, en[3] = {37, -31, 24}, ax[3] = {1, 2, 3}, sp[3] = {2, -1, 1};
+		int64_t d3[1] = {3}, dz[4] = {3, 16, 30, 21};
+		cpu_tensor ts = tens(CPU_INT64, 1, d3, st), te = tens(CPU_INT64, 1, d3, en);
+		cpu_tensor ta = tens(CPU_INT64, 1, d3, ax), tp = tens(CPU_INT64, 1, d3, sp);
+		const cpu_tensor *sin[5] = {&tx, &ts, &te, &ta, &tp};
+
+		tn(&t, "Slice", 5, 1);
+		assert_int_equal(run_pool(&t, 13, 5, sin, 1, &out, pool, 2, err), 0);
+		assert_memory_equal(out.dims, dz, sizeof(dz));
+		for (int64_t a = 0; a < 3; a++)
+			for (int64_t h = 0; h < 16; h++)
+				for (int64_t w = 0; w < 30; w++)
+					for (int64_t c = 0; c < 21; c++)
+						assert_true(((float *)out.data)[((a * 16 + h) * 30 + w) * 21 + c] ==
+							    x[((a * 40 + 5 + 2 * h) * 30 + 29 - w) * 24 + 3 + c]);
+		free(out.data);
+	}
+	cpu_pool_destroy(pool);
+	free(x);
+}
+
 static void test_resize_errors(void **state)
 {
 	static const float sc[4] = {1, 1, 2, 2}, neg[4] = {1, 1, -2, 2};
@@ -522,6 +572,7 @@ int main(void)
 		cmocka_unit_test(test_resize_axes_policy),
 		cmocka_unit_test(test_resize_modes),
 		cmocka_unit_test(test_resize_bilinear_planes),
+		cmocka_unit_test(test_strided_par),
 		cmocka_unit_test(test_resize_errors),
 		cmocka_unit_test(test_gather_errors),
 		cmocka_unit_test(test_scatter),
