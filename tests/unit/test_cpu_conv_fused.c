@@ -193,7 +193,7 @@ static void conv_run(const ccase *c, int w_const, int bias, int res_kind, int re
 	cpu_tensor P, out;
 	const cpu_tensor *in[4] = {&X, &Wt, bias ? &B : NULL, res_kind ? &R : NULL};
 	const cpu_tensor *consts[4] = {NULL, w_const ? &Wt : NULL, bias ? &B : NULL, NULL};
-	cpu_fusion fu = {res_kind ? 3 : -1, -1, relu ? CPU_FUSE_ACT_RELU : CPU_FUSE_ACT_NONE, 0, 0, -1, 0, 0};
+	cpu_fusion fu = {res_kind ? 3 : -1, -1, relu ? CPU_FUSE_ACT_RELU : CPU_FUSE_ACT_NONE, 0, 0, -1, 0, 0, 0, {0, 0}};
 	int fused = res_kind || relu;
 	double *want = ref_conv(c, x, w, bias ? b : NULL, res_kind ? r : NULL, res_kind == 2, relu);
 	char what[160];
@@ -312,7 +312,7 @@ static void matmul_case(int64_t batch, int64_t M, int64_t K, int64_t N, cpu_fuse
 	cpu_tensor V = tens(CPU_FLOAT, 1, vd, bias), R = tens(CPU_FLOAT, 3, yd, r), P, out;
 	const cpu_tensor *in[4] = {&A, &B, with_bias ? &V : NULL, with_res ? &R : NULL};
 	const cpu_tensor *consts[4] = {NULL, &B, with_bias ? &V : NULL, NULL};
-	cpu_fusion fu = {with_res ? 3 : -1, with_bias ? 2 : -1, act, 0, 0, -1, 0, 0};
+	cpu_fusion fu = {with_res ? 3 : -1, with_bias ? 2 : -1, act, 0, 0, -1, 0, 0, 0, {0, 0}};
 	char what[128];
 	tnode t;
 
@@ -371,7 +371,7 @@ static void test_matmul_scale(void **state)
 	cpu_tensor A = tens(CPU_FLOAT, 3, ad, a), B = tens(CPU_FLOAT, 3, bd, b);
 	cpu_tensor R = tens(CPU_FLOAT, 3, yd, r), out;
 	const cpu_tensor *in[4] = {&A, &B, NULL, &R}, *consts[4] = {NULL, NULL, NULL, NULL};
-	cpu_fusion fu = {3, -1, CPU_FUSE_ACT_NONE, 0.125f, 0, -1, 0, 0};
+	cpu_fusion fu = {3, -1, CPU_FUSE_ACT_NONE, 0.125f, 0, -1, 0, 0, 0, {0, 0}};
 	cpu_pool *pool;
 	tnode t;
 
@@ -415,7 +415,7 @@ static void test_gemm_linear(void **state)
 			cpu_tensor A = tens(CPU_FLOAT, 2, ad, a), B = tens(CPU_FLOAT, 2, bd, b);
 			cpu_tensor C = tens(CPU_FLOAT, 2, cd, cc), out;
 			const cpu_tensor *in[3] = {&A, &B, &C}, *consts[3] = {NULL, &B, &C};
-			cpu_fusion fu = {-1, -1, CPU_FUSE_ACT_RELU, 0, 0, -1, 0, 0};
+			cpu_fusion fu = {-1, -1, CPU_FUSE_ACT_RELU, 0, 0, -1, 0, 0, 0, {0, 0}};
 			tnode t;
 
 			for (int64_t r = 0; r < M; r++)
@@ -639,7 +639,7 @@ static void test_no_alloc(void **state)
 			cpu_tensor Y = tens(CPU_FLOAT, 4, yd, y), out;
 			const cpu_tensor *in[4] = {&X, &W, &B, &R}, *consts[4] = {NULL, &W, &B, NULL};
 			const cpu_tensor *pl[1] = {&Y};
-			cpu_fusion fu = {3, -1, CPU_FUSE_ACT_RELU, 0, 0, -1, 0, 0};
+			cpu_fusion fu = {3, -1, CPU_FUSE_ACT_RELU, 0, 0, -1, 0, 0, 0, {0, 0}};
 			cpu_keep keep = {0};
 			cpu_run_env env = {NULL, NULL, pool, threads, &keep};
 			cpu_node node;
@@ -678,7 +678,7 @@ static void test_no_alloc(void **state)
 			cpu_tensor V = tens(CPU_FLOAT, 1, vd, v), Y = tens(CPU_FLOAT, 2, yd, y), out;
 			const cpu_tensor *in[3] = {&A, &B, &V}, *consts[3] = {NULL, &B, &V};
 			const cpu_tensor *pl[1] = {&Y};
-			cpu_fusion fu = {-1, 2, CPU_FUSE_ACT_GELU, 0, 0, -1, 0, 0};
+			cpu_fusion fu = {-1, 2, CPU_FUSE_ACT_GELU, 0, 0, -1, 0, 0, 0, {0, 0}};
 			cpu_keep keep = {0};
 			cpu_run_env env = {NULL, NULL, pool, threads, &keep};
 			cpu_node node;
