@@ -10,7 +10,11 @@ usage: tools/zoo/gen.py [--cache-dir build/zoo] [--only NAME[,NAME]] [--list]
 Layout of the cache, per model NAME:
   NAME/meta.json            what was generated: inputs (shapes, dtypes) of
                             each input set, outputs, kind, the status of
-                            every opset x variant (ok, or why not), timings
+                            every opset x variant (ok, or why not), timings;
+                            an opset whose export needs static shapes
+                            (torch cannot export some ops with dynamic
+                            sizes at opset 9) is exported without dynamic
+                            axes and lists "sets": ["a"]
   NAME/in/a/<input>.npy     input set "a" (the shape the export traced)
   NAME/in/b/<input>.npy     input set "b" (another batch or resolution)
   NAME/op<N>/fp32.onnx      exported at opset N
@@ -109,11 +113,12 @@ def calibrate(spec, module, rng):
     return len(bns)
 
 
-def export_torch(spec, module, feeds, opset, path):
+def export_torch(spec, module, feeds, opset, path, dynamic=True):
     import torch
     args = tuple(torch.from_numpy(v) for v in feeds.values())
     names = list(feeds)
-    dyn = {k: v for k, v in spec.dynamic.items() if k in names or k in spec.outputs}
+    dyn = {k: v for k, v in spec.dynamic.items()
+           if dynamic and (k in names or k in spec.outputs)}
     tmp = path + ".tmp"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -121,6 +126,35 @@ def export_torch(spec, module, feeds, opset, path):
                           output_names=spec.outputs, dynamic_axes=dyn or None,
                           do_constant_folding=True)
     os.replace(tmp, path)
+
+
+def fix_export(path):
+    """Repairs what torch 1.13's exporter gets wrong, in place; returns the
+    list of repairs (kept in meta.json).  One so far: Sqrt applied to an
+    int64 (RAFT's CorrBlock divides by sqrt(num_channels) taken from a
+    shape), which no runtime accepts: a Cast to float goes before it."""
+    import onnx
+    from onnx import TensorProto, helper
+    import to_fp16
+    m = onnx.load(path)
+    types = to_fp16.collect_types(m)
+    fixes = []
+    for g in to_fp16.all_graphs(m.graph):
+        nodes = []
+        for n in g.node:
+            if n.op_type == "Sqrt" and types.get(n.input[0]) in (TensorProto.INT64,
+                                                                  TensorProto.INT32):
+                cast = n.input[0] + "__float"
+                nodes.append(helper.make_node("Cast", [n.input[0]], [cast], name=cast,
+                                              to=TensorProto.FLOAT))
+                n.input[0] = cast
+                fixes.append("Cast to float before %s (Sqrt of an integer)" % n.name)
+            nodes.append(n)
+        del g.node[:]
+        g.node.extend(nodes)
+    if fixes:
+        onnx.save(m, path)
+    return fixes
 
 
 def build_module(spec, seed):
@@ -212,7 +246,20 @@ def generate(spec, cache, opsets, variants, force):
                         module, meta["batchnorms"] = build_module(spec, seed_of(spec.name))
                     feeds = {i["name"]: np.load(os.path.join(mdir, "in", "a", i["name"] + ".npy"))
                              for i in meta["inputs"]["a"]}
-                    export_torch(spec, module, feeds, opset, fp32)
+                    try:
+                        export_torch(spec, module, feeds, opset, fp32)
+                    except Exception as e:  # noqa: BLE001
+                        if not spec.dynamic:
+                            raise
+                        # Some exporter paths need static sizes at old
+                        # opsets: then the row runs input set a only.
+                        export_torch(spec, module, feeds, opset, fp32, dynamic=False)
+                        st["sets"] = ["a"]
+                        st["static"] = "no dynamic axes: " + one_line(e)
+                        log("%s opset %d: static shapes (%s)" % (spec.name, opset, one_line(e)))
+                    fixes = fix_export(fp32)
+                    if fixes:
+                        st["fixes"] = fixes
                 st["fp32"] = "ok"
             except Exception as e:  # noqa: BLE001 - the exporter's reason goes in meta
                 st["fp32"] = "export failed: " + one_line(e)

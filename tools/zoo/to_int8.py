@@ -33,7 +33,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper, shape_inference
 
-VERSION = 2
+VERSION = 4
 
 
 def subgraphs(node):
@@ -64,18 +64,34 @@ class Quantizer:
         self.m = model
         self.count = 0
         self.inits = {}
+        self.aliases = {}
+        self.done = {}
         self._collect(model.graph)
 
     def _collect(self, g):
         for t in g.initializer:
             self.inits[t.name] = t
         for n in g.node:
+            if n.op_type in ("Identity", "Constant"):
+                self.aliases[n.output[0]] = n
             for sg in subgraphs(n):
                 self._collect(sg)
 
     def const(self, name):
-        t = self.inits.get(name)
-        return None if t is None else numpy_helper.to_array(t)
+        """The value of an initializer, or of an Identity of one (torch
+        deduplicates equal initializers that way: zero biases) or of a
+        Constant; None for a value computed at run time."""
+        for _ in range(16):
+            if name in self.inits:
+                return numpy_helper.to_array(self.inits[name])
+            n = self.aliases.get(name)
+            if n is None:
+                return None
+            if n.op_type == "Constant":
+                v = [a for a in n.attribute if a.name == "value"]
+                return numpy_helper.to_array(v[0].t) if v else None
+            name = n.input[0]
+        return None
 
     def run(self):
         self.quantize_graph(self.m.graph)
@@ -108,6 +124,11 @@ class Quantizer:
         return dql[x]
 
     def weight(self, name, arr, quant, inits):
+        """Quantized once per weight: FPN heads and RAFT's unrolled update
+        block share their weights across many Convs."""
+        if name in self.done:
+            return self.done[name]
+        self.done[name] = (name + "_quantized", name + "_scale", name + "_zero_point")
         q, scale, zp = quant(arr)
         inits += [numpy_helper.from_array(q, name + "_quantized"),
                   numpy_helper.from_array(np.array(scale), name + "_scale"),

@@ -107,17 +107,21 @@ def features(rng, frames, dim, batch=1):
     """[batch, frames, dim] normalised log-power spectra of speech()."""
     hop, win = 160, 400
     out = np.empty((batch, frames, dim), np.float32)
+    total = max(frames, 100)   # normalise over an utterance, not one frame
     for b in range(batch):
-        audio = speech(rng, hop * frames + win)
-        idx = np.arange(win)[None, :] + hop * np.arange(frames)[:, None]
+        audio = speech(rng, hop * total + win)
+        idx = np.arange(win)[None, :] + hop * np.arange(total)[:, None]
         spec = np.abs(np.fft.rfft(audio[idx] * np.hanning(win), axis=1)) ** 2
-        # Pool the 201 bins into dim bands of growing width (mel-like).
-        edges = np.unique(np.round(np.geomspace(1, spec.shape[1], dim + 1)).astype(int))
-        edges = np.concatenate([edges, np.arange(edges[-1] + 1, edges[-1] + 1 + dim + 1 - edges.size)])
-        bands = np.stack([spec[:, edges[i] - 1:max(edges[i + 1] - 1, edges[i])].mean(1)
-                          for i in range(dim)], axis=1)
+        # Pool the 201 bins into dim bands of growing width (mel-like),
+        # at least one bin each.
+        edges = np.round(np.geomspace(1, spec.shape[1], dim + 1)).astype(int) - 1
+        for i in range(1, dim + 1):
+            edges[i] = max(edges[i], edges[i - 1] + 1)
+        bands = np.stack([spec[:, edges[i]:edges[i + 1]].mean(1) for i in range(dim)], axis=1)
         logp = np.log(bands + 1e-8)
-        out[b] = (logp - logp.mean(0)) / (logp.std(0) + 1e-5)
+        norm = (logp - logp.mean(0)) / (logp.std(0) + 1e-5)
+        start = int(rng.integers(0, total - frames + 1))
+        out[b] = norm[start:start + frames]
     return out
 
 

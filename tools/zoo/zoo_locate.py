@@ -1,0 +1,77 @@
+"""Find where ortmk first diverges from ONNX Runtime on a failing zoo row
+(ort-zoo --locate): every value the main graph's nodes produce becomes a
+graph output, both runtimes run that model on the failing input set, and
+the first node in graph order whose output fails the row's tolerance while
+all its inputs passed is the answer ("node NAME (OP) output X: ...").
+
+Values inside If/Loop bodies cannot be exposed; a divergence there shows
+at the control-flow node.  Making a value an output can stop a runtime from
+fusing through it, so a mismatch that only a fusion causes may not
+reproduce: then the answer says so.
+"""
+import os
+import shutil
+
+import onnx
+from onnx import helper, shape_inference
+
+import zoo_compare
+from zoo_run import inputs_of, run_ort, run_ortmk
+
+MAX_OUTPUTS = 3000
+
+
+def _exposed_model(src, dst):
+    m = onnx.load(src)
+    try:
+        inferred = shape_inference.infer_shapes(m, strict_mode=False)
+    except Exception:  # noqa: BLE001 - fall back to what the model declares
+        inferred = m
+    types = {vi.name: vi.type.tensor_type.elem_type
+             for vi in list(inferred.graph.value_info) + list(inferred.graph.output)
+             if vi.type.HasField("tensor_type")}
+    have = {o.name for o in m.graph.output}
+    order = []
+    for n in m.graph.node:
+        for o in n.output:
+            if o and o not in have and types.get(o):
+                m.graph.output.append(helper.make_tensor_value_info(o, types[o], None))
+                have.add(o)
+            order.append((n, o))
+    if len(m.graph.output) > MAX_OUTPUTS:
+        return None
+    onnx.save(m, dst)
+    return order
+
+
+def safe(name):
+    s = "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
+    return s if s not in ("", ".", "..") else "_"
+
+
+def locate(a, model, meta, set_name, variant, work):
+    d = os.path.join(work, "locate")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    dbg = os.path.join(d, "model.onnx")
+    order = _exposed_model(model, dbg)
+    if order is None:
+        return None
+    feeds = inputs_of(a.cache_dir, meta, set_name)
+    ort = run_ort(a.node_modules, dbg, [(set_name, feeds, os.path.join(d, "ort"))],
+                     [a.threads])
+    if "error" in ort[(a.threads, set_name)]:
+        return None
+    _, err = run_ortmk(a.ort_run, dbg, feeds, os.path.join(d, "ortmk"), a.threads)
+    if err:
+        return None
+    ref = zoo_compare.load_dir(os.path.join(d, "ort"))
+    got = zoo_compare.load_dir(os.path.join(d, "ortmk"))
+    for node, out in order:
+        key = safe(out)
+        if key not in ref or key not in got:
+            continue
+        ok, _, why = zoo_compare.compare_tensor(out, got[key], ref[key], variant)
+        if not ok:
+            return "node %s (%s) %s" % (node.name or "?", node.op_type, why)
+    return "none with every value exposed (a fusion across a value may cause it)"
