@@ -44,7 +44,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper, shape_inference
 
-VERSION = 2
+VERSION = 4
 FLOAT, FLOAT16 = TensorProto.FLOAT, TensorProto.FLOAT16
 KEEP_FP32 = {"NonMaxSuppression", "Range", "RoiAlign", "TopK", "CumSum", "Resize", "Upsample",
              "Min", "Max", "MelWeightMatrix"}
@@ -61,6 +61,16 @@ def to_half(arr):
     a = np.asarray(arr, np.float32)
     fin = np.isfinite(a)
     return np.where(fin, np.clip(a, -FP16_MAX, FP16_MAX), a).astype(np.float16)
+
+
+def retype_value_info(vi):
+    """float -> float16 in a subgraph's declared input/output type, tensor
+    or sequence of tensors (a scripted loop collects its steps in one)."""
+    t = vi.type
+    while t.HasField("sequence_type"):
+        t = t.sequence_type.elem_type
+    if t.HasField("tensor_type") and t.tensor_type.elem_type == FLOAT:
+        t.tensor_type.elem_type = FLOAT16
 
 
 def half_tensor(t, name=None):
@@ -229,8 +239,7 @@ class Converter:
                 sub_inputs = {i.name for i in sg.input if self.is_float(i.name)}
                 self.convert_graph(sg, sub_inputs)
                 for vi in list(sg.input) + list(sg.output):
-                    if vi.type.tensor_type.elem_type == FLOAT:
-                        vi.type.tensor_type.elem_type = FLOAT16
+                    retype_value_info(vi)
             for i, x in enumerate(n.input):
                 if not x or not self.is_float(x):
                     continue
@@ -268,7 +277,13 @@ class Converter:
 
     def _retype_node(self, n, graph_inputs):
         """Attributes that fix an output type: float -> float16 where the
-        output is float16."""
+        output is float16 (always for SequenceEmpty: the tensors inserted
+        into the sequence are float16)."""
+        if n.op_type == "SequenceEmpty":
+            for a in n.attribute:
+                if a.name == "dtype" and a.i == FLOAT:
+                    a.i = FLOAT16
+            return
         out16 = any(self.is_float(o) and self.native(o, graph_inputs) == "16" for o in n.output)
         if not out16:
             return

@@ -33,7 +33,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper, shape_inference
 
-VERSION = 4
+VERSION = 5
 
 
 def subgraphs(node):
@@ -165,8 +165,10 @@ class Quantizer:
             if b is None:
                 raise ValueError("Conv %s: bias is not an initializer" % n.name)
             shape = [1, -1] + [1] * (w.ndim - 2)
-            inits.append(numpy_helper.from_array(b.reshape(shape).astype(np.float32),
-                                                 n.input[2] + "_reshaped"))
+            if n.input[2] + "_reshaped" not in self.done:
+                self.done[n.input[2] + "_reshaped"] = True
+                inits.append(numpy_helper.from_array(b.reshape(shape).astype(np.float32),
+                                                     n.input[2] + "_reshaped"))
             nodes.append(helper.make_node("Add", [y, n.input[2] + "_reshaped"], [base],
                                           name=base + "_bias_add"))
         self.count += 1

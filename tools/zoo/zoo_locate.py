@@ -71,7 +71,8 @@ def locate(a, model, meta, set_name, variant, work):
         key = safe(out)
         if key not in ref or key not in got:
             continue
-        ok, _, why = zoo_compare.compare_tensor(out, got[key], ref[key], variant)
+        ok, _, why = zoo_compare.compare_tensor(out, got[key], ref[key],
+                                                "fp32" if variant == "int8" else variant)
         if not ok:
             return "node %s (%s) %s" % (node.name or "?", node.op_type, why)
     return "none with every value exposed (a fusion across a value may cause it)"

@@ -75,7 +75,22 @@ class DetWrap:
     list of dicts; the exported graph takes one image, returns three tensors."""
 
     @staticmethod
-    def make(fn, **kw):
+    def spread(det, factor):
+        """Random heads score every anchor alike (softmax ~ 1/91, RetinaNet's
+        sigmoid at its 0.01 prior), so thousands of scores sit within 1e-6
+        of each other and of the threshold, and which boxes survive depends
+        on the last bit.  Scaling the score convs' weights spreads the
+        scores over (0, 1) as a trained head does."""
+        import torch
+        head = det.head.classification_head
+        convs = [b[-1] for b in head.module_list] if hasattr(head, "module_list") else \
+            [head.cls_logits]
+        with torch.no_grad():
+            for c in convs:
+                c.weight.mul_(factor)
+
+    @staticmethod
+    def make(fn, spread=None, **kw):
         def build():
             import torch
             from torchvision.models import detection
@@ -84,6 +99,8 @@ class DetWrap:
                 def __init__(self):
                     super().__init__()
                     self.det = getattr(detection, fn)(weights=None, weights_backbone=None, **kw)
+                    if spread:
+                        DetWrap.spread(self.det, spread)
 
                 def forward(self, images):
                     d = self.det([images])[0]
@@ -98,11 +115,11 @@ class DetWrap:
                     torch.from_numpy(D.image(rng, (3, 288, 352), normalize=False))])
 
 
-def detector(name, fn, big=False, **kw):
+def detector(name, fn, big=False, spread=None, **kw):
     def inputs(rng):
         return (od(images=D.image(rng, (3, 320, 320), normalize=False)),
                 od(images=D.image(rng, (3, 256, 352), normalize=False)))
-    return Spec(name, DetWrap.make(fn, **kw), inputs, ["boxes", "scores", "labels"], (17,),
+    return Spec(name, DetWrap.make(fn, spread, **kw), inputs, ["boxes", "scores", "labels"], (17,),
                 {"images": {1: "height", 2: "width"}, "boxes": {0: "n"}, "scores": {0: "n"},
                  "labels": {0: "n"}}, kind="detect", big=big, calib=DetWrap.calib)
 
@@ -327,10 +344,10 @@ SPECS = [
     classifier("convnext_tiny", "convnext_tiny"),
     classifier("vit_b_16", "vit_b_16", spatial=False, big=True),
     classifier("swin_t", "swin_t", spatial=False),
-    detector("ssdlite320_mobilenet_v3_large", "ssdlite320_mobilenet_v3_large"),
+    detector("ssdlite320_mobilenet_v3_large", "ssdlite320_mobilenet_v3_large", spread=8.0),
     detector("fasterrcnn_mobilenet_v3_large_320_fpn", "fasterrcnn_mobilenet_v3_large_320_fpn",
              box_score_thresh=0.005),
-    detector("retinanet_resnet50_fpn", "retinanet_resnet50_fpn", big=True, score_thresh=0.01,
+    detector("retinanet_resnet50_fpn", "retinanet_resnet50_fpn", big=True, spread=10.0,
              min_size=320, max_size=512),
     segmenter("deeplabv3_mobilenet_v3_large", "deeplabv3_mobilenet_v3_large"),
     segmenter("lraspp_mobilenet_v3_large", "lraspp_mobilenet_v3_large"),

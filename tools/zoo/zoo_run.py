@@ -78,6 +78,10 @@ def run_ort(node_modules, model, sets, threads, iters=1, warmup=0):
     finally:
         os.unlink(f.name)
     res = {}
+    crash = None
+    if p.returncode < 0:
+        import signal
+        crash = "ONNX Runtime crashed (%s)" % signal.Signals(-p.returncode).name
     for line in p.stdout.splitlines():
         try:
             r = json.loads(line)
@@ -87,6 +91,6 @@ def run_ort(node_modules, model, sets, threads, iters=1, warmup=0):
     for t in threads:
         for n, _, _ in sets:
             if (t, n) not in res:
-                err = (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1]
+                err = crash or (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1]
                 res[(t, n)] = {"error": err}
     return res
