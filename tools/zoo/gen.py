@@ -164,6 +164,8 @@ def build_module(spec, seed):
     fix_zero_init(module)
     n_bn = calibrate(spec, module, np.random.default_rng(seed + 1))
     module.eval()
+    if spec.post_calib:
+        spec.post_calib(module, np.random.default_rng(seed + 2))
     if spec.export_module:
         module = spec.export_module(module)
     return module, n_bn

@@ -85,7 +85,8 @@ def compare_tensor(name, a, b, variant):
         return False, frac, "output %s: %d of %d elements differ, first %s: %s vs ORT %s" % (
             name, int(bad.sum()), a.size, _where(a, i), a.flat[i], b.flat[i])
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
-    same = a64 == b64                 # equal infinities match (intermediates)
+    # Equal infinities and NaN against NaN match (intermediate values).
+    same = (a64 == b64) | (np.isnan(a64) & np.isnan(b64))
     odd = ~np.isfinite(a64) & ~same
     if np.any(odd):
         i = int(np.flatnonzero(odd)[0])
@@ -94,6 +95,7 @@ def compare_tensor(name, a, b, variant):
     with np.errstate(invalid="ignore"):
         diff = np.where(same, 0.0, np.abs(a64 - b64))
     b64 = np.where(np.isfinite(b64), b64, 0.0)
+    diff = np.where(np.isnan(diff), np.inf, diff)
     if variant == "fp32":
         tol = 1e-4 * float(np.abs(b64).max()) + 1e-3 * np.abs(b64)
         tol = np.maximum(tol, 1e-30)

@@ -18,10 +18,11 @@ from onnx import helper, shape_inference
 import zoo_compare
 from zoo_run import inputs_of, run_ort, run_ortmk
 
-MAX_OUTPUTS = 3000
+CHUNK = 1000   # values exposed per run: big graphs go in several runs
 
 
-def _exposed_model(src, dst):
+def _values(src):
+    """The model and its main graph's (node, value, elem_type) in order."""
     m = onnx.load(src)
     try:
         inferred = shape_inference.infer_shapes(m, strict_mode=False)
@@ -31,17 +32,9 @@ def _exposed_model(src, dst):
              for vi in list(inferred.graph.value_info) + list(inferred.graph.output)
              if vi.type.HasField("tensor_type")}
     have = {o.name for o in m.graph.output}
-    order = []
-    for n in m.graph.node:
-        for o in n.output:
-            if o and o not in have and types.get(o):
-                m.graph.output.append(helper.make_tensor_value_info(o, types[o], None))
-                have.add(o)
-            order.append((n, o))
-    if len(m.graph.output) > MAX_OUTPUTS:
-        return None
-    onnx.save(m, dst)
-    return order
+    order = [(n, o, types[o]) for n in m.graph.node for o in n.output
+             if o and o not in have and types.get(o)]
+    return m, order
 
 
 def safe(name):
@@ -50,29 +43,34 @@ def safe(name):
 
 
 def locate(a, model, meta, set_name, variant, work):
-    d = os.path.join(work, "locate")
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
-    dbg = os.path.join(d, "model.onnx")
-    order = _exposed_model(model, dbg)
-    if order is None:
-        return None
+    m, order = _values(model)
     feeds = inputs_of(a.cache_dir, meta, set_name)
-    ort = run_ort(a.node_modules, dbg, [(set_name, feeds, os.path.join(d, "ort"))],
-                     [a.threads])
-    if "error" in ort[(a.threads, set_name)]:
-        return None
-    _, err = run_ortmk(a.ort_run, dbg, feeds, os.path.join(d, "ortmk"), a.threads)
-    if err:
-        return None
-    ref = zoo_compare.load_dir(os.path.join(d, "ort"))
-    got = zoo_compare.load_dir(os.path.join(d, "ortmk"))
-    for node, out in order:
-        key = safe(out)
-        if key not in ref or key not in got:
-            continue
-        ok, _, why = zoo_compare.compare_tensor(out, got[key], ref[key],
-                                                "fp32" if variant == "int8" else variant)
-        if not ok:
-            return "node %s (%s) %s" % (node.name or "?", node.op_type, why)
+    d = os.path.join(work, "locate")
+    for start in range(0, len(order), CHUNK):
+        chunk = order[start:start + CHUNK]
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
+        dbg = onnx.ModelProto()
+        dbg.CopyFrom(m)
+        for _, o, t in chunk:
+            dbg.graph.output.append(helper.make_tensor_value_info(o, t, None))
+        path = os.path.join(d, "model.onnx")
+        onnx.save(dbg, path)
+        ort = run_ort(a.node_modules, path, [(set_name, feeds, os.path.join(d, "ort"))],
+                      [a.threads])
+        if "error" in ort[(a.threads, set_name)]:
+            return None
+        _, err = run_ortmk(a.ort_run, path, feeds, os.path.join(d, "ortmk"), a.threads)
+        if err:
+            return None
+        ref = zoo_compare.load_dir(os.path.join(d, "ort"))
+        got = zoo_compare.load_dir(os.path.join(d, "ortmk"))
+        for node, out, _ in chunk:
+            key = safe(out)
+            if key not in ref or key not in got:
+                continue
+            ok, _, why = zoo_compare.compare_tensor(out, got[key], ref[key],
+                                                    "fp32" if variant == "int8" else variant)
+            if not ok:
+                return "node %s (%s) %s" % (node.name or "?", node.op_type, why)
     return "none with every value exposed (a fusion across a value may cause it)"

@@ -22,7 +22,8 @@ CLASSIC = (9, 13, 17)
 
 class Spec:
     def __init__(self, name, build, inputs, outputs, opsets=(17,), dynamic=None, kind="tensor",
-                 big=False, note="", calib=None, export_module=None, onnx_build=None):
+                 big=False, note="", calib=None, export_module=None, onnx_build=None,
+                 post_calib=None):
         self.name = name
         self.build = build            # () -> nn.Module (called after seeding)
         self.inputs = inputs          # rng -> (OrderedDict a, OrderedDict b or None)
@@ -33,6 +34,7 @@ class Spec:
         self.big = big
         self.note = note
         self.calib = calib            # (module, rng) -> None: BN calibration forward passes
+        self.post_calib = post_calib  # (module, rng) -> None: after calibration, in eval()
         self.export_module = export_module  # module -> module to export (e.g. jit.script)
         self.onnx_build = onnx_build  # opset -> ModelProto, for graphs built with onnx.helper
 
@@ -75,22 +77,32 @@ class DetWrap:
     list of dicts; the exported graph takes one image, returns three tensors."""
 
     @staticmethod
-    def spread(det, factor):
+    def spread(module, rng, target=2.5):
         """Random heads score every anchor alike (softmax ~ 1/91, RetinaNet's
-        sigmoid at its 0.01 prior), so thousands of scores sit within 1e-6
-        of each other and of the threshold, and which boxes survive depends
-        on the last bit.  Scaling the score convs' weights spreads the
-        scores over (0, 1) as a trained head does."""
+        sigmoid at its 0.01 prior): thousands of scores sit within 1e-6 of
+        each other and of the threshold, and which boxes survive depends on
+        the last bit.  After BN calibration, the score convs' weights are
+        scaled so that their logits vary with std `target` around the bias,
+        as a trained head's do (RetinaNet 1.2: its top 300 of ~9M logits sit
+        ~5 std up, and at 2.5 they all saturate to 1.0, a constant)."""
         import torch
-        head = det.head.classification_head
+        head = module.det.head.classification_head
         convs = [b[-1] for b in head.module_list] if hasattr(head, "module_list") else \
             [head.cls_logits]
+        seen = []
+        hooks = [c.register_forward_hook(
+            lambda m, i, o: seen.append((o - m.bias.view(1, -1, 1, 1)).flatten()))
+            for c in convs]
         with torch.no_grad():
+            module(torch.from_numpy(D.image(rng, (3, 320, 320), normalize=False)))
+            std = float(torch.cat(seen).std())
             for c in convs:
-                c.weight.mul_(factor)
+                c.weight.mul_(target / max(std, 1e-12))
+        for h in hooks:
+            h.remove()
 
     @staticmethod
-    def make(fn, spread=None, **kw):
+    def make(fn, **kw):
         def build():
             import torch
             from torchvision.models import detection
@@ -99,8 +111,6 @@ class DetWrap:
                 def __init__(self):
                     super().__init__()
                     self.det = getattr(detection, fn)(weights=None, weights_backbone=None, **kw)
-                    if spread:
-                        DetWrap.spread(self.det, spread)
 
                 def forward(self, images):
                     d = self.det([images])[0]
@@ -119,9 +129,10 @@ def detector(name, fn, big=False, spread=None, **kw):
     def inputs(rng):
         return (od(images=D.image(rng, (3, 320, 320), normalize=False)),
                 od(images=D.image(rng, (3, 256, 352), normalize=False)))
-    return Spec(name, DetWrap.make(fn, spread, **kw), inputs, ["boxes", "scores", "labels"], (17,),
+    return Spec(name, DetWrap.make(fn, **kw), inputs, ["boxes", "scores", "labels"], (17,),
                 {"images": {1: "height", 2: "width"}, "boxes": {0: "n"}, "scores": {0: "n"},
-                 "labels": {0: "n"}}, kind="detect", big=big, calib=DetWrap.calib)
+                 "labels": {0: "n"}}, kind="detect", big=big, calib=DetWrap.calib,
+                post_calib=(lambda m, rng: DetWrap.spread(m, rng, spread)) if spread else None)
 
 
 def segmenter(name, fn, big=False):
@@ -344,10 +355,10 @@ SPECS = [
     classifier("convnext_tiny", "convnext_tiny"),
     classifier("vit_b_16", "vit_b_16", spatial=False, big=True),
     classifier("swin_t", "swin_t", spatial=False),
-    detector("ssdlite320_mobilenet_v3_large", "ssdlite320_mobilenet_v3_large", spread=8.0),
+    detector("ssdlite320_mobilenet_v3_large", "ssdlite320_mobilenet_v3_large", spread=2.5),
     detector("fasterrcnn_mobilenet_v3_large_320_fpn", "fasterrcnn_mobilenet_v3_large_320_fpn",
              box_score_thresh=0.005),
-    detector("retinanet_resnet50_fpn", "retinanet_resnet50_fpn", big=True, spread=10.0,
+    detector("retinanet_resnet50_fpn", "retinanet_resnet50_fpn", big=True, spread=1.2,
              min_size=320, max_size=512),
     segmenter("deeplabv3_mobilenet_v3_large", "deeplabv3_mobilenet_v3_large"),
     segmenter("lraspp_mobilenet_v3_large", "lraspp_mobilenet_v3_large"),
