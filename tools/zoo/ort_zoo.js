@@ -43,7 +43,7 @@ function readNpy(file) {
   const start = major === 1 ? 10 : 12;
   const header = buf.toString('latin1', start, start + hlen);
   let descr = /'descr':\s*'([^']+)'/.exec(header)[1];
-  descr = descr.replace(/^[=]/, '<').replace(/^<([iub]1)$/, '|$1').replace(/^\|b1$/, '|b1');
+  descr = descr.replace(/^[=]/, '<').replace(/^<([iub]1)$/, '|$1');
   if (descr === '<?' || descr === '|?') descr = '|b1';
   if (/'fortran_order':\s*True/.test(header))
     throw new Error(`${file}: Fortran order`);

@@ -43,9 +43,18 @@ def safe(name):
 
 
 def locate(a, model, meta, set_name, variant, work):
+    """The first diverging node, as text, or None when the exposed model
+    does not run; the exposed values (often GBs) are deleted afterwards."""
+    d = os.path.join(work, "locate")
+    try:
+        return _locate(a, model, meta, set_name, variant, d)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def _locate(a, model, meta, set_name, variant, d):
     m, order = _values(model)
     feeds = inputs_of(a.cache_dir, meta, set_name)
-    d = os.path.join(work, "locate")
     for start in range(0, len(order), CHUNK):
         chunk = order[start:start + CHUNK]
         shutil.rmtree(d, ignore_errors=True)
