@@ -11,6 +11,7 @@ BUILD_DIR=${BUILD_DIR:-build}
 # Debian packages the build and the tests need.
 PACKAGES="gcc pkg-config cmake meson ninja-build protobuf-c-compiler libprotobuf-c-dev
 libnng-dev libcmocka-dev libonnx-dev libonnx-testdata python3 python3-numpy python3-onnx
+python3-torch python3-torchvision
 mesa-vulkan-drivers libvulkan-dev glslc vulkan-tools"
 
 install_missing() {
