@@ -243,6 +243,24 @@ static void test_strided_par(void **state)
 	free(x);
 }
 
+/* GridSample with align_corners over a one-pixel-high image: every y
+ * denormalises to row 0, even an infinite one (RAFT's coarsest level
+ * divides by size - 1 = 0), as ONNX Runtime samples it. */
+static void test_gridsample_one_row(void **state)
+{
+	static const float x[2] = {10, 30};
+	static const int64_t dx[4] = {1, 1, 1, 2}, dg[4] = {1, 1, 3, 2}, dy[4] = {1, 1, 1, 3};
+	float g[6] = {-0.25f, -INFINITY, 1.0f, INFINITY, -1.0f, 0.5f};
+	static const double want[3] = {17.5, 30, 10};
+	cpu_tensor tx = tens(CPU_FLOAT, 4, dx, x), tg = tens(CPU_FLOAT, 4, dg, g);
+	const cpu_tensor *in[2] = {&tx, &tg};
+	tnode t;
+	(void)state;
+	tn(&t, "GridSample", 2, 1);
+	tn_int(&t, "align_corners", 1);
+	expect(&t, 16, 2, in, CPU_FLOAT, 4, dy, want, 1e-6);
+}
+
 static void test_resize_errors(void **state)
 {
 	static const float sc[4] = {1, 1, 2, 2}, neg[4] = {1, 1, -2, 2};
@@ -573,6 +591,7 @@ int main(void)
 		cmocka_unit_test(test_resize_modes),
 		cmocka_unit_test(test_resize_bilinear_planes),
 		cmocka_unit_test(test_strided_par),
+		cmocka_unit_test(test_gridsample_one_row),
 		cmocka_unit_test(test_resize_errors),
 		cmocka_unit_test(test_gather_errors),
 		cmocka_unit_test(test_scatter),
