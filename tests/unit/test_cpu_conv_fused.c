@@ -193,9 +193,13 @@ static void conv_run(const ccase *c, int w_const, int bias, int res_kind, int re
 	cpu_tensor P, out;
 	const cpu_tensor *in[4] = {&X, &Wt, bias ? &B : NULL, res_kind ? &R : NULL};
 	const cpu_tensor *consts[4] = {NULL, w_const ? &Wt : NULL, bias ? &B : NULL, NULL};
-	cpu_fusion fu = {res_kind ? 3 : -1, -1, relu ? CPU_FUSE_ACT_RELU : CPU_FUSE_ACT_NONE, 0, 0, -1, 0, 0, 0, {0, 0}};
+	/* relu: 0 none, 1 Relu, 2 Clip [-0.5, 1.5], 3 HardSwish, 4 SiLU */
+	static const cpu_fuse_act acts[5] = {CPU_FUSE_ACT_NONE, CPU_FUSE_ACT_RELU, CPU_FUSE_ACT_CLIP,
+					     CPU_FUSE_ACT_HSWISH, CPU_FUSE_ACT_SILU};
+	cpu_fusion fu = {res_kind ? 3 : -1, -1, acts[relu], 0, 0, -1, -0.5f, 1.5f, 0, {0, 0}};
 	int fused = res_kind || relu;
-	double *want = ref_conv(c, x, w, bias ? b : NULL, res_kind ? r : NULL, res_kind == 2, relu);
+	double *want = ref_conv(c, x, w, bias ? b : NULL, res_kind ? r : NULL, res_kind == 2,
+				relu == 1);
 	char what[160];
 	tnode t;
 
@@ -207,6 +211,12 @@ static void conv_run(const ccase *c, int w_const, int bias, int res_kind, int re
 	P = tens(CPU_FLOAT, 4, yd, plan_over == 1 ? r : x);
 	if (plan_over == 2)
 		P.nbytes = (size_t)ny * sizeof(float);
+	for (int64_t i = 0; i < ny && relu > 1; i++) {
+		double v = want[i];
+
+		want[i] = relu == 2 ? (v < -0.5 ? -0.5 : v > 1.5 ? 1.5 : v) :
+			  relu == 3 ? v * fmin(1.0, fmax(0.0, v / 6 + 0.5)) : v / (1 + exp(-v));
+	}
 	out = run_node(&t, fused ? &fu : NULL, consts, fused ? 4 : 3, in, plan_over ? &P : NULL, pool);
 	snprintf(what, sizeof(what), "conv N%lld C%lld %lldx%lld M%lld g%lld k%lldx%lld s%lld p%lld "
 		 "d%lld wc%d b%d res%d relu%d pool%d plan%d", (long long)c->N, (long long)c->C,
@@ -287,6 +297,10 @@ static void test_conv_fused(void **state)
 		conv_run(c, 1, 1, 2, 1, pool, 0);      /* per-channel addend: the tail */
 		conv_run(c, 1, 1, 1, 1, pool, 1);      /* output over the residual */
 		conv_run(c, 0, 1, 1, 0, NULL, 1);
+		for (int act = 2; act <= 4; act++) {   /* the other activations, every form */
+			conv_run(c, 1, 1, 0, act, pool, 0);
+			conv_run(c, 1, 1, 1, act, NULL, 0);
+		}
 		if (same_xy)
 			conv_run(c, 1, 1, 1, 1, pool, 2);   /* output over the input */
 	}

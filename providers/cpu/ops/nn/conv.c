@@ -203,6 +203,7 @@ typedef struct post_t {
 	const float *res;       /* the residual at the same place, or NULL */
 	int64_t osz;
 	int relu;
+	const cpu_fusion *act;  /* another activation, or NULL */
 } post_t;
 
 static void transpose_out(void *arg, float *c, int64_t ldc, int64_t row0, int64_t rows,
@@ -224,6 +225,8 @@ static void transpose_out(void *arg, float *c, int64_t ldc, int64_t row0, int64_
 		if (pt->relu)
 			for (int64_t i = 0; i < rows; i++)
 				y[i] = y[i] > 0.0f || y[i] != y[i] ? y[i] : 0.0f;
+		if (pt->act)
+			cpu_fuse_act_apply(pt->act, y, rows);
 	}
 }
 
@@ -249,6 +252,7 @@ static int group_gemm(cpu_ctx *ctx, const conv_job *j, const float *a, const flo
 		pt.res = res;
 		pt.osz = j->osz;
 		pt.relu = j->relu && res;
+		pt.act = j->act;
 		ep.post = transpose_out;
 		ep.post_ctx = &pt;
 		return gemm_compute(ctx->pool, j->osz, j->Mg, j->ksz, a, j->osz, 1, packed, &ep, ct,
@@ -258,6 +262,14 @@ static int group_gemm(cpu_ctx *ctx, const conv_job *j, const float *a, const flo
 	ep.bias_kind = bias ? GEMM_BIAS_ROW : GEMM_BIAS_NONE;
 	ep.beta = res ? 1.0f : 0.0f;
 	ep.act = j->relu ? GEMM_ACT_RELU : GEMM_ACT_NONE;
+	if (j->act && j->act->act == CPU_FUSE_ACT_CLIP) {
+		ep.act = GEMM_ACT_CLIP;
+		ep.clip_min = j->act->act_a;
+		ep.clip_max = j->act->act_b;
+	} else if (j->act) {
+		ep.post = cpu_fuse_act_block;
+		ep.post_ctx = (void *)j->act;
+	}
 	if (pk_in) {
 		/* The im2col goes straight into the GEMM's packed B blocks. */
 		conv_packer cp = {pk_in, &j->g};
@@ -337,6 +349,7 @@ static int conv_compute(cpu_ctx *ctx)
 		return rc;
 	j.res = fr.add_inline;
 	j.relu = fr.act_inline == CPU_FUSE_ACT_RELU;
+	j.act = fr.act_inline != CPU_FUSE_ACT_NONE && !j.relu ? ctx->node->fuse : NULL;
 	if (st->packed && W->data == st->w_src && st->Mg == j.Mg && st->ksz == j.ksz)
 		packed = st->packed;
 	use_t = packed && j.osz < CONV_T_RATIO * j.Mg;

@@ -188,6 +188,8 @@ static void gc_range(void *arg, int64_t i0, int64_t i1, int member)
 				 d->w + ((grp * blocks + b) * j->Cg * taps) * GC_BLOCK,
 				 d->b ? d->b + m0 : NULL, nm, j->Cg,
 				 j->res ? (const float *)j->res->data + yoff : NULL, d->y + yoff, j->relu);
+			if (j->act)
+				cpu_fuse_act_apply(j->act, d->y + yoff, nm * j->osz);
 		}
 	}
 }

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "cpu_ops.h"
+#include "fuse_tail.h"
 
 typedef struct conv_state {
 	cpu_window win;
@@ -38,6 +39,9 @@ typedef struct conv_job {
 	int64_t Cg, Mg, ksz, osz;
 	const cpu_tensor *res;   /* residual of Y's shape added in place, or NULL */
 	int relu;                /* apply Relu after bias and residual */
+	/* another fused activation to apply (cpu_fuse_act_apply) to each
+	 * finished block of Y after bias and residual, or NULL */
+	const cpu_fusion *act;
 } conv_job;
 
 /* col[(c, kd, kh, kw), (od, oh, ow)] for the C channels at x. */

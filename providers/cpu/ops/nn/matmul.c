@@ -194,10 +194,18 @@ static void fused_epilogue(const cpu_fuse_run *fr, const float *bias, gemm_epilo
 			memcpy(fr->y->data, fr->add_inline->data, fr->y->nbytes);
 		ep->beta = 1.0f;
 	}
-	if (fr->act_inline == CPU_FUSE_ACT_RELU)
+	if (fr->act_inline == CPU_FUSE_ACT_RELU) {
 		ep->act = GEMM_ACT_RELU;
-	else if (fr->act_inline == CPU_FUSE_ACT_GELU)
+	} else if (fr->act_inline == CPU_FUSE_ACT_CLIP) {
+		ep->act = GEMM_ACT_CLIP;
+		ep->clip_min = fr->fu->act_a;
+		ep->clip_max = fr->fu->act_b;
+	} else if (fr->act_inline == CPU_FUSE_ACT_GELU) {
 		ep->post = gelu_block;
+	} else if (fr->act_inline != CPU_FUSE_ACT_NONE) {
+		ep->post = cpu_fuse_act_block;
+		ep->post_ctx = (void *)fr->fu;
+	}
 }
 
 /* After a product computed without the fused tail: the bias row, then the
