@@ -664,6 +664,12 @@ static void test_model_header(void **state)
 	m->m.n_opset_import = 0;
 	expect_fail(m, -EINVAL, "opset_import", NULL);
 
+	/* an ai.onnx opset newer than any kernel follows is refused up front */
+	m = mb_new();
+	m->m.n_opset_import = 0;
+	opset(m, "", GRAPH_ONNX_OPSET_MAX + 2);
+	expect_fail(m, -EINVAL, "ai.onnx opset", "newer than ortmk knows", NULL);
+
 	m = mb_new();
 	IN(m->g, vi("x", DT(FLOAT), "1"));
 	node(m->g, "custom", "Foo", "x", "y")->domain = tstr("com.example");
