@@ -1,7 +1,37 @@
 /*
- * core: internal structures of libortmk shared by api.c, env.c,
- * session.c, run.c, plan.c and partition.c.  Nothing here is public; the
- * public surface is include/ortmk/ortmk.h.
+ * core: the internal types and functions of libortmk, shared by the files
+ * of core/.  Nothing here is public; the public surface is
+ * include/ortmk/ortmk.h.
+ *
+ * Layers: who may call whom.  A file of the core calls (and includes) only
+ * files of its own layer and of the layers below it, never one above, so
+ * the core reads bottom to top and has no loop between layers.  Bottom
+ * first:
+ *
+ *   graph      graph.c loader*.c shape*.c  the model: loading, IR, shape
+ *                                          inference (a library of its own;
+ *                                          knows nothing of processes)
+ *   error      error.c                     the thread-local error
+ *   process    env.c fence.c               provider processes: spawn,
+ *                                          handshake, one request to one
+ *                                          process; the fence words
+ *   supervise  supervise.c                 restart and replay, hot swap,
+ *                                          the core_ep_* requests
+ *   device     device.c                    device values, streams, copies
+ *   values     values.c                    every ortmk_value_*
+ *   session    session.c partition.c       load, partition, plan, compile;
+ *              plan.c info.c               what a session tells
+ *   run        run.c run_device.c          ortmk_session_run, IO binding,
+ *              binding.c copy.c            copies between values
+ *   api        api.c                       the environment's life, options
+ *
+ * Below the core: ipc/, shm/ and proto/, which call nothing of it.  Where
+ * a lower layer must act on a higher one's state it reads the state
+ * instead of calling up: fence.c fails the fences of device.c's streams,
+ * api.c (at the top) is where destroying an environment frees what every
+ * layer keeps in it.  This file declares each layer's functions in that
+ * order.  The same list for the whole tree is tools/check-layers/layers.txt,
+ * which `meson test --suite lint` holds the code to (docs/ARCHITECTURE.md).
  */
 #ifndef ORTMK_CORE_H
 #define ORTMK_CORE_H
@@ -26,10 +56,7 @@
 #define CORE_DEV_POOL 32         /* freed device buffers kept for reuse, per env */
 #define CORE_DEV_POOL_BYTES (UINT64_C(512) << 20)
 
-/* Sets the thread-local message and returns `st`. */
-ortmk_status core_fail(ortmk_status st, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-void core_clear_error(void);
+/* ---- types ---------------------------------------------------------------- */
 
 /* One running provider process: what a restart or a swap replaces. */
 typedef struct core_proc {
@@ -67,8 +94,6 @@ typedef struct core_sg_rec {
 
 #define CORE_FAIL_HISTORY 64
 
-enum core_ep_state { CORE_EP_RUNNING, CORE_EP_DEAD, CORE_EP_STOPPED };
-
 /* One provider (by name) of an environment and its current process. */
 typedef struct core_ep {
 	int index;                /* in env->eps */
@@ -105,8 +130,9 @@ struct ortmk_env {
 	shm_segment pool[CORE_VALUE_POOL];
 	int n_pool;
 	uint64_t pool_bytes;
-	/* Device memory (device.c): fence words, their reference counts, the
-	 * live streams.  dev_lock is taken after an ep's lock, never before. */
+	/* Device memory: fence words and their reference counts (fence.c),
+	 * the live streams (device.c).  dev_lock is taken after an ep's lock,
+	 * never before. */
 	pthread_mutex_t dev_lock;
 	shm_segment fences;
 	uint32_t fence_refs[CORE_FENCE_SLOTS];
@@ -119,51 +145,6 @@ struct ortmk_env {
 	int n_dev_pool;
 	uint64_t dev_pool_bytes;
 };
-
-uint64_t core_env_next_id(ortmk_env *env);
-/* The running process for provider `name`, spawned on first use. */
-ortmk_status core_env_get_ep(ortmk_env *env, const char *name, core_ep **out);
-/* Sends `req` and waits for its reply (deadline in ms, -1 none).  Maps
- * death, timeouts, protocol violations and ERROR replies to a status with
- * the message set.  *rep is freed by the caller (ipc_envelope_free). */
-ortmk_status core_ep_request(core_ep *ep, Ortmk__Envelope *req, int timeout_ms,
-			     Ortmk__Envelope **rep);
-/* Frees a reply of core_ep_request (replies from the ring are not malloc'ed). */
-void core_ep_reply_free(core_ep *ep, Ortmk__Envelope *rep);
-/* Makes a segment known to the provider (ADD_SEGMENT with its fd);
- * no-op when it already is. */
-ortmk_status core_ep_add_segment(core_ep *ep, shm_segment *s);
-ortmk_status core_ep_release_segment(core_ep *ep, uint64_t id);
-ortmk_status core_ep_add_file(core_ep *ep, uint64_t file_id, int fd, uint64_t size);
-ortmk_status core_ep_forget_file(core_ep *ep, uint64_t file_id);
-/* Loads a subgraph and remembers it for replay; forget releases it. */
-typedef struct core_load_stats {
-	uint64_t prepack_ns;
-	unsigned prepack_hits, prepack_misses;
-	int prepack_written;
-} core_load_stats;
-ortmk_status core_ep_load(core_ep *ep, uint64_t session, Ortmk__LoadSubgraph *l,
-			  core_load_stats *stats);
-ortmk_status core_ep_forget_subgraph(core_ep *ep, uint32_t id);
-
-/* supervise.c: restart a dead provider (with back-off) and replay its
- * state; kill a hung or misbehaving one; hot swap its binary. */
-ortmk_status core_ep_ensure(core_ep *ep);
-void core_ep_kill(core_ep *ep, const char *why);
-void core_ep_healthy(core_ep *ep);
-/* Failures of this provider within the last window_ms. */
-unsigned core_ep_recent_failures(const core_ep *ep, unsigned window_ms);
-/* env.c internals used by supervise.c */
-ortmk_status core_proc_start(core_ep *ep, core_proc *p, const char *binary);
-void core_proc_stop(core_ep *ep, core_proc *p);
-/* Fixes a core_proc's self-pointers after it was copied. */
-void core_proc_moved(core_proc *p);
-/* 1 when the process is gone (a death noticed here is recorded). */
-int core_proc_check_dead(core_ep *ep, core_proc *p);
-ortmk_status core_proc_request(core_ep *ep, core_proc *p, Ortmk__Envelope *req,
-			       int timeout_ms, Ortmk__Envelope **rep);
-ortmk_status core_proc_add_segment(core_ep *ep, core_proc *p, shm_segment *s);
-ortmk_status core_proc_add_file(core_ep *ep, core_proc *p, uint64_t id, int fd, uint64_t size);
 
 /* A fence slot and a value to reach on it: a point of a stream's work. */
 typedef struct core_pend {
@@ -189,6 +170,33 @@ struct ortmk_value {
 	int64_t dims[GRAPH_MAX_RANK];
 	size_t nbytes;
 };
+
+/* A stream (device.c): an ordered queue of work on one provider. */
+struct ortmk_stream {
+	ortmk_env *env;
+	core_ep *ep;
+	uint32_t id;
+	int slot;                 /* fence slot; re-taken after a failure */
+	uint64_t issued;          /* value the last enqueued work signals */
+	uint64_t exec;            /* the process the last work went to */
+	int internal;             /* the env's own, for synchronous copies */
+	struct ortmk_stream *next;
+};
+
+struct ortmk_fence {
+	ortmk_env *env;
+	core_ep *ep;
+	uint64_t exec;
+	int slot;
+	uint64_t value;
+};
+
+/* What loading a subgraph reported (core_ep_load). */
+typedef struct core_load_stats {
+	uint64_t prepack_ns;
+	unsigned prepack_hits, prepack_misses;
+	int prepack_written;
+} core_load_stats;
 
 struct ortmk_session_options {
 	char providers[256];
@@ -273,57 +281,71 @@ typedef struct core_out {
 	ortmk_value *result;      /* after a successful run */
 } core_out;
 
-/* Runs with inputs bound per graph input (host or device values) and the
- * outputs `outs` say; stream (may be NULL) orders the run on its provider. */
-ortmk_status core_session_run_outs(ortmk_session *s, const ortmk_value **bound, core_out *outs,
-				   size_t n_out, ortmk_stream *stream);
-/* Checks value v against graph input i (kind, dtype, shape). */
-ortmk_status core_check_input(const ortmk_session *s, size_t i, const ortmk_value *v);
+/* ---- error (error.c) ------------------------------------------------------ */
 
-/* session.c: after disabling a provider, partitions and loads again. */
-ortmk_status core_session_repartition(ortmk_session *s);
-/* partition.c: asks each provider which nodes it takes; fills steps. */
-ortmk_status core_partition(ortmk_session *s);
-/* partition.c: fills l->exported with the step's values read after it. */
-ortmk_status core_step_exported(const ortmk_session *s, const core_step *st,
-				Ortmk__LoadSubgraph *l);
-/* plan.c */
-ortmk_status core_plan_build(const ortmk_session *s, const int64_t *const *in_dims,
-			     const size_t *in_rank, core_plan **out);
-void core_plan_free(core_plan *p);
-/* run.c */
-ortmk_status core_session_run(ortmk_session *s, const char *const *input_names,
-			      const ortmk_value *const *inputs, size_t n_inputs,
-			      const char *const *output_names, size_t n_outputs,
-			      ortmk_value **outputs);
-ortmk_status core_session_fill_info(ortmk_session *s);
-void core_value_pool_drain(ortmk_env *env);
-ortmk_status core_value_new(ortmk_env *env, int32_t dtype, const int64_t *dims,
-			    size_t rank, ortmk_value **out);
-/* A value of `nbytes` raw bytes whose layout is value_codec's (strings,
- * sequence, none); the caller fills it. */
-ortmk_status core_value_new_blob(ortmk_env *env, ortmk_value_kind kind, int32_t dtype,
-				 const int64_t *dims, size_t rank, uint64_t nbytes,
-				 ortmk_value **out);
-/* device.c: device values, streams, fences (docs/DEVICE.md) */
-struct ortmk_stream {
-	ortmk_env *env;
-	core_ep *ep;
-	uint32_t id;
-	int slot;                 /* fence slot; re-taken after a failure */
-	uint64_t issued;          /* value the last enqueued work signals */
-	uint64_t exec;            /* the process the last work went to */
-	int internal;             /* the env's own, for synchronous copies */
-	struct ortmk_stream *next;
-};
+/* Sets the thread-local message and returns `st`. */
+ortmk_status core_fail(ortmk_status st, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void core_clear_error(void);
 
-struct ortmk_fence {
-	ortmk_env *env;
-	core_ep *ep;
-	uint64_t exec;
-	int slot;
-	uint64_t value;
-};
+/* ---- process (env.c, fence.c) --------------------------------------------- */
+
+uint64_t core_env_next_id(ortmk_env *env);
+/* The running process for provider `name`, spawned on first use. */
+ortmk_status core_env_get_ep(ortmk_env *env, const char *name, core_ep **out);
+/* Stops every provider process of env and frees its providers. */
+void core_env_stop_eps(ortmk_env *env);
+/* Spawns `binary` as a new process of ep and completes the handshake. */
+ortmk_status core_proc_start(core_ep *ep, core_proc *p, const char *binary);
+void core_proc_stop(core_ep *ep, core_proc *p);
+/* Fixes a core_proc's self-pointers after it was copied. */
+void core_proc_moved(core_proc *p);
+/* 1 when the process is gone (a death noticed here is recorded). */
+int core_proc_check_dead(core_ep *ep, core_proc *p);
+/* Sends `req` to process p and waits for its reply (deadline in ms, -1
+ * none).  Maps death, timeouts, protocol violations and ERROR replies to a
+ * status with the message set.  *rep is freed with core_ep_reply_free. */
+ortmk_status core_proc_request(core_ep *ep, core_proc *p, Ortmk__Envelope *req,
+			       int timeout_ms, Ortmk__Envelope **rep);
+/* Frees a reply of a request (replies from the ring are not malloc'ed). */
+void core_ep_reply_free(core_ep *ep, Ortmk__Envelope *rep);
+/* Makes a segment known to process p (ADD_SEGMENT with its fd); no-op when
+ * it already is. */
+ortmk_status core_proc_add_segment(core_ep *ep, core_proc *p, shm_segment *s);
+ortmk_status core_proc_add_file(core_ep *ep, core_proc *p, uint64_t id, int fd, uint64_t size);
+/* Tells ep's current process (if it lives) to drop a segment. */
+ortmk_status core_ep_release_segment(core_ep *ep, uint64_t id);
+/* fence.c: the fence word of a slot; a free slot with one reference, its
+ * fence at 0 (-1 when none); references; failing the fences of the work
+ * process p of ep had not completed (called when it failed). */
+shm_fence *core_dev_fence(ortmk_env *env, int slot);
+int core_dev_slot_new(ortmk_env *env);
+void core_dev_slot_put(ortmk_env *env, int slot);
+void core_dev_slot_get(ortmk_env *env, int slot);
+void core_dev_proc_lost(core_ep *ep, const core_proc *p);
+
+/* ---- supervise (supervise.c) ---------------------------------------------- */
+
+/* Restarts a dead provider (with back-off) and replays its state. */
+ortmk_status core_ep_ensure(core_ep *ep);
+/* A run that completed: resets the back-off. */
+void core_ep_healthy(core_ep *ep);
+/* Failures of this provider within the last window_ms. */
+unsigned core_ep_recent_failures(const core_ep *ep, unsigned window_ms);
+/* core_proc_request and core_proc_add_segment on ep's current process,
+ * restarted first when it died. */
+ortmk_status core_ep_request(core_ep *ep, Ortmk__Envelope *req, int timeout_ms,
+			     Ortmk__Envelope **rep);
+ortmk_status core_ep_add_segment(core_ep *ep, shm_segment *s);
+/* Files and subgraphs handed to a provider, remembered for replay; forget
+ * releases them. */
+ortmk_status core_ep_add_file(core_ep *ep, uint64_t file_id, int fd, uint64_t size);
+ortmk_status core_ep_forget_file(core_ep *ep, uint64_t file_id);
+ortmk_status core_ep_load(core_ep *ep, uint64_t session, Ortmk__LoadSubgraph *l,
+			  core_load_stats *stats);
+ortmk_status core_ep_forget_subgraph(core_ep *ep, uint32_t id);
+
+/* ---- device (device.c; docs/DEVICE.md) ------------------------------------ */
 
 /* OK when v is a host value or its process still holds it; else
  * ORTMK_ERR_PROVIDER_DIED naming the provider (ep's lock held, after
@@ -335,17 +357,9 @@ ortmk_status core_dev_value_wrap(ortmk_env *env, core_ep *ep, uint64_t buffer_id
 /* ALLOC on ep (its lock held) and wrap. */
 ortmk_status core_dev_value_alloc(core_ep *ep, int32_t dtype, const int64_t *dims, size_t rank,
 				  ortmk_value **out);
-/* Called by env.c when process p of ep failed: fails the fences of work
- * it had not completed. */
-void core_dev_proc_lost(core_ep *ep, const core_proc *p);
 void core_dev_env_fini(ortmk_env *env);
-/* ortmk_value_destroy of a device value (the second with its ep's lock held). */
+/* ortmk_value_destroy of a device value. */
 void core_dev_value_free(ortmk_value *v);
-void core_dev_value_free_locked(ortmk_value *v);
-/* The fence word of a slot. */
-shm_fence *core_dev_fence(ortmk_env *env, int slot);
-void core_dev_slot_put(ortmk_env *env, int slot);
-void core_dev_slot_get(ortmk_env *env, int slot);
 /* Waits for a pending point (deadline as shm_fence_wait's; the provider's
  * death is noticed within a few ms).  Clears *p when reached. */
 ortmk_status core_dev_pend_wait(ortmk_env *env, core_pend *p, uint64_t deadline_ns);
@@ -358,8 +372,43 @@ ortmk_status core_dev_copy_ops(ortmk_stream *st, Ortmk__CopyOp **ops, size_t n_o
 /* The env's internal stream for ep (synchronous copies, staging). */
 ortmk_status core_dev_sync_stream(ortmk_env *env, core_ep *ep, ortmk_stream **out);
 
+/* ---- values (values.c) ---------------------------------------------------- */
+
+void core_value_pool_drain(ortmk_env *env);
+ortmk_status core_value_new(ortmk_env *env, int32_t dtype, const int64_t *dims,
+			    size_t rank, ortmk_value **out);
+/* A value of `nbytes` raw bytes whose layout is value_codec's (strings,
+ * sequence, none); the caller fills it. */
+ortmk_status core_value_new_blob(ortmk_env *env, ortmk_value_kind kind, int32_t dtype,
+				 const int64_t *dims, size_t rank, uint64_t nbytes,
+				 ortmk_value **out);
 /* Checks a blob's layout against kind/dtype/dims (provider-written bytes). */
 int core_value_blob_ok(ortmk_value_kind kind, int32_t dtype, const int64_t *dims, size_t rank,
 		       const void *data, uint64_t nbytes);
+
+/* ---- session (session.c, partition.c, plan.c, info.c) --------------------- */
+
+/* session.c: after disabling a provider, partitions and loads again. */
+ortmk_status core_session_repartition(ortmk_session *s);
+/* partition.c: asks each provider which nodes it takes; fills steps. */
+ortmk_status core_partition(ortmk_session *s);
+/* partition.c: fills l->exported with the step's values read after it. */
+ortmk_status core_step_exported(const ortmk_session *s, const core_step *st,
+				Ortmk__LoadSubgraph *l);
+/* plan.c */
+ortmk_status core_plan_build(const ortmk_session *s, const int64_t *const *in_dims,
+			     const size_t *in_rank, core_plan **out);
+void core_plan_free(core_plan *p);
+/* info.c: the inputs' and outputs' dims, once per session. */
+ortmk_status core_session_fill_info(ortmk_session *s);
+
+/* ---- run (run.c, run_device.c, binding.c, copy.c) ------------------------- */
+
+/* Runs with inputs bound per graph input (host or device values) and the
+ * outputs `outs` say; stream (may be NULL) orders the run on its provider. */
+ortmk_status core_session_run_outs(ortmk_session *s, const ortmk_value **bound, core_out *outs,
+				   size_t n_out, ortmk_stream *stream);
+/* Checks value v against graph input i (kind, dtype, shape). */
+ortmk_status core_check_input(const ortmk_session *s, size_t i, const ortmk_value *v);
 
 #endif

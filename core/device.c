@@ -3,12 +3,10 @@
  * (docs/DEVICE.md).  A device value is a buffer id the core assigned and
  * ALLOCated in one provider process; it is valid only while that process
  * (core_proc.exec_id) lives: a restart or a swap starts a process that never
- * had it, so any later use is ORTMK_ERR_PROVIDER_DIED.  Fences are shm_fence
- * words in one per-environment segment the core shares with every provider
- * that signals them; each stream owns one word as a timeline (each COPY
- * signals the next value).  When a provider process fails, env.c calls
- * core_dev_proc_lost(), which marks the unreached fences of its streams
- * failed, so every waiter wakes with ORTMK_ERR_PROVIDER_DIED.
+ * had it, so any later use is ORTMK_ERR_PROVIDER_DIED.  Each stream owns
+ * one fence word (fence.c) as a timeline: each COPY signals the next value;
+ * when a provider process fails, fence.c fails the values its streams had
+ * not reached.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -17,69 +15,6 @@
 
 #include "core.h"
 #include "log.h"
-
-/* ---- fence slots ---------------------------------------------------------- */
-
-shm_fence *core_dev_fence(ortmk_env *env, int slot)
-{
-	return (shm_fence *)((uint8_t *)env->fences.base + (size_t)slot * IPC_FENCE_ALIGN);
-}
-
-/* A free slot with one reference, its fence at 0; -1 when none. */
-static int slot_new(ortmk_env *env)
-{
-	int slot = -1;
-
-	pthread_mutex_lock(&env->dev_lock);
-	if (!env->fences.base &&
-	    shm_segment_create("ortmk-fences", CORE_FENCE_SLOTS * IPC_FENCE_ALIGN,
-			       core_env_next_id(env), &env->fences))
-		memset(&env->fences, 0, sizeof(env->fences));
-	for (int i = 0; env->fences.base && i < CORE_FENCE_SLOTS; i++) {
-		if (!env->fence_refs[i]) {
-			env->fence_refs[i] = 1;
-			shm_fence_init(core_dev_fence(env, i), 0);
-			slot = i;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&env->dev_lock);
-	return slot;
-}
-
-void core_dev_slot_get(ortmk_env *env, int slot)
-{
-	pthread_mutex_lock(&env->dev_lock);
-	env->fence_refs[slot]++;
-	pthread_mutex_unlock(&env->dev_lock);
-}
-
-void core_dev_slot_put(ortmk_env *env, int slot)
-{
-	if (slot < 0)
-		return;
-	pthread_mutex_lock(&env->dev_lock);
-	if (env->fence_refs[slot])
-		env->fence_refs[slot]--;
-	pthread_mutex_unlock(&env->dev_lock);
-}
-
-void core_dev_proc_lost(core_ep *ep, const core_proc *p)
-{
-	ortmk_env *env = ep->env;
-
-	pthread_mutex_lock(&env->dev_lock);
-	for (ortmk_stream *st = env->streams; st; st = st->next) {
-		shm_fence *f;
-
-		if (st->ep != ep || st->exec != p->exec_id || st->slot < 0)
-			continue;
-		f = core_dev_fence(env, st->slot);
-		if ((shm_fence_read(f) & ~SHM_FENCE_FAILED) < st->issued)
-			shm_fence_fail(f);
-	}
-	pthread_mutex_unlock(&env->dev_lock);
-}
 
 void core_dev_env_fini(ortmk_env *env)
 {
@@ -308,40 +243,6 @@ ortmk_status core_dev_value_alloc(core_ep *ep, int32_t dtype, const int64_t *dim
 	return st;
 }
 
-ortmk_status ortmk_value_create_on(ortmk_env *env, const char *provider, ortmk_dtype dtype,
-				   const int64_t *dims, size_t rank, ortmk_value **out)
-{
-	core_ep *ep;
-	ortmk_status st;
-
-	core_clear_error();
-	if (!env || !provider || !out)
-		return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "value_create_on: NULL argument");
-	*out = NULL;
-	if (strcmp(provider, "host") == 0)
-		return core_value_new(env, (int32_t)dtype, dims, rank, out);
-	st = core_env_get_ep(env, provider, &ep);
-	if (st)
-		return st;
-	pthread_mutex_lock(&ep->lock);
-	st = core_ep_ensure(ep);
-	if (st == ORTMK_OK && !ep->p.device_memory) {
-		pthread_mutex_unlock(&ep->lock);
-		return core_value_new(env, (int32_t)dtype, dims, rank, out);
-	}
-	if (st == ORTMK_OK)
-		st = core_dev_value_alloc(ep, (int32_t)dtype, dims, rank, out);
-	pthread_mutex_unlock(&ep->lock);
-	return st;
-}
-
-const char *ortmk_value_location(const ortmk_value *v)
-{
-	if (!v)
-		return NULL;
-	return v->dev ? v->dev->name : "host";
-}
-
 /* Frees a device value's buffer in the process that holds it (if it still
  * lives) and the value.  Called by ortmk_value_destroy. */
 static void release_buffer(ortmk_value *v)
@@ -363,7 +264,7 @@ static void release_buffer(ortmk_value *v)
 	free(v);
 }
 
-void core_dev_value_free_locked(ortmk_value *v)
+static void dev_value_free_locked(ortmk_value *v)
 {
 	ortmk_value *evict = NULL;
 
@@ -384,7 +285,7 @@ void core_dev_value_free(ortmk_value *v)
 	core_ep *ep = v->dev;
 
 	pthread_mutex_lock(&ep->lock);
-	core_dev_value_free_locked(v);
+	dev_value_free_locked(v);
 	pthread_mutex_unlock(&ep->lock);
 }
 
@@ -399,7 +300,7 @@ static ortmk_status stream_new(ortmk_env *env, core_ep *ep, int internal, ortmk_
 	st->env = env;
 	st->ep = ep;
 	st->internal = internal;
-	st->slot = slot_new(env);
+	st->slot = core_dev_slot_new(env);
 	if (st->slot < 0) {
 		free(st);
 		return core_fail(ORTMK_ERR_NO_MEMORY, "no fence left: %d streams and fences alive",
@@ -566,7 +467,7 @@ static ortmk_status stream_reslot(ortmk_stream *st)
 
 	if (!(shm_fence_read(core_dev_fence(st->env, st->slot)) & SHM_FENCE_FAILED))
 		return ORTMK_OK;
-	slot = slot_new(st->env);
+	slot = core_dev_slot_new(st->env);
 	if (slot < 0)
 		return core_fail(ORTMK_ERR_NO_MEMORY, "no fence left");
 	core_dev_slot_put(st->env, st->slot);

@@ -1,11 +1,13 @@
 /*
- * env: the environment and its provider processes.  The core listens on an
- * nng ipc:// socket in a private 0700 directory, spawns the provider with
- * posix_spawn (descriptor socketpair on fd 3, socket address in the
- * environment), writes a random token on the socketpair, and accepts the
- * HELLO only if it carries that token and comes from the pid it spawned.
- * Every request to a provider goes through core_ep_request(), which turns
- * death, deadlines and bad replies into statuses with a message.
+ * env: an environment's provider processes, the process layer of the core
+ * (core.h).  The core listens on an nng ipc:// socket in the environment's
+ * private 0700 directory, spawns the provider with posix_spawn (descriptor
+ * socketpair on fd 3, socket address in the environment), writes a random
+ * token on the socketpair, and accepts the HELLO only if it carries that
+ * token and comes from the pid it spawned.
+ * Every request to a process goes through core_proc_request(), which turns
+ * death, deadlines and bad replies into statuses with a message; the
+ * supervised requests above it (supervise.c) restart a dead process first.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -38,35 +40,6 @@ extern char **environ;
 uint64_t core_env_next_id(ortmk_env *env)
 {
 	return __atomic_add_fetch(&env->next_id, 1, __ATOMIC_RELAXED);
-}
-
-ortmk_status ortmk_env_create(ortmk_env **out)
-{
-	const char *base = getenv("XDG_RUNTIME_DIR");
-	ortmk_env *env;
-
-	if (!out)
-		return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "env: NULL out");
-	env = calloc(1, sizeof(*env));
-	if (!env)
-		return core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
-	if (!base || access(base, W_OK) != 0)
-		base = "/tmp";
-	snprintf(env->dir, sizeof(env->dir), "%s/ortmk-XXXXXX", base);
-	/* mkdtemp makes the directory 0700: only this user reaches the sockets. */
-	if (!mkdtemp(env->dir)) {
-		int e = errno;
-
-		free(env);
-		return core_fail(ORTMK_ERR_IO, "env: cannot create a private directory in %s: %s",
-				 base, strerror(e));
-	}
-	pthread_mutex_init(&env->lock, NULL);
-	pthread_mutex_init(&env->dev_lock, NULL);
-	ipc_trace_init_from_env();
-	signal(SIGPIPE, SIG_IGN);
-	*out = env;
-	return ORTMK_OK;
 }
 
 static void proc_reap(core_proc *p, int block)
@@ -149,18 +122,11 @@ static void ep_destroy(core_ep *ep)
 	free(ep);
 }
 
-void ortmk_env_destroy(ortmk_env *env)
+/* Stops every provider process of env and frees its providers. */
+void core_env_stop_eps(ortmk_env *env)
 {
-	if (!env)
-		return;
 	for (int i = 0; i < env->n_eps; i++)
 		ep_destroy(env->eps[i]);
-	core_dev_env_fini(env);
-	pthread_mutex_destroy(&env->dev_lock);
-	core_value_pool_drain(env);
-	rmdir(env->dir);
-	pthread_mutex_destroy(&env->lock);
-	free(env);
 }
 
 /* ---- spawning ----------------------------------------------------------- */
@@ -588,15 +554,6 @@ static ortmk_status ring_request(core_ep *ep, core_proc *p, Ortmk__Envelope *req
 	return (*rep)->kind == ORTMK__KIND__ERROR ? error_reply(ep, (*rep)->error) : ORTMK_OK;
 }
 
-ortmk_status core_ep_request(core_ep *ep, Ortmk__Envelope *req, int timeout_ms,
-			     Ortmk__Envelope **rep)
-{
-	ortmk_status st = core_ep_ensure(ep);
-
-	*rep = NULL;
-	return st ? st : core_proc_request(ep, &ep->p, req, timeout_ms, rep);
-}
-
 static ortmk_status expect_ack(core_ep *ep, core_proc *p, Ortmk__Envelope *req)
 {
 	Ortmk__Envelope *rep = NULL;
@@ -638,13 +595,6 @@ ortmk_status core_proc_add_segment(core_ep *ep, core_proc *p, shm_segment *s)
 	if (st == ORTMK_OK && ipc_segtab_add(&p->segs, s))
 		st = core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
 	return st;
-}
-
-ortmk_status core_ep_add_segment(core_ep *ep, shm_segment *s)
-{
-	ortmk_status st = core_ep_ensure(ep);
-
-	return st ? st : core_proc_add_segment(ep, &ep->p, s);
 }
 
 ortmk_status core_ep_release_segment(core_ep *ep, uint64_t id)

@@ -21,6 +21,10 @@
 #include "onnx.pb-c.h"
 
 #define GRAPH_MAX_RANK 16
+/* The newest ai.onnx opset whose semantics the providers' kernels follow
+ * (CPU_OPSET_MAX in providers/cpu): a model importing a newer one is
+ * refused at load, saying so, rather than node by node. */
+#define GRAPH_ONNX_OPSET_MAX 24
 
 enum graph_value_kind {
 	GRAPH_VALUE_INPUT,        /* graph input fed by the user */

@@ -8,6 +8,10 @@
  *  - An Identity of an initializer becomes an initializer sharing those
  *    bytes (torch writes one Identity per reuse of a deduplicated weight;
  *    each copied the weight on every run).
+ *  - An Identity of an activation, and a Dropout that passes its input
+ *    through (inference, or a constant ratio of 0 in training mode, mask
+ *    unused), go: their readers read the input (NodeProto names
+ *    rewritten), so nothing is copied and fusions see through them.
  *
  * After the session's first type and shape inference, graph_fold_known
  * does the same for nodes whose outputs inference found to be known
@@ -248,6 +252,76 @@ int graph_fold_known(graph *g, const graph_tinfo *t)
 	return rc;
 }
 
+/* The one-element value of initializer v as int64 (0 for a float 0),
+ * or -1 when it is not a known scalar. */
+static int init_is_zero(const graph *g, int v)
+{
+	const graph_value *val = v >= 0 ? &g->values[v] : NULL;
+	const unsigned char *b;
+
+	if (!val || val->kind != GRAPH_VALUE_INITIALIZER || !val->init.data || val->init.nbytes == 0 ||
+	    val->init.nbytes > 8)
+		return -1;
+	b = val->init.data;
+	for (uint64_t i = 0; i < val->init.nbytes; i++)
+		if (b[i] & (i + 1 == val->init.nbytes ? 0x7f : 0xff))
+			return 0;   /* a set bit other than a float's sign: not zero */
+	return 1;
+}
+
+/* Dropout that passes its input through: inference (training_mode absent
+ * or a constant false, always before opset 12), or a constant ratio of
+ * 0; its mask unused. */
+static int dropout_passes(const graph *g, const graph_node *n)
+{
+	if (n->n_out > 1 && n->out[1] >= 0 && g->values[n->out[1]].is_graph_output)
+		return 0;
+	for (size_t k = 0; n->n_out > 1 && n->out[1] >= 0 && k < g->n_nodes; k++)
+		for (int i = 0; i < g->nodes[k].n_in; i++)
+			if (g->nodes[k].in[i] == n->out[1])
+				return 0;
+	if (n->opset < 12 || n->n_in < 3 || n->in[2] < 0)
+		return 1;
+	if (init_is_zero(g, n->in[2]) == 1)
+		return 1;
+	return n->n_in >= 2 && init_is_zero(g, n->in[1]) == 1;
+}
+
+/* Identity of an activation, or a Dropout that passes it through: every
+ * reader reads the input instead (its NodeProto's input name too, which
+ * the providers resolve), unless the output is the user's or a subgraph
+ * reads it. */
+static int fold_passthrough(graph *g, const graph_node *n)
+{
+	int src = n->n_in > 0 ? n->in[0] : -1, out = n->n_out > 0 ? n->out[0] : -1;
+
+	if (src < 0 || out < 0 || g->values[out].is_graph_output ||
+	    g->values[src].kind == GRAPH_VALUE_INITIALIZER)
+		return 0;
+	for (size_t k = 0; k < g->n_nodes; k++)
+		for (int i = 0; i < g->nodes[k].n_implicit; i++)
+			if (g->nodes[k].implicit[i] == out)
+				return 0;
+	for (size_t k = 0; k < g->n_nodes; k++) {
+		graph_node *m = &g->nodes[k];
+		Onnx__NodeProto *p = (Onnx__NodeProto *)m->proto;
+
+		for (int i = 0; i < m->n_in; i++) {
+			char *name;
+
+			if (m->in[i] != out)
+				continue;
+			if (!(name = strdup(g->values[src].name)))
+				return -ENOMEM;
+			free(p->input[i]);
+			p->input[i] = name;
+			m->in[i] = src;
+		}
+	}
+	g->values[out].producer = -1;
+	return 1;
+}
+
 int graph_fold(graph *g, char *err, size_t errlen)
 {
 	unsigned char *gone = calloc(g->n_nodes + 1, 1);
@@ -264,7 +338,9 @@ int graph_fold(graph *g, char *err, size_t errlen)
 		if (strcmp(n->op_type, "Constant") == 0)
 			rc = fold_constant(g, n, err, errlen);
 		else if (strcmp(n->op_type, "Identity") == 0)
-			rc = fold_identity(g, n);
+			rc = fold_identity(g, n) ? 1 : fold_passthrough(g, n);
+		else if (strcmp(n->op_type, "Dropout") == 0 && dropout_passes(g, n))
+			rc = fold_passthrough(g, n);
 		else
 			rc = 0;
 		if (rc > 0) {

@@ -1,20 +1,11 @@
 /*
  * info: what a session tells about itself through the public API: its
- * inputs and outputs, and which provider runs how many nodes.
+ * inputs and outputs, which provider runs how many nodes, its counters.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "core.h"
-
-ortmk_status ortmk_session_run(ortmk_session *s, const char *const *input_names,
-			       const ortmk_value *const *inputs, size_t n_inputs,
-			       const char *const *output_names, size_t n_outputs,
-			       ortmk_value **outputs)
-{
-	core_clear_error();
-	return core_session_run(s, input_names, inputs, n_inputs, output_names, n_outputs, outputs);
-}
 
 size_t ortmk_session_input_count(const ortmk_session *s)
 {
@@ -102,5 +93,18 @@ ortmk_status ortmk_session_provider_pid(const ortmk_session *s, size_t i, int *p
 	if (!s || i >= (size_t)s->n_eps || !pid)
 		return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "provider index %zu out of range", i);
 	*pid = s->eps[i]->p.alive ? (int)s->eps[i]->p.pid : -1;
+	return ORTMK_OK;
+}
+
+ortmk_status ortmk_session_get_stats(const ortmk_session *s, ortmk_session_stats *out)
+{
+	if (!s || !out)
+		return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "stats: NULL argument");
+	out->runs = s->runs;
+	out->failed_runs = s->failed_runs;
+	out->retried_runs = s->retried_runs;
+	out->prepack_ms = (double)s->load.prepack_ns / 1e6;
+	out->prepack_hits = s->load.prepack_hits;
+	out->prepack_misses = s->load.prepack_misses;
 	return ORTMK_OK;
 }

@@ -59,6 +59,10 @@ static int add_opset(load_ctx *c, const char *domain, int64_t version)
 		return load_fail(c, -EINVAL, "%s: opset import for domain '%s' has no version", c->label, domain);
 	if (graph_opset(g, domain) > 0)
 		return load_fail(c, -EINVAL, "%s: domain '%s' is imported twice (opset_import)", c->label, domain);
+	if (!domain[0] && version > GRAPH_ONNX_OPSET_MAX)
+		return load_fail(c, -EINVAL, "%s: the model imports ai.onnx opset %lld, newer than ortmk "
+				 "knows (up to opset %d); export it at opset %d or older", c->label,
+				 (long long)version, GRAPH_ONNX_OPSET_MAX, GRAPH_ONNX_OPSET_MAX);
 	o->domain = strdup(domain);
 	if (!o->domain)
 		return -ENOMEM;

@@ -5,6 +5,8 @@
  * as one RUN whose bindings say where every tensor it touches lives.  A
  * provider that dies fails the run with ORTMK_ERR_PROVIDER_DIED; dynamic
  * outputs that did not fit make the region grow and the step run again.
+ * ortmk_session_run binds by name and returns new host outputs; IO binding
+ * (binding.c) enters at core_session_run_outs.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -578,15 +580,16 @@ ortmk_status core_session_run_outs(ortmk_session *s, const ortmk_value **bound, 
 	return st;
 }
 
-ortmk_status core_session_run(ortmk_session *s, const char *const *input_names,
-			      const ortmk_value *const *inputs, size_t n_inputs,
-			      const char *const *output_names, size_t n_outputs,
-			      ortmk_value **outputs)
+ortmk_status ortmk_session_run(ortmk_session *s, const char *const *input_names,
+			       const ortmk_value *const *inputs, size_t n_inputs,
+			       const char *const *output_names, size_t n_outputs,
+			       ortmk_value **outputs)
 {
 	const ortmk_value **bound;
 	core_out *outs;
 	ortmk_status st = ORTMK_OK;
 
+	core_clear_error();
 	if (!s || (n_inputs && (!input_names || !inputs)) || (n_outputs && (!output_names || !outputs)))
 		return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "run: NULL argument");
 	for (size_t i = 0; i < n_outputs; i++)
@@ -625,17 +628,4 @@ ortmk_status core_session_run(ortmk_session *s, const char *const *input_names,
 	free(outs);
 	free(bound);
 	return st;
-}
-
-ortmk_status ortmk_session_get_stats(const ortmk_session *s, ortmk_session_stats *out)
-{
-	if (!s || !out)
-		return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "stats: NULL argument");
-	out->runs = s->runs;
-	out->failed_runs = s->failed_runs;
-	out->retried_runs = s->retried_runs;
-	out->prepack_ms = (double)s->load.prepack_ns / 1e6;
-	out->prepack_hits = s->load.prepack_hits;
-	out->prepack_misses = s->load.prepack_misses;
-	return ORTMK_OK;
 }

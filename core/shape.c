@@ -251,7 +251,7 @@ int shape_is_int(int32_t et)
 
 /* Whether v is exactly representable in et.  Float data is kept only while
  * it is integral, which is all shape arithmetic ever needs. */
-int shape_fits(int32_t et, int64_t v)
+static int shape_fits(int32_t et, int64_t v)
 {
 	switch (et) {
 	case DT(BOOL): return v == 0 || v == 1;

@@ -68,7 +68,6 @@ int64_t shape_bcast_src(const graph_tinfo *o, const graph_tinfo *in, int64_t fla
 
 /* shape.c: known data. */
 int shape_is_int(int32_t et);
-int shape_fits(int32_t et, int64_t v);
 void shape_set_data(graph_tinfo *t, const int64_t *v, int64_t n);
 int shape_in_ints(const shape_ctx *c, int i, const int64_t **v);
 int shape_tensor_ints(const Onnx__TensorProto *tp, int64_t *out, size_t max);

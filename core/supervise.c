@@ -7,10 +7,12 @@
  * again as descriptors (weights are mapped again, not copied) and every
  * subgraph is loaded again.  A hot swap starts a process of another binary,
  * replays into it while the old one still holds the provider's lock (so it
- * happens between runs), then stops the old one.
+ * happens between runs), then stops the old one.  The requests the layers
+ * above send (core_ep_request, core_ep_add_segment, core_ep_load...) go
+ * through here so that a dead process is restarted before them; env.c
+ * below knows processes, not their replacement.
  */
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,14 +24,6 @@
 #include "trace.h"
 
 #define BACKOFF_MAX_MS 2000
-
-void core_ep_kill(core_ep *ep, const char *why)
-{
-	if (!ep->p.alive)
-		return;
-	ipc_log(IPC_LOG_WARN, "killing provider %s (pid %d): %s", ep->name, (int)ep->p.pid, why);
-	kill(ep->p.pid, SIGKILL);
-}
 
 unsigned core_ep_recent_failures(const core_ep *ep, unsigned window_ms)
 {
@@ -253,6 +247,24 @@ ortmk_status core_ep_ensure(core_ep *ep)
 	ipc_log(IPC_LOG_INFO, "provider %s restarted (pid %d) in %.1f ms", ep->name,
 		(int)ep->p.pid, ep->last_restart_ms);
 	return ORTMK_OK;
+}
+
+/* ---- supervised requests: a dead process is restarted first ------------- */
+
+ortmk_status core_ep_request(core_ep *ep, Ortmk__Envelope *req, int timeout_ms,
+			     Ortmk__Envelope **rep)
+{
+	ortmk_status st = core_ep_ensure(ep);
+
+	*rep = NULL;
+	return st ? st : core_proc_request(ep, &ep->p, req, timeout_ms, rep);
+}
+
+ortmk_status core_ep_add_segment(core_ep *ep, shm_segment *s)
+{
+	ortmk_status st = core_ep_ensure(ep);
+
+	return st ? st : core_proc_add_segment(ep, &ep->p, s);
 }
 
 /* A run that completes resets the back-off. */

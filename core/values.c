@@ -1,8 +1,11 @@
 /*
- * values: string tensors, sequences and empty optionals in the public API.
- * Their bytes use ipc/value_codec.h's layout in the value's own shared
- * memory segment, so a provider reads them in place exactly like a
- * numeric tensor.
+ * values: every ortmk_value_* of the public API.  A host value lives in its
+ * own sealed memfd segment so a provider maps it instead of copying; the
+ * segments of destroyed values are pooled for the next ones.  String
+ * tensors, sequences and empty optionals keep their bytes in
+ * ipc/value_codec.h's layout in that segment, so a provider reads them in
+ * place exactly like a numeric tensor.  A device value (device.c) is a
+ * buffer in a provider's memory; destroying one hands it back there.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -10,6 +13,180 @@
 
 #include "core.h"
 #include "value_codec.h"
+
+/* ---- host values ---------------------------------------------------------- */
+
+/* A pooled segment at least `n` bytes and not much larger; 1 if found. */
+static int pool_take(ortmk_env *env, size_t n, shm_segment *out)
+{
+	int found = 0;
+
+	pthread_mutex_lock(&env->lock);
+	for (int i = 0; i < env->n_pool; i++) {
+		size_t sz = env->pool[i].size;
+
+		if (sz >= n && sz <= 2 * n + 4096) {
+			*out = env->pool[i];
+			env->pool[i] = env->pool[--env->n_pool];
+			env->pool_bytes -= sz;
+			found = 1;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&env->lock);
+	return found;
+}
+
+/* Keeps a destroyed value's segment for reuse; 1 if kept. */
+static int pool_put(ortmk_env *env, shm_segment *seg)
+{
+	int kept = 0;
+
+	pthread_mutex_lock(&env->lock);
+	if (env->n_pool < CORE_VALUE_POOL && env->pool_bytes + seg->size <= CORE_VALUE_POOL_BYTES) {
+		env->pool[env->n_pool++] = *seg;
+		env->pool_bytes += seg->size;
+		kept = 1;
+	}
+	pthread_mutex_unlock(&env->lock);
+	return kept;
+}
+
+void core_value_pool_drain(ortmk_env *env)
+{
+	while (env->n_pool > 0)
+		shm_segment_destroy(&env->pool[--env->n_pool]);
+	env->pool_bytes = 0;
+}
+
+ortmk_status core_value_new(ortmk_env *env, int32_t dtype, const int64_t *dims,
+			    size_t rank, ortmk_value **out)
+{
+	size_t esz = graph_dtype_size(dtype), n = esz;
+	ortmk_value *v;
+	int rc;
+
+	if (!env || !out || (rank && !dims) || rank > GRAPH_MAX_RANK)
+		return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "value: bad arguments");
+	if (!esz)
+		return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "value: unsupported dtype %d", dtype);
+	for (size_t i = 0; i < rank; i++) {
+		if (dims[i] < 0 || (dims[i] && n > (SIZE_MAX >> 2) / (size_t)dims[i]))
+			return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "value: bad dim %lld",
+					 (long long)dims[i]);
+		n *= (size_t)dims[i];
+	}
+	v = calloc(1, sizeof(*v));
+	if (!v)
+		return core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
+	rc = pool_take(env, n ? n : 1, &v->seg) ? 0 :
+		shm_segment_create("ortmk-value", n ? n : 1, core_env_next_id(env), &v->seg);
+	if (rc) {
+		free(v);
+		return core_fail(ORTMK_ERR_NO_MEMORY, "value: cannot create %zu bytes of shared memory: %s",
+				 n, strerror(-rc));
+	}
+	v->env = env;
+	v->pend.slot = -1;
+	v->dtype = dtype;
+	v->rank = rank;
+	if (rank)
+		memcpy(v->dims, dims, rank * sizeof(int64_t));
+	v->nbytes = n;
+	*out = v;
+	return ORTMK_OK;
+}
+
+ortmk_status ortmk_value_create(ortmk_env *env, ortmk_dtype dtype, const int64_t *dims,
+				size_t rank, ortmk_value **out)
+{
+	return core_value_new(env, (int32_t)dtype, dims, rank, out);
+}
+
+ortmk_status ortmk_value_create_copy(ortmk_env *env, ortmk_dtype dtype, const int64_t *dims,
+				     size_t rank, const void *data, size_t nbytes,
+				     ortmk_value **out)
+{
+	ortmk_status st = core_value_new(env, (int32_t)dtype, dims, rank, out);
+
+	if (st)
+		return st;
+	if (nbytes != (*out)->nbytes || (nbytes && !data)) {
+		size_t want = (*out)->nbytes;
+
+		ortmk_value_destroy(*out);
+		*out = NULL;
+		return core_fail(ORTMK_ERR_INVALID_ARGUMENT,
+				 "value: %zu bytes given for a shape of %zu bytes", nbytes, want);
+	}
+	if (nbytes)
+		memcpy((*out)->seg.base, data, nbytes);
+	return ORTMK_OK;
+}
+
+void ortmk_value_destroy(ortmk_value *v)
+{
+	if (!v)
+		return;
+	if (v->dev) {
+		core_dev_value_free(v);
+		return;
+	}
+	/* A copy into it may still be running. */
+	if (v->pend.slot >= 0) {
+		core_dev_pend_wait(v->env, &v->pend, shm_now_ns() + (uint64_t)CORE_CONTROL_MS * 1000000u);
+		core_dev_slot_put(v->env, v->pend.slot);
+	}
+	/* A pooled segment stays mapped in the providers; its next value
+	 * overwrites every byte it uses before a provider reads it. */
+	if (v->env && pool_put(v->env, &v->seg)) {
+		free(v);
+		return;
+	}
+	/* Providers that mapped the segment are told to drop it. */
+	for (int i = 0; v->env && i < v->env->n_eps; i++) {
+		core_ep *ep = v->env->eps[i];
+
+		pthread_mutex_lock(&ep->lock);
+		if (ipc_segtab_find(&ep->p.segs, v->seg.id))
+			core_ep_release_segment(ep, v->seg.id);
+		pthread_mutex_unlock(&ep->lock);
+	}
+	shm_segment_destroy(&v->seg);
+	free(v);
+}
+
+void *ortmk_value_data(ortmk_value *v)
+{
+	return v ? v->seg.base : NULL;
+}
+
+const void *ortmk_value_data_const(const ortmk_value *v)
+{
+	return v ? v->seg.base : NULL;
+}
+
+size_t ortmk_value_nbytes(const ortmk_value *v)
+{
+	return v ? v->nbytes : 0;
+}
+
+ortmk_dtype ortmk_value_dtype(const ortmk_value *v)
+{
+	return v ? (ortmk_dtype)v->dtype : ORTMK_UNDEFINED;
+}
+
+size_t ortmk_value_rank(const ortmk_value *v)
+{
+	return v ? v->rank : 0;
+}
+
+const int64_t *ortmk_value_dims(const ortmk_value *v)
+{
+	return v ? v->dims : NULL;
+}
+
+/* ---- strings, sequences, optionals ------------------------------------------ */
 
 ortmk_value_kind ortmk_value_kind_of(const ortmk_value *v)
 {
@@ -168,4 +345,40 @@ ortmk_status ortmk_value_sequence_get(const ortmk_value *v, size_t i, ortmk_valu
 ortmk_status ortmk_value_create_none(ortmk_env *env, ortmk_value **out)
 {
 	return core_value_new_blob(env, ORTMK_VALUE_NONE, 0, NULL, 0, 0, out);
+}
+
+/* ---- device values --------------------------------------------------------- */
+
+ortmk_status ortmk_value_create_on(ortmk_env *env, const char *provider, ortmk_dtype dtype,
+				   const int64_t *dims, size_t rank, ortmk_value **out)
+{
+	core_ep *ep;
+	ortmk_status st;
+
+	core_clear_error();
+	if (!env || !provider || !out)
+		return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "value_create_on: NULL argument");
+	*out = NULL;
+	if (strcmp(provider, "host") == 0)
+		return core_value_new(env, (int32_t)dtype, dims, rank, out);
+	st = core_env_get_ep(env, provider, &ep);
+	if (st)
+		return st;
+	pthread_mutex_lock(&ep->lock);
+	st = core_ep_ensure(ep);
+	if (st == ORTMK_OK && !ep->p.device_memory) {
+		pthread_mutex_unlock(&ep->lock);
+		return core_value_new(env, (int32_t)dtype, dims, rank, out);
+	}
+	if (st == ORTMK_OK)
+		st = core_dev_value_alloc(ep, (int32_t)dtype, dims, rank, out);
+	pthread_mutex_unlock(&ep->lock);
+	return st;
+}
+
+const char *ortmk_value_location(const ortmk_value *v)
+{
+	if (!v)
+		return NULL;
+	return v->dev ? v->dev->name : "host";
 }

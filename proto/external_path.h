@@ -1,8 +1,8 @@
 /*
  * external_path.h: the lexical checks on a TensorProto's external_data
  * entries that every reader must make the same way (the core's loader in
- * core/graph.c and ort-model in tools/ort_model_tensor.c): offset and
- * length as decimal numbers, a location that must not climb out of the
+ * core/graph.c and ort-model in tools/ort-model/ort_model_tensor.c): offset
+ * and length as decimal numbers, a location that must not climb out of the
  * model directory, a resolved path that must stay inside it.
  */
 #ifndef ORTMK_PROTO_EXTERNAL_PATH_H

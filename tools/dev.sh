@@ -11,6 +11,7 @@ BUILD_DIR=${BUILD_DIR:-build}
 # Debian packages the build and the tests need.
 PACKAGES="gcc pkg-config cmake meson ninja-build protobuf-c-compiler libprotobuf-c-dev
 libnng-dev libcmocka-dev libonnx-dev libonnx-testdata python3 python3-numpy python3-onnx
+python3-torch python3-torchvision
 mesa-vulkan-drivers libvulkan-dev glslc vulkan-tools"
 
 install_missing() {
@@ -25,6 +26,19 @@ install_missing() {
 	[ "$(id -u)" -eq 0 ] || SUDO=sudo
 	$SUDO apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing
+}
+
+# ONNX Runtime (npm onnxruntime-node) is the reference some tests compare
+# with (they skip without it); installed into node_modules/ when npm is
+# there and the registry answers.
+ORT_NODE_VERSION=1.30.0
+install_ort_node() {
+	[ -f node_modules/onnxruntime-node/package.json ] && return 0
+	command -v npm >/dev/null 2>&1 || return 0
+	echo "dev.sh: installing onnxruntime-node@$ORT_NODE_VERSION into node_modules/"
+	npm install --no-save --no-audit --no-fund --ignore-scripts \
+		"onnxruntime-node@$ORT_NODE_VERSION" >/dev/null 2>&1 ||
+		echo "dev.sh: npm could not install onnxruntime-node; the tests that compare with it skip"
 }
 
 build() {
@@ -42,6 +56,7 @@ example)
 	;;
 test)
 	install_missing
+	install_ort_node
 	build
 	exec meson test -C "$BUILD_DIR" --print-errorlogs
 	;;

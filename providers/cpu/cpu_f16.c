@@ -7,7 +7,8 @@
  * once at load (and packed from the float32 copy), other float16 inputs
  * are widened into scratch per run, the kernel computes in float32 and
  * every float32 output it asks for is narrowed back to float16 (round to
- * nearest even) where the graph expects it.  ONNX's float16 ops compute in
+ * nearest even) where the graph expects it.  Ops that take float16 only
+ * through their generic per-element path (slow_f16) are widened too.  ONNX's float16 ops compute in
  * at least float32 precision, so this is what the spec allows; only the
  * storage is narrow.
  *
@@ -82,6 +83,25 @@ void cpu_f16_narrow(const float *x, uint16_t *y, int64_t n)
 		y[i] = cpu_f32_to_f16(x[i]);
 }
 
+/* Ops whose float16 path is the generic per-element one (double
+ * precision through cpu_get_f64): widened, they run their vector float32
+ * loops, which costs less than that path even with the conversions. */
+static int slow_f16(const char *op_type)
+{
+	static const char *const ops[] = {
+		"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "Where",
+		"GlobalAveragePool", "AveragePool", "MaxPool", "GlobalMaxPool", "ReduceMean",
+		"ReduceSum", "ReduceMax", "ReduceMin", "ReduceL2", "Softmax", "LogSoftmax",
+		"LayerNormalization", "BatchNormalization", "InstanceNormalization",
+		"GroupNormalization", "Resize", "Upsample", "PRelu",
+	};
+
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		if (strcmp(op_type, ops[i]) == 0)
+			return 1;
+	return 0;
+}
+
 int cpu_f16_widens(const cpu_op *op, const Onnx__NodeProto *p, int64_t opset,
 		   const int32_t *in_dtypes, int n_in)
 {
@@ -95,7 +115,8 @@ int cpu_f16_widens(const cpu_op *op, const Onnx__NodeProto *p, int64_t opset,
 		wide[i] = in_dtypes[i] == CPU_FLOAT16 ? CPU_FLOAT : in_dtypes[i];
 		any |= in_dtypes[i] == CPU_FLOAT16;
 	}
-	if (!any || op->supports(p, opset, in_dtypes, n_in, why, sizeof(why)))
+	if (!any || (op->supports(p, opset, in_dtypes, n_in, why, sizeof(why)) &&
+		     !slow_f16(op->op_type)))
 		return 0;
 	return op->supports(p, opset, wide, n_in, why, sizeof(why));
 }

@@ -370,10 +370,21 @@ static int64_t const_n(const planner *pl, int k, int transB)
  * attention pattern.  The fused MatMul writes the second product. */
 static int chain_attention(planner *pl, int k, int *last, int *cur)
 {
-	int r = next_reader(pl, *cur, *last), m, v, out;
-	const Onnx__NodeProto *sm = node(pl, r);
+	int r = next_reader(pl, *cur, *last), m, v, out, n_add = 0, adds[2], after = *cur;
+	const Onnx__NodeProto *sm;
 	int64_t axis;
 
+	/* up to two Adds of a mask or bias that exists before the head */
+	while (n_add < 2 && r >= 0 && is_op(node(pl, r), "Add") && single_out(pl, r) >= 0) {
+		int o = other_input(pl, r, after);
+
+		if (o < 0 || pl->producer[o] >= k)
+			return 0;
+		adds[n_add++] = r;
+		after = single_out(pl, r);
+		r = next_reader(pl, after, r);
+	}
+	sm = node(pl, r);
 	if (r < 0 || !is_op(sm, "Softmax") || single_out(pl, r) < 0)
 		return 0;
 	/* the last axis: -1 explicitly, or by default from opset 13 */
@@ -385,9 +396,19 @@ static int chain_attention(planner *pl, int k, int *last, int *cur)
 	    pl->fg->node_in[m][0] != single_out(pl, r) || (v = pl->fg->node_in[m][1]) < 0 ||
 	    v == single_out(pl, r) || pl->producer[v] >= k)
 		return 0;
+	for (int i = 0; i < n_add; i++) {
+		int o = other_input(pl, adds[i], i ? single_out(pl, adds[i - 1]) : *cur);
+		int at = add_input(&pl->f[k], o);
+
+		if (at < 0)
+			return 0;
+		pl->f[k].fuse.score_add[pl->f[k].fuse.n_score_add++] = at;
+	}
 	if ((pl->f[k].fuse.v_input = add_input(&pl->f[k], v)) < 0)
 		return 0;
 	pl->f[k].fuse.attention = 1;
+	for (int i = 0; i < n_add; i++)
+		take(pl, k, adds[i]);
 	take(pl, k, r);
 	*cur = take(pl, k, m);
 	*last = m;

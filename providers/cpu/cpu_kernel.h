@@ -158,6 +158,10 @@ typedef struct cpu_fusion {
 	int attention;
 	int v_input;
 	float act_a, act_b;         /* the activation's parameters, as above */
+	/* attention: inputs added (broadcast) to the scaled scores before the
+	 * Softmax: a mask, a relative position bias */
+	int n_score_add;
+	int score_add[2];
 	/* ConvInteger/MatMulInteger (dynamic quantization): the Cast to
 	 * float and the Mul by the scales that follow the node are fused:
 	 * it writes float32 (float)Y * s (+ in[bias_input], a constant per

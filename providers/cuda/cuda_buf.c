@@ -40,24 +40,14 @@ cuda_dbuf *cuda_buf_find(cuda_ep *ep, uint64_t id)
 
 static int buf_add(cuda_ep *ep, uint64_t id, uint64_t nbytes, char *err, size_t n)
 {
-	cuda_dbuf *b;
+	cuda_block blk = {0};
 
-	if (ep->n_bufs == ep->cap_bufs) {
-		size_t cap = ep->cap_bufs ? 2 * ep->cap_bufs : 16;
-		cuda_dbuf *nb = realloc(ep->bufs, cap * sizeof(*nb));
-
-		if (!nb)
-			return snprintf(err, n, "out of memory"), EP_E_NOMEM;
-		ep->bufs = nb;
-		ep->cap_bufs = cap;
-	}
-	b = &ep->bufs[ep->n_bufs];
-	memset(b, 0, sizeof(*b));
-	if (cuda_heap_alloc(&ep->heap, nbytes, &b->blk, err, n))
+	if (cuda_heap_alloc(&ep->heap, nbytes, &blk, err, n))
 		return EP_E_NOMEM;
-	b->id = id;
-	b->nbytes = nbytes;
-	ep->n_bufs++;
+	if (cuda_buf_adopt(ep, id, nbytes, &blk, err, n)) {
+		cuda_heap_free(&ep->heap, &blk);
+		return EP_E_NOMEM;
+	}
 	return 0;
 }
 
@@ -65,8 +55,8 @@ int cuda_buf_alloc(void *self, uint64_t id, uint64_t nbytes, char *err, size_t n
 {
 	cuda_ep *ep = self;
 
-	if (!ep->ok)
-		return snprintf(err, n, "no CUDA device (%s)", ep->why), EP_E_UNSUPPORTED;
+	if (!ep->dk.ok)
+		return dk_unavailable(&ep->dk, err, n);
 	cuda_dev_bind(&ep->dev);
 	if (!id || cuda_buf_find(ep, id))
 		return snprintf(err, n, "buffer id %llu is %s", (unsigned long long)id,
@@ -77,7 +67,7 @@ int cuda_buf_alloc(void *self, uint64_t id, uint64_t nbytes, char *err, size_t n
 void cuda_buf_free(void *self, uint64_t id)
 {
 	cuda_ep *ep = self;
-	cuda_dbuf *b = ep->ok ? cuda_buf_find(ep, id) : NULL;
+	cuda_dbuf *b = ep->dk.ok ? cuda_buf_find(ep, id) : NULL;
 
 	if (!b)
 		return;
@@ -88,17 +78,25 @@ void cuda_buf_free(void *self, uint64_t id)
 	*b = ep->bufs[--ep->n_bufs];
 }
 
-int cuda_buf_make(cuda_ep *ep, uint64_t id, uint64_t nbytes, char *err, size_t n)
+int cuda_buf_adopt(cuda_ep *ep, uint64_t id, uint64_t nbytes, const cuda_block *blk, char *err,
+		   size_t n)
 {
-	cuda_dbuf *b = cuda_buf_find(ep, id);
+	cuda_dbuf *b;
 
-	if (b && b->blk.size >= nbytes) {
-		b->nbytes = nbytes;
-		return 0;
-	}
-	if (b)
+	if (cuda_buf_find(ep, id))
 		cuda_buf_free(ep, id);
-	return buf_add(ep, id, nbytes, err, n);
+	if (ep->n_bufs == ep->cap_bufs) {
+		size_t cap = ep->cap_bufs ? 2 * ep->cap_bufs : 16;
+		cuda_dbuf *nb = realloc(ep->bufs, cap * sizeof(*nb));
+
+		if (!nb)
+			return snprintf(err, n, "out of memory"), EP_E_NOMEM;
+		ep->bufs = nb;
+		ep->cap_bufs = cap;
+	}
+	b = &ep->bufs[ep->n_bufs++];
+	*b = (cuda_dbuf){.id = id, .blk = *blk, .nbytes = nbytes};
+	return 0;
 }
 
 void cuda_buf_fini(cuda_ep *ep)
@@ -193,8 +191,8 @@ int cuda_copy(void *self, uint32_t stream, const ep_copy *ops, size_t n_ops, ep_
 	uint64_t total = 0, at = 0;
 	int rc = 0;
 
-	if (!ep->ok)
-		return snprintf(err, n, "no CUDA device (%s)", ep->why), EP_E_UNSUPPORTED;
+	if (!ep->dk.ok)
+		return dk_unavailable(&ep->dk, err, n);
 	cuda_dev_bind(&ep->dev);
 	if (cuda_dev_stream(&ep->dev, stream, &s, err, n))
 		return EP_E_INTERNAL;
@@ -228,7 +226,7 @@ void cuda_stream_free(void *self, uint32_t stream)
 {
 	cuda_ep *ep = self;
 
-	if (!ep->ok)
+	if (!ep->dk.ok)
 		return;
 	cuda_dev_bind(&ep->dev);
 	cuda_dev_stream_free(&ep->dev, stream);

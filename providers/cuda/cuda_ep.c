@@ -2,8 +2,8 @@
  * cuda_ep: ort-ep-cuda, the CUDA execution provider process.  It fills the
  * ep_host vtable: `init` opens the device (cuda_dev.c), `supported` asks
  * the op registry (cuda_util.c and the cuda_ops_*.c tables), `load` and
- * `run` are cuda_exec.c and cuda_run.c, the device-memory entries
- * cuda_buf.c.  A machine without a GPU or driver still gets a provider that
+ * `run` the device kit's executor (providers/devkit/) on cuda_exec.c, the
+ * device-memory entries cuda_buf.c.  A machine without a GPU or driver still gets a provider that
  * starts, says so in its HELLO detail and refuses every node with the
  * reason, so `--provider cuda,cpu` runs everything on cpu there.
  *
@@ -25,14 +25,15 @@ static int cuda_init(void **self, char *detail, size_t n)
 	*self = ep;
 	if (!ep)
 		return -1;
-	if (cuda_dev_open(&ep->dev, ep->why, sizeof(ep->why))) {
+	cuda_exec_device(ep);
+	if (cuda_dev_open(&ep->dev, ep->dk.why, sizeof(ep->dk.why))) {
 		cuda_dev_close(&ep->dev);
 		ipc_log(IPC_LOG_WARN, "no CUDA device: %s; every node goes to the next provider",
-			ep->why);
-		snprintf(detail, n, "cuda: no device (%s)", ep->why);
+			ep->dk.why);
+		snprintf(detail, n, "cuda: no device (%s)", ep->dk.why);
 		return 0;
 	}
-	ep->ok = 1;
+	ep->dk.ok = 1;
 	cuda_pinned_init(&ep->pinned);
 	cuda_dev_describe(&ep->dev, detail, n);
 	ipc_log(IPC_LOG_INFO, "device: %s", detail);
@@ -45,7 +46,7 @@ static void cuda_fini(void *self)
 
 	if (!ep)
 		return;
-	if (ep->ok) {
+	if (ep->dk.ok) {
 		cuda_dev_bind(&ep->dev);
 		cudaDeviceSynchronize();
 		cuda_buf_fini(ep);
@@ -60,21 +61,18 @@ static int cuda_supported(void *self, const Onnx__NodeProto *node, int64_t opset
 			  const int32_t *in_dtypes, int n_in, char *why, size_t n)
 {
 	cuda_ep *ep = self;
-	const cu_op *op = ep->ok ? cu_op_find(node->op_type, node->domain, opset) : NULL;
 
-	if (!ep_supported_pre("CUDA", ep->ok, ep->why, op != NULL, node, opset, n_in, why, n))
-		return 0;
-	return op->supports(node, opset, in_dtypes, n_in, why, n);
+	return dk_supported(&ep->dk, node, opset, in_dtypes, n_in, why, n);
 }
 
 static int cuda_load(void *self, ep_subgraph *sg, char *err, size_t n)
 {
 	cuda_ep *ep = self;
 
-	if (!ep->ok)
-		return snprintf(err, n, "no CUDA device (%s)", ep->why), EP_E_UNSUPPORTED;
+	if (!ep->dk.ok)
+		return dk_unavailable(&ep->dk, err, n);
 	cuda_dev_bind(&ep->dev);
-	return cuda_exec_load(ep, sg, err, n);
+	return dk_exec_load(&ep->dk, sg, err, n);
 }
 
 static int cuda_run(void *self, ep_subgraph *sg, ep_run *r, char *err, size_t n)
@@ -82,7 +80,7 @@ static int cuda_run(void *self, ep_subgraph *sg, ep_run *r, char *err, size_t n)
 	cuda_ep *ep = self;
 
 	cuda_dev_bind(&ep->dev);
-	return cuda_exec_run(ep, sg, r, err, n);
+	return dk_exec_run(sg, r, err, n);
 }
 
 static void cuda_unload(void *self, ep_subgraph *sg)
@@ -90,7 +88,7 @@ static void cuda_unload(void *self, ep_subgraph *sg)
 	cuda_ep *ep = self;
 
 	cuda_dev_bind(&ep->dev);
-	cuda_exec_unload(ep, sg);
+	dk_exec_unload(sg);
 }
 
 static const ep_vtable cuda_vtable = {

@@ -1,340 +1,279 @@
 /*
- * cuda_exec: loading a subgraph onto the GPU and the ops' side of a run
- * (outputs, views, scratch, uploads; see cuda_ops.h and cuda_exec.h).  The
- * run itself is cuda_run.c.
+ * cuda_exec: the CUDA device's operations for the device kit's executor
+ * (see cuda_exec.h): memory from the caching heap, the core's buffers by
+ * id, the run's stream, staged uploads and downloads, the weights at
+ * load; and what the ops call for the device's handles and launch errors.
  */
 #include "cuda_exec.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "cuda_buf.h"
 #include "log.h"
+
+#define STAGE_ALIGN 64
+
+/* ---- memory ------------------------------------------------------------- */
+
+static int cu_ex_mem_alloc(void *self, uint64_t nbytes, dk_buf *out, char *err, size_t n)
+{
+	cuda_ep *ep = self;
+	cuda_block blk = {0};
+
+	memset(out, 0, sizeof(*out));
+	if (cuda_heap_alloc(&ep->heap, nbytes, &blk, err, n))
+		return EP_E_NOMEM;
+	out->ptr = blk.ptr;
+	out->size = blk.size;
+	return 0;
+}
+
+static void cu_ex_mem_free(void *self, dk_buf *b)
+{
+	cuda_ep *ep = self;
+	cuda_block blk = {b->ptr, b->size};
+
+	cuda_heap_free(&ep->heap, &blk);
+	memset(b, 0, sizeof(*b));
+}
+
+static uint64_t cu_ex_mem_in_use(void *self)
+{
+	return ((cuda_ep *)self)->heap.in_use;
+}
+
+static int cu_ex_buf_range(void *self, uint64_t id, uint64_t off, uint64_t nbytes, dk_buf *out,
+		     char *err, size_t n)
+{
+	cuda_dbuf *d = cuda_buf_find(self, id);
+
+	if (!d || off > d->nbytes || nbytes > d->nbytes - off)
+		return snprintf(err, n, "device buffer %llu [%llu, +%llu) is not allocated",
+				(unsigned long long)id, (unsigned long long)off,
+				(unsigned long long)nbytes), EP_E_INVALID;
+	*out = (dk_buf){.ptr = (char *)d->blk.ptr + off, .size = nbytes};
+	return 0;
+}
+
+static int cu_ex_buf_exists(void *self, uint64_t id)
+{
+	return cuda_buf_find(self, id) != NULL;
+}
+
+static int cu_ex_buf_adopt(void *self, uint64_t id, uint64_t nbytes, const dk_buf *b, char *err,
+		     size_t n)
+{
+	cuda_block blk = {b->ptr, b->size};
+
+	return cuda_buf_adopt(self, id, nbytes, &blk, err, n);
+}
+
+/* ---- a run -------------------------------------------------------------- */
+
+static int cu_ex_run_begin(dk_exec *ex, char *err, size_t n)
+{
+	cudaStream_t s = NULL;
+
+	if (cuda_dev_stream(&cuda_ep_of(ex)->dev, ex->run->stream, &s, err, n))
+		return EP_E_INTERNAL;
+	ex->stream = s;
+	return 0;
+}
+
+/* An int tensor in a device buffer, read to the host now. */
+static int cu_ex_run_fetch(dk_exec *ex, const ep_tensor *b, void *dst, char *err, size_t n)
+{
+	dk_buf src;
+	cudaError_t e;
+	int rc = cu_ex_buf_range(ex->dev->self, b->buffer_id, b->buffer_offset, b->nbytes, &src, err, n);
+
+	if (rc)
+		return rc;
+	e = cudaMemcpyAsync(dst, src.ptr, b->nbytes, cudaMemcpyDeviceToHost, ex->stream);
+	if (e == cudaSuccess)
+		e = cudaStreamSynchronize(ex->stream);
+	return e == cudaSuccess ? 0 : (cuda_err(e, "reading an int tensor", err, n), EP_E_INTERNAL);
+}
+
+/* Stages the transfers [from, l->n) in one pinned buffer (held until the
+ * run ends) and enqueues them; uploads are copied in now.  The pinned
+ * buffer in *stage. */
+static int stage(dk_exec *ex, dk_list *l, size_t from, int upload, cuda_pinned_buf **stage,
+		 char *err, size_t n)
+{
+	uint64_t total = 0;
+	cuda_pinned_buf **slot;
+
+	for (size_t i = from; i < l->n; i++) {
+		dk_xfer *x = DK_AT(l, dk_xfer, i);
+
+		x->stage_off = total;
+		total += (x->nbytes + STAGE_ALIGN - 1) & ~(uint64_t)(STAGE_ALIGN - 1);
+	}
+	if (from >= l->n)
+		return 0;
+	slot = dk_list_push(&ex->held);
+	if (!slot)
+		return snprintf(err, n, "out of memory"), EP_E_NOMEM;
+	*slot = *stage = cuda_stage_get(cuda_ep_of(ex), total, err, n);
+	if (!*slot)
+		return ex->held.n--, EP_E_NOMEM;
+	for (size_t i = from; i < l->n; i++) {
+		dk_xfer *x = DK_AT(l, dk_xfer, i);
+		char *s = (char *)(*stage)->ptr + x->stage_off;
+		cudaError_t e;
+
+		if (upload)
+			memcpy(s, x->host, x->nbytes);
+		e = upload ? cudaMemcpyAsync(x->dev.ptr, s, x->nbytes, cudaMemcpyHostToDevice,
+					     ex->stream)
+			   : cudaMemcpyAsync(s, x->dev.ptr, x->nbytes, cudaMemcpyDeviceToHost,
+					     ex->stream);
+		if (e != cudaSuccess)
+			return cuda_err(e, upload ? "upload" : "download", err, n), EP_E_INTERNAL;
+	}
+	return 0;
+}
+
+/* The uploads queued since the last flush go ahead of what the ops
+ * enqueue next. */
+static int cu_ex_run_flush(dk_exec *ex, char *err, size_t n)
+{
+	cuda_pinned_buf *s = NULL;
+	int rc = stage(ex, &ex->up, ex->up_flushed, 1, &s, err, n);
+
+	ex->up_flushed = ex->up.n;
+	return rc;
+}
+
+/* Waits for the run.  An error here may leave the CUDA context unusable
+ * (an illegal address is sticky): then the process exits with status 70
+ * and the supervisor restarts a clean one, as ort-ep-vulkan does on a lost
+ * device. */
+static int finish(dk_exec *ex, char *err, size_t n)
+{
+	cudaError_t e = cudaStreamSynchronize(ex->stream);
+
+	if (e == cudaSuccess)
+		return 0;
+	cuda_err(e, "run", err, n);
+	if (cudaDeviceSynchronize() != cudaSuccess) {
+		ipc_log(IPC_LOG_ERROR, "%s; the CUDA context is unusable: exiting", err);
+		_exit(70);
+	}
+	return EP_E_INTERNAL;
+}
+
+/* The copies into device buffers and the staged downloads, one
+ * synchronisation, then the downloads to host memory.  A failed run only
+ * waits for what its ops enqueued. */
+static int cu_ex_run_submit(dk_exec *ex, int ok, char *err, size_t n)
+{
+	cuda_pinned_buf *down = NULL;
+	int rc = ok ? cu_ex_run_flush(ex, err, n) : 0;
+
+	if (!ex->stream)
+		return rc;
+	for (size_t i = 0; ok && rc == 0 && i < ex->d2d.n; i++) {
+		dk_d2d *c = DK_AT(&ex->d2d, dk_d2d, i);
+		cudaError_t e = cudaMemcpyAsync(c->dst.ptr, c->src.ptr, c->nbytes,
+						cudaMemcpyDeviceToDevice, ex->stream);
+
+		if (e != cudaSuccess)
+			rc = (cuda_err(e, "device output copy", err, n), EP_E_INTERNAL);
+	}
+	if (ok && rc == 0)
+		rc = stage(ex, &ex->down, 0, 0, &down, err, n);
+	if (rc == 0)
+		rc = finish(ex, err, n);
+	else
+		finish(ex, (char[256]){0}, 256);
+	for (size_t i = 0; ok && rc == 0 && i < ex->down.n; i++) {
+		dk_xfer *x = DK_AT(&ex->down, dk_xfer, i);
+
+		memcpy(x->host, (char *)down->ptr + x->stage_off, x->nbytes);
+	}
+	return rc;
+}
+
+/* After the stream synchronised (or failed): staging back to the pool. */
+static void cu_ex_run_end(dk_exec *ex, int ok)
+{
+	(void)ok;
+	for (size_t i = 0; i < ex->held.n; i++)
+		cuda_pinned_put(&cuda_ep_of(ex)->pinned, *DK_AT(&ex->held, cuda_pinned_buf *, i));
+	ex->held.n = 0;
+}
 
 /* ---- load --------------------------------------------------------------- */
 
-static void exec_free(cu_exec *ex)
-{
-	cuda_heap *h = &ex->ep->heap;
-
-	for (size_t k = 0; ex->nodes && k < ex->n_nodes; k++) {
-		cu_node *nd = &ex->nodes[k];
-
-		if (nd->op && nd->op->fini)
-			nd->op->fini(nd);
-		free(nd->in);
-		free(nd->out);
-		free(nd->state);
-		cuda_heap_free(h, &nd->keep);
-	}
-	for (size_t v = 0; ex->own && v < ex->n_values; v++)
-		cuda_heap_free(h, &ex->own[v]);
-	free(ex->nodes);
-	free(ex->consts);
-	free(ex->own);
-	free(ex->vals);
-	ep_wiring_fini(&ex->w);
-	free(ex->in);
-	free(ex->up.v);
-	free(ex->down.v);
-	free(ex->d2d.v);
-	free(ex->temps.v);
-	free(ex->stage.v);
-	free(ex->htemps.v);
-	free(ex->made.v);
-	free(ex);
-}
-
-static int alloc_tables(cu_exec *ex)
-{
-	size_t nv = ex->n_values + 1, nn = ex->n_nodes + 1;
-
-	ex->nodes = calloc(nn, sizeof(*ex->nodes));
-	ex->consts = calloc(nv, sizeof(*ex->consts));
-	ex->own = calloc(nv, sizeof(*ex->own));
-	ex->vals = calloc(nv, sizeof(*ex->vals));
-	if (!ex->nodes || !ex->consts || !ex->own || !ex->vals ||
-	    ep_wiring_init(&ex->w, ex->sg))
-		return -1;
-	ex->up.size = ex->down.size = ex->d2d.size = sizeof(cu_xfer);
-	ex->temps.size = sizeof(cuda_block);
-	ex->stage.size = sizeof(cuda_pinned_buf *);
-	ex->htemps.size = sizeof(void *);
-	ex->made.size = sizeof(uint64_t);
-	return 0;
-}
-
-static int load_node(cu_exec *ex, size_t k, size_t *max_in, char *err, size_t n)
-{
-	const Onnx__NodeProto *p = ex->sg->graph->node[k];
-	cu_node *nd = &ex->nodes[k];
-	const char *domain = p->domain ? p->domain : "";
-	int rc;
-
-	nd->proto = p;
-	nd->opset = ep_subgraph_opset(ex->sg, domain);
-	nd->op = cu_op_find(p->op_type, domain, nd->opset);
-	if (!nd->op)
-		return snprintf(err, n, "node '%s': %s (opset %lld) is not a CUDA op",
-				p->name ? p->name : "", p->op_type, (long long)nd->opset),
-		       EP_E_UNSUPPORTED;
-	nd->n_in = (int)p->n_input;
-	nd->n_out = (int)p->n_output;
-	rc = ep_node_wire(&ex->w, p, (int)k, &nd->in, &nd->out, err, n);
-	if (!rc && nd->op->prepare)
-		rc = nd->op->prepare(nd, err, n);
-	if (rc)
-		return rc;
-	if (p->n_input > *max_in)
-		*max_in = p->n_input;
-	return 0;
-}
-
-static int load_weights(cu_exec *ex, char *err, size_t n)
+static int cu_ex_load_weights(dk_exec *ex, char *err, size_t n)
 {
 	const ep_subgraph *sg = ex->sg;
-	cuda_block *dst;
-	int rc = ep_weights_check(sg, err, n);
+	cuda_block *dst = calloc(sg->n_weights + 1, sizeof(*dst));
+	int rc;
 
-	if (rc)
-		return rc;
-	dst = calloc(sg->n_weights + 1, sizeof(*dst));
 	if (!dst)
 		return snprintf(err, n, "out of memory"), EP_E_NOMEM;
-	rc = cuda_load_weights(ex->ep, sg, dst, err, n);
+	rc = cuda_load_weights(cuda_ep_of(ex), sg, dst, err, n);
+	/* The exec owns them now (freed with the other values). */
 	for (size_t i = 0; i < sg->n_weights; i++) {
-		const ep_weight *w = &sg->weights[i];
-		cu_val *c = &ex->consts[w->value];
+		dk_buf *own = &ex->own[sg->weights[i].value];
 
-		c->dtype = w->dtype;
-		c->rank = w->rank;
-		memcpy(c->dims, w->dims, sizeof(int64_t) * (size_t)w->rank);
-		c->numel = ep_numel(w->rank, w->dims);
-		c->nbytes = w->nbytes;
-		c->host = w->data;
-		c->dev = dst[i].ptr;
-		c->is_const = 1;
-		c->ready = 1;
-		/* The exec owns them now (freed with the other values). */
-		cuda_heap_free(&ex->ep->heap, &ex->own[w->value]);
-		ex->own[w->value] = dst[i];
+		cu_ex_mem_free(ex->dev->self, own);
+		*own = (dk_buf){.ptr = dst[i].ptr, .size = dst[i].size};
 	}
 	free(dst);
 	return rc;
 }
 
-int cuda_exec_load(cuda_ep *ep, ep_subgraph *sg, char *err, size_t n)
+/* Its memory goes back to the cache: nothing may still use it. */
+static void cu_ex_unload(dk_exec *ex)
 {
-	cu_exec *ex = calloc(1, sizeof(*ex));
-	size_t max_in = 1;
-	int rc = 0;
-
-	if (!ex)
-		return snprintf(err, n, "out of memory"), EP_E_NOMEM;
-	ex->ep = ep;
-	ex->sg = sg;
-	ex->n_values = sg->n_values;
-	ex->n_nodes = sg->graph->n_node;
-	if (alloc_tables(ex)) {
-		exec_free(ex);
-		return snprintf(err, n, "out of memory"), EP_E_NOMEM;
-	}
-	for (size_t k = 0; k < ex->n_nodes && rc == 0; k++)
-		rc = load_node(ex, k, &max_in, err, n);
-	if (rc == 0)
-		rc = load_weights(ex, err, n);
-	ex->in = calloc(max_in + 1, sizeof(*ex->in));
-	if (rc == 0 && !ex->in) {
-		snprintf(err, n, "out of memory");
-		rc = EP_E_NOMEM;
-	}
-	if (rc) {
-		exec_free(ex);
-		return rc;
-	}
-	sg->impl = ex;
-	if (ipc_log_enabled(IPC_LOG_DEBUG))
-		ep_log_loaded(sg, ep->heap.in_use);
-	return 0;
+	cuda_dev_sync_all(&cuda_ep_of(ex)->dev);
 }
 
-void cuda_exec_unload(cuda_ep *ep, ep_subgraph *sg)
+static const dk_dev_ops cuda_dk_ops = {
+	.alloc = cu_ex_mem_alloc,
+	.free = cu_ex_mem_free,
+	.range = cu_ex_buf_range,
+	.exists = cu_ex_buf_exists,
+	.adopt = cu_ex_buf_adopt,
+	.begin = cu_ex_run_begin,
+	.fetch = cu_ex_run_fetch,
+	.flush = cu_ex_run_flush,
+	.submit = cu_ex_run_submit,
+	.end = cu_ex_run_end,
+	.find_op = cu_op_find,
+	.load_weights = cu_ex_load_weights,
+	.unload = cu_ex_unload,
+};
+
+void cuda_exec_device(cuda_ep *ep)
 {
-	/* Its memory goes back to the cache: nothing may still use it. */
-	cuda_dev_sync_all(&ep->dev);
-	if (sg->impl)
-		exec_free(sg->impl);
-	sg->impl = NULL;
+	dk_device *d = &ep->dk;
+
+	d->ops = &cuda_dk_ops;
+	d->self = ep;
+	d->name = "CUDA";
+	d->max_elems = INT64_MAX;
+	d->held_size = sizeof(cuda_pinned_buf *);
+	d->mem_in_use = cu_ex_mem_in_use;
 }
 
 /* ---- the ops' side ------------------------------------------------------ */
 
-int cu_fail(cu_ctx *c, int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	c->status = code;
-	va_start(ap, fmt);
-	ep_node_vfail(c->err, c->errlen, c->node->proto, code, fmt, ap);
-	va_end(ap);
-	return code;
-}
-
-int cu_check(cu_ctx *c, cudaError_t e, const char *what)
+int cu_check(dk_ctx *c, cudaError_t e, const char *what)
 {
 	if (e == cudaSuccess)
 		return 0;
-	return cu_fail(c, EP_E_INTERNAL, "%s: %s", what, cudaGetErrorString(e));
+	return dk_fail(c, EP_E_INTERNAL, "%s: %s", what, cudaGetErrorString(e));
 }
 
-struct cuda_dev *cu_dev(const cu_ctx *c)
+struct cuda_dev *cu_dev(const dk_ctx *c)
 {
-	return &c->ex->ep->dev;
-}
-
-const cu_val *cu_in(const cu_ctx *c, int i)
-{
-	return i < c->n_in ? c->in[i] : NULL;
-}
-
-/* Checks a dtype and shape against the binding the core planned for value v. */
-static int check_planned(cu_ctx *c, int v, int32_t dtype, int rank, const int64_t *dims)
-{
-	cu_exec *ex = c->ex;
-	char msg[512];
-	int rc = ep_check_planned(&ex->w, ex->run, v, dtype, rank, dims, msg, sizeof(msg));
-
-	return rc ? cu_fail(c, rc, "%s", msg) : 0;
-}
-
-static cu_val *out_value(cu_ctx *c, int i, int32_t dtype, int rank, const int64_t *dims,
-			 int *rc)
-{
-	int v = i < c->node->n_out ? c->node->out[i] : -1;
-	int64_t numel = ep_numel(rank, dims);
-
-	if (v < 0)
-		*rc = cu_fail(c, EP_E_INTERNAL, "output %d is not in the graph", i);
-	else if (rank > EP_MAX_RANK || numel < 0)
-		*rc = cu_fail(c, EP_E_INVALID, "output of %lld elements", (long long)numel);
-	else
-		*rc = check_planned(c, v, dtype, rank, dims);
-	return *rc ? NULL : &c->ex->vals[v];
-}
-
-const cu_val *cu_out(cu_ctx *c, int i, int32_t dtype, int rank, const int64_t *dims)
-{
-	int rc;
-	cu_val *o = out_value(c, i, dtype, rank, dims, &rc);
-	cu_exec *ex = c->ex;
-	uint64_t nbytes;
-	int v;
-
-	if (!o)
-		return NULL;
-	v = c->node->out[i];
-	nbytes = (uint64_t)ep_numel(rank, dims) * cu_elem_size(dtype);
-	/* Kept across runs; a larger shape gets a larger block.  The old one
-	 * may still be read by work of this stream: it goes back to the cache
-	 * only at the end of the run. */
-	if (!ex->own[v].ptr || ex->own[v].size < nbytes) {
-		cuda_block *t = ex->own[v].ptr ? ep_list_push(&ex->temps) : NULL;
-
-		if (ex->own[v].ptr && !t) {
-			cu_fail(c, EP_E_NOMEM, "out of memory");
-			return NULL;
-		}
-		if (t)
-			*t = ex->own[v];
-		ex->own[v].ptr = NULL;
-		if (cuda_heap_alloc(&ex->ep->heap, nbytes, &ex->own[v], c->err, c->errlen)) {
-			c->status = EP_E_NOMEM;
-			return NULL;
-		}
-	}
-	memset(o, 0, sizeof(*o));
-	o->dtype = dtype;
-	o->rank = rank;
-	memcpy(o->dims, dims, sizeof(int64_t) * (size_t)rank);
-	o->numel = ep_numel(rank, dims);
-	o->nbytes = nbytes;
-	o->dev = ex->own[v].ptr;
-	o->ready = 1;
-	return o;
-}
-
-int cu_out_alias(cu_ctx *c, int i, const cu_val *src, int rank, const int64_t *dims)
-{
-	int rc;
-	cu_val *o = out_value(c, i, src->dtype, rank, dims, &rc);
-	cu_val copy = *src;
-
-	if (!o)
-		return rc;
-	if (ep_numel(rank, dims) != src->numel)
-		return cu_fail(c, EP_E_INVALID, "cannot view %lld elements as %lld",
-			       (long long)src->numel, (long long)ep_numel(rank, dims));
-	copy.rank = rank;
-	memcpy(copy.dims, dims, sizeof(int64_t) * (size_t)rank);
-	copy.is_const = 0;
-	*o = copy;
-	return 0;
-}
-
-int cu_temp(cu_ctx *c, uint64_t nbytes, void **ptr)
-{
-	cuda_block *t = ep_list_push(&c->ex->temps);
-
-	if (!t)
-		return cu_fail(c, EP_E_NOMEM, "out of memory");
-	if (cuda_heap_alloc(&c->ex->ep->heap, nbytes, t, c->err, c->errlen)) {
-		c->ex->temps.n--;
-		c->status = EP_E_NOMEM;
-		return EP_E_NOMEM;
-	}
-	*ptr = t->ptr;
-	return 0;
-}
-
-/* Copies host bytes to dst through a pinned buffer released at the end of
- * the run (after the stream synchronised). */
-static int upload(cu_ctx *c, const void *data, uint64_t nbytes, void *dst)
-{
-	cu_exec *ex = c->ex;
-	cuda_pinned_buf **slot = ep_list_push(&ex->stage);
-
-	if (!slot)
-		return cu_fail(c, EP_E_NOMEM, "out of memory");
-	*slot = cuda_stage_get(ex->ep, nbytes, c->err, c->errlen);
-	if (!*slot) {
-		ex->stage.n--;
-		c->status = EP_E_NOMEM;
-		return EP_E_NOMEM;
-	}
-	memcpy((*slot)->ptr, data, nbytes);
-	return cu_check(c, cudaMemcpyAsync(dst, (*slot)->ptr, nbytes, cudaMemcpyHostToDevice,
-					   c->stream), "upload");
-}
-
-int cu_upload_temp(cu_ctx *c, const void *data, uint64_t nbytes, void **ptr)
-{
-	int rc = cu_temp(c, nbytes, ptr);
-
-	return rc ? rc : upload(c, data, nbytes, *ptr);
-}
-
-int cu_upload_keep(cu_ctx *c, const void *data, uint64_t nbytes, void **ptr)
-{
-	cu_node *nd = c->node;
-
-	if (nd->keep.ptr) {
-		*ptr = nd->keep.ptr;
-		return 0;
-	}
-	if (cuda_heap_alloc(&c->ex->ep->heap, nbytes, &nd->keep, c->err, c->errlen))
-		return c->status = EP_E_NOMEM;
-	nd->keep_fresh = 1;
-	*ptr = nd->keep.ptr;
-	return upload(c, data, nbytes, *ptr);
+	return &cuda_ep_of(c->ex)->dev;
 }

@@ -88,7 +88,7 @@ static int load_all(loader *l, const ep_subgraph *sg, cuda_block *dst, uint64_t 
 		const ep_weight *w = &sg->weights[i];
 
 		/* int64 shapes, axes and indices are read on the host. */
-		if (!cu_is_float(w->dtype))
+		if (!dk_dev_dtype(w->dtype))
 			continue;
 		if (cuda_heap_alloc(&l->ep->heap, w->nbytes, &dst[i], err, n))
 			return EP_E_NOMEM;

@@ -31,17 +31,17 @@ static int conv_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t 
 			 char *why, size_t n)
 {
 	(void)opset;
-	return ep_conv_node_ok(p, why, n) && cu_need_float(p, dt, n_in, 0, -1, 0, why, n);
+	return dk_conv_node_ok(p, why, n) && dk_need_float(p, dt, n_in, 0, -1, 0, why, n);
 }
 
-static int conv_prepare(cu_node *nd, char *err, size_t n)
+static int conv_prepare(dk_node *nd, char *err, size_t n)
 {
 	nd->state = calloc(1, sizeof(conv_state));
 	return nd->state ? 0 : (snprintf(err, n, "out of memory"), EP_E_NOMEM);
 }
 
 #ifdef ORTMK_HAVE_CUDNN
-static void conv_fini(cu_node *nd)
+static void conv_fini(dk_node *nd)
 {
 	conv_state *s = nd->state;
 
@@ -54,14 +54,14 @@ static void conv_fini(cu_node *nd)
 	s->xd = NULL;
 }
 
-static int dnn_fail(cu_ctx *c, cudnnStatus_t st, const char *what)
+static int dnn_fail(dk_ctx *c, cudnnStatus_t st, const char *what)
 {
-	return cu_fail(c, EP_E_INTERNAL, "%s: %s", what, cudnnGetErrorString(st));
+	return dk_fail(c, EP_E_INTERNAL, "%s: %s", what, cudnnGetErrorString(st));
 }
 
 /* Descriptors for this shape: tensors as 4-D (1-D convolutions get H = 1)
  * or 5-D, packed NCHW. */
-static cudnnStatus_t describe(conv_state *s, const cu_val *x, const cu_val *w, const cu_val *y,
+static cudnnStatus_t describe(conv_state *s, const dk_val *x, const dk_val *w, const dk_val *y,
 			      const cuk_window *g, int64_t G, int tf32, int nsp)
 {
 	int nd = nsp == 3 ? 5 : 4, first = 5 - nd;
@@ -105,7 +105,7 @@ static cudnnStatus_t describe(conv_state *s, const cu_val *x, const cu_val *w, c
 }
 
 /* Picks the first algorithm the heuristics rank that needs no TF32. */
-static int choose_algo(cu_ctx *c, conv_state *s)
+static int choose_algo(dk_ctx *c, conv_state *s)
 {
 	cudnnHandle_t h = cu_dev(c)->dnn;
 	cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
@@ -129,8 +129,8 @@ static int choose_algo(cu_ctx *c, conv_state *s)
 	return -1;
 }
 
-static int dnn_prepare_shape(cu_ctx *c, conv_state *s, const cu_val *x, const cu_val *w,
-			     const cu_val *y, const cuk_window *g, int64_t G, int nsp)
+static int dnn_prepare_shape(dk_ctx *c, conv_state *s, const dk_val *x, const dk_val *w,
+			     const dk_val *y, const cuk_window *g, int64_t G, int nsp)
 {
 	cudnnStatus_t st = CUDNN_STATUS_SUCCESS;
 
@@ -158,18 +158,20 @@ static int dnn_prepare_shape(cu_ctx *c, conv_state *s, const cu_val *x, const cu
 	return 0;
 }
 
-static int dnn_run(cu_ctx *c, conv_state *s, const cu_val *x, const cu_val *w, const cu_val *y)
+static int dnn_run(dk_ctx *c, conv_state *s, const dk_val *x, const dk_val *w, const dk_val *y)
 {
 	cudnnHandle_t h = cu_dev(c)->dnn;
 	const float one = 1.0f, zero = 0.0f;
-	void *ws = NULL;
+	dk_buf wsb = {0};
+	void *ws;
 	cudnnStatus_t st;
 
-	if (s->ws && cu_temp(c, s->ws, &ws))
+	if (s->ws && dk_temp(c, s->ws, &wsb))
 		return c->status;
+	ws = wsb.ptr;
 	cudnnSetStream(h, c->stream);
-	st = cudnnConvolutionForward(h, &one, s->xd, x->dev, s->wd, w->dev, s->cd, s->algo, ws,
-				     s->ws, &zero, s->yd, y->dev);
+	st = cudnnConvolutionForward(h, &one, s->xd, x->dev.ptr, s->wd, w->dev.ptr, s->cd, s->algo, ws,
+				     s->ws, &zero, s->yd, y->dev.ptr);
 	return st == CUDNN_STATUS_SUCCESS ? 0 : dnn_fail(c, st, "cudnnConvolutionForward");
 }
 #endif
@@ -196,7 +198,7 @@ static int want_dnn(const cuk_window *g)
 #endif
 }
 
-static int shape_changed(conv_state *s, const cu_val *x, const cu_val *w)
+static int shape_changed(conv_state *s, const dk_val *x, const dk_val *w)
 {
 	size_t r = (size_t)x->rank;
 	int changed = !s->keyed || s->key[0] != x->rank ||
@@ -210,9 +212,9 @@ static int shape_changed(conv_state *s, const cu_val *x, const cu_val *w)
 	return changed;
 }
 
-static int conv_run(cu_ctx *c)
+static int conv_run(dk_ctx *c)
 {
-	const cu_val *x = cu_in(c, 0), *w = cu_in(c, 1), *b = cu_in(c, 2), *y;
+	const dk_val *x = dk_in(c, 0), *w = dk_in(c, 1), *b = dk_in(c, 2), *y;
 	int64_t G = proto_attr_int(c->node->proto, "group", 1), dims[5];
 	conv_state *s = c->node->state;
 	cuk_window g;
@@ -220,13 +222,13 @@ static int conv_run(cu_ctx *c)
 
 	if (!x || !w || x->rank < 3 || w->rank != x->rank || x->dtype != CU_FLOAT ||
 	    w->dtype != CU_FLOAT)
-		return cu_fail(c, EP_E_INVALID, "X and W must be float32 of the same rank >= 3");
+		return dk_fail(c, EP_E_INVALID, "X and W must be float32 of the same rank >= 3");
 	if (x->dims[1] != w->dims[1] * G || w->dims[0] % G)
-		return cu_fail(c, EP_E_INVALID, "channels: X has %lld, W is [%lld,%lld,...], group %lld",
+		return dk_fail(c, EP_E_INVALID, "channels: X has %lld, W is [%lld,%lld,...], group %lld",
 			       (long long)x->dims[1], (long long)w->dims[0], (long long)w->dims[1],
 			       (long long)G);
 	if (b && (b->dtype != CU_FLOAT || b->numel != w->dims[0]))
-		return cu_fail(c, EP_E_INVALID, "B must hold %lld floats", (long long)w->dims[0]);
+		return dk_fail(c, EP_E_INVALID, "B must hold %lld floats", (long long)w->dims[0]);
 	rc = cu_window_geometry(c, x, w->dims + 2, &g, &nsp);
 	if (rc)
 		return rc;
@@ -234,7 +236,7 @@ static int conv_run(cu_ctx *c)
 	dims[1] = w->dims[0];
 	for (int i = 0; i < nsp; i++)
 		dims[2 + i] = g.out[3 - nsp + i];
-	y = cu_out(c, 0, CU_FLOAT, x->rank, dims);
+	y = dk_out(c, 0, CU_FLOAT, x->rank, dims);
 	if (!y)
 		return c->status;
 	if (!y->numel)
@@ -251,22 +253,22 @@ static int conv_run(cu_ctx *c)
 	if (s->use_dnn && want_dnn(&g)) {
 		rc = dnn_run(c, s, x, w, y);
 		if (rc == 0 && b)
-			rc = cu_check(c, cuk_bias_add(c->stream, y->dev, b->dev, dims[0], dims[1],
+			rc = cu_check(c, cuk_bias_add(c->stream, y->dev.ptr, b->dev.ptr, dims[0], dims[1],
 						      g.out[0] * g.out[1] * g.out[2]), "bias kernel");
 		return rc;
 	}
 #else
 	(void)want_dnn;
 #endif
-	return cu_check(c, cuk_conv(c->stream, x->dev, w->dev, b ? b->dev : NULL, y->dev, x->dims[0],
+	return cu_check(c, cuk_conv(c->stream, x->dev.ptr, w->dev.ptr, b ? b->dev.ptr : NULL, y->dev.ptr, x->dims[0],
 				    G, w->dims[1], w->dims[0] / G, &g), "convolution kernel");
 }
 
-const cu_op cu_ops_conv[] = {
+const dk_op cu_ops_conv[] = {
 #ifdef ORTMK_HAVE_CUDNN
-	{"Conv", 1, 22, conv_supports, conv_prepare, conv_run, conv_fini},
+	{"Conv", 1, 22, conv_supports, conv_prepare, conv_run, conv_fini, 0, NULL, NULL},
 #else
-	{"Conv", 1, 22, conv_supports, conv_prepare, conv_run, NULL},
+	{"Conv", 1, 22, conv_supports, conv_prepare, conv_run, NULL, 0, NULL, NULL},
 #endif
 	{0},
 };

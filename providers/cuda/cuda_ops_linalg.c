@@ -19,7 +19,7 @@
 
 #include "cuda_dev.h"
 #include "cuda_ops.h"
-#include "ep_ops.h"
+#include "dk_ops.h"
 
 typedef struct gemm_desc {
 	int32_t dtype;
@@ -29,7 +29,7 @@ typedef struct gemm_desc {
 	int64_t sa, sb, sc, batch;      /* cuBLAS batch: strides in elements */
 } gemm_desc;
 
-static int gemm_call(cu_ctx *c, const gemm_desc *g, const void *A, const void *B, void *C)
+static int gemm_call(dk_ctx *c, const gemm_desc *g, const void *A, const void *B, void *C)
 {
 	cublasHandle_t h = cu_dev(c)->blas;
 	cublasOperation_t oa = g->ta ? CUBLAS_OP_T : CUBLAS_OP_N, ob = g->tb ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -50,7 +50,7 @@ static int gemm_call(cu_ctx *c, const gemm_desc *g, const void *A, const void *B
 						CUDA_R_16F, m > 1 ? m : 1, g->sc, (int)g->batch,
 						CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
 	if (st != CUBLAS_STATUS_SUCCESS)
-		return cu_fail(c, EP_E_INTERNAL, "cuBLAS gemm %lldx%lldx%lld (batch %lld): %s",
+		return dk_fail(c, EP_E_INTERNAL, "cuBLAS gemm %lldx%lldx%lld (batch %lld): %s",
 			       (long long)g->M, (long long)g->N, (long long)g->K,
 			       (long long)g->batch, cublasGetStatusString(st));
 	return 0;
@@ -61,20 +61,11 @@ static int dims_fit(const gemm_desc *g)
 	return g->M <= INT_MAX && g->N <= INT_MAX && g->K <= INT_MAX && g->batch <= INT_MAX;
 }
 
-static int matmul_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
-			   char *why, size_t n)
-{
-	(void)opset;
-	if (!ep_binary_node_ok(p, why, n))
-		return 0;
-	return cu_need_float(p, dt, n_in, 0, -1, 1, why, n);
-}
-
 /* Loops over every folded batch dim but the last; cuBLAS batches that. */
-static int matmul_batches(cu_ctx *c, gemm_desc *g, int k, const int64_t *bd, const int64_t *sa,
-			  const int64_t *sb, const cu_val *A, const cu_val *B, const cu_val *Y)
+static int matmul_batches(dk_ctx *c, gemm_desc *g, int k, const int64_t *bd, const int64_t *sa,
+			  const int64_t *sb, const dk_val *A, const dk_val *B, const dk_val *Y)
 {
-	size_t es = cu_elem_size(A->dtype);
+	size_t es = dk_esz(A->dtype);
 	int64_t outer = 1, idx[EP_MAX_RANK] = {0};
 
 	g->batch = k ? bd[k - 1] : 1;
@@ -84,7 +75,7 @@ static int matmul_batches(cu_ctx *c, gemm_desc *g, int k, const int64_t *bd, con
 	for (int i = 0; i + 1 < k; i++)
 		outer *= bd[i];
 	if (!dims_fit(g))
-		return cu_fail(c, EP_E_UNSUPPORTED, "dims exceed cuBLAS's int range");
+		return dk_fail(c, EP_E_UNSUPPORTED, "dims exceed cuBLAS's int range");
 	for (int64_t o = 0; o < outer; o++) {
 		int64_t ao = 0, bo = 0, rem = o;
 		int rc;
@@ -95,68 +86,35 @@ static int matmul_batches(cu_ctx *c, gemm_desc *g, int k, const int64_t *bd, con
 			ao += idx[i] * sa[i];
 			bo += idx[i] * sb[i];
 		}
-		rc = gemm_call(c, g, (const char *)A->dev + ao * es, (const char *)B->dev + bo * es,
-			       (char *)Y->dev + o * g->batch * g->sc * es);
+		rc = gemm_call(c, g, (const char *)A->dev.ptr + ao * es, (const char *)B->dev.ptr + bo * es,
+			       (char *)Y->dev.ptr + o * g->batch * g->sc * es);
 		if (rc)
 			return rc;
 	}
 	return 0;
 }
 
-static int matmul_run(cu_ctx *c)
+static int matmul_run(dk_ctx *c)
 {
-	const cu_val *A = cu_in(c, 0), *B = cu_in(c, 1), *Y;
-	int64_t da[EP_MAX_RANK + 1], db[EP_MAX_RANK + 1], bd[EP_MAX_RANK], od[EP_MAX_RANK];
-	int64_t sa[EP_MAX_RANK], sb[EP_MAX_RANK];
+	const dk_val *A = dk_in(c, 0), *B = dk_in(c, 1), *Y;
 	gemm_desc g = {.alpha = 1.0f};
-	int ra, rb, nb, r, k;
-	char s1[128], s2[128];
+	dk_matmul m;
+	int k;
 
-	if (!A || !B || !cu_is_float(A->dtype) || B->dtype != A->dtype || !A->rank || !B->rank)
-		return cu_fail(c, EP_E_INVALID, "needs float operands of one dtype, rank >= 1");
-	ra = A->rank + (A->rank == 1);
-	rb = B->rank + (B->rank == 1);
-	da[0] = 1;
-	memcpy(da + (A->rank == 1), A->dims, sizeof(int64_t) * (size_t)A->rank);
-	memcpy(db, B->dims, sizeof(int64_t) * (size_t)B->rank);
-	if (B->rank == 1)
-		db[1] = 1;
-	if (da[ra - 1] != db[rb - 2] || (nb = onnx_broadcast(ra - 2, da, rb - 2, db, bd)) < 0)
-		return cu_fail(c, EP_E_INVALID, "%s x %s do not multiply",
-			       ep_shape_str(A->rank, A->dims, s1, sizeof(s1)),
-			       ep_shape_str(B->rank, B->dims, s2, sizeof(s2)));
-	memcpy(od, bd, sizeof(int64_t) * (size_t)nb);
-	r = nb;
-	if (A->rank > 1)
-		od[r++] = da[ra - 2];
-	if (B->rank > 1)
-		od[r++] = db[rb - 1];
-	Y = cu_out(c, 0, A->dtype, r, od);
-	if (!Y)
+	if (dk_matmul_out(c, &m, &Y))
 		return c->status;
 	if (!Y->numel)
 		return 0;
 	g.dtype = A->dtype;
-	g.M = da[ra - 2];
-	g.K = da[ra - 1];
-	g.N = db[rb - 1];
-	ep_batch_strides(da, ra, nb, bd, sa);
-	ep_batch_strides(db, rb, nb, bd, sb);
-	k = ep_fold_strides(nb, bd, sa, sb, bd);
-	return matmul_batches(c, &g, k, bd, sa, sb, A, B, Y);
-}
-
-static int gemm_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
-			 char *why, size_t n)
-{
-	(void)opset;
-	if (!ep_gemm_node_ok(p, why, n))
-		return 0;
-	return cu_need_float(p, dt, n_in, 0, -1, 1, why, n);
+	g.M = m.M;
+	g.K = m.K;
+	g.N = m.N;
+	k = dk_fold_strides(m.nb, m.bd, m.sa, m.sb, m.bd);
+	return matmul_batches(c, &g, k, m.bd, m.sa, m.sb, A, B, Y);
 }
 
 /* Y = C broadcast to [M, N] (Gemm's bias, scaled by beta in the product). */
-static int fill_bias(cu_ctx *c, const cu_val *C, const cu_val *Y)
+static int fill_bias(dk_ctx *c, const dk_val *C, const dk_val *Y)
 {
 	int64_t dims[EP_MAX_RANK], st[2];
 	cuk_bcast bc = {.rank = 2};
@@ -166,42 +124,42 @@ static int fill_bias(cu_ctx *c, const cu_val *C, const cu_val *Y)
 	if (C->dtype != Y->dtype || C->rank > 2 ||
 	    (r = onnx_broadcast(C->rank, C->dims, 2, Y->dims, dims)) < 0 || dims[0] != Y->dims[0] ||
 	    dims[1] != Y->dims[1])
-		return cu_fail(c, EP_E_INVALID, "C %s does not broadcast to [%lld,%lld]",
-			       ep_shape_str(C->rank, C->dims, s1, sizeof(s1)),
+		return dk_fail(c, EP_E_INVALID, "C %s does not broadcast to [%lld,%lld]",
+			       dk_shape_str(C->rank, C->dims, s1, sizeof(s1)),
 			       (long long)Y->dims[0], (long long)Y->dims[1]);
-	ep_bcast_strides(C->rank, C->dims, 2, st);
+	dk_bcast_strides(C->rank, C->dims, 2, st);
 	bc.dims[0] = Y->dims[0];
 	bc.dims[1] = Y->dims[1];
 	bc.sa[0] = st[0];
 	bc.sa[1] = st[1];
-	return cu_check(c, cuk_binary(c->stream, Y->dtype, CUK_B_FIRST, C->dev, C->dev, Y->dev,
+	return cu_check(c, cuk_binary(c->stream, Y->dtype, CUK_B_FIRST, C->dev.ptr, C->dev.ptr, Y->dev.ptr,
 				      Y->numel, &bc), "bias broadcast");
 }
 
-static int gemm_run(cu_ctx *c)
+static int gemm_run(dk_ctx *c)
 {
 	const Onnx__NodeProto *pr = c->node->proto;
-	const cu_val *A = cu_in(c, 0), *B = cu_in(c, 1), *C = cu_in(c, 2), *Y;
+	const dk_val *A = dk_in(c, 0), *B = dk_in(c, 1), *C = dk_in(c, 2), *Y;
 	gemm_desc g = {.ta = proto_attr_int(pr, "transA", 0) != 0, .tb = proto_attr_int(pr, "transB", 0) != 0,
 		       .alpha = proto_attr_float(pr, "alpha", 1.0f), .batch = 1};
 	int64_t dims[2];
 	char s1[128], s2[128];
 	int rc;
 
-	if (!A || !B || A->rank != 2 || B->rank != 2 || !cu_is_float(A->dtype) ||
+	if (!A || !B || A->rank != 2 || B->rank != 2 || !dk_dev_dtype(A->dtype) ||
 	    B->dtype != A->dtype)
-		return cu_fail(c, EP_E_INVALID, "A and B must be 2-D float of one dtype");
+		return dk_fail(c, EP_E_INVALID, "A and B must be 2-D float of one dtype");
 	g.dtype = A->dtype;
 	g.M = A->dims[g.ta];
 	g.K = A->dims[!g.ta];
 	g.N = B->dims[!g.tb];
 	if (B->dims[g.tb] != g.K)
-		return cu_fail(c, EP_E_INVALID, "%s x %s do not multiply (transA=%d, transB=%d)",
-			       ep_shape_str(2, A->dims, s1, sizeof(s1)),
-			       ep_shape_str(2, B->dims, s2, sizeof(s2)), g.ta, g.tb);
+		return dk_fail(c, EP_E_INVALID, "%s x %s do not multiply (transA=%d, transB=%d)",
+			       dk_shape_str(2, A->dims, s1, sizeof(s1)),
+			       dk_shape_str(2, B->dims, s2, sizeof(s2)), g.ta, g.tb);
 	dims[0] = g.M;
 	dims[1] = g.N;
-	Y = cu_out(c, 0, A->dtype, 2, dims);
+	Y = dk_out(c, 0, A->dtype, 2, dims);
 	if (!Y)
 		return c->status;
 	if (!Y->numel)
@@ -214,12 +172,12 @@ static int gemm_run(cu_ctx *c)
 	}
 	g.sc = g.M * g.N;
 	if (!dims_fit(&g))
-		return cu_fail(c, EP_E_UNSUPPORTED, "dims exceed cuBLAS's int range");
-	return gemm_call(c, &g, A->dev, B->dev, Y->dev);
+		return dk_fail(c, EP_E_UNSUPPORTED, "dims exceed cuBLAS's int range");
+	return gemm_call(c, &g, A->dev.ptr, B->dev.ptr, Y->dev.ptr);
 }
 
-const cu_op cu_ops_linalg[] = {
-	{"MatMul", 1, 22, matmul_supports, NULL, matmul_run, NULL},
-	{"Gemm", 7, 22, gemm_supports, NULL, gemm_run, NULL},
+const dk_op cu_ops_linalg[] = {
+	{"MatMul", 1, 22, dk_binary_supports, NULL, matmul_run, NULL, 0, NULL, NULL},
+	{"Gemm", 7, 22, dk_gemm_supports, NULL, gemm_run, NULL, 0, NULL, NULL},
 	{0},
 };

@@ -1,8 +1,9 @@
 /*
- * ep_host internals shared by ep_host.c (the message loop, segments, files,
- * loads, runs) and ep_device.c (device buffers, COPY, fences and the
- * device-memory emulation tests use).  Not for providers: they see
- * ep_host.h only.
+ * ep_host internals shared by ep_host.c (the message loop, capability
+ * queries, runs, release, fault injection), ep_load.c (segments, files,
+ * loads), ep_device.c (device buffers, COPY, fences and the device-memory
+ * emulation tests use) and ep_reply.c (the replies all of them send).
+ * Not for providers: they see ep_host.h only.
  */
 #ifndef ORTMK_EP_HOST_INT_H
 #define ORTMK_EP_HOST_INT_H
@@ -84,7 +85,7 @@ typedef struct host {
 	atomic_int stopping;
 } host;
 
-/* ep_host.c: replies to `req` */
+/* ep_reply.c: replies to `req` */
 int ep_host_reply(host *h, const Ortmk__Envelope *req, Ortmk__Envelope *e);
 int ep_host_reply_error(host *h, const Ortmk__Envelope *req, int code, const char *msg);
 int ep_host_reply_ack(host *h, const Ortmk__Envelope *req);

@@ -284,7 +284,7 @@ typedef struct copier {
 
 static int open_slot(copier *c)
 {
-	VkDeviceSize want = c->staged_left < VK_COPY_CHUNK ? c->staged_left : VK_COPY_CHUNK;
+	VkDeviceSize want = c->staged_left < VKX_COPY_CHUNK ? c->staged_left : VKX_COPY_CHUNK;
 
 	c->sl = vk_stream_begin(c->s, c->err, c->errlen);
 	if (!c->sl)
@@ -311,7 +311,7 @@ static int close_slot(copier *c, const vk_signal *sig)
 
 static VkDeviceSize room(const copier *c)
 {
-	VkDeviceSize cap = c->sl->stage.size < VK_COPY_CHUNK ? c->sl->stage.size : VK_COPY_CHUNK;
+	VkDeviceSize cap = c->sl->stage.size < VKX_COPY_CHUNK ? c->sl->stage.size : VKX_COPY_CHUNK;
 
 	return c->sl->stage_used < cap ? cap - c->sl->stage_used : 0;
 }
@@ -363,9 +363,9 @@ static int staged(copier *c, const vk_copy_op *o)
 		at = c->sl->stage_used;
 		if (up) {
 			memcpy(c->sl->stage.map + at, (const uint8_t *)o->src_host + done, len);
-			cmd_copy(c->sl->cmd, c->sl->stage.buf, at, e->b.buf, e->b.off + o->dst_off + done, len);
+			cmd_copy(c->sl->cmd, c->sl->stage.buf, at, e->b.ptr, e->b.off + o->dst_off + done, len);
 		} else {
-			cmd_copy(c->sl->cmd, e->b.buf, e->b.off + o->src_off + done, c->sl->stage.buf, at, len);
+			cmd_copy(c->sl->cmd, e->b.ptr, e->b.off + o->src_off + done, c->sl->stage.buf, at, len);
 			if (vk_slot_host(c->sl, (uint8_t *)o->dst_host + done, c->sl->stage.map + at, len))
 				return snprintf(c->err, c->errlen, "out of memory"), -ENOMEM;
 		}
@@ -389,7 +389,7 @@ static int one_op(copier *c, const vk_copy_op *o)
 	if (!o->src_host && !o->dst_host) {
 		const vk_dbuf *s = lookup(c->m, o->src_buf), *d = lookup(c->m, o->dst_buf);
 
-		cmd_copy(c->sl->cmd, s->b.buf, s->b.off + o->src_off, d->b.buf, d->b.off + o->dst_off,
+		cmd_copy(c->sl->cmd, s->b.ptr, s->b.off + o->src_off, d->b.ptr, d->b.off + o->dst_off,
 			 o->nbytes);
 		return 0;
 	}

@@ -9,13 +9,13 @@
  * host bytes are read when the copy is enqueued, after the stream's earlier
  * host-side work), device to host into staging then, by the bridge thread
  * once the submission completed, to the host destination; device to device
- * with vkCmdCopyBuffer.  Large copies go in chunks of VK_COPY_CHUNK bytes,
+ * with vkCmdCopyBuffer.  Large copies go in chunks of VKX_COPY_CHUNK bytes,
  * one submission each; the signal is given after the last.
  *
  * A buffer freed while a submission may still use it is kept until that
  * submission is done.
  *
- * Called from the provider's request thread only (vk_ep.c, vk_run.c, the
+ * Called from the provider's request thread only (vk_ep.c, vk_exec.c, the
  * test test_vk_stream.c).  Errors are negative errno values with a message.
  */
 #ifndef ORTMK_VK_COPY_H
@@ -23,7 +23,7 @@
 
 #include "vk_stream.h"
 
-#define VK_COPY_CHUNK ((VkDeviceSize)16 << 20)
+#define VKX_COPY_CHUNK ((VkDeviceSize)16 << 20)
 
 typedef struct vk_dbuf {
 	uint64_t id;            /* 0: empty slot */

@@ -440,7 +440,7 @@ int vk_dev_submit_wait_on(vk_dev *d, VkSemaphore sem, uint64_t value, char *err,
 		ipc_log(IPC_LOG_ERROR, "%s; exiting for a restart", r == VK_TIMEOUT ?
 			"the device did not finish a submission within ORTMK_VULKAN_TIMEOUT_MS" :
 			"the device was lost");
-		_exit(VK_EXIT_DEVICE);
+		_exit(VKX_EXIT_DEVICE);
 	}
 	if (r != VK_SUCCESS) {
 		snprintf(err, n, "submit: %s", vk_result_name(r));
@@ -464,7 +464,7 @@ int vk_dev_reset_descriptors(vk_dev *d, uint32_t sets, char *err, size_t n)
 	{
 		VkDescriptorPoolSize ps = {
 			.type = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-			.descriptorCount = sets * VK_MAX_BINDINGS,
+			.descriptorCount = sets * VKX_MAX_BINDINGS,
 		};
 		VkDescriptorPoolCreateInfo ci = {
 			.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO,

@@ -59,16 +59,16 @@ _Noreturn void vk_dev_probe(void);
 /* Starts recording into the command buffer (resets it). */
 int vk_dev_begin(vk_dev *d, char *err, size_t n);
 /* Ends, submits and waits for the command buffer within d->timeout_ns.
- * A timeout or a lost device ends the process with VK_EXIT_DEVICE: the
+ * A timeout or a lost device ends the process with VKX_EXIT_DEVICE: the
  * supervisor restarts it. */
 int vk_dev_submit_wait(vk_dev *d, char *err, size_t n);
 /* The same, the submission waiting first for timeline semaphore `sem` to
  * reach `value` (a stream's earlier work; VK_NULL_HANDLE: no wait). */
 int vk_dev_submit_wait_on(vk_dev *d, VkSemaphore sem, uint64_t value, char *err, size_t n);
 
-#define VK_EXIT_DEVICE 70
+#define VKX_EXIT_DEVICE 70
 
-/* A descriptor pool with room for `sets` sets of up to VK_MAX_BINDINGS
+/* A descriptor pool with room for `sets` sets of up to VKX_MAX_BINDINGS
  * storage buffers each, reset (all previous sets freed). */
 int vk_dev_reset_descriptors(vk_dev *d, uint32_t sets, char *err, size_t n);
 
@@ -80,6 +80,6 @@ int vk_dev_memory_type(const vk_dev *d, uint32_t bits, VkMemoryPropertyFlags wan
 /* "VK_ERROR_OUT_OF_DEVICE_MEMORY" */
 const char *vk_result_name(VkResult r);
 
-#define VK_MAX_BINDINGS 8
+#define VKX_MAX_BINDINGS 8
 
 #endif

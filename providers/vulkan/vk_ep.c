@@ -2,8 +2,8 @@
  * vk_ep: ort-ep-vulkan, the Vulkan execution provider process.  It fills
  * the ep_host vtable: `init` opens the device (vk_device.c), `supported`
  * asks the op registry (vk_util.c and the vk_ops_*.c tables), `load` and
- * `run` are vk_exec.c and vk_run.c.  A machine without a usable Vulkan
- * device still gets a provider that starts and refuses every node (with
+ * `run` are the device kit's executor (providers/devkit/) on vk_exec.c.
+ * A machine without a usable Vulkan device still gets a provider that starts and refuses every node (with
  * the reason), so `--provider vulkan,cpu` runs everything on cpu there.
  * Device buffers, COPY and streams are vk_copy.c and vk_stream.c.
  *
@@ -28,18 +28,19 @@ static int vk_init(void **self, char *detail, size_t n)
 	*self = ep;
 	if (!ep)
 		return -1;
-	if (vk_dev_open(&ep->dev, ep->why, sizeof(ep->why))) {
+	ep->dk.ok = !vk_dev_open(&ep->dev, ep->dk.why, sizeof(ep->dk.why));
+	vk_exec_device(ep);
+	if (!ep->dk.ok) {
 		ipc_log(IPC_LOG_WARN, "no Vulkan device: %s; every node goes to the next provider",
-			ep->why);
+			ep->dk.why);
 		vk_vtable.buf_alloc = NULL;
 		vk_vtable.buf_free = NULL;
 		vk_vtable.copy = NULL;
 		vk_vtable.stream_free = NULL;
-		snprintf(detail, n, "vulkan: no device (%s)", ep->why);
+		snprintf(detail, n, "vulkan: no device (%s)", ep->dk.why);
 		return 0;
 	}
-	ep->ok = 1;
-	vk_heap_init(&ep->heap, &ep->dev, VK_BLOCK_SIZE);
+	vk_heap_init(&ep->heap, &ep->dev, VKX_BLOCK_SIZE);
 	vk_dm_init(&ep->dm, &ep->dev, &ep->heap);
 	vk_dev_describe(&ep->dev, detail, n);
 	ipc_log(IPC_LOG_INFO, "device: %s", detail);
@@ -55,7 +56,7 @@ static void vk_fini(void *self)
 
 	if (!ep)
 		return;
-	if (ep->ok) {
+	if (ep->dk.ok) {
 		vkDeviceWaitIdle(ep->dev.dev);
 		vk_dm_fini(&ep->dm);
 		vk_pipes_fini(&ep->dev, &ep->pipes);
@@ -70,11 +71,8 @@ static int vk_supported(void *self, const Onnx__NodeProto *node, int64_t opset,
 			const int32_t *in_dtypes, int n_in, char *why, size_t n)
 {
 	vk_ep *ep = self;
-	const vk_op *op = ep->ok ? vk_op_find(node->op_type, node->domain, opset) : NULL;
 
-	if (!ep_supported_pre("Vulkan", ep->ok, ep->why, op != NULL, node, opset, n_in, why, n))
-		return 0;
-	return op->supports(node, opset, in_dtypes, n_in, why, n);
+	return dk_supported(&ep->dk, node, opset, in_dtypes, n_in, why, n);
 }
 
 static int vk_supported_shapes(void *self, const Onnx__NodeProto *node,
@@ -83,7 +81,7 @@ static int vk_supported_shapes(void *self, const Onnx__NodeProto *node,
 	vk_ep *ep = self;
 
 	(void)node;
-	if (!ep->ok)
+	if (!ep->dk.ok)
 		return 0;
 	return vk_shapes_fit(q, ep->dev.props.limits.maxStorageBufferRange, ep->dev.f16, why, n);
 }
@@ -92,19 +90,21 @@ static int vk_load(void *self, ep_subgraph *sg, char *err, size_t n)
 {
 	vk_ep *ep = self;
 
-	if (!ep->ok)
-		return snprintf(err, n, "no Vulkan device (%s)", ep->why), EP_E_UNSUPPORTED;
-	return vk_exec_load(ep, sg, err, n);
+	if (!ep->dk.ok)
+		return dk_unavailable(&ep->dk, err, n);
+	return dk_exec_load(&ep->dk, sg, err, n);
 }
 
 static int vk_run(void *self, ep_subgraph *sg, ep_run *r, char *err, size_t n)
 {
-	return vk_exec_run(self, sg, r, err, n);
+	(void)self;
+	return dk_exec_run(sg, r, err, n);
 }
 
 static void vk_unload(void *self, ep_subgraph *sg)
 {
-	vk_exec_unload(self, sg);
+	(void)self;
+	dk_exec_unload(sg);
 }
 
 /* ---- device memory, copies, streams (vk_copy.c, vk_stream.c) ---------- */
@@ -120,8 +120,8 @@ static int vk_buf_alloc(void *self, uint64_t id, uint64_t nbytes, char *err, siz
 	vk_ep *ep = self;
 	int rc;
 
-	if (!ep->ok)
-		return snprintf(err, n, "no Vulkan device (%s)", ep->why), EP_E_UNSUPPORTED;
+	if (!ep->dk.ok)
+		return dk_unavailable(&ep->dk, err, n);
 	rc = vk_dm_alloc(&ep->dm, id, nbytes, err, n);
 	return rc ? ep_status(rc) : 0;
 }
@@ -130,7 +130,7 @@ static void vk_buf_free(void *self, uint64_t id)
 {
 	vk_ep *ep = self;
 
-	if (ep->ok)
+	if (ep->dk.ok)
 		vk_dm_free(&ep->dm, id);
 }
 
@@ -153,8 +153,8 @@ static int vk_copy(void *self, uint32_t stream, const ep_copy *ops, size_t n_ops
 	vk_copy_op *v;
 	int rc;
 
-	if (!ep->ok)
-		return snprintf(err, n, "no Vulkan device (%s)", ep->why), EP_E_UNSUPPORTED;
+	if (!ep->dk.ok)
+		return dk_unavailable(&ep->dk, err, n);
 	v = calloc(n_ops + 1, sizeof(*v));
 	if (!v)
 		return snprintf(err, n, "out of memory"), EP_E_NOMEM;
@@ -170,7 +170,7 @@ static void vk_stream_free(void *self, uint32_t stream)
 {
 	vk_ep *ep = self;
 
-	if (ep->ok)
+	if (ep->dk.ok)
 		vk_dm_stream_free(&ep->dm, stream);
 }
 

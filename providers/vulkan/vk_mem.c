@@ -143,6 +143,7 @@ int vk_heap_alloc(vk_heap *h, VkDeviceSize size, vk_buf *out, char *err, size_t 
 	vk_block *b;
 
 	out->block = -1;
+	out->ptr = NULL;
 	if (size > h->d->props.limits.maxStorageBufferRange)
 		return snprintf(err, n, "a tensor of %llu bytes exceeds the device's storage buffer range (%u)",
 				(unsigned long long)size, h->d->props.limits.maxStorageBufferRange), -1;
@@ -153,7 +154,7 @@ int vk_heap_alloc(vk_heap *h, VkDeviceSize size, vk_buf *out, char *err, size_t 
 		at = 0;
 	}
 	b = &h->blocks[bi];
-	out->buf = b->buf;
+	out->ptr = b->buf;
 	out->off = b->free[at].off;
 	out->size = need;
 	out->block = bi;
@@ -182,7 +183,7 @@ void vk_heap_free(vk_heap *h, vk_buf *buf)
 	vk_block *b;
 	size_t at = 0;
 
-	if (buf->block < 0 || buf->block >= h->n_blocks)
+	if (!buf->ptr || buf->block < 0 || buf->block >= h->n_blocks)
 		return;
 	b = &h->blocks[buf->block];
 	while (at < b->n_free && b->free[at].off < buf->off)
@@ -202,6 +203,7 @@ void vk_heap_free(vk_heap *h, vk_buf *buf)
 	if (--b->live == 0 && buf->block > 0)
 		release_block(h, b);
 	buf->block = -1;
+	buf->ptr = NULL;
 }
 
 void vk_heap_fini(vk_heap *h)

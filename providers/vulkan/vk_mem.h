@@ -14,15 +14,15 @@
 #ifndef ORTMK_VK_MEM_H
 #define ORTMK_VK_MEM_H
 
+#include "dk_buf.h"
 #include "vk_device.h"
 
-#define VK_BLOCK_SIZE ((VkDeviceSize)64 << 20)
+#define VKX_BLOCK_SIZE ((VkDeviceSize)64 << 20)
 
-typedef struct vk_buf {
-	VkBuffer buf;           /* the block's buffer */
-	VkDeviceSize off, size; /* size: what was asked for, rounded up */
-	int block;              /* -1: no allocation */
-} vk_buf;
+/* A sub-allocation: the device kit's dk_buf (ptr: the block's VkBuffer,
+ * NULL when there is none; off and size within it, size what was asked
+ * for rounded up; block: its block). */
+typedef dk_buf vk_buf;
 
 typedef struct vk_range {
 	VkDeviceSize off, size;

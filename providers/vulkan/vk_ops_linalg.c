@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ep_ops.h"
+#include "dk_ops.h"
 #include "vk_ops.h"
 
 #define MAX_BATCH 4
@@ -25,16 +25,7 @@ typedef struct gemm_push {
 	uint32_t n;             /* gemm_direct: invocations */
 } gemm_push;
 
-_Static_assert(sizeof(gemm_push) <= VK_PUSH_BYTES, "gemm push constants");
-
-static int matmul_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
-			   char *why, size_t n)
-{
-	(void)opset;
-	if (!ep_binary_node_ok(p, why, n))
-		return 0;
-	return vk_need_float(p, dt, n_in, 0, -1, why, n);
-}
+_Static_assert(sizeof(gemm_push) <= VKX_PUSH_BYTES, "gemm push constants");
 
 /* Folds the batch dims into push (drops 1s, merges neighbours). */
 static int fold_batch(gemm_push *p, int nb, const int64_t *bd, const int64_t *sa,
@@ -45,7 +36,7 @@ static int fold_batch(gemm_push *p, int nb, const int64_t *bd, const int64_t *sa
 
 	memcpy(a, sa, sizeof(int64_t) * (size_t)nb);
 	memcpy(b, sb, sizeof(int64_t) * (size_t)nb);
-	k = ep_fold_strides(nb, bd, a, b, d);
+	k = dk_fold_strides(nb, bd, a, b, d);
 	if (k > MAX_BATCH)
 		return -1;
 	p->nb = (uint32_t)k;
@@ -60,7 +51,7 @@ static int fold_batch(gemm_push *p, int nb, const int64_t *bd, const int64_t *sa
 /* The tiled kernel (gemm.comp) on GPUs; the direct one (gemm_direct.comp)
  * on CPU implementations, whose barriers are expensive, and for products
  * too thin to fill a tile.  ORTMK_VULKAN_GEMM=tiled|direct forces one. */
-static int use_tiled(const vk_ctx *c, const gemm_push *p)
+static int use_tiled(const dk_ctx *c, const gemm_push *p)
 {
 	const char *e = getenv("ORTMK_VULKAN_GEMM");
 
@@ -71,84 +62,50 @@ static int use_tiled(const vk_ctx *c, const gemm_push *p)
 	return p->M >= 16 && p->N >= 16 && p->K >= 16;
 }
 
-static int emit_gemm(vk_ctx *c, gemm_push *p, const vk_buf *a, const vk_buf *b,
+static int emit_gemm(dk_ctx *c, gemm_push *p, const vk_buf *a, const vk_buf *b,
 		     const vk_buf *bias, const vk_buf *y, int64_t batches)
 {
 	int64_t gx = ((int64_t)p->N + TILE - 1) / TILE, gy = ((int64_t)p->M + TILE - 1) / TILE;
 	int64_t threads = batches * (((int64_t)p->M + 3) / 4) * (((int64_t)p->N + 3) / 4);
 
 	if (!use_tiled(c, p)) {
-		if (threads >= VK_MAX_ELEMS)
-			return vk_fail(c, EP_E_UNSUPPORTED, "product too large for one dispatch");
+		if (threads >= VKX_MAX_ELEMS)
+			return dk_fail(c, EP_E_UNSUPPORTED, "product too large for one dispatch");
 		p->n = (uint32_t)threads;
 		return vk_emit_1d(c, VKP_GEMM_DIRECT, (vk_buf[]){*a, *b, *bias, *y}, 4, 8u, p,
 				  sizeof(*p), (uint64_t)threads);
 	}
 	if (gx > 65535 || gy > 65535 || batches > 65535)
-		return vk_fail(c, EP_E_UNSUPPORTED, "matrix %ux%u x %lld batches is too large",
+		return dk_fail(c, EP_E_UNSUPPORTED, "matrix %ux%u x %lld batches is too large",
 			       p->M, p->N, (long long)batches);
 	return vk_emit(c, VKP_GEMM, (vk_buf[]){*a, *b, *bias, *y}, 4, 8u, p, sizeof(*p),
 		       (uint32_t)gx, (uint32_t)gy, (uint32_t)batches);
 }
 
-static int matmul_plan(vk_ctx *c)
+static int matmul_plan(dk_ctx *c)
 {
-	const vk_val *A = vk_in(c, 0), *B = vk_in(c, 1), *y;
-	int64_t da[EP_MAX_RANK + 1], db[EP_MAX_RANK + 1], bd[EP_MAX_RANK], od[EP_MAX_RANK];
-	int64_t sa[EP_MAX_RANK], sb[EP_MAX_RANK];
+	const dk_val *A = dk_in(c, 0), *B = dk_in(c, 1), *y;
 	gemm_push p = {.alpha = 1.0f};
-	int ra, rb, nb, r;
-	char s1[128], s2[128];
+	dk_matmul m;
 
-	if (!A || !B || A->dtype != vk_node_dtype(c) || B->dtype != vk_node_dtype(c) || !A->rank || !B->rank)
-		return vk_fail(c, EP_E_INVALID, "needs float32 operands of rank >= 1");
-	ra = A->rank + (A->rank == 1);
-	rb = B->rank + (B->rank == 1);
-	da[0] = 1;
-	memcpy(da + (A->rank == 1), A->dims, sizeof(int64_t) * (size_t)A->rank);
-	memcpy(db, B->dims, sizeof(int64_t) * (size_t)B->rank);
-	db[rb - 1] = B->rank == 1 ? 1 : db[rb - 1];
-	if (da[ra - 1] != db[rb - 2] ||
-	    (nb = onnx_broadcast(ra - 2, da, rb - 2, db, bd)) < 0)
-		return vk_fail(c, EP_E_INVALID, "%s x %s do not multiply",
-			       ep_shape_str(A->rank, A->dims, s1, sizeof(s1)),
-			       ep_shape_str(B->rank, B->dims, s2, sizeof(s2)));
-	memcpy(od, bd, sizeof(int64_t) * (size_t)nb);
-	r = nb;
-	if (A->rank > 1)
-		od[r++] = da[ra - 2];
-	if (B->rank > 1)
-		od[r++] = db[rb - 1];
-	y = vk_out(c, 0, r, od);
-	if (!y)
+	if (dk_matmul_out(c, &m, &y))
 		return c->status;
-	p.M = (uint32_t)da[ra - 2];
-	p.K = (uint32_t)da[ra - 1];
-	p.N = (uint32_t)db[rb - 1];
+	p.M = (uint32_t)m.M;
+	p.K = (uint32_t)m.K;
+	p.N = (uint32_t)m.N;
 	p.a_rs = p.K;
 	p.a_cs = 1;
 	p.b_rs = p.N;
 	p.b_cs = 1;
-	ep_batch_strides(da, ra, nb, bd, sa);
-	ep_batch_strides(db, rb, nb, bd, sb);
-	if (fold_batch(&p, nb, bd, sa, sb))
-		return vk_fail(c, EP_E_UNSUPPORTED, "batch dims fold to more than %d", MAX_BATCH);
+	if (fold_batch(&p, m.nb, m.bd, m.sa, m.sb))
+		return dk_fail(c, EP_E_UNSUPPORTED, "batch dims fold to more than %d", MAX_BATCH);
 	if (!y->numel)
 		return 0;
-	return emit_gemm(c, &p, &A->dev, &B->dev, &A->dev, &y->dev, ep_numel(nb, bd));
-}
-
-static int gemm_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
-			 char *why, size_t n)
-{
-	(void)opset;
-	if (!ep_gemm_node_ok(p, why, n))
-		return 0;
-	return vk_need_float(p, dt, n_in, 0, -1, why, n);
+	return emit_gemm(c, &p, &A->dev, &B->dev, &A->dev, &y->dev, dk_numel(m.nb, m.bd));
 }
 
 /* Strides of Gemm's C broadcast to [M, N]; -1 when it does not. */
-static int bias_strides(const vk_val *C, int64_t M, int64_t N, gemm_push *p)
+static int bias_strides(const dk_val *C, int64_t M, int64_t N, gemm_push *p)
 {
 	int64_t d0 = C->rank == 2 ? C->dims[0] : 1;
 	int64_t d1 = C->rank >= 1 ? C->dims[C->rank - 1] : 1;
@@ -161,31 +118,31 @@ static int bias_strides(const vk_val *C, int64_t M, int64_t N, gemm_push *p)
 	return 0;
 }
 
-static int gemm_plan(vk_ctx *c)
+static int gemm_plan(dk_ctx *c)
 {
 	const Onnx__NodeProto *pr = c->node->proto;
-	const vk_val *A = vk_in(c, 0), *B = vk_in(c, 1), *C = vk_in(c, 2), *y;
+	const dk_val *A = dk_in(c, 0), *B = dk_in(c, 1), *C = dk_in(c, 2), *y;
 	int ta = proto_attr_int(pr, "transA", 0) != 0, tb = proto_attr_int(pr, "transB", 0) != 0;
 	gemm_push p = {.alpha = proto_attr_float(pr, "alpha", 1.0f), .beta = proto_attr_float(pr, "beta", 1.0f)};
 	int64_t M, N, K, dims[2];
 	char s1[128], s2[128];
 
 	if (!A || !B || A->rank != 2 || B->rank != 2 || A->dtype != vk_node_dtype(c) || B->dtype != vk_node_dtype(c))
-		return vk_fail(c, EP_E_INVALID, "A and B must be 2-D float32");
+		return dk_fail(c, EP_E_INVALID, "A and B must be 2-D float32");
 	M = A->dims[ta];
 	K = A->dims[!ta];
 	N = B->dims[!tb];
 	if (B->dims[tb] != K)
-		return vk_fail(c, EP_E_INVALID, "%s x %s do not multiply (transA=%d, transB=%d)",
-			       ep_shape_str(2, A->dims, s1, sizeof(s1)),
-			       ep_shape_str(2, B->dims, s2, sizeof(s2)), ta, tb);
+		return dk_fail(c, EP_E_INVALID, "%s x %s do not multiply (transA=%d, transB=%d)",
+			       dk_shape_str(2, A->dims, s1, sizeof(s1)),
+			       dk_shape_str(2, B->dims, s2, sizeof(s2)), ta, tb);
 	if (C && (C->dtype != vk_node_dtype(c) || bias_strides(C, M, N, &p)))
-		return vk_fail(c, EP_E_INVALID, "C %s does not broadcast to [%lld,%lld]",
-			       ep_shape_str(C->rank, C->dims, s1, sizeof(s1)), (long long)M,
+		return dk_fail(c, EP_E_INVALID, "C %s does not broadcast to [%lld,%lld]",
+			       dk_shape_str(C->rank, C->dims, s1, sizeof(s1)), (long long)M,
 			       (long long)N);
 	dims[0] = M;
 	dims[1] = N;
-	y = vk_out(c, 0, 2, dims);
+	y = dk_out(c, 0, vk_node_dtype(c), 2, dims);
 	if (!y)
 		return c->status;
 	p.M = (uint32_t)M;
@@ -200,8 +157,10 @@ static int gemm_plan(vk_ctx *c)
 	return emit_gemm(c, &p, &A->dev, &B->dev, C ? &C->dev : &A->dev, &y->dev, 1);
 }
 
-const vk_op vk_ops_linalg[] = {
-	{"MatMul", 1, 22, matmul_supports, NULL, matmul_plan, VK_PIPE(VKP_GEMM) | VK_PIPE(VKP_GEMM_DIRECT), NULL},
-	{"Gemm", 7, 22, gemm_supports, NULL, gemm_plan, VK_PIPE(VKP_GEMM) | VK_PIPE(VKP_GEMM_DIRECT), NULL},
+const dk_op vk_ops_linalg[] = {
+	{"MatMul", 1, 22, dk_binary_supports, NULL, matmul_plan, NULL,
+	 VKX_PIPE(VKP_GEMM) | VKX_PIPE(VKP_GEMM_DIRECT), NULL, NULL},
+	{"Gemm", 7, 22, dk_gemm_supports, NULL, gemm_plan, NULL,
+	 VKX_PIPE(VKP_GEMM) | VKX_PIPE(VKP_GEMM_DIRECT), NULL, NULL},
 	{0},
 };

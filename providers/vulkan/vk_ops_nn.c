@@ -4,9 +4,9 @@
  * (shaders/pool.comp), GlobalAveragePool and GlobalMaxPool (as a reduction
  * over the spatial dims, shaders/reduce.comp).
  *
- * The window geometry is providers/host/ep_shape.c's (the CPU provider's
- * rules, shared with the CUDA provider), so every provider produces the
- * same output sizes.
+ * The window geometry is ONNX's rules in onnxrules/window.c (shared with
+ * the core and the other providers), so every provider produces the same
+ * output sizes.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,10 +15,10 @@
 #include "vk_ops.h"
 #include "vk_prepack.h"
 
-/* The shared window geometry (ep_window) and its spatial rank. */
+/* The shared window geometry (dk_window) and its spatial rank. */
 typedef struct win {
 	int nsp;
-	ep_window w;
+	dk_window w;
 } win;
 
 typedef struct conv_push {
@@ -39,17 +39,17 @@ typedef struct pool_push {
 	uint32_t d[3];
 } pool_push;
 
-_Static_assert(sizeof(conv_push) <= VK_PUSH_BYTES, "conv push constants");
-_Static_assert(sizeof(pool_push) <= VK_PUSH_BYTES, "pool push constants");
+_Static_assert(sizeof(conv_push) <= VKX_PUSH_BYTES, "conv push constants");
+_Static_assert(sizeof(pool_push) <= VKX_PUSH_BYTES, "pool push constants");
 
 /* The window geometry of X (N, C, spatial...) with kernel dims `kern`. */
-static int geometry(vk_ctx *c, const vk_val *x, const int64_t *kern, win *g)
+static int geometry(dk_ctx *c, const dk_val *x, const int64_t *kern, win *g)
 {
 	char err[128];
-	int rc = ep_window_geometry(c->node->proto, x->rank, x->dims, kern, &g->w, &g->nsp, err,
+	int rc = dk_window_geometry(c->node->proto, x->rank, x->dims, kern, &g->w, &g->nsp, err,
 				    sizeof(err));
 
-	return rc ? vk_fail(c, rc, "%s", err) : 0;
+	return rc ? dk_fail(c, rc, "%s", err) : 0;
 }
 
 /* ---- Conv ----------------------------------------------------------------- */
@@ -58,14 +58,14 @@ static int conv_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t 
 			 char *why, size_t n)
 {
 	(void)opset;
-	return ep_conv_node_ok(p, why, n) && vk_need_float(p, dt, n_in, 0, -1, why, n);
+	return dk_conv_node_ok(p, why, n) && dk_need_float(p, dt, n_in, 0, -1, 1, why, n);
 }
 
 /* The tiled implicit GEMM (conv.comp) wins on GPUs once its 32x32 tiles
  * are mostly full; on CPU implementations, and for depthwise or small
  * convolutions, the direct kernel does.  ORTMK_VULKAN_CONV=tiled|direct
  * forces one (tests run both). */
-static int use_tiled(const vk_ctx *c, const conv_push *p, int64_t O)
+static int use_tiled(const dk_ctx *c, const conv_push *p, int64_t O)
 {
 	const char *e = getenv("ORTMK_VULKAN_CONV");
 	int64_t K = (int64_t)p->Cig * p->k[0] * p->k[1] * p->k[2];
@@ -77,18 +77,18 @@ static int use_tiled(const vk_ctx *c, const conv_push *p, int64_t O)
 	return p->Cog >= 16 && O >= 64 && K >= 32;
 }
 
-static int emit_conv(vk_ctx *c, conv_push *p, const vk_buf *bufs, int64_t N, int64_t O)
+static int emit_conv(dk_ctx *c, conv_push *p, const vk_buf *bufs, int64_t N, int64_t O)
 {
 	int64_t G = p->G, threads = N * G * ((p->Cog + 3) / 4) * O;
 
 	if (use_tiled(c, p, O)) {
 		if ((O + 31) / 32 > 65535 || (p->Cog + 31) / 32 > 65535 || N * G > 65535)
-			return vk_fail(c, EP_E_UNSUPPORTED, "convolution too large for one dispatch");
+			return dk_fail(c, EP_E_UNSUPPORTED, "convolution too large for one dispatch");
 		return vk_emit(c, VKP_CONV, bufs, 4, 8u, p, sizeof(*p), (uint32_t)((O + 31) / 32),
 			       (p->Cog + 31) / 32, (uint32_t)(N * G));
 	}
-	if (threads >= VK_MAX_ELEMS)
-		return vk_fail(c, EP_E_UNSUPPORTED, "convolution too large for one dispatch");
+	if (threads >= VKX_MAX_ELEMS)
+		return dk_fail(c, EP_E_UNSUPPORTED, "convolution too large for one dispatch");
 	p->n = (uint32_t)threads;
 	return vk_emit_1d(c, VKP_CONV_DIRECT, bufs, 4, 8u, p, sizeof(*p), (uint64_t)threads);
 }
@@ -99,7 +99,7 @@ static int emit_conv(vk_ctx *c, conv_push *p, const vk_buf *bufs, int64_t N, int
  * weights are one contiguous read.  Made once at load through the
  * pre-pack cache, in the device's element type. */
 typedef struct conv_pack_arg {
-	const vk_val *w;
+	const dk_val *w;
 	int64_t G, Cog, K;
 	int widen;              /* float16 source, float32 on the device */
 } conv_pack_arg;
@@ -132,10 +132,11 @@ static int conv_pack_fill(void *dst, uint64_t size, void *arg)
 	return 0;
 }
 
-static int conv_pack(vk_exec *ex, vk_node *nd, vk_prepack *pk, vk_uploader *u, char *err,
-		     size_t n)
+static int conv_pack(dk_exec *ex, dk_node *nd, void *load, char *err, size_t n)
 {
-	const vk_val *w = nd->n_in > 1 && nd->in[1] >= 0 ? &ex->consts[nd->in[1]] : NULL;
+	const vk_loader *l = load;
+	vk_dev *d = &vk_ep_of(ex)->dev;
+	const dk_val *w = nd->n_in > 1 && nd->in[1] >= 0 ? &ex->consts[nd->in[1]] : NULL;
 	const Onnx__NodeProto *p = nd->proto;
 	conv_pack_arg a = {.w = w, .G = proto_attr_int(p, "group", 1)};
 	char key[112];
@@ -149,18 +150,18 @@ static int conv_pack(vk_exec *ex, vk_node *nd, vk_prepack *pk, vk_uploader *u, c
 		return 0;       /* only conv_direct reads the packed form */
 	a.Cog = w->dims[0] / a.G;
 	a.K = w->numel / (w->dims[0] ? w->dims[0] : 1);
-	a.widen = vk_f16_as_f32(&ex->ep->dev, w->dtype);
+	a.widen = vk_f16_as_f32(d, w->dtype);
 	size = (uint64_t)(a.G * ((a.Cog + CONV_CB - 1) / CONV_CB) * a.K * CONV_CB) *
-	       vk_dev_esz(&ex->ep->dev, w->dtype);
+	       vk_dev_esz(d, w->dtype);
 	snprintf(key, sizeof(key), "%.90s#1#conv%d-%s",
 		 p->name && p->name[0] ? p->name : p->output[0], CONV_CB,
-		 vk_dev_esz(&ex->ep->dev, w->dtype) == 2 ? "f16" : "f32");
-	return vk_prepack_keep(ex, pk, u, nd, key, w, size, conv_pack_fill, &a, err, n);
+		 vk_dev_esz(d, w->dtype) == 2 ? "f16" : "f32");
+	return vk_prepack_keep(ex, l->pk, l->u, nd, key, w, size, conv_pack_fill, &a, err, n);
 }
 
-static int conv_plan(vk_ctx *c)
+static int conv_plan(dk_ctx *c)
 {
-	const vk_val *x = vk_in(c, 0), *w = vk_in(c, 1), *b = vk_in(c, 2), *y;
+	const dk_val *x = dk_in(c, 0), *w = dk_in(c, 1), *b = dk_in(c, 2), *y;
 	int64_t G = proto_attr_int(c->node->proto, "group", 1), dims[5], O;
 	conv_push p = {0};
 	win g;
@@ -168,13 +169,13 @@ static int conv_plan(vk_ctx *c)
 
 	if (!x || !w || x->rank < 3 || w->rank != x->rank || x->dtype != vk_node_dtype(c) ||
 	    w->dtype != vk_node_dtype(c))
-		return vk_fail(c, EP_E_INVALID, "X and W must be float32 of the same rank >= 3");
+		return dk_fail(c, EP_E_INVALID, "X and W must be float32 of the same rank >= 3");
 	if (x->dims[1] != w->dims[1] * G || w->dims[0] % G)
-		return vk_fail(c, EP_E_INVALID, "channels: X has %lld, W is [%lld,%lld,...], group %lld",
+		return dk_fail(c, EP_E_INVALID, "channels: X has %lld, W is [%lld,%lld,...], group %lld",
 			       (long long)x->dims[1], (long long)w->dims[0], (long long)w->dims[1],
 			       (long long)G);
 	if (b && (b->dtype != vk_node_dtype(c) || b->numel != w->dims[0]))
-		return vk_fail(c, EP_E_INVALID, "B must hold %lld floats", (long long)w->dims[0]);
+		return dk_fail(c, EP_E_INVALID, "B must hold %lld floats", (long long)w->dims[0]);
 	rc = geometry(c, x, w->dims + 2, &g);
 	if (rc)
 		return rc;
@@ -182,7 +183,7 @@ static int conv_plan(vk_ctx *c)
 	dims[1] = w->dims[0];
 	for (int i = 0; i < g.nsp; i++)
 		dims[2 + i] = g.w.out[3 - g.nsp + i];
-	y = vk_out(c, 0, x->rank, dims);
+	y = dk_out(c, 0, vk_node_dtype(c), x->rank, dims);
 	if (!y)
 		return c->status;
 	O = g.w.out[0] * g.w.out[1] * g.w.out[2];
@@ -201,7 +202,7 @@ static int conv_plan(vk_ctx *c)
 	if (!y->numel)
 		return 0;
 	/* conv_direct reads the filter packed at load when there is one. */
-	if (!use_tiled(c, &p, O) && c->node->keep.block >= 0 && w->is_const) {
+	if (!use_tiled(c, &p, O) && c->node->keep.ptr && w->is_const) {
 		p.flags |= 2;
 		return emit_conv(c, &p, (vk_buf[]){x->dev, c->node->keep, b ? b->dev : w->dev, y->dev},
 				 x->dims[0], O);
@@ -212,46 +213,26 @@ static int conv_plan(vk_ctx *c)
 
 /* ---- MaxPool, AveragePool ------------------------------------------------- */
 
-static int pool_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
-			 char *why, size_t n)
-{
-	(void)opset;
-	return ep_pool_node_ok(p, why, n) && vk_need_float(p, dt, n_in, 0, -1, why, n);
-}
-
-static int pool_plan(vk_ctx *c)
+static int pool_plan(dk_ctx *c)
 {
 	const Onnx__NodeProto *pr = c->node->proto;
-	const vk_val *x = vk_in(c, 0), *y;
-	const int64_t *ks;
-	int nk = proto_attr_ints(pr, "kernel_shape", &ks), rc;
-	int64_t dims[5];
+	const dk_val *x = dk_in(c, 0), *y;
 	pool_push p = {0};
-	win g;
+	dk_window w;
 
-	if (!x || x->dtype != vk_node_dtype(c) || x->rank != nk + 2)
-		return vk_fail(c, EP_E_INVALID, "X must be float32 of rank %d", nk + 2);
-	rc = geometry(c, x, ks, &g);
-	if (rc)
-		return rc;
-	dims[0] = x->dims[0];
-	dims[1] = x->dims[1];
-	for (int i = 0; i < g.nsp; i++)
-		dims[2 + i] = g.w.out[3 - g.nsp + i];
-	y = vk_out(c, 0, x->rank, dims);
-	if (!y)
+	if (dk_pool_out(c, &w, &y))
 		return c->status;
 	p.n = (uint32_t)y->numel;
 	p.flags = (pr->op_type[0] == 'M' ? 1u : 0u) |
 		  (proto_attr_int(pr, "count_include_pad", 0) ? 2u : 0u);
 	for (int j = 0; j < 3; j++) {
-		p.in[j] = (uint32_t)g.w.in[j];
-		p.out[j] = (uint32_t)g.w.out[j];
-		p.k[j] = (uint32_t)g.w.k[j];
-		p.s[j] = (uint32_t)g.w.s[j];
-		p.pb[j] = (int32_t)g.w.pb[j];
-		p.pe[j] = (int32_t)g.w.pe[j];
-		p.d[j] = (uint32_t)g.w.d[j];
+		p.in[j] = (uint32_t)w.in[j];
+		p.out[j] = (uint32_t)w.out[j];
+		p.k[j] = (uint32_t)w.k[j];
+		p.s[j] = (uint32_t)w.s[j];
+		p.pb[j] = (int32_t)w.pb[j];
+		p.pe[j] = (int32_t)w.pe[j];
+		p.d[j] = (uint32_t)w.d[j];
 	}
 	return vk_emit_1d(c, VKP_POOL, (vk_buf[]){x->dev, y->dev}, 2, 2u, &p, sizeof(p),
 			  (uint64_t)y->numel);
@@ -259,33 +240,13 @@ static int pool_plan(vk_ctx *c)
 
 /* ---- GlobalAveragePool, GlobalMaxPool ------------------------------------- */
 
-static int global_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
-			   char *why, size_t n)
+static int global_plan(dk_ctx *c)
 {
-	static const char *const none[] = {NULL};
-
-	(void)opset;
-	if (p->n_input != 1 || p->n_output != 1)
-		return snprintf(why, n, "expects one input and one output"), 0;
-	if (proto_attr_unknown(p, none, why, n))
-		return 0;
-	return vk_need_float(p, dt, n_in, 0, -1, why, n);
-}
-
-static int global_plan(vk_ctx *c)
-{
-	const vk_val *x = vk_in(c, 0), *y;
-	int64_t dims[EP_MAX_RANK], S = 1;
+	const dk_val *x = dk_in(c, 0), *y;
+	int64_t S = dk_global_pool_out(c, &y);
 	vk_reduce_push p = {0};
 
-	if (!x || x->dtype != vk_node_dtype(c) || x->rank < 2)
-		return vk_fail(c, EP_E_INVALID, "X must be float32 of rank >= 2");
-	for (int i = 0; i < x->rank; i++) {
-		dims[i] = i < 2 ? x->dims[i] : 1;
-		S *= i < 2 ? 1 : x->dims[i];
-	}
-	y = vk_out(c, 0, x->rank, dims);
-	if (!y)
+	if (S < 0)
 		return c->status;
 	p.n = (uint32_t)y->numel;
 	p.count = (uint32_t)S;
@@ -296,18 +257,19 @@ static int global_plan(vk_ctx *c)
 	p.nr = 1;
 	p.rdims[0] = (uint32_t)S;
 	p.rstr[0] = 1;
-	if (!S)
-		return vk_fail(c, EP_E_UNSUPPORTED, "empty spatial dims");
 	return vk_emit_1d(c, VKP_REDUCE, (vk_buf[]){x->dev, y->dev}, 2, 2u, &p, sizeof(p),
 			  (uint64_t)y->numel);
 }
 
-const vk_op vk_ops_nn[] = {
-	{"Conv", 1, 22, conv_supports, NULL, conv_plan, VK_PIPE(VKP_CONV) | VK_PIPE(VKP_CONV_DIRECT),
-	 conv_pack},
-	{"MaxPool", 1, 22, pool_supports, NULL, pool_plan, VK_PIPE(VKP_POOL), NULL},
-	{"AveragePool", 1, 22, pool_supports, NULL, pool_plan, VK_PIPE(VKP_POOL), NULL},
-	{"GlobalAveragePool", 1, 22, global_supports, NULL, global_plan, VK_PIPE(VKP_REDUCE), NULL},
-	{"GlobalMaxPool", 1, 22, global_supports, NULL, global_plan, VK_PIPE(VKP_REDUCE), NULL},
+const dk_op vk_ops_nn[] = {
+	{"Conv", 1, 22, conv_supports, NULL, conv_plan, NULL,
+	 VKX_PIPE(VKP_CONV) | VKX_PIPE(VKP_CONV_DIRECT), conv_pack, NULL},
+	{"MaxPool", 1, 22, dk_pool_supports, NULL, pool_plan, NULL, VKX_PIPE(VKP_POOL), NULL, NULL},
+	{"AveragePool", 1, 22, dk_pool_supports, NULL, pool_plan, NULL,
+	 VKX_PIPE(VKP_POOL), NULL, NULL},
+	{"GlobalAveragePool", 1, 22, dk_global_pool_supports, NULL, global_plan, NULL,
+	 VKX_PIPE(VKP_REDUCE), NULL, NULL},
+	{"GlobalMaxPool", 1, 22, dk_global_pool_supports, NULL, global_plan, NULL,
+	 VKX_PIPE(VKP_REDUCE), NULL, NULL},
 	{0},
 };

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ep_ops.h"
+#include "dk_ops.h"
 #include "vk_ops.h"
 
 typedef struct bn_push {
@@ -27,7 +27,7 @@ typedef struct ln_push {
 } ln_push;
 
 /* A launch of one 64-wide workgroup per row, rows spread over x and y. */
-static int emit_rows(vk_ctx *c, int pipe, const vk_buf *bufs, int n_bufs, uint32_t writes,
+static int emit_rows(dk_ctx *c, int pipe, const vk_buf *bufs, int n_bufs, uint32_t writes,
 		     const void *push, size_t bytes, int64_t rows)
 {
 	int64_t gx = rows < 65535 ? rows : 65535;
@@ -40,30 +40,21 @@ static int emit_rows(vk_ctx *c, int pipe, const vk_buf *bufs, int n_bufs, uint32
 
 /* ---- BatchNormalization --------------------------------------------------- */
 
-static int bn_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
-		       char *why, size_t n)
+static int bn_plan(dk_ctx *c)
 {
-	(void)opset;
-	if (!ep_batchnorm_node_ok(p, why, n))
-		return 0;
-	return vk_need_float(p, dt, n_in, 0, -1, why, n);
-}
-
-static int bn_plan(vk_ctx *c)
-{
-	const vk_val *x = vk_in(c, 0), *y, *prm[4];
+	const dk_val *x = dk_in(c, 0), *y, *prm[4];
 	bn_push p = {.eps = proto_attr_float(c->node->proto, "epsilon", 1e-5f)};
 	uint32_t gy;
 
 	if (!x || x->dtype != vk_node_dtype(c) || x->rank < 2)
-		return vk_fail(c, EP_E_INVALID, "X must be float32 of rank >= 2");
+		return dk_fail(c, EP_E_INVALID, "X must be float32 of rank >= 2");
 	for (int i = 0; i < 4; i++) {
-		prm[i] = vk_in(c, i + 1);
+		prm[i] = dk_in(c, i + 1);
 		if (!prm[i] || prm[i]->dtype != vk_node_dtype(c) || prm[i]->numel != x->dims[1])
-			return vk_fail(c, EP_E_INVALID, "input %d must hold %lld floats", i + 1,
+			return dk_fail(c, EP_E_INVALID, "input %d must hold %lld floats", i + 1,
 				       (long long)x->dims[1]);
 	}
-	y = vk_out(c, 0, x->rank, x->dims);
+	y = dk_out(c, 0, vk_node_dtype(c), x->rank, x->dims);
 	if (!y)
 		return c->status;
 	if (!x->numel)
@@ -79,38 +70,13 @@ static int bn_plan(vk_ctx *c)
 
 /* ---- Softmax, LogSoftmax -------------------------------------------------- */
 
-static int softmax_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
-			    char *why, size_t n)
+static int softmax_plan(dk_ctx *c)
 {
-	(void)opset;
-	if (!ep_softmax_node_ok(p, why, n))
-		return 0;
-	return vk_need_float(p, dt, n_in, 0, -1, why, n);
-}
-
-static int softmax_plan(vk_ctx *c)
-{
-	const vk_val *x = vk_in(c, 0), *y;
-	int old = c->node->opset < 13;
-	int a = x ? onnx_axis(proto_attr_int(c->node->proto, "axis", old ? 1 : -1), x->rank) : -1;
+	const dk_val *x = dk_in(c, 0), *y;
 	softmax_push p = {.log_ = c->node->proto->op_type[0] == 'L'};
-	int64_t outer = 1, inner = 1, len;
+	int64_t outer, inner, len;
 
-	if (x && x->rank == 0 && x->dtype == vk_node_dtype(c))
-		a = 0;
-	if (!x || x->dtype != vk_node_dtype(c) || a < 0)
-		return vk_fail(c, EP_E_INVALID, "X must be float32 with axis in range");
-	for (int i = 0; i < a; i++)
-		outer *= x->dims[i];
-	for (int i = a + 1; i < x->rank; i++)
-		inner *= x->dims[i];
-	len = x->rank ? x->dims[a] : 1;
-	if (old) {
-		len *= inner;
-		inner = 1;
-	}
-	y = vk_out(c, 0, x->rank, x->dims);
-	if (!y)
+	if (dk_softmax_out(c, &outer, &len, &inner, &y))
 		return c->status;
 	p.rows = (uint32_t)(outer * inner);
 	p.n = (uint32_t)len;
@@ -123,62 +89,21 @@ static int softmax_plan(vk_ctx *c)
 
 /* ---- LayerNormalization --------------------------------------------------- */
 
-static int ln_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
-		       char *why, size_t n)
+/* Absent Mean / InvStdDev outputs bind Y's memory, flagged unused. */
+static int ln_plan(dk_ctx *c)
 {
-	(void)opset;
-	if (!ep_layernorm_node_ok(p, n_in > 0 ? dt[0] : 0, why, n))
-		return 0;
-	return vk_need_float(p, dt, n_in, 0, -1, why, n);
-}
-
-static int suffix_of(const vk_val *s, const vk_val *x, int a)
-{
-	return ep_suffix_broadcasts(s->rank, s->dims, x->rank, x->dims, a);
-}
-
-static int ln_stats(vk_ctx *c, const vk_val *x, int a, vk_buf *mean, vk_buf *inv, uint32_t *flags)
-{
-	int64_t dims[EP_MAX_RANK];
-
-	for (int i = 0; i < x->rank; i++)
-		dims[i] = i < a ? x->dims[i] : 1;
-	for (int k = 1; k <= 2; k++) {
-		const vk_val *o;
-
-		if (k >= c->node->n_out || c->node->out[k] < 0)
-			continue;
-		o = vk_out(c, k, x->rank, dims);
-		if (!o)
-			return c->status;
-		*(k == 1 ? mean : inv) = o->dev;
-		*flags |= k == 1 ? 2u : 4u;
-	}
-	return 0;
-}
-
-static int ln_plan(vk_ctx *c)
-{
-	const vk_val *x = vk_in(c, 0), *s = vk_in(c, 1), *b = vk_in(c, 2), *y;
-	int a = x ? onnx_axis(proto_attr_int(c->node->proto, "axis", -1), x->rank) : -1;
+	const dk_val *x = dk_in(c, 0), *s = dk_in(c, 1), *b = dk_in(c, 2), *y;
 	ln_push p = {.eps = proto_attr_float(c->node->proto, "epsilon", 1e-5f)};
-	int64_t rows = 1;
+	int64_t rows;
 	vk_buf mean, inv;
-	int rc;
 
-	if (!x || !s || x->dtype != vk_node_dtype(c) || a < 0)
-		return vk_fail(c, EP_E_INVALID, "X must be float32 with axis in range");
-	if (!suffix_of(s, x, a) || (b && !suffix_of(b, x, a)) || !s->numel || (b && !b->numel))
-		return vk_fail(c, EP_E_UNSUPPORTED, "Scale or B does not broadcast as a suffix");
-	for (int i = 0; i < a; i++)
-		rows *= x->dims[i];
-	y = vk_out(c, 0, x->rank, x->dims);
-	if (!y)
+	if (dk_layernorm_out(c, &rows, &mean, &inv, &y))
 		return c->status;
-	mean = inv = y->dev;
-	rc = ln_stats(c, x, a, &mean, &inv, &p.flags);
-	if (rc)
-		return rc;
+	p.flags = (mean.ptr ? 2u : 0u) | (inv.ptr ? 4u : 0u);
+	if (!mean.ptr)
+		mean = y->dev;
+	if (!inv.ptr)
+		inv = y->dev;
 	p.rows = (uint32_t)rows;
 	p.n = (uint32_t)(rows ? x->numel / rows : 0);
 	p.sn = (uint32_t)s->numel;
@@ -191,10 +116,14 @@ static int ln_plan(vk_ctx *c)
 			 8u | 16u | 32u, &p, sizeof(p), rows);
 }
 
-const vk_op vk_ops_norm[] = {
-	{"BatchNormalization", 7, 22, bn_supports, NULL, bn_plan, VK_PIPE(VKP_BATCHNORM), NULL},
-	{"Softmax", 1, 22, softmax_supports, NULL, softmax_plan, VK_PIPE(VKP_SOFTMAX), NULL},
-	{"LogSoftmax", 1, 22, softmax_supports, NULL, softmax_plan, VK_PIPE(VKP_SOFTMAX), NULL},
-	{"LayerNormalization", 17, 22, ln_supports, NULL, ln_plan, VK_PIPE(VKP_LAYERNORM), NULL},
+const dk_op vk_ops_norm[] = {
+	{"BatchNormalization", 7, 22, dk_batchnorm_supports, NULL, bn_plan, NULL,
+	 VKX_PIPE(VKP_BATCHNORM), NULL, NULL},
+	{"Softmax", 1, 22, dk_softmax_supports, NULL, softmax_plan, NULL, VKX_PIPE(VKP_SOFTMAX),
+	 NULL, NULL},
+	{"LogSoftmax", 1, 22, dk_softmax_supports, NULL, softmax_plan, NULL, VKX_PIPE(VKP_SOFTMAX),
+	 NULL, NULL},
+	{"LayerNormalization", 17, 22, dk_layernorm_supports, NULL, ln_plan, NULL,
+	 VKX_PIPE(VKP_LAYERNORM), NULL, NULL},
 	{0},
 };

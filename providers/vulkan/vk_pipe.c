@@ -44,7 +44,7 @@ static const vk_spirv *find_spirv(const char *name)
 
 static VkResult make_layouts(vk_dev *d, vk_pipe *p, int n_bind)
 {
-	VkDescriptorSetLayoutBinding b[VK_MAX_BINDINGS];
+	VkDescriptorSetLayoutBinding b[VKX_MAX_BINDINGS];
 	VkDescriptorSetLayoutCreateInfo dci = {
 		.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO,
 		.bindingCount = (uint32_t)n_bind,
@@ -53,7 +53,7 @@ static VkResult make_layouts(vk_dev *d, vk_pipe *p, int n_bind)
 	VkPushConstantRange pc = {
 		.stageFlags = VK_SHADER_STAGE_COMPUTE_BIT,
 		.offset = 0,
-		.size = VK_PUSH_BYTES,
+		.size = VKX_PUSH_BYTES,
 	};
 	VkPipelineLayoutCreateInfo lci = {
 		.sType = VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO,

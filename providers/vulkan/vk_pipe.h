@@ -2,14 +2,14 @@
  * vk_pipe: one compute pipeline per shader, created on first use from the
  * embedded SPIR-V through the device's pipeline cache.  Every pipeline
  * takes its tensors as storage buffers at bindings 0..n-1 of set 0 and its
- * parameters as up to VK_PUSH_BYTES of push constants.
+ * parameters as up to VKX_PUSH_BYTES of push constants.
  */
 #ifndef ORTMK_VK_PIPE_H
 #define ORTMK_VK_PIPE_H
 
 #include "vk_device.h"
 
-#define VK_PUSH_BYTES 128
+#define VKX_PUSH_BYTES 128
 
 enum vk_pipe_id {
 	VKP_UNARY, VKP_BINARY, VKP_GEMM, VKP_GEMM_DIRECT, VKP_CONV, VKP_CONV_DIRECT, VKP_POOL, VKP_REDUCE, VKP_SOFTMAX,

@@ -106,8 +106,8 @@ void vk_prepack_close(vk_prepack *pk, ep_subgraph *sg)
 
 /* ---- weights ---------------------------------------------------------- */
 
-int vk_prepack_keep(vk_exec *ex, vk_prepack *pk, vk_uploader *u, vk_node *node, const char *key,
-		    const vk_val *src, uint64_t size, vk_pack_fn fill, void *arg, char *err,
+int vk_prepack_keep(dk_exec *ex, vk_prepack *pk, vk_uploader *u, dk_node *node, const char *key,
+		    const dk_val *src, uint64_t size, vk_pack_fn fill, void *arg, char *err,
 		    size_t n)
 {
 	ep_weight blob = {.fd = -1, .nbytes = size};
@@ -115,8 +115,8 @@ int vk_prepack_keep(vk_exec *ex, vk_prepack *pk, vk_uploader *u, vk_node *node, 
 	blob.data = vk_prepack_get(pk, key, src->host, src->nbytes, size, fill, arg, err, n);
 	if (!blob.data)
 		return EP_E_NOMEM;
-	vk_heap_free(&ex->ep->heap, &node->keep);
-	if (vk_heap_alloc(&ex->ep->heap, size, &node->keep, err, n))
+	vk_heap_free(&vk_ep_of(ex)->heap, &node->keep);
+	if (vk_heap_alloc(&vk_ep_of(ex)->heap, size, &node->keep, err, n))
 		return EP_E_NOMEM;
 	return size && vk_upload_chunked(u, &blob, &node->keep, err, n) ? EP_E_NOMEM : 0;
 }
@@ -127,15 +127,15 @@ static int widen(void *dst, uint64_t size, void *arg)
 	return 0;
 }
 
-int vk_prepack_weight(vk_exec *ex, vk_prepack *pk, vk_uploader *u, const ep_weight *w,
+int vk_prepack_weight(dk_exec *ex, vk_prepack *pk, vk_uploader *u, const ep_weight *w,
 		      vk_buf *dst, char *err, size_t n)
 {
 	const char *name = ex->sg->values[w->value].name;
 	ep_weight packed = *w;
 	char key[PACK_KEY_LEN];
 
-	if (!vk_f16_as_f32(&ex->ep->dev, w->dtype)) {
-		if (vk_heap_alloc(&ex->ep->heap, w->nbytes, dst, err, n))
+	if (!vk_f16_as_f32(&vk_ep_of(ex)->dev, w->dtype)) {
+		if (vk_heap_alloc(&vk_ep_of(ex)->heap, w->nbytes, dst, err, n))
 			return EP_E_NOMEM;
 		return w->nbytes && vk_upload_chunked(u, w, dst, err, n) ? EP_E_NOMEM : 0;
 	}
@@ -147,7 +147,7 @@ int vk_prepack_weight(vk_exec *ex, vk_prepack *pk, vk_uploader *u, const ep_weig
 				     (void *)w, err, n);
 	if (!packed.data)
 		return EP_E_NOMEM;
-	if (vk_heap_alloc(&ex->ep->heap, packed.nbytes, dst, err, n))
+	if (vk_heap_alloc(&vk_ep_of(ex)->heap, packed.nbytes, dst, err, n))
 		return EP_E_NOMEM;
 	return packed.nbytes && vk_upload_chunked(u, &packed, dst, err, n) ? EP_E_NOMEM : 0;
 }

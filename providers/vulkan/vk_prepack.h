@@ -32,13 +32,13 @@ void vk_prepack_close(vk_prepack *pk, ep_subgraph *sg);
 /* Uploads weight w to dst (allocated here): as is, or through the cache
  * when its device form differs (float16 on a device without 16-bit
  * storage). */
-int vk_prepack_weight(vk_exec *ex, vk_prepack *pk, vk_uploader *u, const ep_weight *w,
+int vk_prepack_weight(dk_exec *ex, vk_prepack *pk, vk_uploader *u, const ep_weight *w,
 		      vk_buf *dst, char *err, size_t n);
 
 /* The blob `key` made by fill from the constant src (its host bytes),
  * `size` bytes, uploaded into node->keep (allocated here) for every run. */
-int vk_prepack_keep(vk_exec *ex, vk_prepack *pk, vk_uploader *u, vk_node *node, const char *key,
-		    const vk_val *src, uint64_t size, vk_pack_fn fill, void *arg, char *err,
+int vk_prepack_keep(dk_exec *ex, vk_prepack *pk, vk_uploader *u, dk_node *node, const char *key,
+		    const dk_val *src, uint64_t size, vk_pack_fn fill, void *arg, char *err,
 		    size_t n);
 
 #endif

@@ -38,7 +38,7 @@ static void copy(VkCommandBuffer cmd, VkBuffer src, VkDeviceSize src_off, VkBuff
 
 static int overlaps(const vk_buf *a, const vk_buf *b)
 {
-	return a->buf == b->buf && a->off < b->off + b->size && b->off < a->off + a->size;
+	return a->ptr == b->ptr && a->off < b->off + b->size && b->off < a->off + a->size;
 }
 
 /* Buffers written by dispatches since the last barrier. */
@@ -83,15 +83,15 @@ static int bind_set(vk_dev *d, const vk_pipe *p, const vk_dispatch *dp, char *er
 		.descriptorSetCount = 1,
 		.pSetLayouts = &p->dsl,
 	};
-	VkDescriptorBufferInfo bi[VK_MAX_BINDINGS];
-	VkWriteDescriptorSet w[VK_MAX_BINDINGS];
+	VkDescriptorBufferInfo bi[VKX_MAX_BINDINGS];
+	VkWriteDescriptorSet w[VKX_MAX_BINDINGS];
 	VkDescriptorSet set;
 	VkResult r = vkAllocateDescriptorSets(d->dev, &ai, &set);
 
 	if (r != VK_SUCCESS)
 		return snprintf(err, n, "vkAllocateDescriptorSets: %s", vk_result_name(r)), -1;
 	for (int i = 0; i < dp->n_bufs; i++) {
-		bi[i] = (VkDescriptorBufferInfo){dp->bufs[i].buf, dp->bufs[i].off, dp->bufs[i].size};
+		bi[i] = (VkDescriptorBufferInfo){dp->bufs[i].ptr, dp->bufs[i].off, dp->bufs[i].size};
 		w[i] = (VkWriteDescriptorSet){
 			.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET,
 			.dstSet = set,
@@ -109,57 +109,57 @@ static int bind_set(vk_dev *d, const vk_pipe *p, const vk_dispatch *dp, char *er
 
 /* ORTMK_VULKAN_PROFILE=1: a timestamp after every dispatch, and a debug
  * line per dispatch with its pipeline and device time. */
-static VkQueryPool profile_pool(vk_exec *ex)
+static VkQueryPool profile_pool(dk_exec *ex)
 {
 	static int on = -1;
 	VkQueryPoolCreateInfo ci = {
 		.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO,
 		.queryType = VK_QUERY_TYPE_TIMESTAMP,
-		.queryCount = (uint32_t)ex->disp.n + 1,
+		.queryCount = (uint32_t)ex->work.n + 1,
 	};
 	VkQueryPool qp;
 
 	if (on < 0) {
 		const char *e = getenv("ORTMK_VULKAN_PROFILE");
 
-		on = e && strcmp(e, "1") == 0 && ex->ep->dev.props.limits.timestampComputeAndGraphics;
+		on = e && strcmp(e, "1") == 0 && vk_ep_of(ex)->dev.props.limits.timestampComputeAndGraphics;
 	}
-	if (!on || vkCreateQueryPool(ex->ep->dev.dev, &ci, NULL, &qp) != VK_SUCCESS)
+	if (!on || vkCreateQueryPool(vk_ep_of(ex)->dev.dev, &ci, NULL, &qp) != VK_SUCCESS)
 		return VK_NULL_HANDLE;
-	vkCmdResetQueryPool(ex->ep->dev.cmd, qp, 0, ci.queryCount);
-	vkCmdWriteTimestamp(ex->ep->dev.cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, qp, 0);
+	vkCmdResetQueryPool(vk_ep_of(ex)->dev.cmd, qp, 0, ci.queryCount);
+	vkCmdWriteTimestamp(vk_ep_of(ex)->dev.cmd, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, qp, 0);
 	return qp;
 }
 
-static void profile_report(vk_exec *ex, VkQueryPool qp)
+static void profile_report(dk_exec *ex, VkQueryPool qp)
 {
 	static const char *const names[VKP_COUNT] = {"unary", "binary", "gemm", "gemm_direct", "conv", "conv_direct", "pool",
 		"reduce", "softmax", "layernorm", "batchnorm", "transpose", "copy", "gather"};
-	uint64_t *t = calloc(ex->disp.n + 1, sizeof(uint64_t));
-	double ns = ex->ep->dev.props.limits.timestampPeriod;
+	uint64_t *t = calloc(ex->work.n + 1, sizeof(uint64_t));
+	double ns = vk_ep_of(ex)->dev.props.limits.timestampPeriod;
 
-	if (t && vkGetQueryPoolResults(ex->ep->dev.dev, qp, 0, (uint32_t)ex->disp.n + 1,
-				       (ex->disp.n + 1) * sizeof(uint64_t), t, sizeof(uint64_t),
+	if (t && vkGetQueryPoolResults(vk_ep_of(ex)->dev.dev, qp, 0, (uint32_t)ex->work.n + 1,
+				       (ex->work.n + 1) * sizeof(uint64_t), t, sizeof(uint64_t),
 				       VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT) == VK_SUCCESS)
-		for (size_t i = 0; i < ex->disp.n; i++) {
-			const vk_dispatch *d = &((vk_dispatch *)ex->disp.v)[i];
+		for (size_t i = 0; i < ex->work.n; i++) {
+			const vk_dispatch *d = &((vk_dispatch *)ex->work.v)[i];
 
 			ipc_log(IPC_LOG_DEBUG, "dispatch %zu %-9s %5ux%ux%u groups %9.3f ms", i,
 				names[d->pipe % VKP_COUNT], d->groups[0], d->groups[1], d->groups[2],
 				(double)(t[i + 1] - t[i]) * ns / 1e6);
 		}
 	free(t);
-	vkDestroyQueryPool(ex->ep->dev.dev, qp, NULL);
+	vkDestroyQueryPool(vk_ep_of(ex)->dev.dev, qp, NULL);
 }
 
-static int record_dispatches(vk_exec *ex, VkQueryPool qp, char *err, size_t n)
+static int record_dispatches(dk_exec *ex, VkQueryPool qp, char *err, size_t n)
 {
-	vk_ep *ep = ex->ep;
+	vk_ep *ep = vk_ep_of(ex);
 	hazards h = {0};
 	int last = -1, rc = 0;
 
-	for (size_t i = 0; i < ex->disp.n && rc == 0; i++) {
-		const vk_dispatch *dp = &((vk_dispatch *)ex->disp.v)[i];
+	for (size_t i = 0; i < ex->work.n && rc == 0; i++) {
+		const vk_dispatch *dp = &((vk_dispatch *)ex->work.v)[i];
 		const vk_pipe *p = vk_pipe_get(&ep->dev, &ep->pipes, dp->pipe, err, n);
 
 		if (!p) {
@@ -178,7 +178,7 @@ static int record_dispatches(vk_exec *ex, VkQueryPool qp, char *err, size_t n)
 		rc = bind_set(&ep->dev, p, dp, err, n);
 		if (rc == 0) {
 			vkCmdPushConstants(ep->dev.cmd, p->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
-					   VK_PUSH_BYTES, dp->push);
+					   VKX_PUSH_BYTES, dp->push);
 			vkCmdDispatch(ep->dev.cmd, dp->groups[0], dp->groups[1], dp->groups[2]);
 			if (qp)
 				vkCmdWriteTimestamp(ep->dev.cmd, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, qp,
@@ -191,16 +191,16 @@ static int record_dispatches(vk_exec *ex, VkQueryPool qp, char *err, size_t n)
 }
 
 /* Bytes of a transfer on the device (and in staging). */
-static VkDeviceSize dev_bytes(const vk_xfer *x)
+static VkDeviceSize dev_bytes(const dk_xfer *x)
 {
 	return x->f16 ? 2 * x->nbytes : x->nbytes;
 }
 
 /* Places every transfer in the staging buffer; returns the bytes needed. */
-static VkDeviceSize layout_staging(ep_list *l, VkDeviceSize at)
+static VkDeviceSize layout_staging(dk_list *l, VkDeviceSize at)
 {
 	for (size_t i = 0; i < l->n; i++) {
-		vk_xfer *x = &((vk_xfer *)l->v)[i];
+		dk_xfer *x = &((dk_xfer *)l->v)[i];
 
 		x->stage_off = at;
 		at += (dev_bytes(x) + STAGE_ALIGN - 1) / STAGE_ALIGN * STAGE_ALIGN;
@@ -208,30 +208,30 @@ static VkDeviceSize layout_staging(ep_list *l, VkDeviceSize at)
 	return at;
 }
 
-static void record_copies(vk_exec *ex, int download)
+static void record_copies(dk_exec *ex, int download)
 {
-	const ep_list *l = download ? &ex->down : &ex->up;
-	vk_staging *s = &ex->ep->staging;
+	const dk_list *l = download ? &ex->down : &ex->up;
+	vk_staging *s = &vk_ep_of(ex)->staging;
 
 	for (size_t i = 0; i < l->n; i++) {
-		const vk_xfer *x = &((const vk_xfer *)l->v)[i];
+		const dk_xfer *x = &((const dk_xfer *)l->v)[i];
 
 		if (download)
-			copy(ex->ep->dev.cmd, x->dev.buf, x->dev.off, s->buf, x->stage_off, dev_bytes(x));
+			copy(vk_ep_of(ex)->dev.cmd, x->dev.ptr, x->dev.off, s->buf, x->stage_off, dev_bytes(x));
 		else
-			copy(ex->ep->dev.cmd, s->buf, x->stage_off, x->dev.buf, x->dev.off, dev_bytes(x));
+			copy(vk_ep_of(ex)->dev.cmd, s->buf, x->stage_off, x->dev.ptr, x->dev.off, dev_bytes(x));
 	}
 }
 
-int vk_record_and_run(vk_exec *ex, char *err, size_t n)
+int vk_record_and_run(dk_exec *ex, char *err, size_t n)
 {
-	vk_ep *ep = ex->ep;
+	vk_ep *ep = vk_ep_of(ex);
 	VkCommandBuffer cmd = ep->dev.cmd;
 	VkDeviceSize need = layout_staging(&ex->down, layout_staging(&ex->up, 0));
 	VkQueryPool qp;
 
 	if (vk_staging_reserve(&ep->dev, &ep->staging, need, err, n) ||
-	    vk_dev_reset_descriptors(&ep->dev, (uint32_t)ex->disp.n, err, n) ||
+	    vk_dev_reset_descriptors(&ep->dev, (uint32_t)ex->work.n, err, n) ||
 	    vk_dev_begin(&ep->dev, err, n))
 		return EP_E_NOMEM;
 	/* What earlier submissions on the queue wrote (other streams' copies
@@ -239,7 +239,7 @@ int vk_record_and_run(vk_exec *ex, char *err, size_t n)
 	barrier(cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_ACCESS_MEMORY_WRITE_BIT,
 		VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT);
 	for (size_t i = 0; i < ex->up.n; i++) {
-		const vk_xfer *x = &((const vk_xfer *)ex->up.v)[i];
+		const dk_xfer *x = &((const dk_xfer *)ex->up.v)[i];
 
 		if (x->f16)
 			vk_f16_widen((float *)(ep->staging.map + x->stage_off), x->host, x->nbytes / 2);
@@ -264,9 +264,9 @@ int vk_record_and_run(vk_exec *ex, char *err, size_t n)
 			VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT,
 			VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_READ_BIT);
 		for (size_t i = 0; i < ex->d2d.n; i++) {
-			const vk_d2d *c = &((const vk_d2d *)ex->d2d.v)[i];
+			const dk_d2d *c = &((const dk_d2d *)ex->d2d.v)[i];
 
-			copy(cmd, c->src.buf, c->src.off, c->dst.buf, c->dst.off, c->nbytes);
+			copy(cmd, c->src.ptr, c->src.off, c->dst.ptr, c->dst.off, c->nbytes);
 		}
 	}
 	if (ex->down.n) {
@@ -274,7 +274,7 @@ int vk_record_and_run(vk_exec *ex, char *err, size_t n)
 		barrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_ACCESS_TRANSFER_WRITE_BIT,
 			VK_PIPELINE_STAGE_HOST_BIT, VK_ACCESS_HOST_READ_BIT);
 	}
-	if (vk_dev_submit_wait_on(&ep->dev, ex->wait_sem, ex->wait_value, err, n)) {
+	if (vk_dev_submit_wait_on(&ep->dev, (VkSemaphore)ex->wait, ex->wait_value, err, n)) {
 		if (qp)
 			vkDestroyQueryPool(ep->dev.dev, qp, NULL);
 		return EP_E_INTERNAL;
@@ -282,7 +282,7 @@ int vk_record_and_run(vk_exec *ex, char *err, size_t n)
 	if (qp)
 		profile_report(ex, qp);
 	for (size_t i = 0; i < ex->down.n; i++) {
-		const vk_xfer *x = &((const vk_xfer *)ex->down.v)[i];
+		const dk_xfer *x = &((const dk_xfer *)ex->down.v)[i];
 
 		if (x->f16)
 			vk_f16_narrow(x->host, (const float *)(ep->staging.map + x->stage_off),
@@ -328,9 +328,9 @@ int vk_upload_flush(vk_uploader *u, char *err, size_t n)
 	if (vk_dev_begin(d, err, n))
 		return -1;
 	for (size_t i = 0; i < u->pending.n; i++) {
-		const vk_xfer *x = &((const vk_xfer *)u->pending.v)[i];
+		const dk_xfer *x = &((const dk_xfer *)u->pending.v)[i];
 
-		copy(d->cmd, u->ep->staging.buf, x->stage_off, x->dev.buf, x->dev.off, x->nbytes);
+		copy(d->cmd, u->ep->staging.buf, x->stage_off, x->dev.ptr, x->dev.off, x->nbytes);
 	}
 	u->pending.n = 0;
 	u->used = 0;
@@ -345,7 +345,7 @@ int vk_upload_chunked(vk_uploader *u, const ep_weight *w, const vk_buf *dst, cha
 		return -1;
 	while (off < w->nbytes) {
 		uint64_t len = w->nbytes - off;
-		vk_xfer *x;
+		dk_xfer *x;
 
 		if (u->used >= WEIGHT_CHUNK && vk_upload_flush(u, err, n))
 			return -1;
@@ -354,7 +354,7 @@ int vk_upload_chunked(vk_uploader *u, const ep_weight *w, const vk_buf *dst, cha
 		if (read_weight(w, off, u->ep->staging.map + u->used, len))
 			return snprintf(err, n, "cannot read %llu bytes of external data",
 					(unsigned long long)len), -1;
-		x = ep_list_push(&u->pending);
+		x = dk_list_push(&u->pending);
 		if (!x)
 			return snprintf(err, n, "out of memory"), -1;
 		x->dev = *dst;

@@ -35,7 +35,7 @@ static _Noreturn void device_gone(VkResult r, uint32_t stream)
 	ipc_log(IPC_LOG_ERROR, "stream %u: %s; exiting for a restart", stream,
 		r == VK_TIMEOUT ? "a submission did not finish within ORTMK_VULKAN_TIMEOUT_MS"
 				: vk_result_name(r));
-	_exit(VK_EXIT_DEVICE);
+	_exit(VKX_EXIT_DEVICE);
 }
 
 static void finish_slot(vk_slot *sl)
@@ -66,7 +66,7 @@ static void *bridge_main(void *arg)
 			pthread_cond_wait(&s->cv, &s->mu);
 		if (s->n_done == s->n_sub)
 			break;
-		sl = &s->slots[s->n_done % VK_STREAM_SLOTS];
+		sl = &s->slots[s->n_done % VKX_STREAM_SLOTS];
 		wi.pValues = &sl->value;
 		pthread_mutex_unlock(&s->mu);
 		r = s->d->wait_semaphores(s->d->dev, &wi, s->d->timeout_ns);
@@ -97,7 +97,7 @@ static void stream_free(vk_stream *s)
 		pthread_mutex_unlock(&s->mu);
 		pthread_join(s->thread, NULL);
 	}
-	for (int i = 0; i < VK_STREAM_SLOTS; i++) {
+	for (int i = 0; i < VKX_STREAM_SLOTS; i++) {
 		vk_staging_fini(s->d, &s->slots[i].stage);
 		free(s->slots[i].host);
 	}
@@ -181,8 +181,8 @@ vk_stream *vk_stream_get(vk_streams *ss, uint32_t id, int create, char *err, siz
 	if (!ss->d->timeline)
 		return snprintf(err, n, "the Vulkan device has no timeline semaphores (Vulkan 1.2 or "
 				"VK_KHR_timeline_semaphore): no streams or copies"), NULL;
-	if (ss->n == VK_MAX_STREAMS)
-		return snprintf(err, n, "stream %u: more than %d streams in use", id, VK_MAX_STREAMS),
+	if (ss->n == VKX_MAX_STREAMS)
+		return snprintf(err, n, "stream %u: more than %d streams in use", id, VKX_MAX_STREAMS),
 		       NULL;
 	s = stream_new(ss->d, id, err, n);
 	if (s)
@@ -202,10 +202,10 @@ vk_slot *vk_stream_begin(vk_stream *s, char *err, size_t n)
 	/* Every slot in flight: wait for the oldest (the bridge exits the
 	 * process if the device never finishes it). */
 	pthread_mutex_lock(&s->mu);
-	while (s->n_sub - s->n_done >= VK_STREAM_SLOTS)
+	while (s->n_sub - s->n_done >= VKX_STREAM_SLOTS)
 		pthread_cond_wait(&s->cv, &s->mu);
 	pthread_mutex_unlock(&s->mu);
-	sl = &s->slots[s->n_sub % VK_STREAM_SLOTS];
+	sl = &s->slots[s->n_sub % VKX_STREAM_SLOTS];
 	if (sl->stage.size > STAGE_KEEP)
 		vk_staging_fini(s->d, &sl->stage);
 	sl->n_host = 0;

@@ -4,7 +4,7 @@
  *
  * A stream is an ordering domain on the device's one queue: a timeline
  * semaphore whose value counts the stream's submissions, a command pool,
- * and a ring of VK_STREAM_SLOTS submission slots (command buffer, a
+ * and a ring of VKX_STREAM_SLOTS submission slots (command buffer, a
  * host-visible staging buffer, the host-side work to do when the
  * submission completes, the signal to give).  Each submission waits on the
  * stream's previous value and signals the next, so the stream's work runs
@@ -27,8 +27,8 @@
 
 #include "vk_mem.h"
 
-#define VK_STREAM_SLOTS 16
-#define VK_MAX_STREAMS 64
+#define VKX_STREAM_SLOTS 16
+#define VKX_MAX_STREAMS 64
 
 /* Called by the bridge thread when a submission is complete (ok 1) or can
  * never complete (ok 0). */
@@ -60,7 +60,7 @@ typedef struct vk_stream {
 	uint32_t id;
 	VkSemaphore sem;
 	VkCommandPool pool;
-	vk_slot slots[VK_STREAM_SLOTS];
+	vk_slot slots[VKX_STREAM_SLOTS];
 	/* request thread only */
 	uint64_t value;         /* last value submitted */
 	uint64_t host_value;    /* last value submitted with host-side work */
@@ -77,7 +77,7 @@ typedef struct vk_stream {
 
 typedef struct vk_streams {
 	vk_dev *d;
-	vk_stream *s[VK_MAX_STREAMS];
+	vk_stream *s[VKX_MAX_STREAMS];
 	int n;
 } vk_streams;
 

@@ -1,40 +1,13 @@
 /*
- * vk_util: the Vulkan ops' dtype and size checks (float inputs, storage
- * buffer limits), host int reads, and the op registry (one table per
- * family file).  Attribute and shape math is shared: providers/host/
- * ep_shape.c.
+ * vk_util: the Vulkan ops' size checks (storage buffer limits) and the op
+ * registry (one table per family file).  Dtype checks, attribute and
+ * shape math are the device kit's (providers/devkit/dk_ops.c,
+ * dk_shape.c).
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "vk_ops.h"
-
-int vk_need_float(const Onnx__NodeProto *p, const int32_t *dt, int n_in, int first, int count,
-		  char *why, size_t n)
-{
-	int end = count < 0 ? n_in : first + count;
-	int32_t want = 0;
-
-	for (int i = first; i < end && i < n_in; i++) {
-		if (i < (int)p->n_input && !p->input[i][0])
-			continue;
-		if (!want && (dt[i] == VK_FLOAT || dt[i] == VK_FLOAT16))
-			want = dt[i];
-		if (!want || dt[i] != want) {   /* 0: a sequence, an optional, unknown */
-			snprintf(why, n, "input %d is not %s (dtype %d)", i,
-				 want == VK_FLOAT16 ? "float16 like input 0" : "float32", dt[i]);
-			return 0;
-		}
-	}
-	return 1;
-}
-
-int64_t vk_get_int(const vk_val *v, int64_t i)
-{
-	if (v->dtype == VK_INT32)
-		return ((const int32_t *)v->host)[i];
-	return ((const int64_t *)v->host)[i];
-}
 
 /* The tensors of one side of a NodeQuery: refuses a float tensor whose
  * known size exceeds what one storage-buffer binding reaches. */
@@ -56,13 +29,13 @@ static int side_fits(const char *side, size_t n_t, const int32_t *dt, size_t n_d
 		for (int d = 0; d < ranks[i]; d++, at++) {
 			if (dims[at] < 0)
 				known = 0;
-			else if (numel <= VK_MAX_ELEMS)
+			else if (numel <= VKX_MAX_ELEMS)
 				numel *= dims[at];
 		}
-		esz = i < n_dt && dt[i] == VK_FLOAT16 ? f16_size : i < n_dt && dt[i] == VK_FLOAT ? 4 : 0;
+		esz = i < n_dt && dt[i] == VKX_FLOAT16 ? f16_size : i < n_dt && dt[i] == VKX_FLOAT ? 4 : 0;
 		if (!known || !esz)
 			continue;
-		if (numel >= VK_MAX_ELEMS || (uint64_t)numel * esz > max_bytes)
+		if (numel >= VKX_MAX_ELEMS || (uint64_t)numel * esz > max_bytes)
 			return snprintf(why, n, "%s %zu has %lld elements: more than a storage buffer "
 					"reaches (%llu bytes)", side, i, (long long)numel,
 					(unsigned long long)max_bytes), 0;
@@ -82,17 +55,10 @@ int vk_shapes_fit(const Ortmk__NodeQuery *q, uint64_t max_bytes, int f16, char *
 			 n);
 }
 
-const vk_op *vk_op_find(const char *op_type, const char *domain, int64_t opset)
+const dk_op *vk_op_find(const char *op_type, const char *domain, int64_t opset)
 {
-	static const vk_op *const tables[] = {vk_ops_elem, vk_ops_linalg, vk_ops_nn, vk_ops_norm,
+	static const dk_op *const tables[] = {vk_ops_elem, vk_ops_linalg, vk_ops_nn, vk_ops_norm,
 					      vk_ops_shape, vk_ops_reduce};
 
-	if (domain && domain[0] && strcmp(domain, "ai.onnx") != 0)
-		return NULL;
-	for (size_t t = 0; t < sizeof(tables) / sizeof(tables[0]); t++)
-		for (const vk_op *op = tables[t]; op->op_type; op++)
-			if (strcmp(op->op_type, op_type) == 0 && opset >= op->min_opset &&
-			    opset <= op->max_opset)
-				return op;
-	return NULL;
+	return dk_op_in(tables, sizeof(tables) / sizeof(tables[0]), op_type, domain, opset);
 }

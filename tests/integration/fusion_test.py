@@ -246,6 +246,32 @@ def folding_model():
     return g, {"x": x}, {"y": (p @ v) @ w["wo"].T}
 
 
+def masked_attention_model():
+    """Attention with a relative position bias [heads, s, s] and a mask
+    [batch, 1, 1, s] added to the scaled scores before the Softmax (BERT's
+    mask, Swin's bias): both Adds fuse into the attention node; the
+    mask's batch dim widens scores computed for one batch of Q."""
+    b, h, s, d = 2, 3, 7, 8
+    q = rng.standard_normal((1, h, s, d)).astype(np.float32)
+    k = rng.standard_normal((1, h, d, s)).astype(np.float32)
+    v = rng.standard_normal((b, h, s, d)).astype(np.float32)
+    bias = rng.standard_normal((h, s, s)).astype(np.float32)
+    mask = np.where(rng.uniform(size=(b, 1, 1, s)) < 0.3, -1e4, 0).astype(np.float32)
+    inits = [numpy_helper.from_array(np.array(0.5, np.float32), "half"),
+             numpy_helper.from_array(bias, "bias")]
+    n = helper.make_node
+    nodes = [n("MatMul", ["q", "k"], ["s0"]), n("Mul", ["s0", "half"], ["s1"]),
+             n("Add", ["s1", "bias"], ["s2"]), n("Add", ["s2", "mask"], ["s3"]),
+             n("Softmax", ["s3"], ["p"], axis=-1), n("MatMul", ["p", "v"], ["y"])]
+    g = helper.make_graph(nodes, "masked", [helper.make_tensor_value_info(nm, TensorProto.FLOAT, list(a.shape))
+                                            for nm, a in (("q", q), ("k", k), ("v", v), ("mask", mask))],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    sc = (q.astype(np.float64) @ k.astype(np.float64)) * 0.5 + bias + mask
+    p = np.exp(sc - sc.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    return g, {"q": q, "k": k, "v": v, "mask": mask}, {"y": p @ v.astype(np.float64)}
+
+
 def mlp_model():
     x = rng.standard_normal((3, 40)).astype(np.float32)
     w = (rng.standard_normal((50, 40)) * 0.3).astype(np.float32)
@@ -279,7 +305,8 @@ def main():
     for name, (g, inputs, want), min_fused, n_attention in (
             ("resnet", resnet_model(), 4, 0), ("bert", bert_model(), 4, 1),
             ("attention", attention_model(), 1, 1), ("mlp", mlp_model(), 1, 0),
-            ("activations", activations_model(), 7, 0), ("folding", folding_model(), 1, 1)):
+            ("activations", activations_model(), 7, 0), ("folding", folding_model(), 1, 1),
+            ("masked", masked_attention_model(), 1, 1)):
         d = os.path.join(work, name)
         os.makedirs(d)
         model = os.path.join(d, "model.onnx")

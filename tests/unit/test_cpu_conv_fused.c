@@ -193,9 +193,13 @@ static void conv_run(const ccase *c, int w_const, int bias, int res_kind, int re
 	cpu_tensor P, out;
 	const cpu_tensor *in[4] = {&X, &Wt, bias ? &B : NULL, res_kind ? &R : NULL};
 	const cpu_tensor *consts[4] = {NULL, w_const ? &Wt : NULL, bias ? &B : NULL, NULL};
-	cpu_fusion fu = {res_kind ? 3 : -1, -1, relu ? CPU_FUSE_ACT_RELU : CPU_FUSE_ACT_NONE, 0, 0, -1, 0, 0, 0, -1, -1};
+	/* relu: 0 none, 1 Relu, 2 Clip [-0.5, 1.5], 3 HardSwish, 4 SiLU */
+	static const cpu_fuse_act acts[5] = {CPU_FUSE_ACT_NONE, CPU_FUSE_ACT_RELU, CPU_FUSE_ACT_CLIP,
+					     CPU_FUSE_ACT_HSWISH, CPU_FUSE_ACT_SILU};
+	cpu_fusion fu = {res_kind ? 3 : -1, -1, acts[relu], 0, 0, -1, -0.5f, 1.5f, 0, {0, 0}, 0, -1, -1};
 	int fused = res_kind || relu;
-	double *want = ref_conv(c, x, w, bias ? b : NULL, res_kind ? r : NULL, res_kind == 2, relu);
+	double *want = ref_conv(c, x, w, bias ? b : NULL, res_kind ? r : NULL, res_kind == 2,
+				relu == 1);
 	char what[160];
 	tnode t;
 
@@ -207,6 +211,12 @@ static void conv_run(const ccase *c, int w_const, int bias, int res_kind, int re
 	P = tens(CPU_FLOAT, 4, yd, plan_over == 1 ? r : x);
 	if (plan_over == 2)
 		P.nbytes = (size_t)ny * sizeof(float);
+	for (int64_t i = 0; i < ny && relu > 1; i++) {
+		double v = want[i];
+
+		want[i] = relu == 2 ? (v < -0.5 ? -0.5 : v > 1.5 ? 1.5 : v) :
+			  relu == 3 ? v * fmin(1.0, fmax(0.0, v / 6 + 0.5)) : v / (1 + exp(-v));
+	}
 	out = run_node(&t, fused ? &fu : NULL, consts, fused ? 4 : 3, in, plan_over ? &P : NULL, pool);
 	snprintf(what, sizeof(what), "conv N%lld C%lld %lldx%lld M%lld g%lld k%lldx%lld s%lld p%lld "
 		 "d%lld wc%d b%d res%d relu%d pool%d plan%d", (long long)c->N, (long long)c->C,
@@ -234,6 +244,13 @@ static const ccase conv_cases[] = {
 	{1, 33, 6, 6, 40, 1, 1, 1, 1, 0, 1},       /* 1x1 direct, packed form */
 	{1, 12, 16, 16, 24, 1, 1, 1, 1, 0, 1},     /* 1x1 direct, rows form */
 	{1, 6, 11, 13, 6, 6, 3, 3, 1, 1, 1},       /* depthwise */
+	{1, 104, 14, 13, 104, 13, 3, 3, 1, 1, 1},  /* grouped 8+8 a group (RegNet) */
+	{2, 48, 15, 17, 48, 6, 3, 3, 2, 1, 1},     /* grouped 8+8, stride 2, batch 2 */
+	{1, 15, 9, 21, 36, 3, 3, 3, 1, 1, 1},      /* grouped 5 in, 12 out: a ragged block */
+	{1, 64, 7, 9, 64, 2, 3, 3, 1, 1, 1},       /* grouped 32+32 */
+	{1, 24, 10, 10, 48, 4, 1, 1, 1, 0, 1},     /* grouped 1x1 (ShuffleNet) */
+	{1, 16, 12, 12, 16, 4, 5, 5, 1, 2, 1},     /* grouped 5x5 */
+	{1, 16, 11, 11, 32, 4, 3, 3, 3, 1, 1},     /* grouped, stride 3: any-window path */
 	{2, 5, 21, 37, 5, 5, 3, 3, 2, 1, 1},       /* depthwise 3x3/2, vector tails */
 	{1, 4, 19, 26, 4, 4, 5, 5, 1, 2, 1},       /* depthwise 5x5/1 */
 	{1, 3, 18, 33, 3, 3, 5, 5, 2, 2, 1},       /* depthwise 5x5/2 */
@@ -280,6 +297,10 @@ static void test_conv_fused(void **state)
 		conv_run(c, 1, 1, 2, 1, pool, 0);      /* per-channel addend: the tail */
 		conv_run(c, 1, 1, 1, 1, pool, 1);      /* output over the residual */
 		conv_run(c, 0, 1, 1, 0, NULL, 1);
+		for (int act = 2; act <= 4; act++) {   /* the other activations, every form */
+			conv_run(c, 1, 1, 0, act, pool, 0);
+			conv_run(c, 1, 1, 1, act, NULL, 0);
+		}
 		if (same_xy)
 			conv_run(c, 1, 1, 1, 1, pool, 2);   /* output over the input */
 	}
@@ -305,7 +326,7 @@ static void matmul_case(int64_t batch, int64_t M, int64_t K, int64_t N, cpu_fuse
 	cpu_tensor V = tens(CPU_FLOAT, 1, vd, bias), R = tens(CPU_FLOAT, 3, yd, r), P, out;
 	const cpu_tensor *in[4] = {&A, &B, with_bias ? &V : NULL, with_res ? &R : NULL};
 	const cpu_tensor *consts[4] = {NULL, &B, with_bias ? &V : NULL, NULL};
-	cpu_fusion fu = {with_res ? 3 : -1, with_bias ? 2 : -1, act, 0, 0, -1, 0, 0, 0, -1, -1};
+	cpu_fusion fu = {with_res ? 3 : -1, with_bias ? 2 : -1, act, 0, 0, -1, 0, 0, 0, {0, 0}, 0, -1, -1};
 	char what[128];
 	tnode t;
 
@@ -364,7 +385,7 @@ static void test_matmul_scale(void **state)
 	cpu_tensor A = tens(CPU_FLOAT, 3, ad, a), B = tens(CPU_FLOAT, 3, bd, b);
 	cpu_tensor R = tens(CPU_FLOAT, 3, yd, r), out;
 	const cpu_tensor *in[4] = {&A, &B, NULL, &R}, *consts[4] = {NULL, NULL, NULL, NULL};
-	cpu_fusion fu = {3, -1, CPU_FUSE_ACT_NONE, 0.125f, 0, -1, 0, 0, 0, -1, -1};
+	cpu_fusion fu = {3, -1, CPU_FUSE_ACT_NONE, 0.125f, 0, -1, 0, 0, 0, {0, 0}, 0, -1, -1};
 	cpu_pool *pool;
 	tnode t;
 
@@ -408,7 +429,7 @@ static void test_gemm_linear(void **state)
 			cpu_tensor A = tens(CPU_FLOAT, 2, ad, a), B = tens(CPU_FLOAT, 2, bd, b);
 			cpu_tensor C = tens(CPU_FLOAT, 2, cd, cc), out;
 			const cpu_tensor *in[3] = {&A, &B, &C}, *consts[3] = {NULL, &B, &C};
-			cpu_fusion fu = {-1, -1, CPU_FUSE_ACT_RELU, 0, 0, -1, 0, 0, 0, -1, -1};
+			cpu_fusion fu = {-1, -1, CPU_FUSE_ACT_RELU, 0, 0, -1, 0, 0, 0, {0, 0}, 0, -1, -1};
 			tnode t;
 
 			for (int64_t r = 0; r < M; r++)
@@ -632,7 +653,7 @@ static void test_no_alloc(void **state)
 			cpu_tensor Y = tens(CPU_FLOAT, 4, yd, y), out;
 			const cpu_tensor *in[4] = {&X, &W, &B, &R}, *consts[4] = {NULL, &W, &B, NULL};
 			const cpu_tensor *pl[1] = {&Y};
-			cpu_fusion fu = {3, -1, CPU_FUSE_ACT_RELU, 0, 0, -1, 0, 0, 0, -1, -1};
+			cpu_fusion fu = {3, -1, CPU_FUSE_ACT_RELU, 0, 0, -1, 0, 0, 0, {0, 0}, 0, -1, -1};
 			cpu_keep keep = {0};
 			cpu_run_env env = {NULL, NULL, pool, threads, &keep};
 			cpu_node node;
@@ -671,7 +692,7 @@ static void test_no_alloc(void **state)
 			cpu_tensor V = tens(CPU_FLOAT, 1, vd, v), Y = tens(CPU_FLOAT, 2, yd, y), out;
 			const cpu_tensor *in[3] = {&A, &B, &V}, *consts[3] = {NULL, &B, &V};
 			const cpu_tensor *pl[1] = {&Y};
-			cpu_fusion fu = {-1, 2, CPU_FUSE_ACT_GELU, 0, 0, -1, 0, 0, 0, -1, -1};
+			cpu_fusion fu = {-1, 2, CPU_FUSE_ACT_GELU, 0, 0, -1, 0, 0, 0, {0, 0}, 0, -1, -1};
 			cpu_keep keep = {0};
 			cpu_run_env env = {NULL, NULL, pool, threads, &keep};
 			cpu_node node;

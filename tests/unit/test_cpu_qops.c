@@ -171,7 +171,7 @@ static void check_qconv(const qcase *c, cpu_pool *pool, int fused, int res)
 	float *rcopy = malloc(sizeof(float) * (size_t)(c->N * c->M * osz + 1));
 	cpu_tensor tx, tw, tzx, tzw, ts0, ts1, tb, tr, out;
 	const cpu_tensor *in[8], *consts[8] = {0};
-	cpu_fusion fu = {-1, -1, CPU_FUSE_ACT_RELU, 0, 0, -1, 0, 0, 1, 4, 5};
+	cpu_fusion fu = {-1, -1, CPU_FUSE_ACT_RELU, 0, 0, -1, 0, 0, 0, {0, 0}, 1, 4, 5};
 	int n_in = fused ? (res ? 8 : 7) : 4;
 	int64_t yd[5];
 	int32_t *want;
@@ -351,9 +351,15 @@ static void check_qmm(int ra, const int64_t *ad, int rb, const int64_t *bd, int3
 	float s0 = 0.0137f, s1 = (float)(rnd() % 100 + 1) * 1e-3f, bias[256];
 	cpu_tensor ta, tb, tza, tzb, ts0, ts1, tbias, out;
 	const cpu_tensor *in[7], *consts[7] = {0};
-	cpu_fusion fu = {-1, -1, CPU_FUSE_ACT_NONE, 0, 0, -1, 0, 0, 1, 4, 5};
+	cpu_fusion fu = {-1, -1, CPU_FUSE_ACT_NONE, 0, 0, -1, 0, 0, 0, {0, 0}, 1, 4, 5};
 	tnode t;
 
+	/* fused 2: a Clip follows, which the int8 epilogue leaves to the tail */
+	if (fused == 2) {
+		fu.act = CPU_FUSE_ACT_CLIP;
+		fu.act_a = -0.25f;
+		fu.act_b = 0.5f;
+	}
 	assert_true(M <= 64 && N <= 256);
 	for (int i = 0; i < ra; i++)
 		na *= ad[i];
@@ -421,6 +427,8 @@ static void check_qmm(int ra, const int64_t *ad, int rb, const int64_t *bd, int3
 			f = f * (s0 * s1);
 			if (fu.bias_input >= 0)
 				f = f + bias[j];
+			if (fused == 2)
+				f = f < fu.act_a ? fu.act_a : f > fu.act_b ? fu.act_b : f;
 			if (memcmp(&f, &g, 4))
 				fail_msg("fused matmul M%lld N%lld K%lld [%lld]: %.9g, want %.9g",
 					 (long long)M, (long long)N, (long long)K, (long long)e, g, f);
@@ -480,6 +488,7 @@ static void test_matmulinteger_fused(void **state)
 	check_qmm(3, a1, 2, b1, CPU_UINT8, CPU_INT8, 0, 0, 1, 1, pool);
 	check_qmm(3, a1, 2, b1, CPU_UINT8, CPU_INT8, 0, 0, 1, 1, NULL);
 	check_qmm(2, a2, 2, b2, CPU_UINT8, CPU_INT8, 0, 0, 1, 1, pool);
+	check_qmm(2, a2, 2, b2, CPU_UINT8, CPU_INT8, 0, 0, 1, 2, pool);
 	check_qmm(4, a3, 4, b3, CPU_UINT8, CPU_UINT8, 0, 0, 0, 1, pool);
 	check_qmm(3, a1, 2, b1, CPU_INT8, CPU_UINT8, 0, 1, 0, 0, pool);
 	cpu_pool_destroy(pool);

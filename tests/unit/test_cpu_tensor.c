@@ -24,6 +24,7 @@
 
 #include "cpu_node.h"
 #include "cpu_test_util.h"
+#include "threadpool.h"
 #include "cpu_ops.h"
 
 static const int64_t D1[1] = {1}, D2[1] = {2}, D3[1] = {3}, D4[1] = {4}, D5[1] = {5};
@@ -120,6 +121,144 @@ static void test_resize_modes(void **state)
 	tn(&t, "Resize", 3, 1);
 	tn_skip(&t, 1);
 	expect(&t, 13, 3, in3, CPU_INT64, 1, d4, bigx2, 0);
+}
+
+/* Bilinear along one axis, straight from the ONNX coordinate formulas
+ * (half_pixel, align_corners, asymmetric), in double. */
+static double bl_axis(const double *v, int64_t n, int64_t o, int64_t on, int mode)
+{
+	double s = (double)on / (double)n, x;
+	int64_t i0, i1;
+
+	if (mode == 0)
+		x = ((double)o + 0.5) / s - 0.5;
+	else if (mode == 1)
+		x = on == 1 ? 0 : (double)o * (double)(n - 1) / (double)(on - 1);
+	else
+		x = (double)o / s;
+	x = x < 0 ? 0 : x > (double)(n - 1) ? (double)(n - 1) : x;
+	i0 = (int64_t)floor(x);
+	i1 = i0 + 1 < n ? i0 + 1 : i0;
+	return v[i0] * (1 - (x - (double)i0)) + v[i1] * (x - (double)i0);
+}
+
+/* float32 N x C planes resized along H and W (the bilinear path of
+ * resize_apply.c, planes split over the pool) against the formulas. */
+static void test_resize_bilinear_planes(void **state)
+{
+	static const char *const ctm[3] = {"half_pixel", "align_corners", "asymmetric"};
+	static const int64_t sizes[3][2] = {{14, 18}, {5, 4}, {7, 31}};
+	int64_t dx[4] = {2, 3, 7, 9};
+	float x[2 * 3 * 7 * 9];
+	cpu_pool *pool;
+	(void)state;
+	for (int i = 0; i < 2 * 3 * 7 * 9; i++)
+		x[i] = (float)((i * 37) % 101) / 10.0f - 5.0f;
+	assert_int_equal(cpu_pool_create(2, &pool), 0);
+	for (int m = 0; m < 3; m++)
+		for (int z = 0; z < 3; z++) {
+			int64_t sz[4] = {2, 3, sizes[z][0], sizes[z][1]}, dz[1] = {4};
+			int64_t OH = sz[2], OW = sz[3], n = 2 * 3 * OH * OW;
+			cpu_tensor tx = tens(CPU_FLOAT, 4, dx, x), tz = tens(CPU_INT64, 1, dz, sz), out;
+			const cpu_tensor *in[4] = {&tx, NULL, NULL, &tz};
+			double *want = malloc(sizeof(double) * (size_t)n), row[9], col[7];
+			char err[ERRLEN];
+			tnode t;
+
+			for (int64_t p = 0; p < 6; p++)
+				for (int64_t oh = 0; oh < OH; oh++)
+					for (int64_t ow = 0; ow < OW; ow++) {
+						for (int64_t ih = 0; ih < 7; ih++) {
+							for (int64_t iw = 0; iw < 9; iw++)
+								row[iw] = x[(p * 7 + ih) * 9 + iw];
+							col[ih] = bl_axis(row, 9, ow, OW, m);
+						}
+						want[(p * OH + oh) * OW + ow] = bl_axis(col, 7, oh, OH, m);
+					}
+			tn(&t, "Resize", 4, 1);
+			tn_skip(&t, 1);
+			tn_skip(&t, 2);
+			tn_str(&t, "mode", "linear");
+			tn_str(&t, "coordinate_transformation_mode", ctm[m]);
+			assert_int_equal(run_pool(&t, 13, 4, in, 1, &out, pool, 2, err), 0);
+			assert_int_equal(out.rank, 4);
+			assert_memory_equal(out.dims, sz, sizeof(sz));
+			for (int64_t i = 0; i < n; i++)
+				if (fabs(((float *)out.data)[i] - want[i]) > 1e-5 * (1 + fabs(want[i])))
+					fail_msg("%s %lldx%lld [%lld]: %g, want %g", ctm[m], (long long)OH,
+						 (long long)OW, (long long)i, ((float *)out.data)[i], want[i]);
+			free(out.data);
+			free(want);
+		}
+	cpu_pool_destroy(pool);
+}
+
+/* Transpose and Slice large enough to be split over the pool
+ * (cpu_copy_strided_par) against index arithmetic. */
+static void test_strided_par(void **state)
+{
+	static const int64_t dx[4] = {3, 40, 30, 24}, perm[4] = {0, 3, 1, 2};
+	int64_t n = 3 * 40 * 30 * 24, dy[4] = {3, 24, 40, 30};
+	float *x = malloc(sizeof(float) * (size_t)n);
+	cpu_tensor tx = tens(CPU_FLOAT, 4, dx, x), out;
+	const cpu_tensor *in[1] = {&tx};
+	char err[ERRLEN];
+	cpu_pool *pool;
+	tnode t;
+	(void)state;
+	for (int64_t i = 0; i < n; i++)
+		x[i] = (float)i;
+	assert_int_equal(cpu_pool_create(2, &pool), 0);
+	tn(&t, "Transpose", 1, 1);
+	tn_ints(&t, "perm", perm, 4);
+	assert_int_equal(run_pool(&t, 13, 1, in, 1, &out, pool, 2, err), 0);
+	assert_memory_equal(out.dims, dy, sizeof(dy));
+	for (int64_t a = 0; a < 3; a++)
+		for (int64_t c = 0; c < 24; c++)
+			for (int64_t h = 0; h < 40; h++)
+				for (int64_t w = 0; w < 30; w++)
+					assert_true(((float *)out.data)[((a * 24 + c) * 40 + h) * 30 + w] ==
+						    x[((a * 40 + h) * 30 + w) * 24 + c]);
+	free(out.data);
+	{
+		/* x[:, 5:37:2, ::-1, 3:] */
+		int64_t st[3] = {5, -1, 3}, en[3] = {37, -31, 24}, ax[3] = {1, 2, 3}, sp[3] = {2, -1, 1};
+		int64_t d3[1] = {3}, dz[4] = {3, 16, 30, 21};
+		cpu_tensor ts = tens(CPU_INT64, 1, d3, st), te = tens(CPU_INT64, 1, d3, en);
+		cpu_tensor ta = tens(CPU_INT64, 1, d3, ax), tp = tens(CPU_INT64, 1, d3, sp);
+		const cpu_tensor *sin[5] = {&tx, &ts, &te, &ta, &tp};
+
+		tn(&t, "Slice", 5, 1);
+		assert_int_equal(run_pool(&t, 13, 5, sin, 1, &out, pool, 2, err), 0);
+		assert_memory_equal(out.dims, dz, sizeof(dz));
+		for (int64_t a = 0; a < 3; a++)
+			for (int64_t h = 0; h < 16; h++)
+				for (int64_t w = 0; w < 30; w++)
+					for (int64_t c = 0; c < 21; c++)
+						assert_true(((float *)out.data)[((a * 16 + h) * 30 + w) * 21 + c] ==
+							    x[((a * 40 + 5 + 2 * h) * 30 + 29 - w) * 24 + 3 + c]);
+		free(out.data);
+	}
+	cpu_pool_destroy(pool);
+	free(x);
+}
+
+/* GridSample with align_corners over a one-pixel-high image: every y
+ * denormalises to row 0, even an infinite one (RAFT's coarsest level
+ * divides by size - 1 = 0), as ONNX Runtime samples it. */
+static void test_gridsample_one_row(void **state)
+{
+	static const float x[2] = {10, 30};
+	static const int64_t dx[4] = {1, 1, 1, 2}, dg[4] = {1, 1, 3, 2}, dy[4] = {1, 1, 1, 3};
+	float g[6] = {-0.25f, -INFINITY, 1.0f, INFINITY, -1.0f, 0.5f};
+	static const double want[3] = {17.5, 30, 10};
+	cpu_tensor tx = tens(CPU_FLOAT, 4, dx, x), tg = tens(CPU_FLOAT, 4, dg, g);
+	const cpu_tensor *in[2] = {&tx, &tg};
+	tnode t;
+	(void)state;
+	tn(&t, "GridSample", 2, 1);
+	tn_int(&t, "align_corners", 1);
+	expect(&t, 16, 2, in, CPU_FLOAT, 4, dy, want, 1e-6);
 }
 
 static void test_resize_errors(void **state)
@@ -450,6 +589,9 @@ int main(void)
 		cmocka_unit_test(test_resize_antialias),
 		cmocka_unit_test(test_resize_axes_policy),
 		cmocka_unit_test(test_resize_modes),
+		cmocka_unit_test(test_resize_bilinear_planes),
+		cmocka_unit_test(test_strided_par),
+		cmocka_unit_test(test_gridsample_one_row),
 		cmocka_unit_test(test_resize_errors),
 		cmocka_unit_test(test_gather_errors),
 		cmocka_unit_test(test_scatter),

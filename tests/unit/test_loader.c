@@ -664,6 +664,12 @@ static void test_model_header(void **state)
 	m->m.n_opset_import = 0;
 	expect_fail(m, -EINVAL, "opset_import", NULL);
 
+	/* an ai.onnx opset newer than any kernel follows is refused up front */
+	m = mb_new();
+	m->m.n_opset_import = 0;
+	opset(m, "", GRAPH_ONNX_OPSET_MAX + 2);
+	expect_fail(m, -EINVAL, "ai.onnx opset", "newer than ortmk knows", NULL);
+
 	m = mb_new();
 	IN(m->g, vi("x", DT(FLOAT), "1"));
 	node(m->g, "custom", "Foo", "x", "y")->domain = tstr("com.example");
@@ -894,15 +900,17 @@ static Onnx__TensorProto *const_value(gb *b, Onnx__NodeProto *n, const char *dim
 /* graph_fold (core/graph_fold.c): Constant nodes and Identity nodes of
  * initializers become initializers (an Identity of an Identity shares the
  * root's bytes; an initializer that is also an input is a weight); an
- * Identity of an activation, a Constant that is a graph output and an
- * empty Constant stay nodes. */
+ * Identity of an activation and an inference Dropout go, their readers
+ * reading the input (NodeProto names too); a training Dropout, a Constant
+ * that is a graph output and an empty Constant stay nodes. */
 static void test_fold(void **state)
 {
 	mb *m = mb_new();
-	static const float w[4] = {1, 2, 3, 4}, c[2] = {5, 6};
+	static const float w[4] = {1, 2, 3, 4}, c[2] = {5, 6}, ratio = 0.3f;
+	static const uint8_t yes = 1;
 	char err[256];
 	graph *g;
-	int vw, vw1, vw2, vk;
+	int vw, vw1, vw2, vk, vx;
 
 	(void)state;
 	IN(m->g, vi("x", DT(FLOAT), "4"));
@@ -916,17 +924,23 @@ static void test_fold(void **state)
 	const_value(m->g, node(m->g, "c", "Constant", "", "k"), "2", c, sizeof(c));
 	const_value(m->g, node(m->g, "cg", "Constant", "", "kout"), "2", c, sizeof(c));
 	const_value(m->g, node(m->g, "ce", "Constant", "", "kempty"), "0", NULL, 0);
-	node(m->g, "sum", "Sum", "x1,w2,w3", "y");
+	tensor_raw(m->g, "ratio", DT(FLOAT), "", &ratio, sizeof(ratio));
+	tensor_raw(m->g, "train", DT(BOOL), "", &yes, sizeof(yes));
+	node(m->g, "do1", "Dropout", "x", "xd");
+	node(m->g, "do2", "Dropout", "x,ratio,train", "xt");
+	node(m->g, "sum", "Sum", "x1,w2,w3,xd,xt", "y");
 	node(m->g, "cat", "Concat", "k,kempty", "z");
 	OUT(m->g, vi("y", DT(FLOAT), "4"));
 	OUT(m->g, vi("z", DT(FLOAT), "2"));
 	OUT(m->g, vi("kout", DT(FLOAT), "2"));
 	assert_int_equal(load(m, &g, err), 0);
-	assert_int_equal(g->n_nodes, 5);   /* idx, cg, ce, sum, cat */
+	assert_int_equal(g->n_nodes, 5);   /* do2, cg, ce, sum, cat */
 	for (size_t k = 0; k < g->n_nodes; k++) {
 		assert_string_not_equal(g->nodes[k].proto->name, "id1");
 		assert_string_not_equal(g->nodes[k].proto->name, "id2");
 		assert_string_not_equal(g->nodes[k].proto->name, "id3");
+		assert_string_not_equal(g->nodes[k].proto->name, "idx");
+		assert_string_not_equal(g->nodes[k].proto->name, "do1");
 		assert_string_not_equal(g->nodes[k].proto->name, "c");
 		for (int o = 0; o < g->nodes[k].n_out; o++)
 			assert_int_equal(g->values[g->nodes[k].out[o]].producer, (int)k);
@@ -947,7 +961,16 @@ static void test_fold(void **state)
 	assert_int_equal(g->values[vk].init.nbytes, sizeof(c));
 	assert_memory_equal(g->values[vk].init.data, c, sizeof(c));
 	assert_int_equal(g->values[graph_find_value(g, "w3")].kind, GRAPH_VALUE_INITIALIZER);
-	assert_int_equal(g->values[graph_find_value(g, "x1")].kind, GRAPH_VALUE_ACTIVATION);
+	vx = graph_find_value(g, "x");
+	for (size_t k = 0; k < g->n_nodes; k++)
+		if (strcmp(g->nodes[k].proto->name, "sum") == 0) {
+			/* x1 and xd are read as x, under x's name */
+			assert_int_equal(g->nodes[k].in[0], vx);
+			assert_int_equal(g->nodes[k].in[3], vx);
+			assert_string_equal(g->nodes[k].proto->input[0], "x");
+			assert_string_equal(g->nodes[k].proto->input[3], "x");
+			assert_int_equal(g->nodes[k].in[4], graph_find_value(g, "xt"));
+		}
 	assert_int_equal(g->values[graph_find_value(g, "kout")].kind, GRAPH_VALUE_ACTIVATION);
 	assert_int_equal(g->values[graph_find_value(g, "kempty")].kind, GRAPH_VALUE_ACTIVATION);
 	graph_free(g);

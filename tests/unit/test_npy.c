@@ -1,5 +1,5 @@
 /*
- * Unit tests for tools/npy: round trips for every dtype and shape form,
+ * Unit tests for tools/common/npy: round trips for every dtype and shape form,
  * files written by numpy (tests/data/gen_npy_fixtures.py, values checked by
  * the formulas documented there), byte-for-byte agreement with np.save, and
  * the corrupt or unsupported files ort-run must refuse with a message.

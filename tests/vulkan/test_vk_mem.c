@@ -85,7 +85,7 @@ static void test_round_trip(vk_dev *d)
 	VkBufferCopy down = {.srcOffset = 0, .dstOffset = n, .size = n};
 	int ok = 1;
 
-	vk_heap_init(&h, d, VK_BLOCK_SIZE);
+	vk_heap_init(&h, d, VKX_BLOCK_SIZE);
 	if (vk_heap_alloc(&h, n, &b, err, sizeof(err)) || vk_staging_reserve(d, &s, 2 * n, err, sizeof(err))) {
 		CHECK(0, "setup: %s", err);
 		return;
@@ -96,7 +96,7 @@ static void test_round_trip(vk_dev *d)
 	up.dstOffset = b.off;
 	down.srcOffset = b.off;
 	vk_dev_begin(d, err, sizeof(err));
-	vkCmdCopyBuffer(d->cmd, s.buf, b.buf, 1, &up);
+	vkCmdCopyBuffer(d->cmd, s.buf, b.ptr, 1, &up);
 	{
 		VkMemoryBarrier mb = {.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER,
 				      .srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT,
@@ -105,7 +105,7 @@ static void test_round_trip(vk_dev *d)
 		vkCmdPipelineBarrier(d->cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT,
 				     0, 1, &mb, 0, NULL, 0, NULL);
 	}
-	vkCmdCopyBuffer(d->cmd, b.buf, s.buf, 1, &down);
+	vkCmdCopyBuffer(d->cmd, b.ptr, s.buf, 1, &down);
 	CHECK(vk_dev_submit_wait(d, err, sizeof(err)) == 0, "submit: %s", err);
 	for (VkDeviceSize i = 0; i < n && ok; i++)
 		ok = s.map[n + i] == (uint8_t)(i * 7 + 3);

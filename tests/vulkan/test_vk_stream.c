@@ -303,7 +303,7 @@ int main(int argc, char **argv)
 		printf("SKIP: the device has no timeline semaphores\n");
 		return 77;
 	}
-	vk_heap_init(&h, &d, VK_BLOCK_SIZE);
+	vk_heap_init(&h, &d, VKX_BLOCK_SIZE);
 	vk_dm_init(&m, &d, &h);
 	shm_fence_init(&f, 0);
 	if (argc == 3 && strcmp(argv[1], "--bench") == 0) {
@@ -318,7 +318,7 @@ int main(int argc, char **argv)
 	round_trip(&m, &f, &fv, 4, 0);
 	round_trip(&m, &f, &fv, 1001, 0);     /* not a multiple of 4 */
 	round_trip(&m, &f, &fv, 3 << 20, 5);
-	round_trip(&m, &f, &fv, VK_COPY_CHUNK * 2 + 12345, 0);   /* three chunks */
+	round_trip(&m, &f, &fv, VKX_COPY_CHUNK * 2 + 12345, 0);   /* three chunks */
 	test_order(&m, &f, &fv);
 	test_two_streams(&m);
 	test_errors(&m);

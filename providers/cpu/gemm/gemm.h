@@ -22,7 +22,7 @@
  *
  * Errors are negative errno values (-EINVAL, -ENOMEM, -ENOTSUP); 0 is OK.
  * Callers: providers/cpu/ops (MatMul, Gemm, Conv), tests/unit/test_gemm.c,
- * tools/bench_gemm.c.
+ * tools/bench-gemm/bench_gemm.c.
  */
 #ifndef ORTMK_GEMM_H
 #define ORTMK_GEMM_H

@@ -32,7 +32,7 @@ void cpu_sgemm(int transA, int transB, int64_t M, int64_t N, int64_t K, float al
 	       const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
 	       float *C, int64_t ldc);
 /* The same on the intra-op pool (ctx->pool; NULL: the calling thread). */
-void cpu_scpu_pool(struct cpu_pool *pool, int transA, int transB, int64_t M, int64_t N,
+void cpu_sgemm_pool(struct cpu_pool *pool, int transA, int transB, int64_t M, int64_t N,
 		    int64_t K, float alpha, const float *A, int64_t lda, const float *B,
 		    int64_t ldb, float beta, float *C, int64_t ldc);
 
@@ -111,6 +111,10 @@ void cpu_bcast_error(cpu_ctx *ctx, int n, const cpu_tensor *const *ts);
  * starting at src into dense dst. */
 void cpu_copy_strided(void *dst, const void *src, size_t esize, int rank,
 		      const int64_t *dims, const int64_t *strides);
+/* The same split over the pool along the first dim larger than 1 when
+ * the copy is large enough to pay for it (par.c). */
+void cpu_copy_strided_par(cpu_ctx *ctx, void *dst, const void *src, size_t esize, int rank,
+			  const int64_t *dims, const int64_t *strides);
 
 /* ---- window.c: Conv and pooling geometry ---- */
 

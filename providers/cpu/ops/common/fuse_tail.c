@@ -67,6 +67,21 @@ static void act_run(float *x, int64_t n, cpu_fuse_act act, float a, float b)
 	}
 }
 
+void cpu_fuse_act_apply(const cpu_fusion *fu, float *x, int64_t n)
+{
+	if (fu && fu->act != CPU_FUSE_ACT_NONE)
+		act_run(x, n, fu->act, fu->act_a, fu->act_b);
+}
+
+void cpu_fuse_act_block(void *fu, float *c, int64_t ldc, int64_t row0, int64_t rows,
+			int64_t col0, int64_t cols)
+{
+	(void)row0;
+	(void)col0;
+	for (int64_t i = 0; i < rows; i++)
+		cpu_fuse_act_apply(fu, c + i * ldc, cols);
+}
+
 typedef struct act_job {
 	float *x;
 	const cpu_fusion *fu;
@@ -111,6 +126,7 @@ int cpu_fuse_begin(cpu_ctx *ctx, int rank, const int64_t *dims, cpu_fuse_run *fr
 		return fr->out ? 0 : CPU_E_NOMEM;
 	}
 	fr->act = fu->act;
+	fr->fu = fu;
 	if (fu->add_input >= 0) {
 		if (!(fr->add = cpu_require(ctx, fu->add_input, &rc)))
 			return rc;
@@ -151,10 +167,10 @@ int cpu_fuse_begin(cpu_ctx *ctx, int rank, const int64_t *dims, cpu_fuse_run *fr
 	if (fr->add && !widen && fr->add->rank == rank &&
 	    !memcmp(fr->add->dims, dims, sizeof(int64_t) * (size_t)rank))
 		fr->add_inline = fr->add;
-	/* The activation follows the addition; kernels apply Relu and Gelu
-	 * themselves, cpu_fuse_end the others. */
-	if ((!fr->add || fr->add_inline) &&
-	    (fr->act == CPU_FUSE_ACT_RELU || fr->act == CPU_FUSE_ACT_GELU))
+	/* The activation follows the addition, applied by the kernel as its
+	 * blocks finish (while they are in cache) unless the addend widens
+	 * the result. */
+	if (!fr->add || fr->add_inline)
 		fr->act_inline = fr->act;
 	return 0;
 }

@@ -5,7 +5,8 @@
  * A kernel with a tail calls cpu_fuse_begin instead of cpu_output for its
  * output 0.  It gets y, where it writes its own result, and what it may do
  * itself while the result is hot: add add_inline (an addend of exactly y's
- * shape; NULL when there is none or it broadcasts) and apply act_inline.
+ * shape; NULL when there is none or it broadcasts) and apply act_inline
+ * (any activation: cpu_fuse_act_apply), block by block as it finishes.
  * cpu_fuse_end does whatever the kernel did not: the broadcast addition,
  * the activation, and the copy out of scratch.  y is scratch, not the
  * output, when the output's memory overlaps one of the node's inputs (the
@@ -26,6 +27,7 @@ typedef struct cpu_fuse_run {
 	const cpu_tensor *add_inline;   /* add, when the kernel may add it itself */
 	cpu_fuse_act act;               /* the tail's activation */
 	cpu_fuse_act act_inline;        /* act, when the kernel may apply it itself */
+	const cpu_fusion *fu;           /* the node's fusion (act parameters), or NULL */
 } cpu_fuse_run;
 
 /* Without a tail (node->fuse NULL) y = out = cpu_output(ctx, 0, float,
@@ -34,6 +36,13 @@ int cpu_fuse_begin(cpu_ctx *ctx, int rank, const int64_t *dims, cpu_fuse_run *fr
 /* done: 1 when the kernel added add_inline and applied act_inline (both
  * when set), 0 when it did neither. */
 int cpu_fuse_end(cpu_ctx *ctx, cpu_fuse_run *fr, int done);
+
+/* The fused activation of fu over n floats in place: what a kernel that
+ * took act_inline applies to each finished block while it is in cache. */
+void cpu_fuse_act_apply(const cpu_fusion *fu, float *x, int64_t n);
+/* A gemm_post_fn (gemm.h) doing that to a block; its ctx is the fusion. */
+void cpu_fuse_act_block(void *fu, float *c, int64_t ldc, int64_t row0, int64_t rows,
+			int64_t col0, int64_t cols);
 
 /* x * 0.5 * (1 + erf(x / sqrt 2)) over n floats in place. */
 void cpu_gelu_inplace(float *x, int64_t n);

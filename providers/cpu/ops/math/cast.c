@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cpu_f16.h"
 #include "cpu_ops.h"
 
 #define CAST_TYPES (CPU_TYPES_ALL & ~CPU_BIT(CPU_STRING))
@@ -67,11 +68,9 @@ void cpu_cast_values(const cpu_tensor *X, cpu_tensor *Y)
 		if (n && Y->data != X->data)
 			memmove(Y->data, X->data, (size_t)n * cpu_dtype_size(to));
 	} else if (from == CPU_FLOAT && to == CPU_FLOAT16) {
-		for (int64_t i = 0; i < n; i++)
-			((uint16_t *)Y->data)[i] = cpu_f32_to_f16(((const float *)X->data)[i]);
+		cpu_f16_narrow(X->data, Y->data, n);   /* F16C where the CPU has it */
 	} else if (from == CPU_FLOAT16 && to == CPU_FLOAT) {
-		for (int64_t i = 0; i < n; i++)
-			((float *)Y->data)[i] = cpu_f16_to_f32(((const uint16_t *)X->data)[i]);
+		cpu_f16_widen(X->data, Y->data, n);
 	} else if (cpu_dtype_is_float(from) || cpu_dtype_is_float(to)) {
 		for (int64_t i = 0; i < n; i++)
 			cpu_set_f64(to, Y->data, i, cpu_get_f64(from, X->data, i));

@@ -3,6 +3,8 @@
  * strides, dilations, auto_pad and an optional bias, on the packed GEMM and
  * the provider's thread pool.  Per (image, group), one of:
  *
+ *  - grouped with at most 32 input and output channels a group: a direct
+ *    kernel over padded planes, channels in blocks of 8 (conv_grouped.c);
  *  - depthwise (one input and one output channel per group): a direct
  *    sliding window over zero-padded planes, no GEMM (conv_dw.c; 3-D in
  *    conv_im2col.c);
@@ -103,6 +105,44 @@ static int pack_const_filter(cpu_node *node, conv_state *st, char *err, size_t n
 	return 0;
 }
 
+typedef struct gpack_arg {
+	const float *w;
+	int64_t G, Mg, Cg, taps;
+} gpack_arg;
+
+static int gpack_fill(void *dst, size_t size, void *arg)
+{
+	const gpack_arg *a = arg;
+
+	(void)size;
+	conv_grouped_pack(a->w, a->G, a->Mg, a->Cg, a->taps, dst);
+	return 0;
+}
+
+/* A constant filter of a grouped convolution conv_grouped.c takes. */
+static int pack_grouped(cpu_node *node, conv_state *st, char *err, size_t n)
+{
+	const cpu_tensor *W = cpu_node_const(node, 1);
+	gpack_arg a;
+
+	if (!W || W->dtype != CPU_FLOAT || (W->rank != 3 && W->rank != 4) || st->group < 2 ||
+	    W->dims[0] % st->group)
+		return 0;
+	a.w = W->data;
+	a.G = st->group;
+	a.Mg = W->dims[0] / st->group;
+	a.Cg = W->dims[1];
+	a.taps = W->dims[2] * (W->rank == 4 ? W->dims[3] : 1);
+	if ((a.Mg == 1 && a.Cg == 1) || a.Mg > 32 || a.Cg > 32 || a.Mg < 1 || a.taps < 1)
+		return 0;
+	st->gpacked = cpu_prepack(node, 1, "conv-grouped-v1",
+				  conv_grouped_wsize(a.G, a.Mg, a.Cg, a.taps), gpack_fill, &a, err, n);
+	if (!st->gpacked)
+		return CPU_E_NOMEM;
+	st->gw_src = W->data;
+	return 0;
+}
+
 static int conv_prepare(cpu_node *node, char *err, size_t n)
 {
 	conv_state *st = calloc(1, sizeof(*st));
@@ -121,6 +161,8 @@ static int conv_prepare(cpu_node *node, char *err, size_t n)
 	if (!rc)
 		rc = conv_wino_prepare(node, st, err, n);
 	if (!rc && !st->wino)
+		rc = pack_grouped(node, st, err, n);
+	if (!rc && !st->wino && !st->gpacked)
 		rc = pack_const_filter(node, st, err, n);
 	return rc;
 }
@@ -161,6 +203,7 @@ typedef struct post_t {
 	const float *res;       /* the residual at the same place, or NULL */
 	int64_t osz;
 	int relu;
+	const cpu_fusion *act;  /* another activation, or NULL */
 } post_t;
 
 static void transpose_out(void *arg, float *c, int64_t ldc, int64_t row0, int64_t rows,
@@ -182,6 +225,8 @@ static void transpose_out(void *arg, float *c, int64_t ldc, int64_t row0, int64_
 		if (pt->relu)
 			for (int64_t i = 0; i < rows; i++)
 				y[i] = y[i] > 0.0f || y[i] != y[i] ? y[i] : 0.0f;
+		if (pt->act)
+			cpu_fuse_act_apply(pt->act, y, rows);
 	}
 }
 
@@ -207,6 +252,7 @@ static int group_gemm(cpu_ctx *ctx, const conv_job *j, const float *a, const flo
 		pt.res = res;
 		pt.osz = j->osz;
 		pt.relu = j->relu && res;
+		pt.act = j->act;
 		ep.post = transpose_out;
 		ep.post_ctx = &pt;
 		return gemm_compute(ctx->pool, j->osz, j->Mg, j->ksz, a, j->osz, 1, packed, &ep, ct,
@@ -216,6 +262,14 @@ static int group_gemm(cpu_ctx *ctx, const conv_job *j, const float *a, const flo
 	ep.bias_kind = bias ? GEMM_BIAS_ROW : GEMM_BIAS_NONE;
 	ep.beta = res ? 1.0f : 0.0f;
 	ep.act = j->relu ? GEMM_ACT_RELU : GEMM_ACT_NONE;
+	if (j->act && j->act->act == CPU_FUSE_ACT_CLIP) {
+		ep.act = GEMM_ACT_CLIP;
+		ep.clip_min = j->act->act_a;
+		ep.clip_max = j->act->act_b;
+	} else if (j->act) {
+		ep.post = cpu_fuse_act_block;
+		ep.post_ctx = (void *)j->act;
+	}
 	if (pk_in) {
 		/* The im2col goes straight into the GEMM's packed B blocks. */
 		conv_packer cp = {pk_in, &j->g};
@@ -295,6 +349,7 @@ static int conv_compute(cpu_ctx *ctx)
 		return rc;
 	j.res = fr.add_inline;
 	j.relu = fr.act_inline == CPU_FUSE_ACT_RELU;
+	j.act = fr.act_inline != CPU_FUSE_ACT_NONE && !j.relu ? ctx->node->fuse : NULL;
 	if (st->packed && W->data == st->w_src && st->Mg == j.Mg && st->ksz == j.ksz)
 		packed = st->packed;
 	use_t = packed && j.osz < CONV_T_RATIO * j.Mg;
@@ -318,6 +373,21 @@ static int conv_compute(cpu_ctx *ctx)
 					 N * G, G);
 		else
 			conv_depthwise(&j, X->data, W->data, B ? B->data : NULL, fr.y->data, N * G, G);
+		return rc ? rc : cpu_fuse_end(ctx, &fr, 1);
+	}
+	if (conv_grouped_fits(&j, G)) {
+		const float *wp = st->gpacked && W->data == st->gw_src ? st->gpacked : NULL;
+		int64_t taps = j.ksz / j.Cg;
+
+		if (!wp) {
+			float *s = cpu_scratch(ctx, conv_grouped_wsize(G, j.Mg, j.Cg, taps));
+
+			if (!s)
+				return CPU_E_NOMEM;
+			conv_grouped_pack(W->data, G, j.Mg, j.Cg, taps, s);
+			wp = s;
+		}
+		rc = conv_grouped_run(ctx, &j, N, G, X->data, wp, B ? B->data : NULL, fr.y->data);
 		return rc ? rc : cpu_fuse_end(ctx, &fr, 1);
 	}
 	if (!direct && j.osz && (uint64_t)j.ksz > SIZE_MAX / sizeof(float) / 2 / (uint64_t)j.osz)

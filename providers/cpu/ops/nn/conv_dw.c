@@ -144,6 +144,8 @@ static void dw_range(void *arg, int64_t p0, int64_t p1, int member)
 		pad_plane(d->x + p * isz, g->in[1], g->in[2], xp, d->PH, d->PW, g->pb[1], g->pb[2]);
 		dw_plane(g, xp, d->PW, d->w + c * taps, d->b ? d->b[c] : 0.0f, res, d->y + p * j->osz,
 			 j->relu);
+		if (j->act)
+			cpu_fuse_act_apply(j->act, d->y + p * j->osz, j->osz);
 	}
 }
 

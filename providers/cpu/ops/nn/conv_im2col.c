@@ -223,5 +223,7 @@ void conv_depthwise(const conv_job *j, const float *x, const float *w, const flo
 		dw_plane(&j->g, x + p * isz, w + c * taps, b ? b[c] : 0.0f, r, yp);
 		for (int64_t i = 0; j->relu && i < osz; i++)
 			yp[i] = yp[i] > 0.0f || yp[i] != yp[i] ? yp[i] : 0.0f;
+		if (j->act)
+			cpu_fuse_act_apply(j->act, yp, osz);
 	}
 }

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "cpu_ops.h"
+#include "fuse_tail.h"
 
 typedef struct conv_state {
 	cpu_window win;
@@ -25,6 +26,10 @@ typedef struct conv_state {
 	const void *wino;
 	size_t wino_size;
 	const float *wino_src;
+	/* Grouped with few channels a group: the filter laid out for
+	 * conv_grouped.c, made from gw_src; NULL when not. */
+	const float *gpacked;
+	const float *gw_src;
 } conv_state;
 
 /* One call's geometry: per group Cg input and Mg output channels, ksz =
@@ -34,6 +39,9 @@ typedef struct conv_job {
 	int64_t Cg, Mg, ksz, osz;
 	const cpu_tensor *res;   /* residual of Y's shape added in place, or NULL */
 	int relu;                /* apply Relu after bias and residual */
+	/* another fused activation to apply (cpu_fuse_act_apply) to each
+	 * finished block of Y after bias and residual, or NULL */
+	const cpu_fusion *act;
 } conv_job;
 
 /* col[(c, kd, kh, kw), (od, oh, ow)] for the C channels at x. */
@@ -59,6 +67,16 @@ void conv_depthwise(const conv_job *j, const float *x, const float *w, const flo
 int conv_dw_fits(const conv_job *j);
 int conv_dw_run(cpu_ctx *ctx, const conv_job *j, const float *x, const float *w,
 		const float *b, float *y, int64_t planes, int64_t channels);
+
+/* conv_grouped.c: groups of at most 32 input and output channels
+ * (not depthwise) on 1-D and 2-D images.  The filter [G*Mg, Cg, taps] is
+ * first laid out by conv_grouped_pack into conv_grouped_wsize bytes. */
+int conv_grouped_fits(const conv_job *j, int64_t group);
+size_t conv_grouped_wsize(int64_t G, int64_t Mg, int64_t Cg, int64_t taps);
+void conv_grouped_pack(const float *w, int64_t G, int64_t Mg, int64_t Cg, int64_t taps,
+		       float *dst);
+int conv_grouped_run(cpu_ctx *ctx, const conv_job *j, int64_t N, int64_t G, const float *x,
+		     const float *wpacked, const float *b, float *y);
 
 /* conv_wino.c: packs the transformed filter when the node qualifies
  * (3x3, stride 1, no dilation, one group, constant W); 0 or a status. */

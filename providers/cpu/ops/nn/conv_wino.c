@@ -358,6 +358,14 @@ static void band_task(void *arg, int64_t band, int member)
 	}
 	output_transform(Mb, M, &j->g, T, ty0 * tw, tw, ty0 * tw, ty1 * tw, w->bias, w->res,
 			 j->relu, buf, w->y);
+	if (j->act) {
+		/* the band's output rows, every channel, while they are in cache */
+		int64_t OH = j->g.out[1], OW = j->g.out[2], r0 = 2 * ty0;
+		int64_t r1 = 2 * ty1 < OH ? 2 * ty1 : OH;
+
+		for (int64_t m = 0; m < M && r1 > r0; m++)
+			cpu_fuse_act_apply(j->act, w->y + m * OH * OW + r0 * OW, (r1 - r0) * OW);
+	}
 }
 
 static size_t align64(size_t n)
@@ -445,5 +453,8 @@ int conv_wino_run(cpu_ctx *ctx, const conv_state *st, const conv_job *j, const f
 	if (gemm_compute_batch(ctx->pool, T, M, C, T, 1, NULL, M, &batch))
 		return cpu_fail(ctx, CPU_E_INTERNAL, "Winograd GEMM failed");
 	par_for(ctx->pool, out_task, &w);
+	/* a small image, in cache: the other activations after the whole */
+	if (j->act)
+		cpu_fuse_act_apply(j->act, y, j->Mg * j->osz);
 	return 0;
 }

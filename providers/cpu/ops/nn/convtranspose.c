@@ -1,9 +1,10 @@
 /*
  * convtranspose: ONNX ConvTranspose (all opsets), float32, 1-D to 3-D, with
  * groups, pads, strides, dilations, output_padding, output_shape and
- * auto_pad.  Per (image, group) one cpu_sgemm forms every kernel tap's
- * contribution, col[(m, k), in] = W_g^T[(m, k), c] x X_g[c, in], and a
- * col2im scatter-adds the taps into Y (bias first).
+ * auto_pad.  Per (image, group) one GEMM on the pool forms every kernel
+ * tap's contribution, col[(m, k), in] = W_g^T[(m, k), c] x X_g[c, in], and
+ * a col2im scatter-adds the taps into Y (bias first), output planes split
+ * over the pool.
  *
  * Padding follows the ONNX spec text: with output_shape (or auto_pad SAME,
  * whose output is input * stride) the total padding is split evenly, the
@@ -16,6 +17,7 @@
 #include <string.h>
 
 #include "nn_ops.h"
+#include "par.h"
 
 typedef struct convt_state {
 	cpu_window win;
@@ -212,15 +214,32 @@ static void col2im_row(float *y, const float *row, const convt_geom *g, int64_t 
 	}
 }
 
-static void col2im(float *y, const float *col, int64_t Mg, const convt_geom *g)
-{
-	int64_t isz = g->in[0] * g->in[1] * g->in[2], osz = g->out[0] * g->out[1] * g->out[2];
+/* Output planes [m0, m1) of one (image, group): bias, then every tap. */
+typedef struct col2im_job {
+	float *y;
+	const float *col, *bias;
+	const convt_geom *g;
+} col2im_job;
 
-	for (int64_t m = 0; m < Mg; m++, y += osz)
+static void col2im_range(void *arg, int64_t m0, int64_t m1, int member)
+{
+	const col2im_job *j = arg;
+	const convt_geom *g = j->g;
+	int64_t isz = g->in[0] * g->in[1] * g->in[2], osz = g->out[0] * g->out[1] * g->out[2];
+	int64_t ksz = g->k[0] * g->k[1] * g->k[2];
+
+	(void)member;
+	for (int64_t m = m0; m < m1; m++) {
+		float *y = j->y + m * osz, v = j->bias ? j->bias[m] : 0.0f;
+		const float *col = j->col + m * ksz * isz;
+
+		for (int64_t i = 0; i < osz; i++)
+			y[i] = v;
 		for (int64_t kd = 0; kd < g->k[0]; kd++)
 			for (int64_t kh = 0; kh < g->k[1]; kh++)
 				for (int64_t kw = 0; kw < g->k[2]; kw++, col += isz)
 					col2im_row(y, col, g, kd, kh, kw);
+	}
 }
 
 static int convt_compute(cpu_ctx *ctx)
@@ -258,14 +277,13 @@ static int convt_compute(cpu_ctx *ctx)
 		for (int64_t grp = 0; grp < G; grp++) {
 			const float *x = (const float *)X->data + (b * G + grp) * Cg * isz;
 			const float *w = (const float *)W->data + grp * Cg * Mg * ksz;
-			float *y = (float *)Y->data + (b * G + grp) * Mg * osz;
-			for (int64_t m = 0; m < Mg; m++) {
-				float v = B ? ((const float *)B->data)[grp * Mg + m] : 0.0f;
-				for (int64_t j = 0; j < osz; j++)
-					y[m * osz + j] = v;
-			}
-			cpu_sgemm(1, 0, Mg * ksz, isz, Cg, 1.0f, w, Mg * ksz, x, isz, 0.0f, col, isz);
-			col2im(y, col, Mg, &g);
+			col2im_job cj = {(float *)Y->data + (b * G + grp) * Mg * osz, col,
+					 B ? (const float *)B->data + grp * Mg : NULL, &g};
+
+			cpu_sgemm_pool(ctx->pool, 1, 0, Mg * ksz, isz, Cg, 1.0f, w, Mg * ksz, x, isz,
+				       0.0f, col, isz);
+			/* output planes are independent: ~1 ns a tap element */
+			cpu_par_for(ctx, Mg, (double)(ksz * isz + osz), 1, col2im_range, &cj);
 		}
 	return 0;
 }

@@ -3,7 +3,7 @@
  * used by MatMul, Gemm and Conv (im2col).  The work is done by the packed
  * GEMM in providers/cpu/gemm (per-ISA microkernels chosen from cpuid,
  * BLIS-style blocking); this file keeps the BLAS-like cpu_sgemm signature
- * the ops call (cpu_scpu_pool: on the intra-op pool), and keeps two shortcuts
+ * the ops call (cpu_sgemm_pool: on the intra-op pool), and keeps two shortcuts
  * that beat packing: a single row or a single column of C reads B (or A)
  * in place.  The unblocked loops remain for when the packed B's buffer
  * cannot be allocated.
@@ -97,10 +97,10 @@ void cpu_sgemm(int transA, int transB, int64_t M, int64_t N, int64_t K, float al
 	       const float *A, int64_t lda, const float *B, int64_t ldb, float beta,
 	       float *C, int64_t ldc)
 {
-	cpu_scpu_pool(NULL, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+	cpu_sgemm_pool(NULL, transA, transB, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
-void cpu_scpu_pool(struct cpu_pool *pool, int transA, int transB, int64_t M, int64_t N,
+void cpu_sgemm_pool(struct cpu_pool *pool, int transA, int transB, int64_t M, int64_t N,
 		    int64_t K, float alpha, const float *A, int64_t lda, const float *B,
 		    int64_t ldb, float beta, float *C, int64_t ldc)
 {

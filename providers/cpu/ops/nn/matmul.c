@@ -45,7 +45,7 @@ static int mm_row(void *arg, int64_t len, const int64_t *off, const int64_t *st)
 		const float *a = r->a + (off[0] + j * st[0]) * r->M * r->K;
 		const float *b = r->b + (off[1] + j * st[1]) * r->K * r->N;
 		float *y = r->y + (off[2] + j) * r->M * r->N;
-		cpu_scpu_pool(r->pool, 0, 0, r->M, r->N, r->K, r->alpha, a, r->K, b, r->N, 0.0f,
+		cpu_sgemm_pool(r->pool, 0, 0, r->M, r->N, r->K, r->alpha, a, r->K, b, r->N, 0.0f,
 			       y, r->N);
 	}
 	return 0;
@@ -194,10 +194,18 @@ static void fused_epilogue(const cpu_fuse_run *fr, const float *bias, gemm_epilo
 			memcpy(fr->y->data, fr->add_inline->data, fr->y->nbytes);
 		ep->beta = 1.0f;
 	}
-	if (fr->act_inline == CPU_FUSE_ACT_RELU)
+	if (fr->act_inline == CPU_FUSE_ACT_RELU) {
 		ep->act = GEMM_ACT_RELU;
-	else if (fr->act_inline == CPU_FUSE_ACT_GELU)
+	} else if (fr->act_inline == CPU_FUSE_ACT_CLIP) {
+		ep->act = GEMM_ACT_CLIP;
+		ep->clip_min = fr->fu->act_a;
+		ep->clip_max = fr->fu->act_b;
+	} else if (fr->act_inline == CPU_FUSE_ACT_GELU) {
 		ep->post = gelu_block;
+	} else if (fr->act_inline != CPU_FUSE_ACT_NONE) {
+		ep->post = cpu_fuse_act_block;
+		ep->post_ctx = (void *)fr->fu;
+	}
 }
 
 /* After a product computed without the fused tail: the bias row, then the
@@ -282,7 +290,7 @@ static int mm_generic(cpu_ctx *ctx, mm_run *r, const cpu_bcast *bc, int64_t bbat
 {
 	if (bbatch == 1) {
 		/* B is shared by every batch entry: one GEMM over the stacked rows */
-		cpu_scpu_pool(ctx->pool, 0, 0, ysize / (r->N ? r->N : 1), r->N, r->K, r->alpha,
+		cpu_sgemm_pool(ctx->pool, 0, 0, ysize / (r->N ? r->N : 1), r->N, r->K, r->alpha,
 			       r->a, r->K, r->b, r->N, 0.0f, r->y, r->N);
 		return 0;
 	}
@@ -291,9 +299,65 @@ static int mm_generic(cpu_ctx *ctx, mm_run *r, const cpu_bcast *bc, int64_t bbat
 	return cpu_bcast_each(bc, mm_row, r);
 }
 
-/* The fused attention (cpu_fuse.c): P = Softmax(scale * Q x Kt) over the
- * last axis, in the node's scratch, then Y = P x V.  The two products run
- * as batches on the pool and the scores never become a graph value. */
+typedef struct add_rows {
+	const float *a, *b;
+	float *out;
+} add_rows;
+
+static int add_row(void *arg, int64_t len, const int64_t *off, const int64_t *st)
+{
+	const add_rows *r = arg;
+	const float *a = r->a + off[0], *b = r->b + off[1];
+	float *o = r->out + off[2];
+
+	for (int64_t i = 0; i < len; i++)
+		o[i] = a[i * st[0]] + b[i * st[1]];
+	return 0;
+}
+
+/* P += the fused score addends (a mask, a position bias), broadcast; when
+ * one widens P (a mask with a batch dim the scores lack), P moves to a
+ * larger scratch tensor. */
+static int add_scores(cpu_ctx *ctx, cpu_tensor *P)
+{
+	const cpu_fusion *fu = ctx->node->fuse;
+
+	for (int i = 0; i < fu->n_score_add; i++) {
+		const cpu_tensor *B = cpu_input(ctx, fu->score_add[i]);
+		int ranks[2] = {P->rank, B ? B->rank : 0}, rc = 0;
+		const int64_t *ds[2] = {P->dims, B ? B->dims : NULL};
+		cpu_bcast bc;
+		add_rows ar;
+
+		if (!B)
+			return cpu_fail(ctx, CPU_E_INVALID, "attention: score addend %d is missing", i);
+		if ((rc = cpu_check_dtype(ctx, B, fu->score_add[i], CPU_TYPES_F32)))
+			return rc;
+		if (cpu_bcast_init(&bc, 2, ranks, ds))
+			return cpu_fail(ctx, CPU_E_INVALID, "attention: the score addend does not broadcast "
+					"onto the scores");
+		ar.a = P->data;
+		ar.b = B->data;
+		ar.out = P->data;
+		if (bc.out_rank != P->rank || memcmp(bc.out_dims, P->dims, sizeof(int64_t) * (size_t)P->rank)) {
+			int64_t n = cpu_shape_numel(bc.out_rank, bc.out_dims);
+
+			if (n < 0 || !(ar.out = cpu_scratch(ctx, (size_t)n * sizeof(float) + 1)))
+				return CPU_E_NOMEM;
+			P->rank = bc.out_rank;
+			memcpy(P->dims, bc.out_dims, sizeof(int64_t) * (size_t)bc.out_rank);
+			P->nbytes = (size_t)n * sizeof(float);
+		}
+		cpu_bcast_each(&bc, add_row, &ar);
+		P->data = ar.out;
+	}
+	return 0;
+}
+
+/* The fused attention (cpu_fuse.c): P = Softmax(scale * Q x Kt [+ masks])
+ * over the last axis, in the node's scratch, then Y = P x V.  The two
+ * products run as batches on the pool and the scores never become a graph
+ * value. */
 static int attention_compute(cpu_ctx *ctx, const cpu_tensor *Q, const cpu_tensor *Kt)
 {
 	const cpu_fusion *fu = ctx->node->fuse;
@@ -325,6 +389,9 @@ static int attention_compute(cpu_ctx *ctx, const cpu_tensor *Q, const cpu_tensor
 	r.alpha = fu->scale != 0.0f ? fu->scale : 1.0f;
 	if ((rc = mm_generic(ctx, &r, &bc, bbatch, cpu_numel(&P))) != 0)
 		return rc;
+	if (fu->n_score_add && (rc = add_scores(ctx, &P)) != 0)
+		return rc;
+	rank = P.rank;
 	n = P.dims[rank - 1];
 	if (n > 0)
 		cpu_softmax_rows(ctx, P.data, cpu_numel(&P) / n, n);
@@ -510,7 +577,7 @@ static int gemm_op_compute(cpu_ctx *ctx)
 				 fr.y->data, N))
 			return cpu_fail(ctx, CPU_E_INTERNAL, "packed GEMM failed");
 	} else {
-		cpu_scpu_pool(ctx->pool, ta, tb, M, N, K, alpha, A->data, A->dims[1], B->data,
+		cpu_sgemm_pool(ctx->pool, ta, tb, M, N, K, alpha, A->data, A->dims[1], B->data,
 			       B->dims[1], C ? beta : 0.0f, fr.y->data, N);
 	}
 	return plain_tail(ctx, &fr, st ? st->pk.bias : NULL, N);

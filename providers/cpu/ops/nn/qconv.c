@@ -485,7 +485,7 @@ int nn_quant_scale(cpu_ctx *ctx, float *s)
 
 /* Where the fused tail's pieces go (fr from cpu_fuse_begin): the
  * addend and Relu into the GEMM's epilogue when fuse_tail allows it
- * inline, else into the tail.  An addend that is the output's own memory
+ * inline, else into the tail (any other activation always).  An addend that is the output's own memory
  * cannot stay there while partial sums of K blocks do (K over
  * IGEMM_KBLOCK): then the result goes to scratch (tmp) and the tail adds. */
 int nn_quant_out(cpu_ctx *ctx, cpu_fuse_run *fr, igemm_out *out, int64_t K, cpu_tensor *tmp)
@@ -493,6 +493,9 @@ int nn_quant_out(cpu_ctx *ctx, cpu_fuse_run *fr, igemm_out *out, int64_t K, cpu_
 	out->c = fr->y->data;
 	out->add = fr->add_inline ? fr->add_inline->data : NULL;
 	out->relu = fr->act_inline == CPU_FUSE_ACT_RELU;
+	/* the int8 epilogue applies Relu only: cpu_fuse_end does the others */
+	if (!out->relu)
+		fr->act_inline = CPU_FUSE_ACT_NONE;
 	if (!out->add || K <= IGEMM_KBLOCK)
 		return 0;
 	*tmp = *fr->y;

@@ -38,7 +38,7 @@ static int expand_compute(cpu_ctx *ctx)
 	}
 	if (!(Y = cpu_output(ctx, 0, X->dtype, bc.out_rank, bc.out_dims)))
 		return CPU_E_NOMEM;
-	cpu_copy_strided(Y->data, X->data, cpu_dtype_size(X->dtype), bc.rank, bc.dims,
+	cpu_copy_strided_par(ctx, Y->data, X->data, cpu_dtype_size(X->dtype), bc.rank, bc.dims,
 			 bc.strides[0]);
 	return 0;
 }

@@ -99,6 +99,11 @@ static void gs_taps(const gs_params *g, int nsp, double v, int64_t d, gs_dim *t)
 	double lo = g->align ? 0 : -0.5, hi = g->align ? (double)d - 1 : (double)d - 0.5;
 	double x = g->align ? (v + 1) / 2 * (double)(d - 1) : ((v + 1) * (double)d - 1) / 2, f;
 
+	/* One pixel with align_corners: every coordinate denormalises to it,
+	 * even an infinite one (RAFT's coarsest pyramid level divides by
+	 * size - 1 = 0); ONNX Runtime samples pixel 0 there too. */
+	if (g->align && d == 1)
+		x = 0;
 	if (isnan(x))
 		x = -8;
 	if (g->mode == GS_NEAREST)

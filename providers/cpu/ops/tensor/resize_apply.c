@@ -13,9 +13,16 @@
  * buffer, then one conversion to the output dtype (integers saturate).
  * Doing the axes one after another gives the same values as the
  * reference's N-D recursion, since every axis's weights sum to one.
+ *
+ * The common case of real models — float32 images resized bilinearly
+ * along their last two axes (FPN and U-Net upsampling) — has its own path:
+ * per plane, each input row needed is interpolated along the width once
+ * (in float32, as ONNX Runtime computes), then rows are blended; planes
+ * are split over the pool.
  */
 #include <math.h>
 
+#include "par.h"
 #include "resize.h"
 
 typedef struct rs_taps {
@@ -190,20 +197,35 @@ static void nearest_row(const rs_taps *t, int64_t n, const char *x, char *y, siz
 	}
 }
 
+typedef struct nn_job {
+	const resize_geom *g;
+	const rs_taps *t;
+	const cpu_tensor *X;
+	cpu_tensor *Y;
+	const void *extrap;
+} nn_job;
+
 /* nearest: every output element is one input element (or the
- * extrapolation value), copied by size. */
-static void run_nearest(const resize_geom *g, const rs_taps *t, const cpu_tensor *X,
-			cpu_tensor *Y, const void *extrap)
+ * extrapolation value), copied by size; output rows [r0, r1). */
+static void nearest_rows(void *arg, int64_t r0, int64_t r1, int member)
 {
-	int64_t xs[CPU_MAX_RANK], pos[CPU_MAX_RANK] = {0}, rows = 1;
+	const nn_job *j = arg;
+	const resize_geom *g = j->g;
+	const rs_taps *t = j->t;
+	const cpu_tensor *X = j->X;
+	const void *extrap = j->extrap;
+	int64_t xs[CPU_MAX_RANK], pos[CPU_MAX_RANK] = {0}, rem = r0;
 	int r = g->rank, last = r - 1;
 	size_t es = cpu_dtype_size(X->dtype);
-	char *y = Y->data;
+	char *y = (char *)j->Y->data + (size_t)(r0 * g->out[last]) * es;
 
+	(void)member;
 	tensor_strides(r, X->dims, xs);
-	for (int d = 0; d < last; d++)
-		rows *= g->out[d];
-	for (int64_t row = 0; row < rows; row++, y += (size_t)g->out[last] * es) {
+	for (int d = last - 1; d >= 0; d--) {
+		pos[d] = rem % g->out[d];
+		rem /= g->out[d];
+	}
+	for (int64_t row = r0; row < r1; row++, y += (size_t)g->out[last] * es) {
 		int64_t off = 0;
 		int outside = 0;
 		for (int d = 0; d < last; d++) {
@@ -215,6 +237,18 @@ static void run_nearest(const resize_geom *g, const rs_taps *t, const cpu_tensor
 		for (int d = last - 1; d >= 0 && ++pos[d] == g->out[d]; d--)
 			pos[d] = 0;
 	}
+}
+
+static void run_nearest(cpu_ctx *ctx, const resize_geom *g, const rs_taps *t,
+			const cpu_tensor *X, cpu_tensor *Y, const void *extrap)
+{
+	nn_job j = {g, t, X, Y, extrap};
+	int64_t rows = 1;
+
+	for (int d = 0; d < g->rank - 1; d++)
+		rows *= g->out[d];
+	/* ~0.3 ns an element copied */
+	cpu_par_for(ctx, rows, 0.3 * (double)g->out[g->rank - 1], 16, nearest_rows, &j);
 }
 
 /* A pass along the innermost axis: one dot product per output. */
@@ -308,13 +342,102 @@ static double *run_slice(const resize_params *p, const resize_geom *g, const rs_
 	return a;
 }
 
+typedef struct bl_job {
+	const float *x;
+	float *y;
+	const rs_taps *th, *tw;
+	int64_t IH, IW, OH, OW;
+	float *rows;            /* per member: two rows of OW */
+} bl_job;
+
+/* Input row r interpolated along the width into dst. */
+static void bl_hrow(const bl_job *j, const float *x, int64_t r, float *dst)
+{
+	const float *src = x + r * j->IW;
+	const int64_t *ix = j->tw->idx;
+	const double *w = j->tw->w;
+
+	for (int64_t o = 0; o < j->OW; o++)
+		dst[o] = (float)w[2 * o] * src[ix[2 * o]] + (float)w[2 * o + 1] * src[ix[2 * o + 1]];
+}
+
+static void bl_range(void *arg, int64_t p0, int64_t p1, int member)
+{
+	const bl_job *j = arg;
+	float *r0 = j->rows + member * 2 * j->OW, *r1 = r0 + j->OW;
+
+	for (int64_t pl = p0; pl < p1; pl++) {
+		const float *x = j->x + pl * j->IH * j->IW;
+		float *y = j->y + pl * j->OH * j->OW;
+		int64_t have0 = -1, have1 = -1;
+
+		for (int64_t oh = 0; oh < j->OH; oh++) {
+			int64_t a = j->th->idx[2 * oh], b = j->th->idx[2 * oh + 1];
+			float wa = (float)j->th->w[2 * oh], wb = (float)j->th->w[2 * oh + 1];
+			float *yr = y + oh * j->OW;
+
+			if (a == have1 && a != have0) {   /* slide down: the old second row */
+				float *t = r0;
+				r0 = r1;
+				r1 = t;
+				have0 = have1;
+				have1 = -1;
+			}
+			if (a != have0) {
+				bl_hrow(j, x, a, r0);
+				have0 = a;
+			}
+			if (b != have1) {
+				bl_hrow(j, x, b, r1);
+				have1 = b;
+			}
+			for (int64_t o = 0; o < j->OW; o++)
+				yr[o] = wa * r0[o] + wb * r1[o];
+		}
+	}
+}
+
+/* float32, only the last two axes resized, two taps each, nothing
+ * extrapolated: the bilinear path.  1 when it ran (or failed: *rc). */
+static int run_bilinear(cpu_ctx *ctx, const resize_geom *g, const rs_taps *t,
+			const cpu_tensor *X, cpu_tensor *Y, int *rc)
+{
+	int r = g->rank, members = cpu_par_members(ctx);
+	int64_t planes = 1;
+	bl_job j;
+
+	if (X->dtype != CPU_FLOAT || Y->dtype != CPU_FLOAT || r < 2)
+		return 0;
+	for (int d = 0; d < r - 2; d++) {
+		if (!t[d].identity)
+			return 0;
+		planes *= g->in[d];
+	}
+	for (int d = r - 2; d < r; d++)
+		if (t[d].n != 2 || t[d].any_extrap)
+			return 0;
+	j = (bl_job){X->data, Y->data, &t[r - 2], &t[r - 1], g->in[r - 2], g->in[r - 1],
+		     g->out[r - 2], g->out[r - 1], NULL};
+	j.rows = cpu_scratch(ctx, sizeof(float) * 2 * (size_t)(j.OW * members) + 1);
+	if (!j.rows) {
+		*rc = CPU_E_NOMEM;
+		return 1;
+	}
+	/* ~0.6 ns an output element, a row interpolated once per output row */
+	cpu_par_for(ctx, planes, 0.6 * (double)(j.OH * j.OW * 2), 1, bl_range, &j);
+	*rc = 0;
+	return 1;
+}
+
 static int run_interp(cpu_ctx *ctx, const resize_params *p, const resize_geom *g,
 		      const rs_taps *t, const cpu_tensor *X, cpu_tensor *Y)
 {
 	int64_t cap, outer = 1, nin, nout;
 	double *a, *b;
-	int f = 0;
+	int f = 0, rc;
 
+	if (run_bilinear(ctx, g, t, X, Y, &rc))
+		return rc;
 	/* leading axes that are not resized become an outer loop, so the
 	 * double buffers hold one slice, not the whole tensor */
 	while (f < g->rank - 1 && t[f].identity)
@@ -360,7 +483,7 @@ int resize_run(cpu_ctx *ctx, const resize_params *p, const resize_geom *g,
 			return rc;
 	if (p->mode == RS_NEAREST) {
 		tensor_store_f64(X->dtype, extrap, 0, p->extrapolation);
-		run_nearest(g, t, X, Y, extrap);
+		run_nearest(ctx, g, t, X, Y, extrap);
 		return 0;
 	}
 	return run_interp(ctx, p, g, t, X, Y);

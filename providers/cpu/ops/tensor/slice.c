@@ -114,8 +114,9 @@ static int slice_compute(cpu_ctx *ctx)
 	if (!(Y = cpu_output(ctx, 0, X->dtype, X->rank, dims)))
 		return CPU_E_NOMEM;
 	if (cpu_numel(Y) > 0)
-		cpu_copy_strided(Y->data, (const char *)X->data + off * (int64_t)cpu_dtype_size(X->dtype),
-				 cpu_dtype_size(X->dtype), X->rank, dims, st);
+		cpu_copy_strided_par(ctx, Y->data,
+				     (const char *)X->data + off * (int64_t)cpu_dtype_size(X->dtype),
+				     cpu_dtype_size(X->dtype), X->rank, dims, st);
 	return 0;
 }
 

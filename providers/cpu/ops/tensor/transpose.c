@@ -42,7 +42,7 @@ static int transpose_compute(cpu_ctx *ctx)
 	}
 	if (!(Y = cpu_output(ctx, 0, X->dtype, X->rank, dims)))
 		return CPU_E_NOMEM;
-	cpu_copy_strided(Y->data, X->data, cpu_dtype_size(X->dtype), X->rank, dims, st);
+	cpu_copy_strided_par(ctx, Y->data, X->data, cpu_dtype_size(X->dtype), X->rank, dims, st);
 	return 0;
 }
 

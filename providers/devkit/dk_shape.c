@@ -1,15 +1,15 @@
 /*
- * ep_shape: shape and attribute math shared by the device providers (see
- * ep_shape.h).
+ * dk_shape: shape and attribute math shared by the device providers (see
+ * dk_shape.h).
  */
 #include <stdio.h>
 #include <string.h>
 
-#include "ep_shape.h"
+#include "dk_shape.h"
 
 /* ---- attributes ------------------------------------------------------------ */
 
-int ep_n_outputs(const Onnx__NodeProto *p)
+int dk_n_outputs(const Onnx__NodeProto *p)
 {
 	int n = 0;
 
@@ -20,7 +20,7 @@ int ep_n_outputs(const Onnx__NodeProto *p)
 
 /* ---- dims ------------------------------------------------------------------ */
 
-int64_t ep_numel(int rank, const int64_t *dims)
+int64_t dk_numel(int rank, const int64_t *dims)
 {
 	int64_t n = 1;
 
@@ -29,7 +29,7 @@ int64_t ep_numel(int rank, const int64_t *dims)
 	return n;
 }
 
-const char *ep_shape_str(int rank, const int64_t *dims, char *buf, size_t n)
+const char *dk_shape_str(int rank, const int64_t *dims, char *buf, size_t n)
 {
 	size_t at = 0;
 
@@ -43,7 +43,7 @@ const char *ep_shape_str(int rank, const int64_t *dims, char *buf, size_t n)
 
 /* ---- view ops ---------------------------------------------------------------- */
 
-int ep_view_node_ok(const Onnx__NodeProto *p, int64_t opset, char *why, size_t n)
+int dk_view_node_ok(const Onnx__NodeProto *p, int64_t opset, char *why, size_t n)
 {
 	static const char *const reshape[] = {"allowzero", NULL}, *const flatten[] = {"axis", NULL};
 	static const char *const axes[] = {"axes", NULL}, *const none[] = {NULL};
@@ -61,7 +61,7 @@ int ep_view_node_ok(const Onnx__NodeProto *p, int64_t opset, char *why, size_t n
 	return !proto_attr_unknown(p, known, why, n);
 }
 
-int ep_transpose_dims(int rank, const int64_t *dims, const int64_t *pv, int np, int *perm,
+int dk_transpose_dims(int rank, const int64_t *dims, const int64_t *pv, int np, int *perm,
 		      int64_t *od, char *err, size_t n)
 {
 	int seen[EP_MAX_RANK] = {0};
@@ -77,7 +77,7 @@ int ep_transpose_dims(int rank, const int64_t *dims, const int64_t *pv, int np, 
 	return 0;
 }
 
-int ep_fold_perm(int rank, const int64_t *dims, const int *perm, int64_t *fd, int64_t *fs)
+int dk_fold_perm(int rank, const int64_t *dims, const int *perm, int64_t *fd, int64_t *fs)
 {
 	int64_t st[EP_MAX_RANK], s = 1;
 	int k = 0;
@@ -102,7 +102,7 @@ int ep_fold_perm(int rank, const int64_t *dims, const int *perm, int64_t *fd, in
 	return k;
 }
 
-int ep_gather_dims(int rank, const int64_t *dims, int a, int irank, const int64_t *idims,
+int dk_gather_dims(int rank, const int64_t *dims, int a, int irank, const int64_t *idims,
 		   int64_t *od, int64_t *outer, int64_t *inner)
 {
 	int r = 0;
@@ -123,7 +123,7 @@ int ep_gather_dims(int rank, const int64_t *dims, int a, int irank, const int64_
 
 /* ---- Conv and pool windows -------------------------------------------------- */
 
-int ep_window_supports(const Onnx__NodeProto *p, char *why, size_t n)
+int dk_window_supports(const Onnx__NodeProto *p, char *why, size_t n)
 {
 	onnx_window w;
 	int nk;
@@ -139,37 +139,37 @@ int ep_window_supports(const Onnx__NodeProto *p, char *why, size_t n)
 	return 1;
 }
 
-int ep_conv_node_ok(const Onnx__NodeProto *p, char *why, size_t n)
+int dk_conv_node_ok(const Onnx__NodeProto *p, char *why, size_t n)
 {
 	static const char *const known[] = {"auto_pad", "dilations", "group", "kernel_shape", "pads",
 					    "strides", NULL};
 
 	if (p->n_input < 2 || p->n_input > 3 || p->n_output != 1)
 		return snprintf(why, n, "expects 2 or 3 inputs and one output"), 0;
-	if (proto_attr_unknown(p, known, why, n) || !ep_window_supports(p, why, n))
+	if (proto_attr_unknown(p, known, why, n) || !dk_window_supports(p, why, n))
 		return 0;
 	if (proto_attr_int(p, "group", 1) < 1)
 		return snprintf(why, n, "group < 1"), 0;
 	return 1;
 }
 
-int ep_pool_node_ok(const Onnx__NodeProto *p, char *why, size_t n)
+int dk_pool_node_ok(const Onnx__NodeProto *p, char *why, size_t n)
 {
 	static const char *const known[] = {"auto_pad", "ceil_mode", "count_include_pad", "dilations",
 					    "kernel_shape", "pads", "storage_order", "strides", NULL};
 	const int64_t *ks;
 
-	if (p->n_input != 1 || ep_n_outputs(p) != 1 || !p->output[0][0])
+	if (p->n_input != 1 || dk_n_outputs(p) != 1 || !p->output[0][0])
 		return snprintf(why, n, "expects one input and only the Y output"), 0;
-	if (proto_attr_unknown(p, known, why, n) || !ep_window_supports(p, why, n))
+	if (proto_attr_unknown(p, known, why, n) || !dk_window_supports(p, why, n))
 		return 0;
 	if (proto_attr_ints(p, "kernel_shape", &ks) < 1)
 		return snprintf(why, n, "kernel_shape is required"), 0;
 	return 1;
 }
 
-int ep_window_geometry(const Onnx__NodeProto *p, int rank, const int64_t *dims,
-		       const int64_t *kern, ep_window *g, int *nsp, char *err, size_t n)
+int dk_window_geometry(const Onnx__NodeProto *p, int rank, const int64_t *dims,
+		       const int64_t *kern, dk_window *g, int *nsp, char *err, size_t n)
 {
 	onnx_window w;
 	int rc = onnx_window_parse(p, &w, err, n);
@@ -180,7 +180,7 @@ int ep_window_geometry(const Onnx__NodeProto *p, int rank, const int64_t *dims,
 
 /* ---- Reduce ops --------------------------------------------------------------- */
 
-int ep_reduce_node_ok(const Onnx__NodeProto *p, int64_t opset, int64_t since, char *why,
+int dk_reduce_node_ok(const Onnx__NodeProto *p, int64_t opset, int64_t since, char *why,
 		      size_t n)
 {
 	static const char *const old[] = {"axes", "keepdims", NULL};
@@ -192,7 +192,7 @@ int ep_reduce_node_ok(const Onnx__NodeProto *p, int64_t opset, int64_t since, ch
 	return !proto_attr_unknown(p, as_input ? cur : old, why, n);
 }
 
-int ep_reduce_axes(const Onnx__NodeProto *p, int64_t opset, int64_t since, const int64_t *ax,
+int dk_reduce_axes(const Onnx__NodeProto *p, int64_t opset, int64_t since, const int64_t *ax,
 		   int cnt, int rank, int *red, char *err, size_t n)
 {
 	if (opset < since)
@@ -216,7 +216,7 @@ int ep_reduce_axes(const Onnx__NodeProto *p, int64_t opset, int64_t since, const
 
 /* ---- LayerNormalization ------------------------------------------------------ */
 
-int ep_layernorm_node_ok(const Onnx__NodeProto *p, int32_t x_dtype, char *why, size_t n)
+int dk_layernorm_node_ok(const Onnx__NodeProto *p, int32_t x_dtype, char *why, size_t n)
 {
 	static const char *const known[] = {"axis", "epsilon", "stash_type", NULL};
 
@@ -227,12 +227,12 @@ int ep_layernorm_node_ok(const Onnx__NodeProto *p, int32_t x_dtype, char *why, s
 		return 0;
 	if (proto_attr_int(p, "stash_type", 1) != 1)
 		return snprintf(why, n, "stash_type other than float32"), 0;
-	if (x_dtype == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16 && ep_n_outputs(p) > 1)
+	if (x_dtype == ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16 && dk_n_outputs(p) > 1)
 		return snprintf(why, n, "float16 with the Mean/InvStdDev outputs"), 0;
 	return 1;
 }
 
-int ep_suffix_broadcasts(int sr, const int64_t *s, int xr, const int64_t *x, int a)
+int dk_suffix_broadcasts(int sr, const int64_t *s, int xr, const int64_t *x, int a)
 {
 	int lead = 0;
 	int64_t numel = 1;

@@ -1,5 +1,5 @@
 /*
- * ort_model.h: the pieces of the ort-model tool (tools/ort_model*.c).
+ * ort_model.h: the pieces of the ort-model tool (tools/ort-model/).
  *
  * ort_model_tensor.c reads a model and its tensors: loading the
  * ModelProto, dtype sizes, an inline tensor's bytes in the raw little-endian
