@@ -23,6 +23,8 @@ int nn_load_zp(cpu_ctx *ctx, const cpu_tensor *zp, int i, int32_t x_dtype, const
 int nn_load_scale(cpu_ctx *ctx, int i, const float **v, int64_t *count);
 /* Stores saturate(round_half_even(acc * mult) + zp) as uint8 or int8. */
 void nn_requant(int32_t dtype, void *y, int64_t i, int32_t acc, float mult, int32_t zp);
+/* An igemm status (negative errno) as the kernel's error: "WHAT failed (why)". */
+int nn_igemm_fail(cpu_ctx *ctx, int rc, const char *what);
 /* qconv.c: the scale of a fused dequantizing tail (cpu_fusion.quant), the
  * product of its scalar inputs as the Mul node computes it. */
 int nn_quant_scale(cpu_ctx *ctx, float *s);

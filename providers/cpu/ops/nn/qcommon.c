@@ -4,6 +4,7 @@
  * point and scale loading, and requantization.
  * Declared in nn_ops.h.
  */
+#include <errno.h>
 #include <math.h>
 #include <string.h>
 
@@ -57,4 +58,10 @@ void nn_requant(int32_t dtype, void *y, int64_t i, int32_t acc, float mult, int3
 		((uint8_t *)y)[i] = (uint8_t)fminf(fmaxf(v, 0.0f), 255.0f);
 	else
 		((int8_t *)y)[i] = (int8_t)fminf(fmaxf(v, -128.0f), 127.0f);
+}
+
+int nn_igemm_fail(cpu_ctx *ctx, int rc, const char *what)
+{
+	return cpu_fail(ctx, rc == -ENOMEM ? CPU_E_NOMEM : CPU_E_INTERNAL, "%s failed (%s)", what,
+			strerror(-rc));
 }

@@ -402,6 +402,18 @@ static void flatten_pointwise(qconv_run *r)
 
 /* Every (image, group) through the GEMM (or the depthwise kernel) into
  * y, with out's epilogue (its c, scale_row and bias_row at channel 0). */
+igemm_out qconv_group_out(const qconv_run *r, const igemm_out *out, int64_t n, int64_t m0)
+{
+	igemm_out o = *out;
+
+	o.c = (int32_t *)out->c + (n * r->M + m0) * r->osz;
+	o.ldc = r->osz;
+	o.scale_row = out->scale_row ? out->scale_row + m0 : NULL;
+	o.bias_row = out->bias_row ? out->bias_row + m0 : NULL;
+	o.add = out->add ? out->add + (n * r->M + m0) * r->osz : NULL;
+	return o;
+}
+
 int qconv_run_all(cpu_ctx *ctx, const qconv_io *io, qconv_run *r, const igemm_out *out)
 {
 	int xs = r->X->dtype == CPU_INT8, rc;
@@ -441,15 +453,9 @@ int qconv_run_all(cpu_ctx *ctx, const qconv_io *io, qconv_run *r, const igemm_ou
 			p.b_pack_ctx = &c;
 			p.b_signed = xs;
 			p.zb = r->zx;
-			p.out = *out;
-			p.out.c = (int32_t *)out->c + (n * r->M + m0) * r->osz;
-			p.out.ldc = r->osz;
-			p.out.scale_row = out->scale_row ? out->scale_row + m0 : NULL;
-			p.out.bias_row = out->bias_row ? out->bias_row + m0 : NULL;
-			p.out.add = out->add ? out->add + (n * r->M + m0) * r->osz : NULL;
+			p.out = qconv_group_out(r, out, n, m0);
 			if ((rc = igemm_compute(ctx->pool, IGEMM_ISA_AUTO, &p)))
-				return cpu_fail(ctx, rc == -12 ? CPU_E_NOMEM : CPU_E_INTERNAL,
-						"int8 GEMM failed (%d)", rc);
+				return nn_igemm_fail(ctx, rc, "int8 GEMM");
 		}
 	return 0;
 }

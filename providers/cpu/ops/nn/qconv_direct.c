@@ -17,6 +17,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "nn_ops.h"
 #include "par.h"
 #include "qconv_impl.h"
 
@@ -236,15 +237,9 @@ int qconv_direct(cpu_ctx *ctx, const qconv_run *r, const igemm_a *A, const igemm
 			cv.colsum = colsum;
 			cv.zb = r->zx;
 			cv.b_off = xs ? 0 : 128;
-			cv.out = *out;
-			cv.out.c = (int32_t *)out->c + (n * r->M + m0) * r->osz;
-			cv.out.ldc = r->osz;
-			cv.out.scale_row = out->scale_row ? out->scale_row + m0 : NULL;
-			cv.out.bias_row = out->bias_row ? out->bias_row + m0 : NULL;
-			cv.out.add = out->add ? out->add + (n * r->M + m0) * r->osz : NULL;
+			cv.out = qconv_group_out(r, out, n, m0);
 			if ((rc = igemm_conv_compute(ctx->pool, IGEMM_ISA_AUTO, &cv)))
-				return cpu_fail(ctx, rc == -12 ? CPU_E_NOMEM : CPU_E_INTERNAL,
-						"int8 convolution failed (%d)", rc);
+				return nn_igemm_fail(ctx, rc, "int8 convolution");
 		}
 	return 0;
 }

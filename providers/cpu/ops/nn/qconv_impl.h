@@ -41,6 +41,9 @@ typedef struct qconv_run {
 
 /* Every (image, group) into out (int32 or float [N, M, osz]). */
 int qconv_run_all(cpu_ctx *ctx, const qconv_io *io, qconv_run *r, const igemm_out *out);
+/* out restricted to the output channels [m0, ...) of image n: where the
+ * GEMM of one group writes. */
+igemm_out qconv_group_out(const qconv_run *r, const igemm_out *out, int64_t n, int64_t m0);
 
 /* qconv_direct.c: stride-1 2-D convolutions read in place (no im2col). */
 int qconv_direct_fits(const qconv_run *r);

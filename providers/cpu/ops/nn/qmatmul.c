@@ -203,8 +203,7 @@ static int qmm_run(cpu_ctx *ctx, qmm *q, int za, int zb)
 	else
 		cpu_bcast_each(&q->bc, qmm_row, q);
 	if (q->rc)
-		return cpu_fail(ctx, q->rc == -12 ? CPU_E_NOMEM : CPU_E_INTERNAL,
-				"int8 GEMM failed (%d)", q->rc);
+		return nn_igemm_fail(ctx, q->rc, "int8 GEMM");
 	return 0;
 }
 
