@@ -4,7 +4,8 @@
 // $ORT_NODE_MODULES, ./node_modules or /tmp/ortnode/node_modules.  One
 // session: intraOpNumThreads = THREADS, interOpNumThreads 1, sequential,
 // all graph optimisations (as ort_node_bench.js).  Prints one JSON line
-// {"median_ms", "min_ms", "runs"}.  Used by zoo_bench.py.
+// {"median_ms", "min_ms", "runs", "session_create_ms", "peak_rss_mb" (the
+// node process's, runtime included), "version"}.  Used by zoo_bench.py.
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -42,8 +43,10 @@ function readNpy(ort, file) {
 (async () => {
   const [model, dir, thr, iters, warmup] = process.argv.slice(2);
   const ort = loadOrt();
+  const c0 = process.hrtime.bigint();
   const s = await ort.InferenceSession.create(model, {intraOpNumThreads: +thr,
     interOpNumThreads: 1, executionMode: 'sequential', graphOptimizationLevel: 'all'});
+  const createMs = Number(process.hrtime.bigint() - c0) / 1e6;
   const feeds = {};
   for (const f of fs.readdirSync(dir))
     if (f.endsWith('.npy')) feeds[path.basename(f, '.npy')] = readNpy(ort, path.join(dir, f));
@@ -55,5 +58,7 @@ function readNpy(ort, file) {
     t.push(Number(process.hrtime.bigint() - t0) / 1e6);
   }
   t.sort((a, b) => a - b);
-  console.log(JSON.stringify({median_ms: t[t.length >> 1], min_ms: t[0], runs: t.length}));
+  console.log(JSON.stringify({median_ms: t[t.length >> 1], min_ms: t[0], runs: t.length,
+    session_create_ms: createMs, peak_rss_mb: process.resourceUsage().maxRSS / 1024,
+    version: ort.env.versions ? ort.env.versions.common : null}));
 })().catch((e) => { console.error(e.message); process.exit(1); });
