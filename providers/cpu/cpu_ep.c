@@ -260,6 +260,30 @@ static int64_t sg_opset(void *arg, const char *domain)
 	return ep_subgraph_opset(arg, domain);
 }
 
+/* float16 values inside the step stay float32 (cpu_plan_wide);
+ * ORTMK_CPU_F16_WIDE=0 rounds every one to float16 (for comparisons). */
+static int plan_wide(cpu_sg *c, const ep_subgraph *sg, const unsigned char *exported, char *err,
+		     size_t n)
+{
+	const char *env = getenv("ORTMK_CPU_F16_WIDE");
+	int32_t *dt;
+	int count;
+
+	if (env && strcmp(env, "0") == 0)
+		return 0;
+	if (!(dt = calloc(c->plan.n_values + 1, sizeof(*dt))))
+		return snprintf(err, n, "out of memory"), EP_E_NOMEM;
+	for (size_t v = 0; v < c->plan.n_values; v++)
+		dt[v] = sg->values[v].dtype;
+	count = cpu_plan_wide(&c->plan, dt, exported);
+	free(dt);
+	if (count < 0)
+		return snprintf(err, n, "out of memory"), EP_E_NOMEM;
+	if (count)
+		ipc_log(IPC_LOG_DEBUG, "%d float16 values kept in float32", count);
+	return 0;
+}
+
 /* Every node mapped, constants folded (ORTMK_CPU_FOLD=0: not), fusions
  * planned, every node neither folded nor fused away prepared. */
 static int build_plan(cpu_sg *c, ep_subgraph *sg, char *err, size_t n)
@@ -282,12 +306,14 @@ static int build_plan(cpu_sg *c, ep_subgraph *sg, char *err, size_t n)
 	if (c->fold.n_nodes)
 		ipc_log(IPC_LOG_DEBUG, "folded %zu nodes into constants", c->fold.n_nodes);
 	plan_fusions(c, sg, exported);
-	free(exported);
 	for (size_t k = 0; rc == 0 && k < c->plan.n_nodes; k++)
 		/* A node folded or fused into an earlier one stays
 		 * uninitialised: not run. */
 		rc = (c->fold.node && c->fold.node[k]) || (c->fuse && c->fuse[k].skip) ? 0 :
 			load_node(c, sg, k, err, n);
+	if (rc == 0)
+		rc = plan_wide(c, sg, exported, err, n);
+	free(exported);
 	return rc;
 }
 

@@ -157,6 +157,81 @@ int cpu_plan_init_node(cpu_plan *p, size_t k, const cpu_load_env *env,
 	return rc;
 }
 
+/* A Cast to float32 reads a wide value as it is (a copy): the float16
+ * rounding between the float32 producer and it is skipped, as ONNX
+ * Runtime drops the Cast pair it would insert there. */
+static int cast_to_float(const cpu_node *node)
+{
+	return strcmp(node->proto->op_type, "Cast") == 0 &&
+	       (!node->proto->domain || !node->proto->domain[0]) &&
+	       cpu_attr_int(node->proto, "to", 0) == CPU_FLOAT;
+}
+
+int cpu_plan_wide(cpu_plan *p, const int32_t *dtype, const unsigned char *exported)
+{
+	int *producer = malloc(sizeof(int) * (p->n_values + 1));
+	unsigned char *ok = malloc(p->n_values + 1);
+	int32_t dt[64];
+	int count = 0;
+
+	if (!producer || !ok) {
+		free(producer);
+		free(ok);
+		return CPU_E_NOMEM;
+	}
+	for (size_t v = 0; v < p->n_values; v++) {
+		producer[v] = -1;
+		ok[v] = dtype[v] == CPU_FLOAT16 && !exported[v] && !p->consts[v].data;
+	}
+	for (size_t k = 0; k < p->n_nodes; k++) {
+		cpu_node *node = &p->nodes[k];
+
+		if (!node->op)
+			continue;   /* folded or fused away */
+		for (int i = 0; i < node->n_in && i < 64; i++) {
+			int v = p->node_in[k][i];
+
+			dt[i] = p->node_consts[k][i] ? p->node_consts[k][i]->dtype :
+				v < 0 ? CPU_UNDEFINED : dtype[v] ? dtype[v] : -1;
+		}
+		cpu_node_f16_decide(node, dt);
+		for (int i = 0; i < node->n_in; i++) {
+			int v = p->node_in[k][i];
+
+			if (v >= 0 && !p->node_consts[k][i] && node->f16_mode != CPU_F16_WIDEN &&
+			    !cast_to_float(node))
+				ok[v] = 0;
+		}
+		for (int i = 0; p->node_refs[k][i] >= 0; i++)
+			ok[p->node_refs[k][i]] = 0;
+		for (int i = 0; i < node->n_out; i++) {
+			int v = p->node_out[k][i];
+
+			if (v >= 0) {
+				producer[v] = (int)k;
+				if (i >= 32 || node->f16_mode != CPU_F16_WIDEN)
+					ok[v] = 0;
+			}
+		}
+	}
+	for (size_t k = 0; k < p->n_nodes; k++) {
+		cpu_node *node = &p->nodes[k];
+
+		node->f16_wide_out = 0;
+		for (int i = 0; node->op && i < node->n_out && i < 32; i++) {
+			int v = p->node_out[k][i];
+
+			if (v >= 0 && ok[v] && producer[v] == (int)k) {
+				node->f16_wide_out |= 1u << i;
+				count++;
+			}
+		}
+	}
+	free(producer);
+	free(ok);
+	return count;
+}
+
 /* ---- frames --------------------------------------------------------------- */
 
 cpu_frame *cpu_frame_new(const cpu_plan *p)
@@ -177,8 +252,12 @@ cpu_frame *cpu_frame_new(const cpu_plan *p)
 	f->out = calloc((size_t)p->max_out + 1, sizeof(*f->out));
 	f->out_heap = calloc((size_t)p->max_out + 1, sizeof(int));
 	f->keep = calloc(p->n_nodes + 1, sizeof(*f->keep));
+	f->wbuf = calloc(nv, sizeof(*f->wbuf));
+	f->wcap = calloc(nv, sizeof(*f->wcap));
+	f->wplanned = calloc((size_t)p->max_out + 1, sizeof(*f->wplanned));
 	if (!f->vals || !f->heap || !f->have || !f->placed || !f->pinned || !f->in ||
-	    !f->planned || !f->out || !f->out_heap || !f->keep) {
+	    !f->planned || !f->out || !f->out_heap || !f->keep || !f->wbuf || !f->wcap ||
+	    !f->wplanned) {
 		cpu_frame_free(f);
 		return NULL;
 	}
@@ -203,6 +282,11 @@ void cpu_frame_free(cpu_frame *f)
 	free(f->out);
 	free(f->out_heap);
 	free(f->keep);
+	for (size_t v = 0; f->wbuf && v < f->plan->n_values; v++)
+		free(f->wbuf[v]);
+	free(f->wbuf);
+	free(f->wcap);
+	free(f->wplanned);
 	free(f);
 }
 
@@ -269,8 +353,40 @@ static const char *node_label(const Onnx__NodeProto *p)
 	return p->n_output > 0 && p->output[0] ? p->output[0] : "";
 }
 
+static int wide_out(const cpu_node *node, int i)
+{
+	return i < 32 && (node->f16_wide_out >> i & 1);
+}
+
+/* A float16 value kept wide that the core placed: its float32 twin of the
+ * same shape in the frame's buffer for v (grown as needed, kept between
+ * runs).  0 when out of memory: then the kernel allocates it. */
+static int wide_place(cpu_frame *f, int v, cpu_tensor *t)
+{
+	int64_t numel = cpu_numel(&f->vals[v]);
+	size_t need = numel > 0 ? (size_t)numel * sizeof(float) : 0;
+
+	if (f->vals[v].dtype != CPU_FLOAT16 || numel < 0)
+		return 0;
+	if (need > f->wcap[v]) {
+		void *b = aligned_alloc(64, (need + 63) & ~(size_t)63);
+
+		if (!b)
+			return 0;
+		free(f->wbuf[v]);
+		f->wbuf[v] = b;
+		f->wcap[v] = need;
+	}
+	*t = f->vals[v];
+	t->dtype = CPU_FLOAT;
+	t->nbytes = need;
+	t->data = f->wbuf[v];
+	return 1;
+}
+
 /* Inputs from the constants and the frame; outputs at their planned place
- * or left for the kernel to allocate. */
+ * (a wide value's float32 twin: wide_place) or left for the kernel to
+ * allocate. */
 static int gather_io(cpu_frame *f, size_t k, char *err, size_t n)
 {
 	const cpu_plan *p = f->plan;
@@ -294,6 +410,8 @@ static int gather_io(cpu_frame *f, size_t k, char *err, size_t n)
 
 		f->planned[i] = v >= 0 && f->placed[v] ? &f->vals[v] : NULL;
 		f->out_heap[i] = 0;
+		if (f->planned[i] && wide_out(node, i) && wide_place(f, v, &f->wplanned[i]))
+			f->planned[i] = &f->wplanned[i];
 	}
 	return 0;
 }
@@ -313,12 +431,20 @@ static int run_node(cpu_frame *f, cpu_run_env *env, size_t k, char *err, size_t 
 	for (int i = 0; i < node->n_out; i++) {
 		int v = p->node_out[k][i];
 
-		if (v < 0 || f->planned[i]) {
+		/* a planned output written in place; on the heap instead only
+		 * when it is kept wide (cpu_plan_wide): then the heap copy is
+		 * the value for the rest of this run */
+		if (v >= 0 && f->planned[i] == &f->wplanned[i]) {
+			f->vals[v] = f->wplanned[i];   /* the float32 twin, in place */
+			continue;
+		}
+		if (v < 0 || (f->planned[i] && !(f->out_heap[i] && wide_out(node, i)))) {
 			if (f->out_heap[i])
 				free(f->out[i].data);
 			continue;
 		}
 		release(f, v);
+		f->placed[v] = 0;
 		f->vals[v] = f->out[i];
 		f->heap[v] = (unsigned char)f->out_heap[i];
 		f->have[v] = f->out[i].data != NULL || f->out[i].dtype == CPU_NONE;

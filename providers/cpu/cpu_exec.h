@@ -68,6 +68,19 @@ int cpu_plan_init_node(cpu_plan *p, size_t k, const cpu_load_env *env,
 		       const Onnx__NodeProto *proto, int64_t opset, int n_in, char *err,
 		       size_t n);
 
+/* float16 kept wide: decides for every node from the declared value
+ * dtypes (dtype[v], 0 when unknown) whether it runs widened (cpu_f16.c),
+ * then marks each float16 value that a widened node writes, only widened
+ * nodes read, no subgraph reads and the caller does not (exported[v] 0):
+ * its producer leaves it in float32 and its readers take it as it is (a
+ * Cast to float32 counts as a widened reader: it copies).
+ * Between the float16 values that cross the provider's boundary the
+ * graph then runs in float32, as ONNX Runtime runs a float16 model on a
+ * CPU without float16 kernels (its inserted Casts); each value that
+ * leaves is rounded to float16 once.  Returns the number of values kept
+ * wide, or CPU_E_NOMEM. */
+int cpu_plan_wide(cpu_plan *p, const int32_t *dtype, const unsigned char *exported);
+
 typedef struct cpu_frame {
 	const cpu_plan *plan;
 	cpu_tensor *vals;
@@ -77,6 +90,12 @@ typedef struct cpu_frame {
 	cpu_tensor *out;
 	int *out_heap;
 	cpu_keep *keep;                 /* per node */
+	/* float16 values kept wide (cpu_plan_wide) that the core placed: a
+	 * float32 buffer per value, kept between runs, and the planned
+	 * tensor a node call writes it through */
+	void **wbuf;
+	size_t *wcap;
+	cpu_tensor *wplanned;
 	int busy;                       /* between begin and end */
 } cpu_frame;
 

@@ -7,7 +7,9 @@
  * once at load (and packed from the float32 copy), other float16 inputs
  * are widened into scratch per run, the kernel computes in float32 and
  * every float32 output it asks for is narrowed back to float16 (round to
- * nearest even) where the graph expects it.  Ops that take float16 only
+ * nearest even) where the graph expects it, unless the executor keeps
+ * that value in float32 (cpu_plan_wide in cpu_exec.c: only widened nodes
+ * read it and it stays inside the provider).  Ops that take float16 only
  * through their generic per-element path (slow_f16) are widened too.  ONNX's float16 ops compute in
  * at least float32 precision, so this is what the spec allows; only the
  * storage is narrow.

@@ -189,6 +189,9 @@ typedef struct cpu_node {
 	 * CPU_F16_* and the float32 copies of float16 constants. */
 	int f16_mode;
 	struct cpu_node_f16 *f16;
+	/* Outputs (bit i) a widened node leaves in float32: values inside the
+	 * provider that only widened nodes read (cpu_exec.h, cpu_plan_wide). */
+	uint32_t f16_wide_out;
 } cpu_node;
 
 enum { CPU_F16_UNDECIDED = 0, CPU_F16_WIDEN = 1, CPU_F16_AS_IS = 2 };

@@ -157,6 +157,23 @@ static int f16_init(cpu_node *node)
 	return 0;
 }
 
+int cpu_node_f16_decide(cpu_node *node, const int32_t *dt)
+{
+	int any = 0;
+
+	if (!node->op || node->f16_mode != CPU_F16_UNDECIDED || node->n_in > 64)
+		return node->f16_mode;
+	for (int i = 0; i < node->n_in; i++) {
+		if (dt[i] < 0)
+			return node->f16_mode;
+		any |= dt[i] == CPU_FLOAT16;
+	}
+	if (any)
+		node->f16_mode = cpu_f16_widens(node->op, node->proto, node->opset, dt, node->n_in) ?
+			CPU_F16_WIDEN : CPU_F16_AS_IS;
+	return node->f16_mode;
+}
+
 int cpu_node_init(cpu_node *node, const cpu_load_env *env, const cpu_fusion *fuse,
 		  const Onnx__NodeProto *p, int64_t opset, const cpu_tensor **consts,
 		  int n_in, int n_out, char *err, size_t n)
@@ -316,7 +333,9 @@ static int f16_begin(cpu_ctx *ctx)
 		dt[i] = ctx->in[i] ? ctx->in[i]->dtype : CPU_UNDEFINED;
 		any |= dt[i] == CPU_FLOAT16;
 	}
-	if (!any)
+	/* a node widened at load runs widened even when every float16 input
+	 * arrives as float32 (cpu_plan_wide): its other outputs narrow */
+	if (!any && node->f16_mode != CPU_F16_WIDEN)
 		return 0;
 	if (node->f16_mode == CPU_F16_UNDECIDED)
 		node->f16_mode = ctx->n_in <= 64 && cpu_f16_widens(node->op, node->proto, node->opset,
@@ -510,7 +529,8 @@ static cpu_tensor *planned_output(cpu_ctx *ctx, int i, int32_t dtype, int rank,
 	return &run->out[i];
 }
 
-static cpu_tensor *output_at(cpu_ctx *ctx, int i, int32_t dtype, int rank, const int64_t *dims);
+static cpu_tensor *output_at(cpu_ctx *ctx, int i, int32_t dtype, int rank, const int64_t *dims,
+			     int placed_ok);
 
 /* A widened node's float32 output i: the graph's float16 tensor is made
  * (planned or allocated) and the kernel writes a float32 twin in
@@ -518,8 +538,15 @@ static cpu_tensor *output_at(cpu_ctx *ctx, int i, int32_t dtype, int rank, const
 static cpu_tensor *output_narrowed(cpu_ctx *ctx, int i, int rank, const int64_t *dims)
 {
 	exec_run *run = ctx->exec;
-	cpu_tensor *t = output_at(ctx, i, CPU_FLOAT16, rank, dims), *w;
+	cpu_tensor *t, *w;
 
+	/* a value only widened nodes read stays float32: in the executor's
+	 * float32 twin of the place the core planned for it (planned[i] then
+	 * says float32), else on the heap */
+	if (i < 32 && (ctx->node->f16_wide_out >> i & 1))
+		return output_at(ctx, i, CPU_FLOAT, rank, dims,
+				 run->planned[i] && run->planned[i]->dtype == CPU_FLOAT);
+	t = output_at(ctx, i, CPU_FLOAT16, rank, dims, 1);
 	if (!t)
 		return NULL;
 	w = cpu_scratch(ctx, sizeof(*w) + 64 + (size_t)cpu_numel(t) * sizeof(float));
@@ -540,10 +567,13 @@ cpu_tensor *cpu_output(cpu_ctx *ctx, int i, int32_t dtype, int rank, const int64
 
 	if (run->narrow && dtype == CPU_FLOAT && i >= 0 && i < ctx->n_out)
 		return output_narrowed(ctx, i, rank, dims);
-	return output_at(ctx, i, dtype, rank, dims);
+	return output_at(ctx, i, dtype, rank, dims, 1);
 }
 
-static cpu_tensor *output_at(cpu_ctx *ctx, int i, int32_t dtype, int rank, const int64_t *dims)
+/* Output i: at its planned place (unless placed_ok is 0), else on the
+ * heap (out_heap[i]), or in scratch when the graph omits it. */
+static cpu_tensor *output_at(cpu_ctx *ctx, int i, int32_t dtype, int rank, const int64_t *dims,
+			     int placed_ok)
 {
 	exec_run *run = ctx->exec;
 	size_t es = cpu_dtype_size(dtype), bytes;
@@ -562,7 +592,7 @@ static cpu_tensor *output_at(cpu_ctx *ctx, int i, int32_t dtype, int rank, const
 	bytes = (size_t)numel * es;
 	if (output_present(ctx, i) && run->given[i])
 		return output_fail(ctx, CPU_E_INTERNAL, "output requested twice");
-	if (output_present(ctx, i) && run->planned && run->planned[i])
+	if (output_present(ctx, i) && placed_ok && run->planned && run->planned[i])
 		return planned_output(ctx, i, dtype, rank, dims, bytes);
 	if (!output_present(ctx, i)) {
 		/* omitted in the graph: the kernel still gets somewhere to write */

@@ -64,6 +64,11 @@ int cpu_node_init(cpu_node *node, const cpu_load_env *env, const cpu_fusion *fus
 		  const Onnx__NodeProto *p, int64_t opset, const cpu_tensor **consts,
 		  int n_in, int n_out, char *err, size_t n);
 void cpu_node_fini(cpu_node *node);
+/* Decides at load whether node runs widened (CPU_F16_WIDEN) or as it is
+ * from the declared dtypes of its n_in inputs (CPU_UNDEFINED for an
+ * omitted one); a dtype not known (-1) leaves it to the first run.
+ * Returns the node's f16_mode. */
+int cpu_node_f16_decide(cpu_node *node, const int32_t *dt);
 
 /* Runs one node.  in: n_in inputs (NULL = omitted).  planned: NULL, or
  * n_out entries; planned[i] != NULL means output i was planned there

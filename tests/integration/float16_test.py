@@ -7,7 +7,8 @@ within 1e-2 of the output's range (the zoo's float16 tolerance).  Models: a
 CNN (Conv with bias and pads, BatchNormalization, Relu, HardSwish,
 depthwise Conv, MaxPool, GlobalAveragePool, Gemm, Softmax) and a
 transformer block (MatMul, Add, LayerNormalization, Transpose, Reshape,
-Softmax, Erf-form Gelu, residual).  Usage: float16_test.py ORT_RUN WORK"""
+Softmax, Erf-form Gelu, residual), and a chain whose float16 values stay
+float32 inside the provider (wide16).  Usage: float16_test.py ORT_RUN WORK"""
 import math
 import os
 import shutil
@@ -168,12 +169,43 @@ def run(ort_run, work, name, build):
           "%s: max |ortmk - numpy| %.3g <= 1e-2 of range %.3g" % (name, err, rng_))
 
 
+def wide(ort_run, work):
+    """Values inside the provider stay float32 (cpu_plan_wide): x16 + 1000
+    - 1000 gives x16 back to float32 precision, where rounding the sum to
+    float16 (spacing 0.5 at 1000) loses it; ORTMK_CPU_F16_WIDE=0 rounds
+    every value.  Both against numpy doing exactly those steps."""
+    c = numpy_helper.from_array(np.array([1000.0], np.float16), "c")
+    nodes = [helper.make_node("Add", ["x16", "c"], ["a"]),
+             helper.make_node("Sub", ["a", "c"], ["y16"])]
+    path = os.path.join(work, "wide16.onnx")
+    model("wide16", nodes, [c], [64], [64], path)
+    x = rng.uniform(-2, 2, 64).astype(np.float32)
+    xin = os.path.join(work, "wide16_x.npy")
+    np.save(xin, x)
+    x16 = x.astype(np.float16)
+    f32, f16 = np.float32(1000), np.float16(1000)
+    want = {"1": (x16.astype(np.float32) + f32) - f32,
+            "0": ((x16 + f16) - f16).astype(np.float32)}
+    for mode, ref in sorted(want.items()):
+        out = os.path.join(work, "wide16_out" + mode)
+        env = dict(os.environ, ORTMK_CPU_F16_WIDE=mode)
+        p = subprocess.run([ort_run, path, "--input", "x=" + xin, "--output-dir", out],
+                           capture_output=True, text=True, timeout=120, env=env)
+        check(p.returncode == 0, "wide16 (ORTMK_CPU_F16_WIDE=%s): runs (%s)" %
+              (mode, p.stderr.strip()[-300:]))
+        if p.returncode == 0:
+            y = np.load(os.path.join(out, "y.npy"))
+            check(np.array_equal(y, ref), "wide16 (ORTMK_CPU_F16_WIDE=%s): equals numpy's "
+                  "steps (max diff %.3g)" % (mode, np.abs(y - ref).max()))
+
+
 def main():
     ort_run, work = sys.argv[1], sys.argv[2]
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
     run(ort_run, work, "cnn16", cnn)
     run(ort_run, work, "tf16", transformer)
+    wide(ort_run, work)
     print("%d passed, %d failed" % (passed, failed))
     sys.exit(1 if failed else 0)
 
