@@ -251,7 +251,7 @@ cpu_frame *cpu_frame_new(const cpu_plan *p)
 	f->planned = calloc((size_t)p->max_out + 1, sizeof(*f->planned));
 	f->out = calloc((size_t)p->max_out + 1, sizeof(*f->out));
 	f->out_heap = calloc((size_t)p->max_out + 1, sizeof(int));
-	f->keep = calloc(p->n_nodes + 1, sizeof(*f->keep));
+	f->keep = calloc(1, sizeof(*f->keep));
 	f->wbuf = calloc(nv, sizeof(*f->wbuf));
 	f->wcap = calloc(nv, sizeof(*f->wcap));
 	f->wplanned = calloc((size_t)p->max_out + 1, sizeof(*f->wplanned));
@@ -270,8 +270,8 @@ void cpu_frame_free(cpu_frame *f)
 		return;
 	if (f->busy)
 		cpu_frame_end(f);
-	for (size_t k = 0; f->keep && k < f->plan->n_nodes; k++)
-		cpu_keep_free(&f->keep[k]);
+	if (f->keep)
+		cpu_keep_free(f->keep);
 	free(f->vals);
 	free(f->heap);
 	free(f->have);
@@ -424,7 +424,7 @@ static int run_node(cpu_frame *f, cpu_run_env *env, size_t k, char *err, size_t 
 
 	if (rc)
 		return rc;
-	env->keep = &f->keep[k];
+	env->keep = f->keep;   /* one block for every node: they run one at a time */
 	rc = cpu_node_run(node, env, f->in, f->planned, f->out, f->out_heap, err, n);
 	if (rc)
 		return rc;

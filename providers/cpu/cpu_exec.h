@@ -89,7 +89,10 @@ typedef struct cpu_frame {
 	const cpu_tensor **in, **planned;
 	cpu_tensor *out;
 	int *out_heap;
-	cpu_keep *keep;                 /* per node */
+	/* the kernels' kept scratch: one block the nodes share (scratch lives
+	 * only while a kernel computes), grown to the largest need, so a
+	 * graph holds its biggest node's scratch, not the sum of all */
+	cpu_keep *keep;
 	/* float16 values kept wide (cpu_plan_wide) that the core placed: a
 	 * float32 buffer per value, kept between runs, and the planned
 	 * tensor a node call writes it through */
@@ -105,7 +108,7 @@ void cpu_frame_free(cpu_frame *f);
 void cpu_frame_begin(cpu_frame *f);
 /* Value v is t (borrowed until cpu_frame_end). */
 void cpu_frame_bind(cpu_frame *f, int v, const cpu_tensor *t, int placed, int pinned);
-/* Runs the nodes in order with env (env->keep is set per node).  A value
+/* Runs the nodes in order with env (env->keep is set to the frame's).  A value
  * is looked up by name through a scope whose parent is env->scope.  0 or a
  * cpu_status with err filled ("node 'x' (Op): ..."). */
 int cpu_exec_run(cpu_frame *f, const cpu_run_env *env, char *err, size_t n);

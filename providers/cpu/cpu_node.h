@@ -25,10 +25,11 @@ typedef struct cpu_load_env {
 	const cpu_opsets *opsets;
 } cpu_load_env;
 
-/* Scratch memory a node keeps between runs (cpu_scratch): once a run has
- * seen the kernel's needs, later runs with the same shapes allocate
- * nothing.  It belongs to the run's frame, not to the node, so that runs
- * in flight together do not share it. */
+/* Scratch memory kept between node calls and runs (cpu_scratch): once a
+ * run has seen the kernels' needs, later runs with the same shapes
+ * allocate nothing.  It belongs to the run's frame (one block its nodes
+ * share, cpu_exec.h), not to a node, so that runs in flight together do
+ * not share it. */
 typedef struct cpu_keep {
 	void *p;
 	size_t size;
@@ -38,7 +39,7 @@ void cpu_keep_free(cpu_keep *k);
 /* What a node runs with (cpu_ctx's fields of the same names).  arena: the
  * run's strings and sequences (NULL: the kernel cannot make them); scope:
  * the enclosing graphs' values (NULL: none); pool: the intra-op thread pool
- * (NULL: the calling thread alone); keep: the node's kept scratch (NULL:
+ * (NULL: the calling thread alone); keep: the frame's kept scratch (NULL:
  * scratch is allocated and freed per run). */
 typedef struct cpu_run_env {
 	cpu_arena *arena;

@@ -356,7 +356,8 @@ static int conv_compute(cpu_ctx *ctx)
 	if (cpu_numel(fr.y) == 0)
 		return cpu_fuse_end(ctx, &fr, 1);
 	if (st->wino && W->data == st->wino_src && X->rank == 4 && G == 1 && j.g.k[1] == 3 &&
-	    j.g.k[2] == 3 && j.g.s[1] == 1 && j.g.s[2] == 1 && j.g.d[1] == 1 && j.g.d[2] == 1) {
+	    j.g.k[2] == 3 && j.g.s[1] == 1 && j.g.s[2] == 1 && j.g.d[1] == 1 && j.g.d[2] == 1 &&
+	    conv_wino_fits(&j)) {
 		for (int64_t b = 0; b < N; b++) {
 			const float *res = j.res ? (const float *)j.res->data + b * M * j.osz : NULL;
 

@@ -82,6 +82,10 @@ int conv_grouped_run(cpu_ctx *ctx, const conv_job *j, int64_t N, int64_t G, cons
  * (3x3, stride 1, no dilation, one group, constant W); 0 or a status. */
 int conv_wino_prepare(cpu_node *node, conv_state *st, char *err, size_t n);
 /* One image: y = act(conv(x) + bias + res) by F(2x2, 3x3). */
+/* Whether Winograd pays on this image: its transformed input (16 floats
+ * per tile and channel) must stay near the caches; on large images the
+ * direct forms win (a U-Net's 3x3 layers at 256x256 to 1024x1024: 2 to 5x). */
+int conv_wino_fits(const conv_job *j);
 int conv_wino_run(cpu_ctx *ctx, const conv_state *st, const conv_job *j, const float *x,
 		  const float *bias, const float *res, float *y);
 

@@ -26,6 +26,10 @@
 
 enum { XI = 16 };
 
+/* conv_wino_fits: tiles x input channels at most this (one transformed
+ * input V_xi of up to 256 KiB; ResNet's 56x56x64 layers are 50176) */
+enum { WINO_MAX_TILE_CHANNELS = 1 << 16 };
+
 typedef struct wino_arg {
 	const float *w;
 	int64_t M, C;
@@ -415,6 +419,13 @@ static int run_bands(cpu_ctx *ctx, const conv_state *st, const wino_par *w, int6
 	if (atomic_load(&b.failed))
 		return cpu_fail(ctx, CPU_E_INTERNAL, "Winograd GEMM failed");
 	return 0;
+}
+
+int conv_wino_fits(const conv_job *j)
+{
+	int64_t th = (j->g.out[1] + 1) / 2, tw = (j->g.out[2] + 1) / 2;
+
+	return th * tw * j->Cg <= WINO_MAX_TILE_CHANNELS;
 }
 
 int conv_wino_run(cpu_ctx *ctx, const conv_state *st, const conv_job *j, const float *x,
