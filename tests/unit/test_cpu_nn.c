@@ -550,6 +550,50 @@ static void test_dft_roundtrip_and_padding(void **state)
 	free(b.data);
 }
 
+/* Lengths through each path of signal.c against the DFT's definition
+ * summed here in double: 12 = 2^2 3 and 400 = 2^4 5^2 (mixed radix), 7
+ * and 134 = 2 x 67 (a factor above FFT_MAX_RADIX: the direct sum), 64
+ * (radix 2); forward and inverse. */
+static void test_dft_mixed_radix(void **state)
+{
+	static const int64_t lens[] = {12, 400, 7, 134, 64, 30};
+	(void)state;
+	for (size_t li = 0; li < sizeof(lens) / sizeof(lens[0]); li++) {
+		int64_t n = lens[li], d[3] = {1, n, 2};
+		float *x = malloc(sizeof(float) * (size_t)(2 * n));
+		cpu_tensor tx = tens(CPU_FLOAT, 3, d, x), f;
+
+		assert_non_null(x);
+		fill(x, 2 * n, 40 + (int)li);
+		for (int inv = 0; inv < 2; inv++) {
+			double maxmag = 0.0, maxerr = 0.0;
+
+			dft_run(&tx, inv, NULL, &f);
+			assert_int_equal(cpu_numel(&f), 2 * n);
+			for (int64_t k = 0; k < n; k++) {
+				double sr = 0.0, si = 0.0;
+
+				for (int64_t j = 0; j < n; j++) {
+					double a = (inv ? 2.0 : -2.0) * 3.14159265358979323846 * (double)(j * k % n) /
+						   (double)n;
+					sr += x[2 * j] * cos(a) - x[2 * j + 1] * sin(a);
+					si += x[2 * j] * sin(a) + x[2 * j + 1] * cos(a);
+				}
+				if (inv)
+					sr /= (double)n, si /= (double)n;
+				maxmag = fmax(maxmag, fmax(fabs(sr), fabs(si)));
+				maxerr = fmax(maxerr, fabs(((float *)f.data)[2 * k] - sr));
+				maxerr = fmax(maxerr, fabs(((float *)f.data)[2 * k + 1] - si));
+			}
+			if (maxerr > 1e-5 * maxmag + 1e-6)
+				fail_msg("DFT length %lld inverse %d: max error %g of %g", (long long)n, inv,
+					 maxerr, maxmag);
+			free(f.data);
+		}
+		free(x);
+	}
+}
+
 static void test_windows(void **state)
 {
 	static const float hann_sym5[5] = {0.0f, 0.5f, 1.0f, 0.5f, 0.0f};
@@ -623,6 +667,7 @@ int main(void)
 		cmocka_unit_test(test_matmulinteger_per_row_col_zero_points),
 		cmocka_unit_test(test_qlinearconv_per_channel),
 		cmocka_unit_test(test_dft_roundtrip_and_padding),
+		cmocka_unit_test(test_dft_mixed_radix),
 		cmocka_unit_test(test_windows),
 		cmocka_unit_test(test_signal_errors),
 	};

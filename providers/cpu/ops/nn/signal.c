@@ -6,7 +6,10 @@
  * Transforms run in double precision with a twiddle table indexed by
  * (k * n) mod N, so bins whose exact value is zero come out within rounding
  * of zero, as the tests' numpy FFT results do.  Lengths that are powers of
- * two take a radix-2 FFT; the others the direct O(N^2) sum.
+ * two take an iterative radix-2 FFT; other lengths whose prime factors are
+ * at most FFT_MAX_RADIX a recursive mixed-radix one (speech frames of 400
+ * = 2^4 5^2 samples: 18 instead of 400 operations per value); the rest the
+ * direct O(N^2) sum.
  */
 #include <math.h>
 #include <string.h>
@@ -16,12 +19,14 @@
 #define SIG_TYPES (CPU_BIT(CPU_FLOAT) | CPU_BIT(CPU_DOUBLE) | CPU_BIT(CPU_FLOAT16))
 #define SIG_MAX_LEN ((int64_t)1 << 28)
 #define SIG_PI 3.14159265358979323846
+#define FFT_MAX_RADIX 64
 
 typedef struct dft_plan {
 	int64_t n;            /* transform length */
 	int inverse;
 	double *cs, *sn;      /* cos and sin of 2 pi m / n, m < n */
 	double *wr, *wi;      /* work buffers of n values */
+	double *yr, *yi;      /* the mixed-radix FFT's output, n values each */
 } dft_plan;
 
 static int plan_init(cpu_ctx *ctx, dft_plan *p, int64_t n, int inverse)
@@ -30,12 +35,14 @@ static int plan_init(cpu_ctx *ctx, dft_plan *p, int64_t n, int inverse)
 		return cpu_fail(ctx, CPU_E_INVALID, "DFT length %lld is invalid", (long long)n);
 	p->n = n;
 	p->inverse = inverse;
-	p->cs = cpu_scratch(ctx, (size_t)n * 4 * sizeof(double));
+	p->cs = cpu_scratch(ctx, (size_t)n * 6 * sizeof(double));
 	if (!p->cs)
 		return CPU_E_NOMEM;
 	p->sn = p->cs + n;
 	p->wr = p->sn + n;
 	p->wi = p->wr + n;
+	p->yr = p->wi + n;
+	p->yi = p->yr + n;
 	for (int64_t m = 0; m < n; m++) {
 		double a = 2.0 * SIG_PI * (double)m / (double)n;
 		p->cs[m] = cos(a);
@@ -76,6 +83,66 @@ static void fft_pow2(const dft_plan *p)
 	}
 }
 
+/* The smallest prime factor of n (n itself when prime). */
+static int64_t small_factor(int64_t n)
+{
+	for (int64_t f = 2; f * f <= n; f++)
+		if (n % f == 0)
+			return f;
+	return n;
+}
+
+/* n's prime factors are all at most FFT_MAX_RADIX. */
+static int mixed_ok(int64_t n)
+{
+	while (n > 1) {
+		int64_t f = small_factor(n);
+		if (f > FFT_MAX_RADIX)
+			return 0;
+		n /= f;
+	}
+	return 1;
+}
+
+/* y[0..n) = the length-n DFT of x[0], x[xs], ... x[(n - 1) xs]
+ * (decimation in time by n's smallest prime factor f: f transforms of
+ * length n / f, then radix-f butterflies).  tw = N / n picks n's roots of
+ * unity out of the plan's table of N. */
+static void fft_mixed(const dft_plan *p, const double *xr, const double *xi, int64_t xs,
+		      int64_t n, int64_t tw, double *yr, double *yi)
+{
+	int64_t f = small_factor(n), m = n / f, N = p->n;
+	double sign = p->inverse ? 1.0 : -1.0, zr[FFT_MAX_RADIX], zi[FFT_MAX_RADIX];
+
+	if (n == 1) {
+		yr[0] = xr[0];
+		yi[0] = xi[0];
+		return;
+	}
+	for (int64_t r = 0; r < f; r++)
+		fft_mixed(p, xr + r * xs, xi + r * xs, xs * f, m, tw * f, yr + r * m, yi + r * m);
+	for (int64_t k = 0; k < m; k++) {
+		for (int64_t r = 0; r < f; r++) {
+			zr[r] = yr[r * m + k];
+			zi[r] = yi[r * m + k];
+		}
+		for (int64_t q = 0; q < f; q++) {
+			int64_t out = k + q * m;
+			double sr = zr[0], si = zi[0];
+
+			for (int64_t r = 1; r < f; r++) {
+				int64_t e = (r * out % n) * tw % N;
+				double c = p->cs[e], s = sign * p->sn[e];
+
+				sr += zr[r] * c - zi[r] * s;
+				si += zr[r] * s + zi[r] * c;
+			}
+			yr[out] = sr;
+			yi[out] = si;
+		}
+	}
+}
+
 /* Transforms p->wr/p->wi (n values, zero-padded by the caller) and stores
  * the first nout bins into y as (re, im) pairs at y0 + k * ystride. */
 static void dft_run(const dft_plan *p, int64_t nout, int32_t dt, void *y, int64_t y0,
@@ -89,6 +156,14 @@ static void dft_run(const dft_plan *p, int64_t nout, int32_t dt, void *y, int64_
 		for (int64_t k = 0; k < nout; k++) {
 			cpu_set_f64(dt, y, y0 + k * ystride, p->wr[k] * scale);
 			cpu_set_f64(dt, y, y0 + k * ystride + 1, p->wi[k] * scale);
+		}
+		return;
+	}
+	if (mixed_ok(n)) {
+		fft_mixed(p, p->wr, p->wi, 1, n, 1, p->yr, p->yi);
+		for (int64_t k = 0; k < nout; k++) {
+			cpu_set_f64(dt, y, y0 + k * ystride, p->yr[k] * scale);
+			cpu_set_f64(dt, y, y0 + k * ystride + 1, p->yi[k] * scale);
 		}
 		return;
 	}
