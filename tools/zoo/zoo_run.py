@@ -19,7 +19,7 @@ def find_node_modules(explicit):
     for c in (explicit, os.environ.get("ORT_NODE_MODULES"), os.path.abspath("node_modules"),
               os.path.join(REPO, "node_modules"), "/tmp/ortnode/node_modules"):
         if c and os.path.isfile(os.path.join(c, "onnxruntime-node", "package.json")):
-            return c
+            return os.path.abspath(c)   # node resolves a relative one from elsewhere
     return None
 
 
