@@ -293,7 +293,7 @@ void cpu_frame_free(cpu_frame *f)
 static void release(cpu_frame *f, int v)
 {
 	if (f->heap[v])
-		free(f->vals[v].data);
+		cpu_keep_release(f->keep, f->vals[v].data, f->vals[v].nbytes);
 	f->heap[v] = 0;
 	f->have[v] = 0;
 }
@@ -440,7 +440,7 @@ static int run_node(cpu_frame *f, cpu_run_env *env, size_t k, char *err, size_t 
 		}
 		if (v < 0 || (f->planned[i] && !(f->out_heap[i] && wide_out(node, i)))) {
 			if (f->out_heap[i])
-				free(f->out[i].data);
+				cpu_keep_release(f->keep, f->out[i].data, f->out[i].nbytes);
 			continue;
 		}
 		release(f, v);

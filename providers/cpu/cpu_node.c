@@ -243,6 +243,57 @@ void cpu_keep_free(cpu_keep *k)
 	free(k->p);
 	k->p = NULL;
 	k->size = 0;
+	for (int i = 0; i < CPU_KEEP_BIG; i++) {
+		free(k->big[i]);
+		k->big[i] = NULL;
+		k->big_cap[i] = 0;
+	}
+}
+
+void *cpu_keep_alloc(cpu_keep *k, size_t bytes)
+{
+	int best = -1;
+
+	if (k && bytes >= CPU_KEEP_BIG_MIN)
+		for (int i = 0; i < CPU_KEEP_BIG; i++)
+			if (k->big[i] && k->big_cap[i] >= bytes && k->big_cap[i] / 2 <= bytes &&
+			    (best < 0 || k->big_cap[i] < k->big_cap[best]))
+				best = i;
+	if (best >= 0) {
+		void *p = k->big[best];
+
+		k->big[best] = NULL;
+		k->big_cap[best] = 0;
+		return p;
+	}
+	return aligned_alloc(64, (bytes + 64) & ~(size_t)63);
+}
+
+void cpu_keep_release(cpu_keep *k, void *p, size_t bytes)
+{
+	int slot = -1;
+
+	if (!p)
+		return;
+	if (k && bytes >= CPU_KEEP_BIG_MIN) {
+		for (int i = 0; i < CPU_KEEP_BIG && slot < 0; i++)
+			if (!k->big[i])
+				slot = i;
+		/* all taken: the smallest block goes if this one is larger */
+		for (int i = 0; i < CPU_KEEP_BIG && slot < 0; i++)
+			if (k->big_cap[i] < bytes)
+				slot = i;
+		for (int i = 0; slot >= 0 && k->big[slot] && i < CPU_KEEP_BIG; i++)
+			if (k->big_cap[i] < k->big_cap[slot])
+				slot = i;
+	}
+	if (slot < 0) {
+		free(p);
+		return;
+	}
+	free(k->big[slot]);
+	k->big[slot] = p;
+	k->big_cap[slot] = bytes;
 }
 
 /* Even an empty tensor's non-zero dims must multiply (times an element
@@ -441,7 +492,7 @@ int cpu_node_run(cpu_node *node, const cpu_run_env *env, const cpu_tensor **in,
 		return 0;
 	for (int i = 0; i < node->n_out; i++) {
 		if (out_heap[i])
-			free(out[i].data);
+			cpu_keep_release(env->keep, out[i].data, out[i].nbytes);
 		memset(&out[i], 0, sizeof(out[i]));
 		out_heap[i] = 0;
 	}
@@ -603,7 +654,7 @@ static cpu_tensor *output_at(cpu_ctx *ctx, int i, int32_t dtype, int rank, const
 		t->data = (char *)t + ((sizeof(*t) + 63) & ~(size_t)63);
 	} else {
 		t = &run->out[i];
-		t->data = aligned_alloc(64, (bytes + 64) & ~(size_t)63);
+		t->data = cpu_keep_alloc(run->keep, bytes);
 		if (!t->data) {
 			snprintf(msg, sizeof(msg), "out of memory for output %d (%zu bytes)", i, bytes);
 			return output_fail(ctx, CPU_E_NOMEM, msg);

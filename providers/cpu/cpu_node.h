@@ -30,11 +30,27 @@ typedef struct cpu_load_env {
  * allocate nothing.  It belongs to the run's frame (one block its nodes
  * share, cpu_exec.h), not to a node, so that runs in flight together do
  * not share it. */
+#define CPU_KEEP_BIG 16
+#define CPU_KEEP_BIG_MIN ((size_t)1 << 20)
 typedef struct cpu_keep {
 	void *p;
 	size_t size;
+	/* Freed heap outputs of at least CPU_KEEP_BIG_MIN bytes kept for the
+	 * next ones: a large tensor of a dynamic shape (a detector's
+	 * per-proposal tensors, 100 MB) otherwise costs fresh pages from the
+	 * kernel on every run. */
+	void *big[CPU_KEEP_BIG];
+	size_t big_cap[CPU_KEEP_BIG];
 } cpu_keep;
 void cpu_keep_free(cpu_keep *k);
+/* bytes for a heap output, 64-byte aligned: a kept block of at least that
+ * (and at most twice) when k has one, else a new one.  NULL when out of
+ * memory. */
+void *cpu_keep_alloc(cpu_keep *k, size_t bytes);
+/* Gives back a heap output of `bytes` (its tensor's nbytes) from
+ * cpu_keep_alloc or aligned_alloc: kept when large and k has room,
+ * else freed. */
+void cpu_keep_release(cpu_keep *k, void *p, size_t bytes);
 
 /* What a node runs with (cpu_ctx's fields of the same names).  arena: the
  * run's strings and sequences (NULL: the kernel cannot make them); scope:

@@ -629,6 +629,50 @@ static void test_fuse_plan(void **state)
 	}
 }
 
+/* cpu_keep's large-output recycling: a released block of 1 MiB or more
+ * serves the next output it fits (up to twice its size), smaller ones are
+ * freed, and with every slot taken a larger block evicts the smallest. */
+static void test_keep_recycle(void **state)
+{
+	cpu_keep k;
+	void *a, *b, *c, *blocks[CPU_KEEP_BIG];
+	size_t mib = (size_t)1 << 20;
+
+	(void)state;
+	memset(&k, 0, sizeof(k));
+	a = cpu_keep_alloc(&k, 3 * mib);
+	assert_non_null(a);
+	assert_int_equal((uintptr_t)a % 64, 0);
+	memset(a, 1, 3 * mib);
+	cpu_keep_release(&k, a, 3 * mib);
+	assert_ptr_equal(cpu_keep_alloc(&k, 2 * mib), a);        /* fits: reused */
+	cpu_keep_release(&k, a, 3 * mib);
+	b = cpu_keep_alloc(&k, mib);                              /* 3x larger: not */
+	assert_ptr_not_equal(b, a);
+	c = cpu_keep_alloc(&k, 4 * mib);                          /* too small: not */
+	assert_ptr_not_equal(c, a);
+	cpu_keep_release(&k, b, mib);
+	cpu_keep_release(&k, c, 4 * mib);
+	cpu_keep_free(&k);
+	for (int i = 0; i < CPU_KEEP_BIG; i++)
+		assert_null(k.big[i]);
+	for (int i = 0; i < CPU_KEEP_BIG; i++) {
+		blocks[i] = cpu_keep_alloc(&k, (size_t)(i + 1) * mib);
+		assert_non_null(blocks[i]);
+	}
+	for (int i = 0; i < CPU_KEEP_BIG; i++)
+		cpu_keep_release(&k, blocks[i], (size_t)(i + 1) * mib);
+	a = cpu_keep_alloc(&k, 40 * mib);
+	cpu_keep_release(&k, a, 40 * mib);                        /* evicts the 1 MiB one */
+	for (int i = 0; i < CPU_KEEP_BIG; i++)
+		assert_int_not_equal(k.big_cap[i], mib);
+	assert_ptr_equal(cpu_keep_alloc(&k, 30 * mib), a);
+	free(a);
+	a = cpu_keep_alloc(&k, 1000);                             /* small: never kept */
+	cpu_keep_release(&k, a, 1000);
+	cpu_keep_free(&k);
+}
+
 /* Once a node has run with a shape, running it again allocates nothing:
  * Conv (both forms, im2col scratch, fused residual and Relu), MatMul with
  * a fused bias and Gelu, on a one-thread and a two-thread pool. */
@@ -734,6 +778,7 @@ int main(void)
 		cmocka_unit_test(test_gemm_linear),
 		cmocka_unit_test(test_fuse_plan),
 		cmocka_unit_test(test_no_alloc),
+		cmocka_unit_test(test_keep_recycle),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
