@@ -267,8 +267,8 @@ static const ccase conv_cases[] = {
 	{1, 16, 41, 39, 24, 1, 3, 3, 1, 1, 1},     /* Winograd in bands, ragged last band */
 	{1, 64, 30, 30, 64, 1, 3, 3, 1, 1, 1},     /* Winograd in bands of two tile rows */
 	/* Winograd prepared, but the image too large for it (conv_wino_fits:
-	 * 41 x 41 tiles x 40 channels): the GEMM with the unpacked filter */
-	{1, 40, 82, 81, 16, 1, 3, 3, 1, 1, 1},
+	 * 41 x 41 tiles x 80 channels): the GEMM with the unpacked filter */
+	{1, 80, 82, 81, 16, 1, 3, 3, 1, 1, 1},
 };
 
 static void test_conv_forms(void **state)

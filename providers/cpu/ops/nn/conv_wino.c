@@ -27,8 +27,9 @@
 enum { XI = 16 };
 
 /* conv_wino_fits: tiles x input channels at most this (one transformed
- * input V_xi of up to 256 KiB; ResNet's 56x56x64 layers are 50176) */
-enum { WINO_MAX_TILE_CHANNELS = 1 << 16 };
+ * input V_xi of up to 512 KiB; ResNet's 56x56x64 layers are 50176, DenseNet's
+ * 56x56x128 100352) */
+enum { WINO_MAX_TILE_CHANNELS = 1 << 17 };
 
 typedef struct wino_arg {
 	const float *w;
