@@ -19,12 +19,14 @@ static int level_from_env(void)
 	const char *s = getenv("ORTMK_LOG");
 	static const char *names[] = {"error", "warn", "info", "debug"};
 
+	/* warnings by default: each says once that something degraded (a
+	 * provider disabled, a cache ignored, no thread pool) */
 	if (!s)
-		return IPC_LOG_ERROR;
+		return IPC_LOG_WARN;
 	for (int i = 0; i < 4; i++)
 		if (strcmp(s, names[i]) == 0)
 			return i;
-	return IPC_LOG_ERROR;
+	return IPC_LOG_WARN;
 }
 
 void ipc_log_set_role(const char *role)

@@ -1,6 +1,6 @@
 /*
  * log: ortmk's one logging function, shared by the core and the providers.
- * Quiet by default (errors only); ORTMK_LOG=error|warn|info|debug sets the
+ * Errors and warnings by default; ORTMK_LOG=error|warn|info|debug sets the
  * level.  Writes one line to stderr, prefixed with the process role.
  */
 #ifndef ORTMK_LOG_H

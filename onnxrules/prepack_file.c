@@ -41,12 +41,18 @@ uint64_t pack_hash(const void *data, size_t n)
 	return h[0] ^ (h[0] >> 31);
 }
 
-/* Always shown: a cache that stopped working costs load time, and says
- * why once. */
+/* A cache that stopped working costs load time, and says why once (a
+ * warning: shown at the log's default level). */
 static int warn(const pack_ident *id, const char *why, const char *what)
 {
-	fprintf(stderr, "%s: warning: pre-pack cache ignored: %s%s; packing again\n", id->who, why,
-		what ? what : "");
+	char msg[512];
+
+	snprintf(msg, sizeof(msg), "pre-pack cache ignored: %s%s; packing again", why,
+		 what ? what : "");
+	if (id->warn)
+		id->warn(msg);
+	else
+		fprintf(stderr, "%s: warning: %s\n", id->who, msg);
 	return 0;
 }
 

@@ -29,6 +29,8 @@
 /* What a provider's packs are made for. */
 typedef struct pack_ident {
 	const char *who;        /* "ort-ep-cpu": the warnings' prefix */
+	/* where a warning goes (the provider's log); NULL: stderr */
+	void (*warn)(const char *msg);
 	const char *magic;      /* 7 characters ("ORTMKPK") */
 	uint32_t version;
 	int n_ident;            /* identity strings, in header order */

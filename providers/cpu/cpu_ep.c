@@ -317,6 +317,12 @@ static int build_plan(cpu_sg *c, ep_subgraph *sg, char *err, size_t n)
 	return rc;
 }
 
+/* The pre-pack cache's warnings, through the log. */
+static void log_warn(const char *msg)
+{
+	ipc_log(IPC_LOG_WARN, "%s", msg);
+}
+
 static int cpu_load(void *self, ep_subgraph *sg, char *err, size_t n)
 {
 	cpu_sg *c = calloc(1, sizeof(*c));
@@ -336,7 +342,8 @@ static int cpu_load(void *self, ep_subgraph *sg, char *err, size_t n)
 		ipc_log(IPC_LOG_WARN, "no thread pool (%d threads), running on one", sg->threads);
 	load_values(c, sg);
 	c->pack = cpu_pack_cache_open(sg->prepack_in_fd, sg->prepack_in_size,
-				      cpu_pack_hash(sg->msg->graph.data, sg->msg->graph.len));
+				      cpu_pack_hash(sg->msg->graph.data, sg->msg->graph.len),
+				      log_warn);
 	if (!c->pack) {
 		cpu_sg_free(c);
 		return snprintf(err, n, "out of memory"), EP_E_NOMEM;

@@ -34,10 +34,11 @@ const char *cpu_pack_isa(void)
 	return "scalar";
 }
 
-cpu_pack_cache *cpu_pack_cache_open(int in_fd, uint64_t in_size, uint64_t model_id)
+cpu_pack_cache *cpu_pack_cache_open(int in_fd, uint64_t in_size, uint64_t model_id,
+				    void (*warn)(const char *msg))
 {
-	pack_ident id = {.who = "ort-ep-cpu", .magic = CPU_PACK_MAGIC, .version = CPU_PACK_VERSION,
-			 .n_ident = 2, .ident = {cpu_pack_isa(), KERNEL_ID},
+	pack_ident id = {.who = "ort-ep-cpu", .warn = warn, .magic = CPU_PACK_MAGIC,
+			 .version = CPU_PACK_VERSION, .n_ident = 2, .ident = {cpu_pack_isa(), KERNEL_ID},
 			 .ident_name = {"ISA", "kernel version"}, .model_id = model_id};
 	cpu_pack_cache *c = calloc(1, sizeof(*c));
 

@@ -21,8 +21,9 @@
 typedef struct cpu_pack_cache cpu_pack_cache;
 
 /* model_id identifies what was packed (a hash of the subgraph's nodes).
- * in_fd < 0: no cache to read. */
-cpu_pack_cache *cpu_pack_cache_open(int in_fd, uint64_t in_size, uint64_t model_id);
+ * in_fd < 0: no cache to read.  warn: where its warnings go (NULL: stderr). */
+cpu_pack_cache *cpu_pack_cache_open(int in_fd, uint64_t in_size, uint64_t model_id,
+				    void (*warn)(const char *msg));
 /* Writes every blob of the cache (hits and fresh packs) to out_fd.
  * 0, or -errno. */
 int cpu_pack_cache_write(cpu_pack_cache *c, int out_fd);

@@ -22,10 +22,17 @@ struct vk_prepack {
 	void *scratch;          /* else the last miss, freed at the next one */
 };
 
+/* pack_ident's warn: through the provider's log. */
+static void log_warn(const char *msg)
+{
+	ipc_log(IPC_LOG_WARN, "%s", msg);
+}
+
 vk_prepack *vk_prepack_open(const ep_subgraph *sg)
 {
-	pack_ident id = {.who = "ort-ep-vulkan", .magic = "ORTMKVP", .version = 1, .n_ident = 1,
-			 .ident = {"ortmk-vk-pack-1"}, .ident_name = {"kernel version"}};
+	pack_ident id = {.who = "ort-ep-vulkan", .warn = log_warn, .magic = "ORTMKVP", .version = 1,
+			 .n_ident = 1, .ident = {"ortmk-vk-pack-1"},
+			 .ident_name = {"kernel version"}};
 	vk_prepack *pk = calloc(1, sizeof(*pk));
 
 	if (!pk)
@@ -55,8 +62,7 @@ const void *vk_prepack_get(vk_prepack *pk, const char *key, const void *src, uin
 	e.src_hash = pack_hash(src, src_bytes);
 	found = pack_file_lookup(pk->f, &e, &hit);
 	if (found == PACK_STALE)
-		fprintf(stderr, "ort-ep-vulkan: warning: pre-pack cache: '%s' changed since it was "
-			"packed; packing again\n", key);
+		ipc_log(IPC_LOG_WARN, "pre-pack cache: '%s' changed since it was packed; packing again", key);
 	if (found == PACK_HIT) {
 		pk->f->hits++;
 		return pk->keep && pack_file_add(pk->f, &e, hit, NULL) ?
@@ -96,8 +102,7 @@ void vk_prepack_close(vk_prepack *pk, ep_subgraph *sg)
 
 		sg->prepack_written = rc == 0;
 		if (rc)
-			fprintf(stderr, "ort-ep-vulkan: warning: cannot write the pre-pack cache: %s\n",
-				strerror(-rc));
+			ipc_log(IPC_LOG_WARN, "cannot write the pre-pack cache: %s", strerror(-rc));
 	}
 	pack_file_close(f);
 	free(pk->scratch);
