@@ -220,7 +220,7 @@ static void input_transform(const float *x, int64_t c0, int64_t c1, int64_t C,
 }
 
 /* y = A^T M A per tile and output channel (A^T = [1 1 1 0; 0 1 -1 -1])
- * for tiles [t0, t1) of the image, whose products Mb holds from tile
+ * for tiles [t0, t1) of the image and channels [m0, m1), whose products Mb holds from tile
  * `base` on (T tiles per M_xi),
  * cropped to the output, plus bias and residual, then Relu.  The sums run
  * over the channels of a tile (contiguous in M_xi, so they vectorise)
@@ -228,8 +228,8 @@ static void input_transform(const float *x, int64_t c0, int64_t c1, int64_t C,
 CPU_MULTIVERSION
 static void output_transform(const float *restrict Mb, int64_t M, const cpu_geom *g,
 			     int64_t T, int64_t base, int64_t tw, int64_t t0, int64_t t1,
-			     const float *restrict bias, const float *res, int relu,
-			     float *restrict o, float *y)
+			     int64_t m0, int64_t m1, const float *restrict bias, const float *res,
+			     int relu, float *restrict o, float *y)
 {
 	int64_t OH = g->out[1], OW = g->out[2], TM = T * M;
 
@@ -237,7 +237,7 @@ static void output_transform(const float *restrict Mb, int64_t M, const cpu_geom
 		int64_t ty = t / tw, tx = t % tw;
 		const float *restrict p = Mb + (t - base) * M;
 
-		for (int64_t m = 0; m < M; m++) {
+		for (int64_t m = m0; m < m1; m++) {
 			float s00 = p[m] + p[TM + m] + p[2 * TM + m];
 			float s01 = p[TM + m] - p[2 * TM + m] - p[3 * TM + m];
 			float s10 = p[4 * TM + m] + p[5 * TM + m] + p[6 * TM + m];
@@ -263,15 +263,15 @@ static void output_transform(const float *restrict Mb, int64_t M, const cpu_geom
 					continue;
 				if (res) {
 					const float *ro = res + oy * OW + ox;
-					for (int64_t m = 0; m < M; m++) {
+					for (int64_t m = m0; m < m1; m++) {
 						float v = oi[m] + ro[m * plane];
 						yo[m * plane] = relu && v < 0.0f ? 0.0f : v;
 					}
 				} else if (relu) {
-					for (int64_t m = 0; m < M; m++)
+					for (int64_t m = m0; m < m1; m++)
 						yo[m * plane] = oi[m] < 0.0f ? 0.0f : oi[m];
 				} else {
-					for (int64_t m = 0; m < M; m++)
+					for (int64_t m = m0; m < m1; m++)
 						yo[m * plane] = oi[m];
 				}
 			}
@@ -297,12 +297,16 @@ static void in_task(void *arg, int64_t task, int member)
 			w->bufs + (size_t)member * w->buf_floats, w->V);
 }
 
+/* By output channels, not tiles: a tile writes 2x2 pixels of every
+ * channel's plane, so tiles of one row on two threads would write the same
+ * cache lines of every plane (at 14x14x256: no gain from a second thread). */
 static void out_task(void *arg, int64_t task, int member)
 {
 	const wino_par *w = arg;
-	int64_t T = w->th * w->tw, t0 = T * task / w->chunks, t1 = T * (task + 1) / w->chunks;
+	int64_t T = w->th * w->tw, M = w->j->Mg;
+	int64_t m0 = M * task / w->chunks, m1 = M * (task + 1) / w->chunks;
 
-	output_transform(w->Mb, w->j->Mg, &w->j->g, T, 0, w->tw, t0, t1, w->bias, w->res,
+	output_transform(w->Mb, M, &w->j->g, T, 0, w->tw, 0, T, m0, m1, w->bias, w->res,
 			 w->j->relu, w->bufs + (size_t)member * w->buf_floats, w->y);
 }
 
@@ -361,7 +365,7 @@ static void band_task(void *arg, int64_t band, int member)
 		atomic_store(&b->failed, 1);
 		return;
 	}
-	output_transform(Mb, M, &j->g, T, ty0 * tw, tw, ty0 * tw, ty1 * tw, w->bias, w->res,
+	output_transform(Mb, M, &j->g, T, ty0 * tw, tw, ty0 * tw, ty1 * tw, 0, M, w->bias, w->res,
 			 j->relu, buf, w->y);
 	if (j->act) {
 		/* the band's output rows, every channel, while they are in cache */
