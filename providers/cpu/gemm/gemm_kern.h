@@ -89,6 +89,10 @@ static inline const float *gemm_packed_panel(const gemm_packed_view *v, int64_t 
 	return v->data + (k0 * v->panels + p * rows) * v->isa->nr;
 }
 
+/* FNV-1a of n bytes: the check word of the float and int8 pack headers
+ * (pack.c, igemm_pack.c). */
+uint32_t gemm_fnv1a(const void *p, size_t n);
+
 /* Writes a packed B's header for d into dst (checked as gemm_pack_b does)
  * and describes it in v; the panels are left to gemm_pack_panels. */
 int gemm_pack_init(const gemm_isa_desc *d, int64_t K, int64_t N, void *dst, size_t dst_size,

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "gemm_kern.h"
 #include "igemm_kern.h"
 
 static const char MAGIC_A[8] = "ORTMKIA", MAGIC_B[8] = "ORTMKIB";
@@ -29,16 +30,6 @@ typedef struct ipack_hdr {
 } ipack_hdr;
 
 _Static_assert(sizeof(ipack_hdr) == HDR, "int8 pack header is 64 bytes");
-
-static uint32_t fnv(const void *p, size_t n)
-{
-	const unsigned char *s = p;
-	uint32_t h = 2166136261u;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ s[i]) * 16777619u;
-	return h;
-}
 
 static int64_t round_up(int64_t x, int64_t to)
 {
@@ -92,7 +83,7 @@ static void put_hdr(void *dst, const char *magic, int64_t rows, int64_t cols, in
 	h.bytes = bytes;
 	h.off = off;
 	h.byte_order = BYTE_ORDER_MARK;
-	h.check = fnv(&h, offsetof(ipack_hdr, check));
+	h.check = gemm_fnv1a(&h, offsetof(ipack_hdr, check));
 	memcpy(dst, &h, sizeof(h));
 }
 
@@ -103,8 +94,8 @@ static int check_hdr(const void *packed, size_t size, const char *magic, int64_t
 		return -EINVAL;
 	memcpy(h, packed, sizeof(*h));
 	if (memcmp(h->magic, magic, 8) || h->version != IGEMM_PACK_VERSION || h->elem != 1 ||
-	    h->byte_order != BYTE_ORDER_MARK || h->check != fnv(h, offsetof(ipack_hdr, check)) ||
-	    h->bytes > size || (rows >= 0 && h->rows != rows) || (cols >= 0 && h->cols != cols) ||
+	    h->byte_order != BYTE_ORDER_MARK ||
+	    h->check != gemm_fnv1a(h, offsetof(ipack_hdr, check)) || h->bytes > size || (rows >= 0 && h->rows != rows) || (cols >= 0 && h->cols != cols) ||
 	    (h->off != 0 && h->off != 128))
 		return -EINVAL;
 	return 0;

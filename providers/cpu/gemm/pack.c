@@ -120,7 +120,7 @@ const char *gemm_isa_name(gemm_isa isa)
 
 /* ---- format ---- */
 
-static uint32_t fnv1a(const void *p, size_t n)
+uint32_t gemm_fnv1a(const void *p, size_t n)
 {
 	const unsigned char *s = p;
 	uint32_t h = 2166136261u;
@@ -275,7 +275,7 @@ int gemm_pack_init(const gemm_isa_desc *d, int64_t K, int64_t N, void *dst, size
 	h.bytes = need;
 	h.elem_size = sizeof(float);
 	h.byte_order = BYTE_ORDER_MARK;
-	h.check = fnv1a(&h, offsetof(pack_hdr, check));
+	h.check = gemm_fnv1a(&h, offsetof(pack_hdr, check));
 	memcpy(dst, &h, sizeof(h));
 	return gemm_packed_view_get(dst, v);
 }
@@ -304,7 +304,7 @@ static int check_header(const pack_hdr *h, const gemm_isa_desc **isa)
 	const gemm_isa_desc *d;
 
 	if (memcmp(h->magic, MAGIC, sizeof(h->magic)) ||
-	    h->check != fnv1a(h, offsetof(pack_hdr, check)) ||
+	    h->check != gemm_fnv1a(h, offsetof(pack_hdr, check)) ||
 	    h->version != GEMM_PACK_VERSION || h->elem_size != sizeof(float) ||
 	    h->byte_order != BYTE_ORDER_MARK || h->K < 0 || h->N < 0)
 		return -EINVAL;

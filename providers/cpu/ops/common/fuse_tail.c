@@ -191,6 +191,13 @@ static int add_row(void *arg, int64_t len, const int64_t *off, const int64_t *st
 	return 0;
 }
 
+void cpu_bcast_add_f32(const cpu_bcast *bc, const float *a, const float *b, float *out)
+{
+	add_arg r = {a, b, out};
+
+	cpu_bcast_each(bc, add_row, &r);
+}
+
 int cpu_fuse_end(cpu_ctx *ctx, cpu_fuse_run *fr, int done)
 {
 	int kernel_added = done && fr->add_inline, kernel_act = done && fr->act_inline;
@@ -201,12 +208,11 @@ int cpu_fuse_end(cpu_ctx *ctx, cpu_fuse_run *fr, int done)
 		/* out = y + add, broadcast (out may be y itself: same index). */
 		int ranks[2] = {fr->y->rank, fr->add->rank};
 		const int64_t *ds[2] = {fr->y->dims, fr->add->dims};
-		add_arg a = {fr->y->data, fr->add->data, fr->out->data};
 		cpu_bcast bc;
 
 		if (cpu_bcast_init(&bc, 2, ranks, ds))
 			return cpu_fail(ctx, CPU_E_INVALID, "fused Add: shapes do not broadcast");
-		cpu_bcast_each(&bc, add_row, &a);
+		cpu_bcast_add_f32(&bc, fr->y->data, fr->add->data, fr->out->data);
 	} else if (fr->y != fr->out) {
 		memcpy(fr->out->data, fr->y->data, fr->out->nbytes);
 	}

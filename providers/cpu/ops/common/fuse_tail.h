@@ -44,6 +44,11 @@ void cpu_fuse_act_apply(const cpu_fusion *fu, float *x, int64_t n);
 void cpu_fuse_act_block(void *fu, float *c, int64_t ldc, int64_t row0, int64_t rows,
 			int64_t col0, int64_t cols);
 
+/* out = a + b over float32 operands of bc's two shapes (bc from
+ * cpu_bcast_init with a's and b's; out has bc's output shape and may be a
+ * itself). */
+void cpu_bcast_add_f32(const cpu_bcast *bc, const float *a, const float *b, float *out);
+
 /* x * 0.5 * (1 + erf(x / sqrt 2)) over n floats in place. */
 void cpu_gelu_inplace(float *x, int64_t n);
 

@@ -299,22 +299,6 @@ static int mm_generic(cpu_ctx *ctx, mm_run *r, const cpu_bcast *bc, int64_t bbat
 	return cpu_bcast_each(bc, mm_row, r);
 }
 
-typedef struct add_rows {
-	const float *a, *b;
-	float *out;
-} add_rows;
-
-static int add_row(void *arg, int64_t len, const int64_t *off, const int64_t *st)
-{
-	const add_rows *r = arg;
-	const float *a = r->a + off[0], *b = r->b + off[1];
-	float *o = r->out + off[2];
-
-	for (int64_t i = 0; i < len; i++)
-		o[i] = a[i * st[0]] + b[i * st[1]];
-	return 0;
-}
-
 /* P += the fused score addends (a mask, a position bias), broadcast; when
  * one widens P (a mask with a batch dim the scores lack), P moves to a
  * larger scratch tensor. */
@@ -327,7 +311,7 @@ static int add_scores(cpu_ctx *ctx, cpu_tensor *P)
 		int ranks[2] = {P->rank, B ? B->rank : 0}, rc = 0;
 		const int64_t *ds[2] = {P->dims, B ? B->dims : NULL};
 		cpu_bcast bc;
-		add_rows ar;
+		float *out = P->data;
 
 		if (!B)
 			return cpu_fail(ctx, CPU_E_INVALID, "attention: score addend %d is missing", i);
@@ -336,20 +320,17 @@ static int add_scores(cpu_ctx *ctx, cpu_tensor *P)
 		if (cpu_bcast_init(&bc, 2, ranks, ds))
 			return cpu_fail(ctx, CPU_E_INVALID, "attention: the score addend does not broadcast "
 					"onto the scores");
-		ar.a = P->data;
-		ar.b = B->data;
-		ar.out = P->data;
 		if (bc.out_rank != P->rank || memcmp(bc.out_dims, P->dims, sizeof(int64_t) * (size_t)P->rank)) {
 			int64_t n = cpu_shape_numel(bc.out_rank, bc.out_dims);
 
-			if (n < 0 || !(ar.out = cpu_scratch(ctx, (size_t)n * sizeof(float) + 1)))
+			if (n < 0 || !(out = cpu_scratch(ctx, (size_t)n * sizeof(float) + 1)))
 				return CPU_E_NOMEM;
 			P->rank = bc.out_rank;
 			memcpy(P->dims, bc.out_dims, sizeof(int64_t) * (size_t)bc.out_rank);
 			P->nbytes = (size_t)n * sizeof(float);
 		}
-		cpu_bcast_each(&bc, add_row, &ar);
-		P->data = ar.out;
+		cpu_bcast_add_f32(&bc, P->data, B->data, out);
+		P->data = out;
 	}
 	return 0;
 }
