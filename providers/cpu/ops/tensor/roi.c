@@ -69,23 +69,48 @@ static int64_t grid_count(int64_t ratio, double extent)
 	return !(g > 0) ? 0 : g > 4096 ? 4096 : (int64_t)g;
 }
 
+/* ROI i of R as [x1, y1, x2, y2] on the feature map (scaled, shifted). */
+static void roi_box(const roi_args *a, const cpu_tensor *R, int64_t i, double *r)
+{
+	double off = a->half_pixel ? 0.5 : 0;
+
+	for (int k = 0; k < 4; k++)
+		r[k] = cpu_get_f64(R->dtype, R->data, i * 4 + k) * a->scale - off;
+}
+
+/* A ROI's bin size and sampling grid (the same for all its bins). */
+typedef struct roi_grid {
+	double bh, bw;
+	int64_t gh, gw, count;
+} roi_grid;
+
+static roi_grid roi_grid_of(const roi_args *a, const double *r)
+{
+	double rh = r[3] - r[1], rw = r[2] - r[0];
+	roi_grid g;
+
+	if (!a->half_pixel) {
+		rh = rh > 1 ? rh : 1;
+		rw = rw > 1 ? rw : 1;
+	}
+	g.bh = rh / (double)a->oh;
+	g.bw = rw / (double)a->ow;
+	g.gh = grid_count(a->ratio, rh / (double)a->oh);
+	g.gw = grid_count(a->ratio, rw / (double)a->ow);
+	g.count = g.gh * g.gw > 1 ? g.gh * g.gw : 1;
+	return g;
+}
+
 /* One output bin (ph, pw) of one ROI on plane base of X. */
 static double roi_bin(const roi_args *a, const cpu_tensor *X, int64_t base, const double *r,
 		      int64_t ph, int64_t pw)
 {
 	int64_t h = X->dims[2], w = X->dims[3];
-	double rh = r[3] - r[1], rw = r[2] - r[0], bh, bw, acc = 0, best = 0;
-	int64_t gh, gw, count;
+	roi_grid g = roi_grid_of(a, r);
+	double bh = g.bh, bw = g.bw, acc = 0, best = 0;
+	int64_t gh = g.gh, gw = g.gw, count = g.count;
 	int any = 0;
-	if (!a->half_pixel) {
-		rh = rh > 1 ? rh : 1;
-		rw = rw > 1 ? rw : 1;
-	}
-	bh = rh / (double)a->oh;
-	bw = rw / (double)a->ow;
-	gh = grid_count(a->ratio, rh / (double)a->oh);
-	gw = grid_count(a->ratio, rw / (double)a->ow);
-	count = gh * gw > 1 ? gh * gw : 1;
+
 	for (int64_t iy = 0; iy < gh; iy++)
 		for (int64_t ix = 0; ix < gw; ix++) {
 			double y = r[1] + (double)ph * bh + ((double)iy + 0.5) * bh / (double)gh;
@@ -158,22 +183,13 @@ static void roi_fast_range(void *arg, int64_t i0, int64_t i1, int member)
 
 	for (int64_t i = i0; i < i1; i++) {
 		int64_t b = cpu_get_i64(j->B->dtype, j->B->data, i), gh, gw, g, count;
-		double off = a->half_pixel ? 0.5 : 0, r[4], rh, rw, bh, bw;
+		double r[4], bh, bw;
+		roi_grid gr;
 
-		for (int k = 0; k < 4; k++)
-			r[k] = cpu_get_f64(j->R->dtype, j->R->data, i * 4 + k) * a->scale - off;
-		rh = r[3] - r[1];
-		rw = r[2] - r[0];
-		if (!a->half_pixel) {
-			rh = rh > 1 ? rh : 1;
-			rw = rw > 1 ? rw : 1;
-		}
-		bh = rh / (double)a->oh;
-		bw = rw / (double)a->ow;
-		gh = grid_count(a->ratio, rh / (double)a->oh);
-		gw = grid_count(a->ratio, rw / (double)a->ow);
+		roi_box(a, j->R, i, r);
+		gr = roi_grid_of(a, r);
+		bh = gr.bh, bw = gr.bw, gh = gr.gh, gw = gr.gw, count = gr.count;
 		g = gh * gw;
-		count = g > 1 ? g : 1;
 		for (int64_t ph = 0, e = 0; ph < a->oh; ph++)
 			for (int64_t pw = 0; pw < a->ow; pw++)
 				for (int64_t iy = 0; iy < gh; iy++)
@@ -210,18 +226,12 @@ static void roi_fast_range(void *arg, int64_t i0, int64_t i1, int member)
 static int roi_fast_fits(const roi_args *a, const cpu_tensor *R)
 {
 	for (int64_t i = 0; i < R->dims[0]; i++) {
-		double rh = (cpu_get_f64(R->dtype, R->data, i * 4 + 3) -
-			     cpu_get_f64(R->dtype, R->data, i * 4 + 1)) * a->scale;
-		double rw = (cpu_get_f64(R->dtype, R->data, i * 4 + 2) -
-			     cpu_get_f64(R->dtype, R->data, i * 4 + 0)) * a->scale;
+		double r[4];
+		roi_grid g;
 
-		if (!a->half_pixel) {
-			rh = rh > 1 ? rh : 1;
-			rw = rw > 1 ? rw : 1;
-		}
-		if ((double)grid_count(a->ratio, rh / (double)a->oh) *
-		    (double)grid_count(a->ratio, rw / (double)a->ow) * (double)(a->oh * a->ow) >
-		    ROI_FAST_SAMPLES)
+		roi_box(a, R, i, r);   /* the grid roi_fast_range will use, exactly */
+		g = roi_grid_of(a, r);
+		if ((double)g.gh * (double)g.gw * (double)(a->oh * a->ow) > ROI_FAST_SAMPLES)
 			return 0;
 	}
 	return 1;
@@ -275,13 +285,10 @@ static int roialign_compute(cpu_ctx *ctx)
 		return 0;
 	}
 	for (int64_t i = 0; i < nr; i++) {
-		int64_t b = cpu_get_i64(B->dtype, B->data, i);
-		double off = a.half_pixel ? 0.5 : 0, r[4];
-		if (b < 0 || b >= X->dims[0])
-			return cpu_fail(ctx, CPU_E_INVALID, "batch index %lld out of range",
-					(long long)b);
-		for (int k = 0; k < 4; k++)
-			r[k] = cpu_get_f64(R->dtype, R->data, i * 4 + k) * a.scale - off;
+		int64_t b = cpu_get_i64(B->dtype, B->data, i);   /* checked above */
+		double r[4];
+
+		roi_box(&a, R, i, r);
 		for (int64_t c = 0; c < C; c++)
 			for (int64_t ph = 0; ph < a.oh; ph++)
 				for (int64_t pw = 0; pw < a.ow; pw++)
