@@ -6,8 +6,10 @@
  * each with ORTMK_ERR_PROVIDER_DIED; swaps fail no run.
  *
  * Usage: ort-soak MODEL [--runs N] [--kills K] [--swaps S] [--retry]
- *                       [--swap-binary PATH] [--seed S]
+ *                       [--swap-binary PATH] [--seed S] [--provider LIST]
  * MODEL is the example CNN (input "image" [1,3,32,32], output "probs").
+ * --provider LIST sets the session's providers; kills and swaps go to the
+ * first of them (`--provider cuda,cpu` kills ort-ep-cuda).
  * CI runs a short version (tests/meson.build); docs/SUPERVISION.md gives
  * the long one.
  */
@@ -39,9 +41,10 @@ static void *do_job(void *arg)
 
 	usleep(j->delay_us);
 	if (j->kill) {
-		if (ortmk_env_provider_status(j->k->env, 0, &ps) == ORTMK_OK && ps.pid > 0)
+		if (ortmk_session_provider_status(j->k->s, 0, &ps) == ORTMK_OK && ps.pid > 0)
 			kill(ps.pid, SIGKILL);
-	} else if (ortmk_env_swap_provider(j->k->env, "cpu", j->k->swap_binary)) {
+	} else if (ortmk_session_provider_status(j->k->s, 0, &ps) ||
+		   ortmk_env_swap_provider(j->k->env, ps.name, j->k->swap_binary)) {
 		fprintf(stderr, "swap failed: %s\n", ortmk_last_error());
 		failures++;
 	}
@@ -59,6 +62,7 @@ int main(int argc, char **argv)
 	int runs = 1000, kills = 20, swaps = 0, retry = 0, failed = 0, bad_status = 0, wrong = 0;
 	soak k = {.seed = 1};
 	char *own_binary = NULL;
+	const char *providers = NULL;
 	ortmk_session_options *o;
 	ortmk_value *x, *ref = NULL;
 	ortmk_provider_status ps;
@@ -67,13 +71,14 @@ int main(int argc, char **argv)
 
 	if (argc < 2)
 		return fprintf(stderr, "usage: %s MODEL [--runs N] [--kills K] [--swaps S] [--retry] "
-			       "[--swap-binary PATH] [--seed S]\n", argv[0]), 2;
+			       "[--swap-binary PATH] [--seed S] [--provider LIST]\n", argv[0]), 2;
 	for (int i = 2; i < argc; i++) {
 		if (!strcmp(argv[i], "--runs") && i + 1 < argc) runs = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--kills") && i + 1 < argc) kills = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--swaps") && i + 1 < argc) swaps = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--swap-binary") && i + 1 < argc) k.swap_binary = argv[++i];
 		else if (!strcmp(argv[i], "--seed") && i + 1 < argc) k.seed = (unsigned)atoi(argv[++i]);
+		else if (!strcmp(argv[i], "--provider") && i + 1 < argc) providers = argv[++i];
 		else if (!strcmp(argv[i], "--retry")) retry = 1;
 		else return fprintf(stderr, "soak: unknown option %s\n", argv[i]), 2;
 	}
@@ -83,11 +88,13 @@ int main(int argc, char **argv)
 	ortmk_session_options_set(o, "retry", retry ? "1" : "0");
 	/* Kills from outside are the test, not a crash loop to give up on. */
 	ortmk_session_options_set(o, "crash_loop_n", "1000");
+	if (providers)
+		ortmk_session_options_set(o, "providers", providers);
 	if (ortmk_session_create(k.env, argv[1], o, &k.s))
 		return fprintf(stderr, "soak: %s\n", ortmk_last_error()), 1;
 	ortmk_session_options_destroy(o);
 	if (!k.swap_binary && swaps) {
-		ortmk_env_provider_status(k.env, 0, &ps);
+		ortmk_session_provider_status(k.s, 0, &ps);
 		k.swap_binary = own_binary = strdup(ps.binary);
 	}
 	x = fu_input(k.env);
@@ -122,12 +129,12 @@ int main(int argc, char **argv)
 			pthread_join(th[j], NULL);
 	}
 	ortmk_session_get_stats(k.s, &st);
-	ortmk_env_provider_status(k.env, 0, &ps);
+	ortmk_session_provider_status(k.s, 0, &ps);
 	printf("{\"runs\": %d, \"kills\": %d, \"swaps_asked\": %d, \"retry\": %d, \"failed_runs\": %d, "
 	       "\"wrong_outputs\": %d, \"other_status\": %d, \"retried_runs\": %u, \"restarts\": %u, "
-	       "\"swaps\": %u, \"last_restart_ms\": %.2f, \"one_run_ms\": %.2f}\n",
+	       "\"swaps\": %u, \"last_restart_ms\": %.2f, \"one_run_ms\": %.2f, \"provider\": \"%s\"}\n",
 	       runs, kills, swaps, retry, failed, wrong, bad_status, st.retried_runs, ps.restarts,
-	       ps.swaps, ps.last_restart_ms, k.run_ms);
+	       ps.swaps, ps.last_restart_ms, k.run_ms, ps.name);
 	CHECK(wrong == 0, "%d runs returned a wrong output", wrong);
 	CHECK(bad_status == 0, "%d runs failed with another status than PROVIDER_DIED", bad_status);
 	CHECK(!retry || failed == 0, "with --retry %d runs failed", failed);

@@ -237,6 +237,21 @@ static conf_result run_sets(ortmk_env *env, ortmk_session *s, const Onnx__GraphP
 	return r;
 }
 
+/* A passing case's reason says where its nodes ran ("nodes cuda 3 cpu 1"),
+ * so a run on a device provider that quietly fell back to cpu shows. */
+static void placement(ortmk_session *s, char *reason, size_t cap)
+{
+	size_t len = (size_t)snprintf(reason, cap, "nodes");
+
+	for (size_t i = 0; i < ortmk_session_provider_count(s) && len < cap; i++) {
+		const char *prov;
+		size_t nodes;
+
+		if (!ortmk_session_provider_nodes(s, i, &prov, &nodes))
+			len += (size_t)snprintf(reason + len, cap - len, " %s %zu", prov, nodes);
+	}
+}
+
 conf_result conf_run_case(ortmk_env *env, const char *case_dir,
 			  const conf_settings *set, char *reason, size_t cap)
 {
@@ -259,6 +274,8 @@ conf_result conf_run_case(ortmk_env *env, const char *case_dir,
 		goto out;
 	}
 	r = run_sets(env, s, m->graph, case_dir, reason, cap);
+	if (r == CONF_PASS)
+		placement(s, reason, cap);
 out:
 	ortmk_session_destroy(s);
 	ortmk_session_options_destroy(opts);

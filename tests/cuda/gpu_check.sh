@@ -1,0 +1,135 @@
+#!/bin/bash
+# gpu_check.sh: what a lent GPU machine runs, once, from a bundle made by
+# tests/cuda/gpu_bundle.sh (docs/CUDA.md, "On a lent GPU machine").  It
+# builds nothing: the machine starts bare and has minutes.  Each stage has
+# its own time limit and appends to OUT/summary.txt as it ends, so a run
+# stopped early still reports what it reached.
+#
+#   tests/cuda/gpu_check.sh [BUNDLE_DIR [OUT_DIR]]      (from the repository root)
+#
+# Stages: the device and the libraries found; ort-ep-cuda --probe and the
+# provider's HELLO; the allocator/stream and API tests; the zoo subset on
+# cuda,cpu vs cpu with latencies at batch 1 and 32 (and ONNX Runtime's CPU
+# figures when its Python package is there); the conformance cases on
+# cuda,cpu (every case cpu passes, nodes on cuda per case) while the same
+# runs on vulkan,cpu; the integration models (cuDNN and implicit-GEMM
+# Conv); weight upload from a 1 GiB external-data file; the IO-binding
+# decode loop; crash-to-ready after SIGKILL of ort-ep-cuda mid-run.
+set -u
+G=$(cd "${1:-.gpu}" && pwd)
+OUT=${2:-${OUT:-gpu-results}}
+mkdir -p "$OUT/w"
+OUT=$(cd "$OUT" && pwd)
+W=$OUT/w
+SUM=$OUT/summary.txt
+BIN=$G/bin
+REPO=$(pwd)
+PY=${PYTHON:-python3}   # the machine's python3 (numpy, onnx; onnxruntime if there)
+T0=$(date +%s)
+: > "$SUM"
+say() { echo "$*" | tee -a "$SUM"; }
+stage() { say ""; say "== $1 (t+$(( $(date +%s) - T0 )) s)"; }
+# run LIMIT_S LOG CMD...: the command's output goes to LOG; its exit status
+# (124 at the limit) is returned and said.
+run() {
+	local limit=$1 log=$2 rc
+	shift 2
+	timeout -k 5 "$limit" "$@" > "$log" 2>&1
+	rc=$?
+	[ $rc = 0 ] || say "  (exit $rc: $*)"
+	return $rc
+}
+
+stage "machine"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>&1 | tee -a "$SUM"
+say "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2) x $(nproc)"
+export LD_LIBRARY_PATH=$G/lib
+export ORTMK_EP_DIR=$BIN
+# The CUDA libraries are the machine's: wherever its toolkit or its Python
+# wheels put them.
+for lib in libcudart.so.13 libcublas.so.13 libcublasLt.so.13 libcudnn.so.9; do
+	if ! ldd "$BIN/ort-ep-cuda" | grep -q "$lib => /"; then
+		d=$(find /usr/local /opt /usr/lib -name "$lib" -print -quit 2>/dev/null)
+		[ -n "$d" ] && export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$(dirname "$d")
+	fi
+done
+ldd "$BIN/ort-ep-cuda" | grep -E "cuda|cublas|cudnn|not found" | tee -a "$SUM"
+for f in /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json /usr/share/vulkan/icd.d/nvidia_icd.json \
+	 /etc/vulkan/icd.d/nvidia_icd.json; do
+	if [ -f "$f" ]; then
+		export VK_DRIVER_FILES=$f VK_ICD_FILENAMES=$f
+		say "vulkan ICD: $f"
+		break
+	fi
+done
+"$PY" -c "import onnxruntime as o; print('onnxruntime', o.__version__, o.get_available_providers())" \
+	2>&1 | tail -1 | tee -a "$SUM"
+
+stage "probe and HELLO"
+run 60 "$W/probe.txt" "$BIN/ort-ep-cuda" --probe
+cat "$W/probe.txt" | tee -a "$SUM"
+ORTMK_LOG=info run 60 "$W/hello.txt" "$BIN/ort-run" "$BIN/cnn_example.onnx" --provider cuda,cpu --json
+grep -iE "hello|device|nodes_per_provider" "$W/hello.txt" | cut -c1-300 | tee -a "$SUM"
+run 60 "$W/vk_probe.txt" "$BIN/ort-ep-vulkan" --probe
+cat "$W/vk_probe.txt" | head -20 | tee -a "$SUM"
+
+stage "allocator, streams and the C API on the GPU"
+run 60 "$W/cuda_mem.txt" "$BIN/test_cuda_mem"; tail -3 "$W/cuda_mem.txt" | tee -a "$SUM"
+run 90 "$W/cuda_api.txt" "$BIN/test_cuda_api" gpu "$BIN/cnn_example.onnx"; tail -3 "$W/cuda_api.txt" | tee -a "$SUM"
+
+stage "zoo subset: cuda,cpu vs cpu (16 threads), batch 1 and 32"
+run 170 "$W/zoo.txt" "$PY" -u "$REPO/tests/cuda/gpu_zoo.py" "$BIN" "$G/models/zoo" "$W/zoo" --iters 20 --threads 16
+cat "$W/zoo.txt" | tee -a "$SUM"
+cp "$W/zoo/zoo.json" "$OUT/" 2>/dev/null
+
+stage "conformance: cuda,cpu and vulkan,cpu (every case cpu passes)"
+mkdir -p "$W/data"
+tar -C "$W/data" -xJf "$G/onnx-testdata.tar.xz"
+run 220 "$W/conf_vk.txt" "$BIN/ort-conformance" --data "$W/data" --provider vulkan,cpu \
+	--expect "$REPO/tests/conformance/passing.txt" --jobs 4 --tsv "$OUT/vulkan.tsv" &
+vk=$!
+run 220 "$W/conf_cuda.txt" "$BIN/ort-conformance" --data "$W/data" --provider cuda,cpu \
+	--expect "$REPO/tests/conformance/passing.txt" --jobs 12 --tsv "$OUT/cuda.tsv"
+wait $vk
+for p in cuda vulkan; do
+	f=$W/conf_$([ $p = cuda ] && echo cuda || echo vk).txt
+	say "$p,cpu: $(tail -1 "$f")"
+	grep -E "^ *(fail|error|not passing|[a-z]+/test_)" "$f" | head -30 | tee -a "$SUM"
+	[ -f "$OUT/$p.tsv" ] && awk -F'\t' -v p="$p" 'NR > 1 && $3 == "pass" {
+		n = 0; if (match($4, p " [0-9]+")) n = substr($4, RSTART + length(p) + 1, RLENGTH - length(p) - 1) + 0
+		if (n > 0) on++; else off++ }
+		END { printf "  passing cases with a node on %s: %d; run wholly on cpu: %d\n", p, on, off }' \
+		"$OUT/$p.tsv" | tee -a "$SUM"
+done
+
+stage "integration models (cuDNN and implicit-GEMM Conv, float16)"
+run 120 "$W/models.txt" "$PY" "$REPO/tests/cuda/models_test.py" "$BIN/ort-run" "$BIN/ort-ep-cuda" \
+	"$G/models/integration" "$BIN/cnn_example.onnx" "$W/models"
+cat "$W/models.txt" | tail -20 | tee -a "$SUM"
+
+stage "weights from a 1 GiB external-data file"
+run 60 "$W/gen_ext.txt" "$PY" "$REPO/tests/cuda/gen_ext_model.py" "$W/ext" 1024
+cat "$W/gen_ext.txt" | tee -a "$SUM"
+for i in 1 2 3; do
+	ORTMK_LOG=info run 60 "$W/ext-$i.txt" "$BIN/ort-run" "$W/ext/ext.onnx" --input "x=$W/ext/ext_x.npy" \
+		--provider cuda,cpu --json
+	grep -h "weights of subgraph" "$W/ext-$i.txt" | sed 's/^.*info: //' | tee -a "$SUM"
+	grep -ho '"session_create_ms": [0-9.]*' "$W/ext-$i.txt" | tee -a "$SUM"
+done
+rm -rf "$W/ext"
+
+stage "IO-binding decode loop (autoregressive example, 256 steps, 1024-row prefill)"
+for p in cuda,cpu cpu; do
+	run 60 "$W/ar-$p.txt" "$BIN/autoregressive" "$BIN/autoregressive.onnx" --provider $p --steps 256 \
+		--repeat 3 --json
+	say "$p: $(tail -2 "$W/ar-$p.txt" | tr '\n' ' ')"
+done
+
+stage "crash-to-ready: SIGKILL of ort-ep-cuda during runs (ort-soak --retry)"
+run 90 "$W/soak.txt" "$BIN/ort-soak" "$BIN/cnn_example.onnx" --provider cuda,cpu --runs 200 --kills 5 --retry
+tail -2 "$W/soak.txt" | tee -a "$SUM"
+
+stage "done"
+say "total $(( $(date +%s) - T0 )) s"
+tar -C "$W" --exclude=data --exclude="*.npy" --exclude="*.onnx" -czf "$OUT/logs.tgz" . 2>/dev/null
+rm -rf "$W"
