@@ -310,6 +310,37 @@ static ortmk_status take_result(run_ctx *c, size_t i, const Ortmk__Result *r)
 	return ORTMK_OK;
 }
 
+/* Grows the dynamic region of a run to `size` bytes, keeping what earlier
+ * steps put there: their bytes are copied into the new segment and their
+ * locations moved to it, and every provider of the session is given it
+ * (a later step on another provider reads them from there). */
+static ortmk_status grow_dyn(run_ctx *c, uint64_t size)
+{
+	ortmk_session *s = c->s;
+	shm_segment *old = s->dyn, *n = calloc(1, sizeof(*n));
+	ortmk_status st = ORTMK_OK;
+
+	if (!n || shm_segment_create("ortmk-dynamic", size, core_env_next_id(s->env), n)) {
+		free(n);
+		return core_fail(ORTMK_ERR_NO_MEMORY, "cannot create %llu bytes of shared memory "
+				 "(ortmk-dynamic)", (unsigned long long)size);
+	}
+	memcpy(n->base, old->base, c->dyn_used);
+	for (size_t v = 0; v < s->g->n_values; v++)
+		if (c->locs[v].seg == old)
+			c->locs[v].seg = n;
+	for (int e = 0; e < s->n_eps; e++)
+		if (ipc_segtab_find(&s->eps[e]->p.segs, old->id))
+			core_ep_release_segment(s->eps[e], old->id);
+	shm_segment_destroy(old);
+	free(old);
+	s->dyn = n;
+	for (int e = 0; e < s->n_eps && st == ORTMK_OK; e++)
+		if (s->nodes_per_ep[e])
+			st = core_ep_add_segment(s->eps[e], n);
+	return st;
+}
+
 static ortmk_status run_step(run_ctx *c, size_t i)
 {
 	ortmk_session *s = c->s;
@@ -332,14 +363,9 @@ static ortmk_status run_step(run_ctx *c, size_t i)
 			core_ep_reply_free(ep, rep);
 			return st;
 		}
-		/* Grow the dynamic region, keeping what earlier steps put there. */
 		need = c->dyn_used + rep->error->needed;
 		core_ep_reply_free(ep, rep);
-		if (c->dyn_used)
-			return core_fail(ORTMK_ERR_INTERNAL, "dynamic outputs of several steps overflow");
-		st = grow_segment(s, &s->dyn, need * 2, "ortmk-dynamic");
-		if (st == ORTMK_OK)
-			st = core_ep_add_segment(ep, s->dyn);
+		st = grow_dyn(c, need * 2);
 		if (st)
 			return st;
 	}

@@ -14,6 +14,8 @@ Checks that:
   - a float16 model (MatMul, Add, Relu, Softmax, LayerNormalization,
     Transpose, ReduceMean) runs entirely on cuda and matches numpy's
     float32 reference on the same float16 inputs within rtol 1e-2;
+  - outputs of unknown size made by steps alternating between cpu and
+    cuda, outgrowing the dynamic region mid-run, arrive intact;
   - ORTMK_CUDA_DEVICE=0 picks device 0;
 and prints the weight-loading rate ort-ep-cuda logged for mlp_ext.
 """
@@ -84,6 +86,40 @@ def fp16_case(ort_run, work):
     return None
 
 
+def dynamic_steps_case(ort_run, work):
+    """Outputs whose size only the run knows, made by several steps that
+    alternate between cpu and cuda and together outgrow the 1 MiB dynamic
+    region: the core grows it while earlier steps' outputs live there (the
+    zoo's yolo_head and dbnet failed so on the H200)."""
+    from onnx import TensorProto, helper
+    import onnx
+    x = np.random.default_rng(4).uniform(-1, 1, 400000).astype(np.float32)
+    x[::7] = 0
+    nodes = [helper.make_node("NonZero", ["x"], ["nz"]),                # cpu
+             helper.make_node("Cast", ["nz"], ["f"], to=TensorProto.FLOAT),
+             helper.make_node("Relu", ["f"], ["g"]),                     # cuda
+             helper.make_node("Tile", ["g", "reps"], ["h"]),             # cpu
+             helper.make_node("Sqrt", ["h"], ["y"])]                     # cuda
+    graph = helper.make_graph(
+        nodes, "dynamic_steps", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [400000])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, None])],
+        [helper.make_tensor("reps", TensorProto.INT64, [2], [1, 8])])
+    model = os.path.join(work, "dynamic_steps.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), model)
+    xp = os.path.join(work, "dynamic_steps_x.npy")
+    np.save(xp, x)
+    want = np.sqrt(np.tile(np.nonzero(x)[0].astype(np.float32)[None, :], (1, 8)))
+    d = os.path.join(work, "dynamic_steps")
+    report, _ = run(ort_run, model, {"x": xp}, d, "cuda,cpu")
+    if report["nodes_per_provider"].get("cuda", 0) != 2:
+        return "dynamic steps: nodes %s (want Relu and Sqrt on cuda)" % report["nodes_per_provider"]
+    got = np.load(out_file(d, "y"))
+    if got.shape != want.shape or not np.allclose(got, want, rtol=1e-6):
+        return "dynamic steps: output %s, want %s" % (got.shape, want.shape)
+    print("dynamic steps: ok, nodes %s, output %s" % (report["nodes_per_provider"], got.shape))
+    return None
+
+
 def check_device_zero(ort_run, case, work):
     name, model, inputs, outputs = case
     d = os.path.join(work, "device0")
@@ -107,6 +143,7 @@ def main():
     all_cases = list(cases(models_dir, example, work))
     checks = [lambda c=c: check_model(ort_run, *c, work) for c in all_cases]
     checks.append(lambda: fp16_case(ort_run, work))
+    checks.append(lambda: dynamic_steps_case(ort_run, work))
     checks.append(lambda: check_device_zero(ort_run, all_cases[2], work))
     for check in checks:
         try:
