@@ -3,7 +3,9 @@
 # the GPU providers without building anything there (docs/CUDA.md, "On a
 # lent GPU machine"): the binaries of a release build, the shared libraries
 # a bare Ubuntu image lacks, the ONNX conformance data, the integration
-# models and a subset of the zoo (op17 fp32 and fp16, input set a).
+# models, a subset of the zoo (op17 fp32 and fp16, input set a) and the
+# Debian packages of the GL dispatch libraries the NVIDIA Vulkan driver
+# needs.
 #
 #   tests/cuda/gpu_bundle.sh BUILD_DIR ZOO_CACHE [BUNDLE_DIR]
 #
@@ -62,4 +64,13 @@ for name in names:
         lines.append("%s %s %s/%s.onnx %s" % (name, variant, name, variant, " ".join(args)))
 open(os.path.join(out, "manifest.txt"), "w").write("\n".join(lines) + "\n")
 EOF
+# The GL vendor-neutral dispatch libraries and the Vulkan loader the NVIDIA
+# Vulkan driver needs, as Debian packages gpu_check.sh unpacks there (an
+# amd64 package list of its own, so the host's apt state is untouched).
+mkdir -p "$G/gl" /tmp/gpu-bundle-apt/partial
+apt_o="-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/gpu-bundle-apt"
+if apt-get $apt_o update > /dev/null 2>&1; then
+	(cd "$G/gl" && apt-get $apt_o download libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 \
+		libgles2 > /dev/null 2>&1) || echo "gpu_bundle: no GL packages (Vulkan may not load there)"
+fi
 du -sh "$G"

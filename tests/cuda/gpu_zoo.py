@@ -3,7 +3,7 @@
 against cpu, and the latencies of both (and of ONNX Runtime when its Python
 package is there).  Run by tests/cuda/gpu_check.sh on a GPU machine.
 
-usage: gpu_zoo.py BIN_DIR ZOO_DIR WORK_DIR [--iters N] [--threads T]
+usage: gpu_zoo.py BIN_DIR ZOO_DIR WORK_DIR [--iters N] [--threads T] [--only M,M]
 
 Per row of ZOO_DIR/manifest.txt ("name variant model --input N=F ..."):
 ort-run on cpu (T threads) and on cuda,cpu, outputs compared with
@@ -144,7 +144,11 @@ def main():
     if argv[:1] == ["--ort"]:
         print(json.dumps(ort_child(argv[1], argv[2], int(argv[3]), int(argv[4]))))
         return
-    iters, threads = 20, 16
+    iters, threads, only = 20, 16, None
+    if "--only" in argv:
+        i = argv.index("--only")
+        only = set(argv[i + 1].split(","))
+        del argv[i:i + 2]
     if "--iters" in argv:
         i = argv.index("--iters")
         iters = int(argv[i + 1])
@@ -159,6 +163,8 @@ def main():
     os.makedirs(work, exist_ok=True)
     rows, bad = [], 0
     for tag, name, variant, batch, model, args, feeds in jobs_of(zoo):
+        if only and name not in only:
+            continue
         cpu, err_cpu = ort_run(bin_dir, model, args, os.path.join(work, tag, "cpu"), "cpu",
                                iters, threads)
         cuda, err_cuda = ort_run(bin_dir, model, args, os.path.join(work, tag, "cuda"),
