@@ -50,7 +50,7 @@ void main()
 	case B_ADD: r = x + y; break;
 	case B_SUB: r = x - y; break;
 	case B_MUL: r = x * y; break;
-	case B_DIV: r = x / y; break;
+	case B_DIV: r = div_f(x, y); break;
 	default: r = pow_f(x, y); break;
 	}
 	c[i] = ST(r);

@@ -81,3 +81,17 @@ float pow_f(float x, float y)
 	}
 	return exp2(y * log2(x));
 }
+
+// div_f: x / y to within half an ulp.  Vulkan lets OpFDiv be off by 2.5
+// ulp, and NVIDIA's is: a quotient that should land on .5 then rounds the
+// other way in a following Round (the expanded DynamicQuantizeLinear case
+// gave 25 for 26 on an H200).  One step on the exact FMA residual
+// corrects it; infinities, NaN and zero quotients are already exact.
+float div_f(float x, float y)
+{
+	float q = x / y;
+	if (isinf(q) || isnan(q) || q == 0.0)
+		return q;
+	precise float r = fma(-q, y, x);
+	return q + r / y;
+}
