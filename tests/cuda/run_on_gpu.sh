@@ -1,7 +1,8 @@
 #!/bin/sh
 # run_on_gpu.sh: what a machine with an NVIDIA GPU runs to validate and
-# measure ort-ep-cuda (docs/CUDA.md).  Nothing here was run on the machine
-# the provider was written on (no GPU there).
+# measure ort-ep-cuda (docs/CUDA.md), building there.  A lent machine that
+# starts bare and cannot build runs tests/cuda/gpu_check.sh on a bundle
+# made here instead (that is what ran on the H200).
 #
 #   tests/cuda/run_on_gpu.sh [BUILD_DIR [OUT_DIR]]
 #
