@@ -404,6 +404,34 @@ static void test_vmath_accuracy(void **state)
 	assert_true(vm_erf(-0.0f) == 0.0f && vm_tanh(1e-30f) == 1e-30f);
 }
 
+/* vm_logistic (ONNX Runtime's Sigmoid): absolute error within 1.6e-7 of
+ * the double formula over the same points, never negative, NaN kept, and
+ * the clamp at +-18 (onnxruntime-node's bits themselves are compared by
+ * tests/integration/ort_bits_test.py). */
+static void test_vm_logistic(void **state)
+{
+	double worst = 0.0;
+	(void)state;
+	for (uint64_t b = 0; b <= 0xffffffffu; b += 4099) {
+		uint32_t bits = (uint32_t)b;
+		float x, got;
+		memcpy(&x, &bits, sizeof(x));
+		if (!(fabsf(x) <= 40.0f))
+			continue;
+		got = vm_logistic(x);
+		if (got < 0.0f)
+			fail_msg("vm_logistic(%.9g) = %.9g < 0", x, got);
+		if (fabs(got - 1.0 / (1.0 + exp(-(double)x))) > worst)
+			worst = fabs(got - 1.0 / (1.0 + exp(-(double)x)));
+	}
+	if (worst > 1.6e-7)
+		fail_msg("vm_logistic: worst absolute error %g", worst);
+	assert_true(isnan(vm_logistic(NAN)));
+	assert_true(vm_logistic(-INFINITY) == vm_logistic(-18.0f) && vm_logistic(-30.0f) == 0.0f);
+	assert_true(vm_logistic(INFINITY) == vm_logistic(18.0f) && fabsf(vm_logistic(30.0f) - 1.0f) < 2e-7f);
+	assert_true(vm_logistic(0.0f) == 0.5f);
+}
+
 /* A float tensor of n random values in [lo, hi) with the special values
  * the kernels must get right sprinkled in. */
 static cpu_tensor special_tens(int64_t n, float lo, float hi)
@@ -451,6 +479,10 @@ static void test_unary_ops(void **state)
 				double want = cases[c].ref(xv);
 				/* Gelu's 1 + erf cancels for x << 0: absolute error there */
 				if (!strcmp(cases[c].op, "Gelu") && fabs(got - want) <= 2e-7 * fabs(xv))
+					continue;
+				/* Sigmoid is ONNX Runtime's formula (vm_logistic), whose
+				 * + 0.5 leaves an absolute error: 1.6e-7 at most */
+				if (!strcmp(cases[c].op, "Sigmoid") && fabs(got - want) <= 1.6e-7)
 					continue;
 				if (rel_err(got, (float)want) > cases[c].tol &&
 				    rel_err(got, want) > cases[c].tol)
@@ -821,6 +853,7 @@ int main(void)
 		cmocka_unit_test(test_pool_nan),
 		cmocka_unit_test(test_global_pool),
 		cmocka_unit_test(test_vmath_accuracy),
+		cmocka_unit_test(test_vm_logistic),
 		cmocka_unit_test(test_unary_ops),
 		cmocka_unit_test(test_softmax_random),
 		cmocka_unit_test(test_layernorm_random),

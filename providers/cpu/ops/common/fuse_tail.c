@@ -14,6 +14,30 @@ void cpu_gelu_inplace(float *x, int64_t n)
 		x[i] = x[i] * 0.5f * (1.0f + vm_erf(x[i] * 0.70710678118654752f));
 }
 
+/* HardSigmoid (or HardSwish: x times HardSigmoid(1/6, 1/2)) in place, on
+ * explicit vectors: vf_hsigmoid rounds the product before the add, which
+ * also keeps gcc from vectorizing a plain loop. */
+static inline __attribute__((always_inline)) void
+hard_run(float *x, int64_t n, int swish, float a, float b)
+{
+	int64_t i = 0;
+
+	if (swish) {
+		a = 1.0f / 6.0f;
+		b = 0.5f;
+	}
+	for (; i + 8 <= n; i += 8) {
+		vf8 v = vf_load(x + i), h = vf_hsigmoid(v, a, b);
+
+		vf_store(x + i, swish ? v * h : h);
+	}
+	if (i < n) {
+		vf8 v = vf_load_part(x + i, n - i, 0.0f), h = vf_hsigmoid(v, a, b);
+
+		vf_store_part(x + i, swish ? v * h : h, n - i);
+	}
+}
+
 /* One activation over n floats in place, a loop per kind for the
  * vectorizer.  NaN stays NaN where the op's definition keeps it. */
 CPU_MULTIVERSION
@@ -37,26 +61,16 @@ static void act_run(float *x, int64_t n, cpu_fuse_act act, float a, float b)
 			x[i] = x[i] < 0.0f ? a * x[i] : x[i];
 		break;
 	case CPU_FUSE_ACT_HSIGMOID:
-		for (int64_t i = 0; i < n; i++) {
-			float t = a * x[i] + b;
-
-			x[i] = t < 0.0f ? 0.0f : t > 1.0f ? 1.0f : t;
-		}
-		break;
 	case CPU_FUSE_ACT_HSWISH:
-		for (int64_t i = 0; i < n; i++) {
-			float t = x[i] * (1.0f / 6.0f) + 0.5f;
-
-			x[i] *= t < 0.0f ? 0.0f : t > 1.0f ? 1.0f : t;
-		}
+		hard_run(x, n, act == CPU_FUSE_ACT_HSWISH, a, b);
 		break;
 	case CPU_FUSE_ACT_SIGMOID:
 		for (int64_t i = 0; i < n; i++)
-			x[i] = vm_sigmoid(x[i]);
+			x[i] = vm_logistic(x[i]);
 		break;
 	case CPU_FUSE_ACT_SILU:
 		for (int64_t i = 0; i < n; i++)
-			x[i] = x[i] * vm_sigmoid(x[i]);
+			x[i] = x[i] * vm_logistic(x[i]);
 		break;
 	case CPU_FUSE_ACT_TANH:
 		for (int64_t i = 0; i < n; i++)

@@ -87,10 +87,34 @@ VF_INLINE vf8 vf_min(vf8 a, vf8 b)
 }
 
 /* c < lo ? lo : c, c > hi ? hi : c, as NaN-preserving selects. */
+/* x rounded to float before it takes part in anything else: a product
+ * wrapped in VF_ROUNDED is not fused with the addition after it into an
+ * FMA, which -ffp-contract=fast would do in the AVX2/AVX-512 clones.  The
+ * ops whose bits must be ONNX Runtime's (HardSigmoid, HardSwish: a
+ * multiply, then an add, as its CPU provider computes them) use it, so a
+ * quantizer after them sees the same values.  On a compiler without the
+ * builtin the expression is left as is. */
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_assoc_barrier)
+#define VF_ROUNDED(x) __builtin_assoc_barrier(x)
+#endif
+#endif
+#ifndef VF_ROUNDED
+#define VF_ROUNDED(x) (x)
+#endif
+
 VF_INLINE vf8 vf_clamp(vf8 c, float lo, float hi)
 {
 	c = vf_sel(c < lo, vf_splat(lo), c);
 	return vf_sel(c > hi, vf_splat(hi), c);
+}
+
+/* HardSigmoid, clamp(alpha x + beta, 0, 1), with the product rounded
+ * before the add as ONNX Runtime computes it; HardSwish is x times it with
+ * alpha 1/6, beta 1/2. */
+VF_INLINE vf8 vf_hsigmoid(vf8 x, float alpha, float beta)
+{
+	return vf_clamp(VF_ROUNDED(x * alpha) + beta, 0.0f, 1.0f);
 }
 
 VF_INLINE vf8 vf_abs(vf8 v)

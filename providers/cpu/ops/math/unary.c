@@ -53,7 +53,7 @@ static inline float un_f32(int op, float x, const un_params *p)
 	switch (op) {
 	case U_RELU: return x < 0.0f ? 0.0f : x;
 	case U_LEAKY: return x < 0.0f ? (float)p->alpha * x : x;
-	case U_SIGMOID: return vm_sigmoid(x);
+	case U_SIGMOID: return vm_logistic(x);
 	case U_TANH: return vm_tanh(x);
 	case U_ERF: return vm_erf(x);
 	case U_GELU:
@@ -67,8 +67,9 @@ static inline float un_f32(int op, float x, const un_params *p)
 	case U_ABS: return fabsf(x);
 	case U_RECIP: return 1.0f / x;
 	case U_HSIGMOID:
-		return fmaxf(0.0f, fminf(1.0f, (float)p->alpha * x + (float)p->beta));
-	case U_HSWISH: return x * fmaxf(0.0f, fminf(1.0f, x * (1.0f / 6.0f) + 0.5f));
+		return fmaxf(0.0f, fminf(1.0f, VF_ROUNDED((float)p->alpha * x) + (float)p->beta));
+	case U_HSWISH:
+		return x * fmaxf(0.0f, fminf(1.0f, VF_ROUNDED(x * (1.0f / 6.0f)) + 0.5f));
 	default: return x < (float)p->lo ? (float)p->lo : x > (float)p->hi ? (float)p->hi : x;
 	}
 }
@@ -122,9 +123,8 @@ un_vec(int op, vf8 x, const un_params *p)
 	case U_NEG: return -x;
 	case U_ABS: return vf_abs(x);
 	case U_RECIP: return 1.0f / x;
-	case U_HSIGMOID:
-		return vf_clamp(x * (float)p->alpha + (float)p->beta, 0.0f, 1.0f);
-	case U_HSWISH: return x * vf_clamp(x * (1.0f / 6.0f) + 0.5f, 0.0f, 1.0f);
+	case U_HSIGMOID: return vf_hsigmoid(x, (float)p->alpha, (float)p->beta);
+	case U_HSWISH: return x * vf_hsigmoid(x, 1.0f / 6.0f, 0.5f);
 	default: return vf_clamp(x, (float)p->lo, (float)p->hi);
 	}
 }

@@ -1,0 +1,179 @@
+#!/usr/bin/python3
+"""The float ops whose bits must be ONNX Runtime's, so that a quantizer or a
+threshold after them decides as ONNX Runtime does (issue 17: in dynamically
+quantized EfficientNet and MobileNetV3, one value off by an ulp before a
+DynamicQuantizeLinear moves a whole quantization step): Sigmoid, SiLU
+(Sigmoid then Mul), HardSigmoid, HardSwish and GlobalAveragePool, alone
+and at the end of the fused int8 chain (DynamicQuantizeLinear, ConvInteger,
+Cast, Mul, Add) where ortmk runs them inside the convolution's epilogue.
+Every output must equal ONNX Runtime's bit for bit.
+
+Usage: ort_bits_test.py ORT_RUN WORK [NODE_MODULES]
+Exits 77 (skip) when onnxruntime-node is not installed (tools/dev.sh
+installs it)."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "bench"))
+sys.dont_write_bytecode = True
+from bench_run import find_node_modules  # noqa: E402
+
+passed = failed = 0
+rng = np.random.default_rng(29)
+
+# Float32 values travel as their bit patterns (uint32), both ways.
+ORT_JS = r"""
+const ort = require(process.argv[2] + '/onnxruntime-node');
+const fs = require('fs');
+(async () => {
+  const job = JSON.parse(fs.readFileSync(process.argv[3]));
+  const s = await ort.InferenceSession.create(job.model, {intraOpNumThreads: 1});
+  const feeds = {};
+  for (const [k, v] of Object.entries(job.inputs))
+    feeds[k] = new ort.Tensor('float32', new Float32Array(new Uint32Array(v.bits).buffer), v.dims);
+  const r = await s.run(feeds);
+  const out = {};
+  for (const k of Object.keys(r))
+    out[k] = {dims: r[k].dims, bits: Array.from(new Uint32Array(r[k].data.buffer,
+                                                r[k].data.byteOffset, r[k].data.length))};
+  console.log(JSON.stringify(out));
+})().catch(e => { console.error(e.message); process.exit(1); });
+"""
+
+
+def check(ok, what):
+    global passed, failed
+    print(("ok   " if ok else "FAIL ") + what)
+    passed += ok
+    failed += not ok
+
+
+def vi(name, shape):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def act_nodes(act, x, y):
+    """Nodes computing y = act(x)."""
+    if act == "SiLU":
+        return [helper.make_node("Sigmoid", [x], [y + "_s"]),
+                helper.make_node("Mul", [x, y + "_s"], [y])]
+    if act == "HardSigmoid":
+        return [helper.make_node("HardSigmoid", [x], [y], alpha=1.0 / 6.0, beta=0.5)]
+    if act == "HardSigmoid_default":
+        return [helper.make_node("HardSigmoid", [x], [y])]
+    return [helper.make_node(act, [x], [y])]
+
+
+def elementwise(path, act, shape):
+    g = helper.make_graph(act_nodes(act, "x", "y"), act, [vi("x", shape)], [vi("y", shape)])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+
+def gap(path, shape):
+    g = helper.make_graph([helper.make_node("GlobalAveragePool", ["x"], ["y"])], "gap",
+                          [vi("x", shape)], [vi("y", shape[:2] + [1, 1])])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+
+def int8_chain(path, act, c, m, hw, group):
+    """DynamicQuantizeLinear -> ConvInteger (uint8 weights, 3x3, pad 1) ->
+    Cast -> Mul (x scale times w scale) -> Add (bias) -> act ->
+    GlobalAveragePool, as ONNX Runtime's dynamic quantizer writes it."""
+    w = rng.integers(0, 256, (m, c // group, 3, 3)).astype(np.uint8)
+    inits = [numpy_helper.from_array(w, "w"),
+             numpy_helper.from_array(np.array(131, np.uint8), "wz"),
+             numpy_helper.from_array(np.array(0.0123, np.float32), "ws"),
+             numpy_helper.from_array(rng.uniform(-1, 1, (1, m, 1, 1)).astype(np.float32), "b")]
+    nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"]),
+             helper.make_node("ConvInteger", ["xq", "w", "xz", "wz"], ["ci"], pads=[1, 1, 1, 1],
+                              group=group),
+             helper.make_node("Cast", ["ci"], ["cf"], to=TensorProto.FLOAT),
+             helper.make_node("Mul", ["xs", "ws"], ["s"]),
+             helper.make_node("Mul", ["cf", "s"], ["scaled"]),
+             helper.make_node("Add", ["scaled", "b"], ["pre"])]
+    nodes += act_nodes(act, "pre", "a")
+    nodes += [helper.make_node("GlobalAveragePool", ["a"], ["y"])]
+    g = helper.make_graph(nodes, "chain", [vi("x", [1, c, hw, hw])], [vi("a", [1, m, hw, hw]),
+                                                                       vi("y", [1, m, 1, 1])],
+                          inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+
+def compare(name, ort_run, js, mods, d, path, x):
+    xp = os.path.join(d, "x.npy")
+    np.save(xp, x)
+    out = os.path.join(d, "out")
+    p = subprocess.run([ort_run, path, "--input", "x=" + xp, "--threads", "1",
+                        "--output-dir", out], capture_output=True, text=True, timeout=120)
+    check(p.returncode == 0, "%s: ortmk runs (%s)" % (name, p.stderr.strip()[-200:]))
+    job = os.path.join(d, "job.json")
+    with open(job, "w") as f:
+        json.dump({"model": path, "inputs": {"x": {"dims": list(x.shape),
+                                                   "bits": x.view(np.uint32).ravel().tolist()}}},
+                  f)
+    q = subprocess.run(["node", js, mods, job], capture_output=True, text=True, timeout=120)
+    check(q.returncode == 0, "%s: ONNX Runtime runs (%s)" % (name, q.stderr.strip()[-200:]))
+    if p.returncode or q.returncode:
+        return
+    ref = json.loads(q.stdout)
+    for o, r in sorted(ref.items()):
+        got = np.load(os.path.join(out, o + ".npy"))
+        want = np.array(r["bits"], np.uint32).view(np.float32).reshape(r["dims"])
+        same = got.shape == want.shape and np.array_equal(got.view(np.uint32), want.view(np.uint32))
+        diff = int((got.view(np.uint32) != want.view(np.uint32)).sum()) if got.shape == want.shape \
+            else -1
+        check(same, "%s: %s %s bit-identical to ONNX Runtime's (%d of %d differ)" %
+              (name, o, list(got.shape), diff, got.size))
+
+
+def main():
+    ort_run, work = sys.argv[1], sys.argv[2]
+    mods = find_node_modules(sys.argv[3] if len(sys.argv) > 3 else None)
+    if not mods or not shutil.which("node"):
+        print("onnxruntime-node or node not found: skipped")
+        return 77
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    js = os.path.join(work, "ort.js")
+    with open(js, "w") as f:
+        f.write(ORT_JS)
+    # Values across and beyond each function's range, NaN-free: logits from
+    # -25 to 25, and activations around HardSwish's kinks at -3 and 3.
+    x = np.concatenate([rng.uniform(-25, 25, 40000), rng.normal(0, 3, 40000),
+                        rng.uniform(-3.5, 3.5, 20003)]).astype(np.float32)
+    for act in ("Sigmoid", "SiLU", "HardSigmoid", "HardSigmoid_default", "HardSwish"):
+        d = os.path.join(work, act)
+        os.makedirs(d)
+        path = os.path.join(d, "m.onnx")
+        elementwise(path, act, [x.size])
+        compare(act, ort_run, js, mods, d, path, x)
+    for shape in ([2, 3, 7, 7], [1, 4, 56, 56], [1, 5, 13, 17], [1, 2, 1, 3]):
+        d = os.path.join(work, "gap_" + "x".join(map(str, shape)))
+        os.makedirs(d)
+        path = os.path.join(d, "m.onnx")
+        gap(path, shape)
+        compare("GlobalAveragePool %s" % shape, ort_run, js, mods, d, path,
+                rng.normal(0.5, 2, shape).astype(np.float32))
+    for act, group in (("SiLU", 1), ("HardSwish", 1), ("HardSigmoid", 1), ("Sigmoid", 1),
+                       ("HardSwish", 8)):
+        d = os.path.join(work, "int8_%s_g%d" % (act, group))
+        os.makedirs(d)
+        path = os.path.join(d, "m.onnx")
+        int8_chain(path, act, 8, 16, 20, group)
+        xi = np.sin(np.arange(8 * 20 * 20, dtype=np.float32) * 0.37).reshape(1, 8, 20, 20) * 2
+        compare("int8 chain, %s, group %d" % (act, group), ort_run, js, mods, d, path,
+                xi.astype(np.float32))
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
