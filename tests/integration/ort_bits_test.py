@@ -3,8 +3,9 @@
 threshold after them decides as ONNX Runtime does (issue 17: in dynamically
 quantized EfficientNet and MobileNetV3, one value off by an ulp before a
 DynamicQuantizeLinear moves a whole quantization step): Sigmoid, SiLU
-(Sigmoid then Mul), HardSigmoid, HardSwish and GlobalAveragePool, alone
-and at the end of the fused int8 chain (DynamicQuantizeLinear, ConvInteger,
+(Sigmoid then Mul), HardSigmoid, HardSwish, Exp, GlobalAveragePool, Softmax
+and LogSoftmax over the last axis, and bilinear Resize (a detector's input
+transform); the activations also at the end of the fused int8 chain (DynamicQuantizeLinear, ConvInteger,
 Cast, Mul, Add) where ortmk runs them inside the convolution's epilogue.
 Every output must equal ONNX Runtime's bit for bit.
 
@@ -83,6 +84,20 @@ def gap(path, shape):
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
 
 
+def softmax(path, op, shape):
+    g = helper.make_graph([helper.make_node(op, ["x"], ["y"], axis=-1)], op, [vi("x", shape)],
+                          [vi("y", shape)])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+
+
+def resize(path, shape, sizes, ctm):
+    inits = [numpy_helper.from_array(np.array(sizes, np.int64), "sizes")]
+    g = helper.make_graph([helper.make_node("Resize", ["x", "", "", "sizes"], ["y"], mode="linear",
+                                            coordinate_transformation_mode=ctm)],
+                          "resize", [vi("x", shape)], [vi("y", sizes)], inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
+
+
 def int8_chain(path, act, c, m, hw, group):
     """DynamicQuantizeLinear -> ConvInteger (uint8 weights, 3x3, pad 1) ->
     Cast -> Mul (x scale times w scale) -> Add (bias) -> act ->
@@ -149,7 +164,7 @@ def main():
     # -25 to 25, and activations around HardSwish's kinks at -3 and 3.
     x = np.concatenate([rng.uniform(-25, 25, 40000), rng.normal(0, 3, 40000),
                         rng.uniform(-3.5, 3.5, 20003)]).astype(np.float32)
-    for act in ("Sigmoid", "SiLU", "HardSigmoid", "HardSigmoid_default", "HardSwish"):
+    for act in ("Sigmoid", "SiLU", "HardSigmoid", "HardSigmoid_default", "HardSwish", "Exp"):
         d = os.path.join(work, act)
         os.makedirs(d)
         path = os.path.join(d, "m.onnx")
@@ -162,6 +177,27 @@ def main():
         gap(path, shape)
         compare("GlobalAveragePool %s" % shape, ort_run, js, mods, d, path,
                 rng.normal(0.5, 2, shape).astype(np.float32))
+    for op in ("Softmax", "LogSoftmax"):
+        for n in (1, 7, 16, 17, 48, 91, 1000):
+            d = os.path.join(work, "%s_%d" % (op, n))
+            os.makedirs(d)
+            path = os.path.join(d, "m.onnx")
+            softmax(path, op, [5, n])
+            compare("%s over %d" % (op, n), ort_run, js, mods, d, path,
+                    rng.normal(0, 4, (5, n)).astype(np.float32))
+    # an image shrunk and grown as detectors' transforms and FPNs do
+    for shape, sizes, ctm in (([1, 3, 256, 352], [1, 3, 320, 440], "pytorch_half_pixel"),
+                              ([1, 3, 480, 640], [1, 3, 320, 427], "pytorch_half_pixel"),
+                              ([1, 4, 20, 30], [1, 4, 40, 60], "half_pixel"),
+                              ([1, 2, 9, 13], [1, 2, 17, 25], "align_corners"),
+                              ([1, 2, 9, 13], [1, 2, 20, 7], "asymmetric")):
+        d = os.path.join(work, "resize_%s_%s" % ("x".join(map(str, sizes)), ctm))
+        os.makedirs(d)
+        path = os.path.join(d, "m.onnx")
+        resize(path, shape, sizes, ctm)
+        img = np.sin(np.arange(np.prod(shape), dtype=np.float64) * 0.013).reshape(shape)
+        compare("Resize %s -> %s %s" % (shape[2:], sizes[2:], ctm), ort_run, js, mods, d, path,
+                (img * 2.2 + rng.normal(0, 0.1, shape)).astype(np.float32))
     for act, group in (("SiLU", 1), ("HardSwish", 1), ("HardSigmoid", 1), ("Sigmoid", 1),
                        ("HardSwish", 8)):
         d = os.path.join(work, "int8_%s_g%d" % (act, group))

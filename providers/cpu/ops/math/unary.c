@@ -61,7 +61,7 @@ static inline float un_f32(int op, float x, const un_params *p)
 			return 0.5f * x * (1.0f + vm_tanh(0.7978845608028654f * (x + 0.044715f * x * x * x)));
 		return 0.5f * x * (1.0f + vm_erf(x * 0.70710678118654752f));
 	case U_SQRT: return sqrtf(x);
-	case U_EXP: return expf(x);
+	case U_EXP: return vm_exp_mlas(x);
 	case U_LOG: return logf(x);
 	case U_NEG: return -x;
 	case U_ABS: return fabsf(x);
@@ -119,7 +119,6 @@ un_vec(int op, vf8 x, const un_params *p)
 	switch (op) {
 	case U_RELU: return vf_sel(x < 0.0f, vf_splat(0.0f), x);   /* NaN stays NaN */
 	case U_LEAKY: return vf_sel(x < 0.0f, x * (float)p->alpha, x);
-	case U_EXP: return vf_exp(x);
 	case U_NEG: return -x;
 	case U_ABS: return vf_abs(x);
 	case U_RECIP: return 1.0f / x;
@@ -160,7 +159,7 @@ static void f32_run(int op, const float *x, float *y, int64_t n, const un_params
 	case U_TANH: f32_sloop(U_TANH, x, y, n, p); break;
 	case U_ERF: f32_sloop(U_ERF, x, y, n, p); break;
 	case U_GELU: f32_sloop(U_GELU, x, y, n, p); break;
-	case U_EXP: f32_vloop(U_EXP, x, y, n, p); break;
+	case U_EXP: f32_sloop(U_EXP, x, y, n, p); break;
 	case U_NEG: f32_vloop(U_NEG, x, y, n, p); break;
 	case U_ABS: f32_vloop(U_ABS, x, y, n, p); break;
 	case U_RECIP: f32_vloop(U_RECIP, x, y, n, p); break;

@@ -4,11 +4,13 @@
  * is coerced to 2-D at `axis` (default 1) and normalised over the whole
  * trailing block; from opset 13 over the single dim `axis` (default -1).
  *
- * The last axis (BERT's attention scores) runs a line at a time in three
- * passes over 8-lane vectors: max, exp and sum, scale.  Another axis runs
- * the same passes over whole rows of the dims after it, so every access is
- * contiguous.  Sums are kept in float lanes and flushed into a double every
- * 1024 elements.  Lines (or outer blocks) are split over the intra-op pool.
+ * The last axis (BERT's attention scores, a detector's class scores) runs
+ * a line at a time in three passes, max, exp and sum, scale, computed as
+ * ONNX Runtime's CPU provider computes them on AVX-512 (the same bits; see
+ * line()).  Another axis runs the same passes over whole rows of the dims
+ * after it, so every access is contiguous, with sums kept per column in
+ * float (not ONNX Runtime's order: it transposes the axis last first).
+ * Lines (or outer blocks) are split over the intra-op pool.
  */
 #include <math.h>
 #include <string.h>
@@ -16,8 +18,6 @@
 #include "cpu_ops.h"
 #include "par.h"
 #include "vmath.h"
-
-enum { FLUSH = 1024 };
 
 static int softmax_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt,
 			    int n_in, char *why, size_t n)
@@ -27,45 +27,50 @@ static int softmax_supports(const Onnx__NodeProto *p, int64_t opset, const int32
 	return cpu_supports_dtype(dt, n_in, 0, CPU_TYPES_F32, why, n);
 }
 
-/* One contiguous line of n. */
+/* The sum of e[0, n) in the order of ONNX Runtime's AVX-512 sum-exp
+ * kernel: sixteen lanes, lane k adding e[k], e[k + 16], ... in turn, then
+ * a[k] = lane k + lane k + 8, then ((a0 + a1) + (a2 + a3)) + ((a4 + a5) +
+ * (a6 + a7)).  The lanes past n add nothing (0 to a sum of exps). */
+static inline __attribute__((always_inline)) float sum16(const float *e, int64_t n)
+{
+	vf8 lo = vf_splat(0.0f), hi = vf_splat(0.0f), a;
+	int64_t i = 0;
+
+	for (; i + 16 <= n; i += 16) {
+		lo += vf_load(e + i);
+		hi += vf_load(e + i + 8);
+	}
+	if (i < n) {
+		lo += vf_load_part(e + i, n - i < 8 ? n - i : 8, 0.0f);
+		if (n - i > 8)
+			hi += vf_load_part(e + i + 8, n - i - 8, 0.0f);
+	}
+	a = hi + lo;
+	return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+}
+
+/* One contiguous line of n, as ONNX Runtime computes it (its MLAS softmax
+ * on AVX-512), so scores compared with a threshold or sorted come out in
+ * its order: e = exp(x + -max) (vm_exp_mlas), their sum in sum16's order,
+ * then e * (1 / sum), or (x + -max) - logf(sum) for LogSoftmax.  The float
+ * sum loses ~sqrt(n) ulps where a double one would not, as there. */
 static inline __attribute__((always_inline)) void
 line(const float *x, float *y, int64_t n, int is_log)
 {
-	vf8 acc;
+	float nm = -vf_row_max(x, n), sum, t;
 	int64_t i;
-	double s = 0.0;
-	float m = vf_row_max(x, n), ls, inv;
 
-	for (i = 0; i < n;) {
-		int64_t end = n - i > FLUSH ? i + FLUSH : n;
-		acc = vf_splat(0.0f);
-		for (; i + 8 <= end; i += 8) {
-			vf8 e = vf_exp_nonpos(vf_load(x + i) - m);
-			acc += e;
-			if (!is_log)
-				vf_store(y + i, e);
-		}
-		if (i < end) {
-			vf8 e = vf_exp_nonpos(vf_load_part(x + i, end - i, -INFINITY) - m);
-			acc += e;
-			if (!is_log)
-				vf_store_part(y + i, e, end - i);
-			i = end;
-		}
-		s += vf_hsum(acc);
-	}
-	if (is_log) {   /* (x - m) - log s: exact first step, then one rounding */
-		ls = (float)log(s);
-		for (i = 0; i + 8 <= n; i += 8)
-			vf_store(y + i, (vf_load(x + i) - m) - ls);
-		for (; i < n; i++)
-			y[i] = (x[i] - m) - ls;
+	for (i = 0; i < n; i++)
+		y[i] = vm_exp_mlas(x[i] + nm);
+	sum = sum16(y, n);
+	if (is_log) {
+		t = logf(sum);
+		for (i = 0; i < n; i++)
+			y[i] = (x[i] + nm) - t;
 	} else {
-		inv = (float)(1.0 / s);
-		for (i = 0; i + 8 <= n; i += 8)
-			vf_store(y + i, vf_load(y + i) * inv);
-		for (; i < n; i++)
-			y[i] *= inv;
+		t = 1.0f / sum;
+		for (i = 0; i < n; i++)
+			y[i] *= t;
 	}
 }
 

@@ -15,15 +15,18 @@
  * reference's N-D recursion, since every axis's weights sum to one.
  *
  * The common case of real models — float32 images resized bilinearly
- * along their last two axes (FPN and U-Net upsampling) — has its own path:
- * per plane, each input row needed is interpolated along the width once
- * (in float32, as ONNX Runtime computes), then rows are blended; planes
- * are split over the pool.
+ * along their last two axes (a detector's input transform, FPN and U-Net
+ * upsampling) — has its own path computing exactly ONNX Runtime's float
+ * formula (coordinates and weights in float, four products summed in
+ * order): per plane, each input row needed is gathered at the output
+ * columns' neighbours once, then output rows are blended; planes are
+ * split over the pool.
  */
 #include <math.h>
 
 #include "par.h"
 #include "resize.h"
+#include "vfloat.h"
 
 typedef struct rs_taps {
 	int64_t n;            /* taps per output coordinate */
@@ -342,71 +345,149 @@ static double *run_slice(const resize_params *p, const resize_geom *g, const rs_
 	return a;
 }
 
+/* One axis of the bilinear path, in float as ONNX Runtime's
+ * UpsampleBilinear computes it: the source coordinate in float from the
+ * float scale, clamped to [0, in - 1], its two neighbours and their
+ * weights d1 = |x - i1|, d2 = |x - i2| (both 1/2 when the neighbours
+ * coincide). */
+typedef struct bl_axis {
+	int64_t *i1, *i2;
+	float *d1, *d2;
+} bl_axis;
+
+/* out is the resized length: the output size, or input size x scale when
+ * a scale was given (align_corners then divides by len - 1, as ONNX's
+ * reference does). */
+static float bl_coord(const resize_params *p, float x, float s, float out, float in)
+{
+	switch (p->ctm) {
+	case CT_ALIGN_CORNERS: return out == 1 ? 0.0f : x * (in - 1) / (out - 1);
+	case CT_ASYMMETRIC: return x / s;
+	case CT_TF_HALF_PIXEL_FOR_NN: return (x + 0.5f) / s;
+	case CT_PYTORCH_HALF_PIXEL: return out > 1 ? (x + 0.5f) / s - 0.5f : 0.0f;
+	default: return (x + 0.5f) / s - 0.5f;
+	}
+}
+
+static int bl_setup(cpu_ctx *ctx, const resize_params *p, const resize_geom *g, int d,
+		    bl_axis *a)
+{
+	int64_t in = g->in[d], out = g->out[d];
+	/* the scale ONNX Runtime derives from sizes (out / in in float), or
+	 * the float it was given */
+	float s = g->len[d] == (double)out ? (float)out / (float)in : (float)g->scale[d];
+
+	a->i1 = cpu_scratch(ctx, sizeof(int64_t) * 2 * (size_t)out + 1);
+	a->d1 = cpu_scratch(ctx, sizeof(float) * 2 * (size_t)out + 1);
+	if (!a->i1 || !a->d1)
+		return CPU_E_NOMEM;
+	a->i2 = a->i1 + out;
+	a->d2 = a->d1 + out;
+	for (int64_t j = 0; j < out; j++) {
+		float x = s == 1.0f ? (float)j : bl_coord(p, (float)j, s, (float)g->len[d], (float)in);
+
+		x = x < 0.0f ? 0.0f : x > (float)(in - 1) ? (float)(in - 1) : x;
+		a->i1[j] = (int64_t)x < in - 1 ? (int64_t)x : in - 1;
+		a->i2[j] = a->i1[j] + 1 < in - 1 ? a->i1[j] + 1 : in - 1;
+		a->d1[j] = fabsf(x - (float)a->i1[j]);
+		a->d2[j] = fabsf(x - (float)a->i2[j]);
+		if (a->i1[j] == a->i2[j])
+			a->d1[j] = a->d2[j] = 0.5f;
+	}
+	return 0;
+}
+
 typedef struct bl_job {
 	const float *x;
 	float *y;
-	const rs_taps *th, *tw;
+	bl_axis h, w;
 	int64_t IH, IW, OH, OW;
-	float *rows;            /* per member: two rows of OW */
+	float *rows;            /* per member: four rows of OW */
 } bl_job;
 
-/* Input row r interpolated along the width into dst. */
-static void bl_hrow(const bl_job *j, const float *x, int64_t r, float *dst)
+/* Input row r's values at the output columns' two neighbours. */
+static void bl_gather(const bl_job *j, const float *x, int64_t r, float *n1, float *n2)
 {
 	const float *src = x + r * j->IW;
-	const int64_t *ix = j->tw->idx;
-	const double *w = j->tw->w;
 
-	for (int64_t o = 0; o < j->OW; o++)
-		dst[o] = (float)w[2 * o] * src[ix[2 * o]] + (float)w[2 * o + 1] * src[ix[2 * o + 1]];
+	for (int64_t o = 0; o < j->OW; o++) {
+		n1[o] = src[j->w.i1[o]];
+		n2[o] = src[j->w.i2[o]];
+	}
+}
+
+/* Output row: dx2 dy2 X11 + dx1 dy2 X21 + dx2 dy1 X12 + dx1 dy1 X22 in
+ * that order, every product rounded before its add (ONNX Runtime's bits;
+ * VF_ROUNDED keeps -ffp-contract=fast from making FMAs of them). */
+CPU_MULTIVERSION
+static void bl_blend(const bl_job *j, float dy1, float dy2, const float *x11, const float *x21,
+		     const float *x12, const float *x22, float *y)
+{
+	const float *dx1 = j->w.d1, *dx2 = j->w.d2;
+	int64_t o = 0;
+
+	for (; o + 8 <= j->OW; o += 8) {
+		vf8 a = vf_load(dx1 + o), b = vf_load(dx2 + o), t;
+
+		t = VF_ROUNDED(b * dy2 * vf_load(x11 + o)) + VF_ROUNDED(a * dy2 * vf_load(x21 + o));
+		t = t + VF_ROUNDED(b * dy1 * vf_load(x12 + o));
+		vf_store(y + o, t + VF_ROUNDED(a * dy1 * vf_load(x22 + o)));
+	}
+	for (; o < j->OW; o++) {
+		float t = VF_ROUNDED(dx2[o] * dy2 * x11[o]) + VF_ROUNDED(dx1[o] * dy2 * x21[o]);
+
+		t = t + VF_ROUNDED(dx2[o] * dy1 * x12[o]);
+		y[o] = t + VF_ROUNDED(dx1[o] * dy1 * x22[o]);
+	}
 }
 
 static void bl_range(void *arg, int64_t p0, int64_t p1, int member)
 {
 	const bl_job *j = arg;
-	float *r0 = j->rows + member * 2 * j->OW, *r1 = r0 + j->OW;
+	float *ra = j->rows + member * 4 * j->OW, *rb = ra + 2 * j->OW;
 
 	for (int64_t pl = p0; pl < p1; pl++) {
 		const float *x = j->x + pl * j->IH * j->IW;
 		float *y = j->y + pl * j->OH * j->OW;
-		int64_t have0 = -1, have1 = -1;
+		int64_t have_a = -1, have_b = -1;
 
 		for (int64_t oh = 0; oh < j->OH; oh++) {
-			int64_t a = j->th->idx[2 * oh], b = j->th->idx[2 * oh + 1];
-			float wa = (float)j->th->w[2 * oh], wb = (float)j->th->w[2 * oh + 1];
-			float *yr = y + oh * j->OW;
+			int64_t r1 = j->h.i1[oh], r2 = j->h.i2[oh];
 
-			if (a == have1 && a != have0) {   /* slide down: the old second row */
-				float *t = r0;
-				r0 = r1;
-				r1 = t;
-				have0 = have1;
-				have1 = -1;
+			if (r1 == have_b && r1 != have_a) {   /* slide down: the old second row */
+				float *t = ra;
+				ra = rb;
+				rb = t;
+				have_a = have_b;
+				have_b = -1;
 			}
-			if (a != have0) {
-				bl_hrow(j, x, a, r0);
-				have0 = a;
+			if (r1 != have_a) {
+				bl_gather(j, x, r1, ra, ra + j->OW);
+				have_a = r1;
 			}
-			if (b != have1) {
-				bl_hrow(j, x, b, r1);
-				have1 = b;
+			if (r2 != have_b) {
+				bl_gather(j, x, r2, rb, rb + j->OW);
+				have_b = r2;
 			}
-			for (int64_t o = 0; o < j->OW; o++)
-				yr[o] = wa * r0[o] + wb * r1[o];
+			bl_blend(j, j->h.d1[oh], j->h.d2[oh], ra, ra + j->OW, rb, rb + j->OW,
+				 y + oh * j->OW);
 		}
 	}
 }
 
-/* float32, only the last two axes resized, two taps each, nothing
- * extrapolated: the bilinear path.  1 when it ran (or failed: *rc). */
-static int run_bilinear(cpu_ctx *ctx, const resize_geom *g, const rs_taps *t,
-			const cpu_tensor *X, cpu_tensor *Y, int *rc)
+/* float32, only the last two axes resized linearly, nothing antialiased or
+ * extrapolated: the bilinear path, which gives ONNX Runtime's bits (an
+ * image resized in a detector's transform feeds score thresholds and,
+ * quantized, DynamicQuantizeLinear).  1 when it ran (or failed: *rc). */
+static int run_bilinear(cpu_ctx *ctx, const resize_params *p, const resize_geom *g,
+			const rs_taps *t, const cpu_tensor *X, cpu_tensor *Y, int *rc)
 {
 	int r = g->rank, members = cpu_par_members(ctx);
 	int64_t planes = 1;
 	bl_job j;
 
-	if (X->dtype != CPU_FLOAT || Y->dtype != CPU_FLOAT || r < 2)
+	if (X->dtype != CPU_FLOAT || Y->dtype != CPU_FLOAT || r < 2 || p->mode != RS_LINEAR ||
+	    p->antialias || p->ctm == CT_TF_CROP_AND_RESIZE || p->ctm == CT_HALF_PIXEL_SYMMETRIC)
 		return 0;
 	for (int d = 0; d < r - 2; d++) {
 		if (!t[d].identity)
@@ -414,16 +495,16 @@ static int run_bilinear(cpu_ctx *ctx, const resize_geom *g, const rs_taps *t,
 		planes *= g->in[d];
 	}
 	for (int d = r - 2; d < r; d++)
-		if (t[d].n != 2 || t[d].any_extrap)
+		if (t[d].n != 2 || t[d].any_extrap || g->in[d] < 1)
 			return 0;
-	j = (bl_job){X->data, Y->data, &t[r - 2], &t[r - 1], g->in[r - 2], g->in[r - 1],
-		     g->out[r - 2], g->out[r - 1], NULL};
-	j.rows = cpu_scratch(ctx, sizeof(float) * 2 * (size_t)(j.OW * members) + 1);
-	if (!j.rows) {
+	j = (bl_job){X->data, Y->data, {0}, {0}, g->in[r - 2], g->in[r - 1], g->out[r - 2],
+		     g->out[r - 1], NULL};
+	j.rows = cpu_scratch(ctx, sizeof(float) * 4 * (size_t)(j.OW * members) + 1);
+	if (!j.rows || bl_setup(ctx, p, g, r - 2, &j.h) || bl_setup(ctx, p, g, r - 1, &j.w)) {
 		*rc = CPU_E_NOMEM;
 		return 1;
 	}
-	/* ~0.6 ns an output element, a row interpolated once per output row */
+	/* ~0.6 ns an output element, a row gathered once per output row */
 	cpu_par_for(ctx, planes, 0.6 * (double)(j.OH * j.OW * 2), 1, bl_range, &j);
 	*rc = 0;
 	return 1;
@@ -436,7 +517,7 @@ static int run_interp(cpu_ctx *ctx, const resize_params *p, const resize_geom *g
 	double *a, *b;
 	int f = 0, rc;
 
-	if (run_bilinear(ctx, g, t, X, Y, &rc))
+	if (run_bilinear(ctx, p, g, t, X, Y, &rc))
 		return rc;
 	/* leading axes that are not resized become an outer loop, so the
 	 * double buffers hold one slice, not the whole tensor */
