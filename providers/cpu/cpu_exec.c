@@ -167,6 +167,17 @@ static int cast_to_float(const cpu_node *node)
 	       cpu_attr_int(node->proto, "to", 0) == CPU_FLOAT;
 }
 
+/* A Cast of a float32 value to float16 may keep its output float32 too
+ * (its kernel then copies): ONNX Runtime removes such a Cast together with
+ * the Cast back to float32 it inserts before a node without a float16
+ * kernel, so the value is never rounded there either. */
+static int cast_f32_to_f16(const cpu_node *node, int32_t in_dtype)
+{
+	return strcmp(node->proto->op_type, "Cast") == 0 &&
+	       (!node->proto->domain || !node->proto->domain[0]) && in_dtype == CPU_FLOAT &&
+	       cpu_attr_int(node->proto, "to", 0) == CPU_FLOAT16;
+}
+
 int cpu_plan_wide(cpu_plan *p, const int32_t *dtype, const unsigned char *exported)
 {
 	int *producer = malloc(sizeof(int) * (p->n_values + 1));
@@ -209,7 +220,8 @@ int cpu_plan_wide(cpu_plan *p, const int32_t *dtype, const unsigned char *export
 
 			if (v >= 0) {
 				producer[v] = (int)k;
-				if (i >= 32 || node->f16_mode != CPU_F16_WIDEN)
+				if (i >= 32 || (node->f16_mode != CPU_F16_WIDEN &&
+						!cast_f32_to_f16(node, dt[0])))
 					ok[v] = 0;
 			}
 		}

@@ -230,6 +230,11 @@ typedef struct cpu_ctx {
  * After a NULL from cpu_output or cpu_scratch the kernel returns any nonzero
  * status; the executor reports the status recorded by the failed call. */
 cpu_tensor *cpu_output(cpu_ctx *ctx, int i, int32_t dtype, int rank, const int64_t *dims);
+/* Whether float16 output i is kept float32 for the widened nodes that read
+ * it (cpu_plan_wide), and that float32 tensor: a node producing it writes
+ * float32 there, not float16. */
+int cpu_output_kept_wide(const cpu_ctx *ctx, int i);
+cpu_tensor *cpu_output_wide(cpu_ctx *ctx, int i, int rank, const int64_t *dims);
 /* Output i as a sequence of n items (zeroed; fill each with
  * cpu_seq_item), or as an empty optional. */
 cpu_seq *cpu_output_sequence(cpu_ctx *ctx, int i, int32_t elem_dtype, size_t n);

@@ -594,9 +594,8 @@ static cpu_tensor *output_narrowed(cpu_ctx *ctx, int i, int rank, const int64_t 
 	/* a value only widened nodes read stays float32: in the executor's
 	 * float32 twin of the place the core planned for it (planned[i] then
 	 * says float32), else on the heap */
-	if (i < 32 && (ctx->node->f16_wide_out >> i & 1))
-		return output_at(ctx, i, CPU_FLOAT, rank, dims,
-				 run->planned[i] && run->planned[i]->dtype == CPU_FLOAT);
+	if (cpu_output_kept_wide(ctx, i))
+		return cpu_output_wide(ctx, i, rank, dims);
 	t = output_at(ctx, i, CPU_FLOAT16, rank, dims, 1);
 	if (!t)
 		return NULL;
@@ -610,6 +609,19 @@ static cpu_tensor *output_narrowed(cpu_ctx *ctx, int i, int rank, const int64_t 
 	if (run->given[i])
 		run->narrow[i] = w;
 	return w;
+}
+
+int cpu_output_kept_wide(const cpu_ctx *ctx, int i)
+{
+	return i >= 0 && i < 32 && i < ctx->n_out && (ctx->node->f16_wide_out >> i & 1);
+}
+
+cpu_tensor *cpu_output_wide(cpu_ctx *ctx, int i, int rank, const int64_t *dims)
+{
+	exec_run *run = ctx->exec;
+
+	return output_at(ctx, i, CPU_FLOAT, rank, dims,
+			 run->planned && run->planned[i] && run->planned[i]->dtype == CPU_FLOAT);
 }
 
 cpu_tensor *cpu_output(cpu_ctx *ctx, int i, int32_t dtype, int rank, const int64_t *dims)

@@ -171,9 +171,12 @@ def run(ort_run, work, name, build):
 
 def wide(ort_run, work):
     """Values inside the provider stay float32 (cpu_plan_wide): x16 + 1000
-    - 1000 gives x16 back to float32 precision, where rounding the sum to
+    - 1000 gives x back to float32 precision, where rounding the sum to
     float16 (spacing 0.5 at 1000) loses it; ORTMK_CPU_F16_WIDE=0 rounds
-    every value.  Both against numpy doing exactly those steps."""
+    every value.  With it on, the input's Cast to float16 keeps its float32
+    value too (only widened nodes read it), as ONNX Runtime drops that Cast
+    with the one it inserts back to float32, so x is never rounded to
+    float16 either.  Both against numpy doing exactly those steps."""
     c = numpy_helper.from_array(np.array([1000.0], np.float16), "c")
     nodes = [helper.make_node("Add", ["x16", "c"], ["a"]),
              helper.make_node("Sub", ["a", "c"], ["y16"])]
@@ -184,7 +187,7 @@ def wide(ort_run, work):
     np.save(xin, x)
     x16 = x.astype(np.float16)
     f32, f16 = np.float32(1000), np.float16(1000)
-    want = {"1": (x16.astype(np.float32) + f32) - f32,
+    want = {"1": (x + f32) - f32,
             "0": ((x16 + f16) - f16).astype(np.float32)}
     for mode, ref in sorted(want.items()):
         out = os.path.join(work, "wide16_out" + mode)

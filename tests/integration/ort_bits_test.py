@@ -42,9 +42,11 @@ const fs = require('fs');
     feeds[k] = new ort.Tensor('float32', new Float32Array(new Uint32Array(v.bits).buffer), v.dims);
   const r = await s.run(feeds);
   const out = {};
-  for (const k of Object.keys(r))
-    out[k] = {dims: r[k].dims, bits: Array.from(new Uint32Array(r[k].data.buffer,
-                                                r[k].data.byteOffset, r[k].data.length))};
+  for (const k of Object.keys(r)) {
+    const d = r[k].data, W = r[k].type === 'float16' ? Uint16Array : Uint32Array;
+    out[k] = {dims: r[k].dims, type: r[k].type,
+              bits: Array.from(new W(d.buffer, d.byteOffset, d.length))};
+  }
   console.log(JSON.stringify(out));
 })().catch(e => { console.error(e.message); process.exit(1); });
 """
@@ -98,6 +100,25 @@ def resize(path, shape, sizes, ctm):
     onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), path)
 
 
+def f16_transform(path):
+    """A float16 model's input transform as the keep_io_types converters
+    write it: Cast of the float32 image to float16, Sub the mean, Div the
+    std. ONNX Runtime has no float16 Sub/Div kernel on x86: it computes them
+    in float32 from the Cast's float32 input (it drops that Cast with the
+    one it inserts), and so must ortmk."""
+    inits = [numpy_helper.from_array(np.array([0.485, 0.456, 0.406], np.float16).reshape(3, 1, 1),
+                                     "mean"),
+             numpy_helper.from_array(np.array([0.229, 0.224, 0.225], np.float16).reshape(3, 1, 1),
+                                     "std")]
+    nodes = [helper.make_node("Cast", ["x"], ["h"], to=TensorProto.FLOAT16),
+             helper.make_node("Sub", ["h", "mean"], ["c"]),
+             helper.make_node("Div", ["c", "std"], ["y"])]
+    g = helper.make_graph(nodes, "f16", [vi("x", [3, 40, 40])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [3, 40, 40])],
+                          inits)
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+
+
 def int8_chain(path, act, c, m, hw, group):
     """DynamicQuantizeLinear -> ConvInteger (uint8 weights, 3x3, pad 1) ->
     Cast -> Mul (x scale times w scale) -> Add (bias) -> act ->
@@ -141,10 +162,13 @@ def compare(name, ort_run, js, mods, d, path, x):
     ref = json.loads(q.stdout)
     for o, r in sorted(ref.items()):
         got = np.load(os.path.join(out, o + ".npy"))
-        want = np.array(r["bits"], np.uint32).view(np.float32).reshape(r["dims"])
-        same = got.shape == want.shape and np.array_equal(got.view(np.uint32), want.view(np.uint32))
-        diff = int((got.view(np.uint32) != want.view(np.uint32)).sum()) if got.shape == want.shape \
-            else -1
+        ut = np.uint16 if r.get("type") == "float16" else np.uint32
+        want = np.array(r["bits"], ut).view(np.float16 if ut == np.uint16 else np.float32)
+        want = want.reshape(r["dims"])
+        same = got.shape == want.shape and got.dtype == want.dtype and \
+            np.array_equal(got.view(ut), want.view(ut))
+        diff = int((got.view(ut) != want.view(ut)).sum()) if same or (
+            got.shape == want.shape and got.dtype == want.dtype) else -1
         check(same, "%s: %s %s bit-identical to ONNX Runtime's (%d of %d differ)" %
               (name, o, list(got.shape), diff, got.size))
 
@@ -198,6 +222,11 @@ def main():
         img = np.sin(np.arange(np.prod(shape), dtype=np.float64) * 0.013).reshape(shape)
         compare("Resize %s -> %s %s" % (shape[2:], sizes[2:], ctm), ort_run, js, mods, d, path,
                 (img * 2.2 + rng.normal(0, 0.1, shape)).astype(np.float32))
+    d = os.path.join(work, "f16_transform")
+    os.makedirs(d)
+    f16_transform(os.path.join(d, "m.onnx"))
+    compare("float16 input transform", ort_run, js, mods, d, os.path.join(d, "m.onnx"),
+            rng.uniform(0, 1, (3, 40, 40)).astype(np.float32))
     for act, group in (("SiLU", 1), ("HardSwish", 1), ("HardSigmoid", 1), ("Sigmoid", 1),
                        ("HardSwish", 8)):
         d = os.path.join(work, "int8_%s_g%d" % (act, group))

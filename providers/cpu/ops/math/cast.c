@@ -53,7 +53,14 @@ static int cast_compute(cpu_ctx *ctx)
 	if (to <= 0 || to >= 32 || !(CAST_TYPES & CPU_BIT(to)))
 		return cpu_fail(ctx, CPU_E_UNSUPPORTED, "cast to %s (%d) is not supported",
 				cpu_dtype_name(to), (int)to);
-	if (!(Y = cpu_output(ctx, 0, to, X->rank, X->dims)))
+	/* float32 to float16 read only by widened nodes (cpu_plan_wide): the
+	 * value stays float32, as ONNX Runtime drops this Cast with the one
+	 * back to float32 it inserts before them */
+	if (to == CPU_FLOAT16 && X->dtype == CPU_FLOAT && cpu_output_kept_wide(ctx, 0))
+		Y = cpu_output_wide(ctx, 0, X->rank, X->dims);
+	else
+		Y = cpu_output(ctx, 0, to, X->rank, X->dims);
+	if (!Y)
 		return CPU_E_NOMEM;
 	cpu_cast_values(X, Y);
 	return 0;
