@@ -14,7 +14,8 @@
 # cuda,cpu (every case cpu passes, nodes on cuda per case) while the same
 # runs on vulkan,cpu; the integration models (cuDNN and implicit-GEMM
 # Conv); weight upload from a 1 GiB external-data file; the IO-binding
-# decode loop; crash-to-ready after SIGKILL of ort-ep-cuda mid-run.
+# decode loop; crash-to-ready after SIGKILL of ort-ep-cuda mid-run; the
+# zoo subset and the IO-binding loop on vulkan,cpu (stage vk).
 #
 # Environment: STAGES (default "probe api zoo conf models ext ar soak") picks
 # stages for a rerun; ZOO_ONLY (model names, comma-separated) limits the zoo
@@ -23,7 +24,7 @@
 # context and the driver makes them one at a time: the conformance stage
 # costs about 0.25 s per case on an H200 whatever --jobs says.
 set -u
-STAGES=" ${STAGES:-probe api zoo conf models ext ar soak} "
+STAGES=" ${STAGES:-probe api zoo conf models ext ar soak vk} "
 want() { case "$STAGES" in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 G=$(cd "${1:-.gpu}" && pwd)
 OUT=${2:-${OUT:-gpu-results}}
@@ -162,6 +163,22 @@ if want ar; then
 			--repeat 3 --json
 		say "$p: $(tail -2 "$W/ar-$p.txt" | tr '\n' ' ')"
 	done
+fi
+
+if want vk; then
+	stage "vulkan,cpu: zoo subset vs cpu, example CNN, IO-binding decode loop"
+	run 150 "$W/vk_zoo.txt" "$PY" -u "$REPO/tests/cuda/gpu_zoo.py" "$BIN" "$G/models/zoo" "$W/vk_zoo" \
+		--iters 20 --threads 16 --provider vulkan,cpu --no-ort ${VK_ZOO_ONLY:+--only "$VK_ZOO_ONLY"}
+	sed 's/ cuda / vk   /' "$W/vk_zoo.txt" | tee -a "$SUM"
+	cp "$W/vk_zoo/zoo.json" "$OUT/vk_zoo.json" 2>/dev/null
+	for p in vulkan,cpu cpu; do
+		run 60 "$W/vk-ex-$p.txt" "$BIN/ort-run" "$BIN/cnn_example.onnx" --provider $p --warmup 10 \
+			--iters 100 --json
+		say "example CNN $p: $(grep -o '"session_create_ms": [0-9.]*, "median_ms": [0-9.]*' "$W/vk-ex-$p.txt")"
+	done
+	run 60 "$W/vk-ar.txt" "$BIN/autoregressive" "$BIN/autoregressive.onnx" --provider vulkan,cpu \
+		--steps 256 --repeat 3 --json
+	say "vulkan,cpu: $(tail -2 "$W/vk-ar.txt" | tr '\n' ' ')"
 fi
 
 if want soak; then

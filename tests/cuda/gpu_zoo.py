@@ -4,9 +4,11 @@ against cpu, and the latencies of both (and of ONNX Runtime when its Python
 package is there).  Run by tests/cuda/gpu_check.sh on a GPU machine.
 
 usage: gpu_zoo.py BIN_DIR ZOO_DIR WORK_DIR [--iters N] [--threads T] [--only M,M]
+                  [--provider LIST] [--no-ort]
 
 Per row of ZOO_DIR/manifest.txt ("name variant model --input N=F ..."):
-ort-run on cpu (T threads) and on cuda,cpu, outputs compared with
+ort-run on cpu (T threads) and on --provider (default cuda,cpu), outputs
+compared with
   fp32: |cuda - cpu| <= 1e-3 * max|cpu| + 1e-3 * |cpu| element-wise
         (TF32 off: ort-ep-cuda's default);
   fp16: |cuda - cpu| <= 1e-2 of the output's range;
@@ -144,7 +146,14 @@ def main():
     if argv[:1] == ["--ort"]:
         print(json.dumps(ort_child(argv[1], argv[2], int(argv[3]), int(argv[4]))))
         return
-    iters, threads, only = 20, 16, None
+    iters, threads, only, provider, with_ort = 20, 16, None, "cuda,cpu", True
+    if "--provider" in argv:
+        i = argv.index("--provider")
+        provider = argv[i + 1]
+        del argv[i:i + 2]
+    if "--no-ort" in argv:
+        argv.remove("--no-ort")
+        with_ort = False
     if "--only" in argv:
         i = argv.index("--only")
         only = set(argv[i + 1].split(","))
@@ -168,11 +177,11 @@ def main():
         cpu, err_cpu = ort_run(bin_dir, model, args, os.path.join(work, tag, "cpu"), "cpu",
                                iters, threads)
         cuda, err_cuda = ort_run(bin_dir, model, args, os.path.join(work, tag, "cuda"),
-                                 "cuda,cpu", iters, threads)
+                                 provider, iters, threads)
         row = {"model": name, "variant": variant, "batch": batch}
         if cpu is None or cuda is None:
             row["status"] = "error"
-            row["reason"] = "cpu: " + err_cpu if cpu is None else "cuda: " + err_cuda
+            row["reason"] = "cpu: " + err_cpu if cpu is None else provider + ": " + err_cuda
         else:
             worst, why = compare(os.path.join(work, tag, "cpu"), os.path.join(work, tag, "cuda"),
                                  variant)
@@ -180,7 +189,9 @@ def main():
                        nodes=cuda["nodes_per_provider"], cpu_ms=cpu["median_ms"],
                        cuda_ms=cuda["median_ms"], cuda_create_ms=cuda["session_create_ms"],
                        cpu_create_ms=cpu["session_create_ms"])
-        row["ort_cpu_ms"], why = ort_time(model, feeds, iters, threads, work)
+        row["provider"] = provider
+        row["ort_cpu_ms"], why = ort_time(model, feeds, iters, threads, work) if with_ort \
+            else (None, "")
         if why:
             row["ort_reason"] = why
         bad += row["status"] != "pass"
