@@ -17,12 +17,15 @@
 # decode loop; crash-to-ready after SIGKILL of ort-ep-cuda mid-run; the
 # zoo subset and the IO-binding loop on vulkan,cpu (stage vk).
 #
-# Environment: STAGES (default "probe api zoo conf models ext ar soak") picks
-# stages for a rerun; ZOO_ONLY (model names, comma-separated) limits the zoo
-# stage; CONF_SUITES / CONF_PROVIDERS (default all four suites, "cuda
-# vulkan") limit the conformance stage.  Every CUDA process makes its own
-# context and the driver makes them one at a time: the conformance stage
-# costs about 0.25 s per case on an H200 whatever --jobs says.
+# Environment: STAGES (default "probe api zoo conf models ext ar soak vk")
+# picks stages for a rerun; ZOO_ONLY (model names, comma-separated) limits
+# the zoo stage and VK_ZOO_ONLY the vk stage's; CONF_SUITES and
+# CONF_PROVIDERS (default all four suites, "cuda vulkan") limit the
+# conformance stage, CONF_FILTER to the cases whose name holds it (then
+# reported, not checked against the passing list).  Every CUDA process
+# makes its own context and the driver makes them one at a time: the
+# conformance stage costs about 0.25 s per case on an H200 whatever --jobs
+# says.
 set -u
 STAGES=" ${STAGES:-probe api zoo conf models ext ar soak vk} "
 want() { case "$STAGES" in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
