@@ -20,12 +20,11 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "bench"))
-sys.dont_write_bytecode = True
-from bench_run import find_node_modules  # noqa: E402
+sys.dont_write_bytecode = True   # ort_ref beside this file: no __pycache__ in the tree
+from ort_ref import Tally, node_modules, run_js, write_js  # noqa: E402
 
-passed = failed = 0
+T = Tally()
+check = T.check
 rng = np.random.default_rng(17)
 
 ORT_JS = r"""
@@ -43,12 +42,6 @@ const fs = require('fs');
 })().catch(e => { console.error(e.message); process.exit(1); });
 """
 
-
-def check(ok, what):
-    global passed, failed
-    print(("ok   " if ok else "FAIL ") + what)
-    passed += ok
-    failed += not ok
 
 
 def model(path, nb, nc, n, max_out, thresh, k):
@@ -78,15 +71,12 @@ def boxes(nb, n, spread):
 
 def main():
     ort_run, work = sys.argv[1], sys.argv[2]
-    mods = find_node_modules(sys.argv[3] if len(sys.argv) > 3 else None)
-    if not mods or not shutil.which("node"):
-        print("onnxruntime-node or node not found: skipped")
+    mods = node_modules(sys.argv[3] if len(sys.argv) > 3 else None)
+    if not mods:
         return 77
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
-    js = os.path.join(work, "ort.js")
-    with open(js, "w") as f:
-        f.write(ORT_JS)
+    js = write_js(work, ORT_JS)
     cases = [("all 1.0", 1, 1, 64, 64, None, lambda s: np.ones(s), 10),
              ("grid, threshold", 2, 3, 200, 20, 0.25, lambda s: np.round(rng.uniform(0, 1, s), 1), 30),
              ("grid, spread out", 1, 2, 300, 300, None, lambda s: np.round(rng.uniform(0, 1, s) * 4) / 4, 50),
@@ -110,7 +100,7 @@ def main():
         with open(job, "w") as f:
             json.dump({"model": path, "boxes": b.ravel().tolist(), "scores": s.ravel().tolist(),
                        "bshape": list(b.shape), "sshape": list(s.shape)}, f)
-        q = subprocess.run(["node", js, mods, job], capture_output=True, text=True, timeout=120)
+        q = run_js(js, mods, job)
         check(q.returncode == 0, "%s: ONNX Runtime runs (%s)" % (name, q.stderr.strip()[-200:]))
         if p.returncode or q.returncode:
             continue
@@ -121,8 +111,7 @@ def main():
             same = got.shape == want.shape and np.array_equal(got, want)
             check(same, "%s: %s %s equal to ONNX Runtime's (%d ties among the scores)" %
                   (name, o, list(got.shape), s.size - len(np.unique(s))))
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return T.result()
 
 
 if __name__ == "__main__":

@@ -22,12 +22,11 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "tools", "bench"))
-sys.dont_write_bytecode = True
-from bench_run import find_node_modules  # noqa: E402
+sys.dont_write_bytecode = True   # ort_ref beside this file: no __pycache__ in the tree
+from ort_ref import Tally, node_modules, run_js, write_js  # noqa: E402
 
-passed = failed = 0
+T = Tally()
+check = T.check
 rng = np.random.default_rng(29)
 
 # Float32 values travel as their bit patterns (uint32), both ways.
@@ -51,12 +50,6 @@ const fs = require('fs');
 })().catch(e => { console.error(e.message); process.exit(1); });
 """
 
-
-def check(ok, what):
-    global passed, failed
-    print(("ok   " if ok else "FAIL ") + what)
-    passed += ok
-    failed += not ok
 
 
 def vi(name, shape):
@@ -155,7 +148,7 @@ def compare(name, ort_run, js, mods, d, path, x):
         json.dump({"model": path, "inputs": {"x": {"dims": list(x.shape),
                                                    "bits": x.view(np.uint32).ravel().tolist()}}},
                   f)
-    q = subprocess.run(["node", js, mods, job], capture_output=True, text=True, timeout=120)
+    q = run_js(js, mods, job)
     check(q.returncode == 0, "%s: ONNX Runtime runs (%s)" % (name, q.stderr.strip()[-200:]))
     if p.returncode or q.returncode:
         return
@@ -175,15 +168,12 @@ def compare(name, ort_run, js, mods, d, path, x):
 
 def main():
     ort_run, work = sys.argv[1], sys.argv[2]
-    mods = find_node_modules(sys.argv[3] if len(sys.argv) > 3 else None)
-    if not mods or not shutil.which("node"):
-        print("onnxruntime-node or node not found: skipped")
+    mods = node_modules(sys.argv[3] if len(sys.argv) > 3 else None)
+    if not mods:
         return 77
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
-    js = os.path.join(work, "ort.js")
-    with open(js, "w") as f:
-        f.write(ORT_JS)
+    js = write_js(work, ORT_JS)
     # Values across and beyond each function's range, NaN-free: logits from
     # -25 to 25, and activations around HardSwish's kinks at -3 and 3.
     x = np.concatenate([rng.uniform(-25, 25, 40000), rng.normal(0, 3, 40000),
@@ -236,8 +226,7 @@ def main():
         xi = np.sin(np.arange(8 * 20 * 20, dtype=np.float32) * 0.37).reshape(1, 8, 20, 20) * 2
         compare("int8 chain, %s, group %d" % (act, group), ort_run, js, mods, d, path,
                 xi.astype(np.float32))
-    print("%d passed, %d failed" % (passed, failed))
-    return 1 if failed else 0
+    return T.result()
 
 
 if __name__ == "__main__":
