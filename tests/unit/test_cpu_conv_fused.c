@@ -269,6 +269,12 @@ static const ccase conv_cases[] = {
 	/* Winograd prepared, but the image too large for it (conv_wino_fits:
 	 * 41 x 41 tiles x 80 channels): the GEMM with the unpacked filter */
 	{1, 80, 82, 81, 16, 1, 3, 3, 1, 1, 1},
+	/* batches of 3 and 4 with a pool of 2: the images split over the pool,
+	 * each member with its own im2col and transpose scratch */
+	{3, 16, 5, 5, 64, 1, 3, 3, 1, 1, 1},       /* packed filter form, im2col */
+	{3, 33, 6, 6, 40, 1, 1, 1, 1, 0, 1},       /* 1x1 direct, packed form */
+	{4, 12, 16, 16, 24, 1, 1, 1, 1, 0, 1},     /* 1x1 direct, rows form */
+	{4, 20, 9, 7, 45, 1, 3, 3, 2, 1, 1},       /* strided rows form, im2col packer */
 };
 
 static void test_conv_forms(void **state)

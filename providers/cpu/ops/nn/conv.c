@@ -308,13 +308,64 @@ static void im2col_par(cpu_ctx *ctx, const conv_job *j, const float *x, float *c
 	cpu_par_for(ctx, j->Cg, 1.0 * (double)(taps * j->osz), 1, im2col_range, &a);
 }
 
+/* Images [b0, b1) of the GEMM forms, every group of each, with member's
+ * share of the scratch; ctx runs each GEMM (on its pool, or on none). */
+typedef struct conv_images {
+	const conv_job *j;
+	const conv_state *st;
+	const float *x, *w, *b;
+	float *y;
+	const void *packed;
+	int64_t G, M, isz;
+	int direct, use_t;
+	float *col, *ct;          /* members x col_n, ct_n floats */
+	size_t col_n, ct_n;
+	int failed;
+	cpu_ctx ctx1;             /* the node's context without its pool */
+} conv_images;
+
+static void conv_images_run(cpu_ctx *ctx, conv_images *ci, int64_t b0, int64_t b1, int member)
+{
+	const conv_job *j = ci->j;
+	float *col = ci->col ? ci->col + (size_t)member * ci->col_n : NULL;
+	float *ct = ci->ct ? ci->ct + (size_t)member * ci->ct_n : NULL;
+
+	for (int64_t b = b0; b < b1; b++)
+		for (int64_t grp = 0; grp < ci->G; grp++) {
+			const float *x = ci->x + (b * ci->G + grp) * j->Cg * ci->isz;
+			int64_t yoff = (b * ci->M + grp * j->Mg) * j->osz;
+			float *y = ci->y + yoff;
+			const float *res = j->res ? (const float *)j->res->data + yoff : NULL;
+			const float *w = ci->w + grp * j->Mg * j->ksz;
+			const float *bias = ci->b ? ci->b + grp * j->Mg : NULL;
+			const void *pk = ci->use_t ? (const char *)ci->packed + grp * ci->st->pk_size :
+				NULL;
+
+			if (!ci->direct && ci->use_t)
+				im2col_par(ctx, j, x, col);
+			/* The rows form adds the residual as the GEMM's C (beta 1). */
+			if (res && !pk && res != y)
+				memcpy(y, res, (size_t)(j->Mg * j->osz) * sizeof(float));
+			if (group_gemm(ctx, j, ci->direct ? x : col, ci->direct || ci->use_t ? NULL : x,
+				       w, bias, pk, y, res, ct))
+				__atomic_store_n(&ci->failed, 1, __ATOMIC_RELAXED);
+		}
+}
+
+static void images_range(void *arg, int64_t b0, int64_t b1, int member)
+{
+	conv_images *ci = arg;
+	cpu_ctx c = ci->ctx1;
+
+	conv_images_run(&c, ci, b0, b1, member);
+}
+
 static int conv_compute(cpu_ctx *ctx)
 {
 	const conv_state *st = ctx->node->state;
 	const cpu_tensor *X, *W, *B = cpu_input(ctx, 2);
 	int64_t dims[CPU_MAX_RANK], N, M, G = st->group, isz = 1;
 	const void *packed = NULL;
-	float *col = NULL, *ct = NULL;
 	int rc = 0, direct = 1, use_t;
 	cpu_fuse_run fr;
 	conv_job j;
@@ -393,30 +444,35 @@ static int conv_compute(cpu_ctx *ctx)
 	}
 	if (!direct && j.osz && (uint64_t)j.ksz > SIZE_MAX / sizeof(float) / 2 / (uint64_t)j.osz)
 		return cpu_fail(ctx, CPU_E_NOMEM, "im2col buffer too large");
-	if (!direct && use_t &&
-	    !(col = cpu_scratch(ctx, (size_t)j.ksz * (size_t)j.osz * sizeof(float))))
-		return CPU_E_NOMEM;
-	if (use_t && !(ct = cpu_scratch(ctx, (size_t)j.osz * (size_t)j.Mg * sizeof(float))))
-		return CPU_E_NOMEM;
-	for (int64_t b = 0; b < N; b++)
-		for (int64_t grp = 0; grp < G; grp++) {
-			const float *x = (const float *)X->data + (b * G + grp) * j.Cg * isz;
-			int64_t yoff = (b * M + grp * j.Mg) * j.osz;
-			float *y = (float *)fr.y->data + yoff;
-			const float *res = j.res ? (const float *)j.res->data + yoff : NULL;
-			const float *w = (const float *)W->data + grp * j.Mg * j.ksz;
-			const float *bias = B ? (const float *)B->data + grp * j.Mg : NULL;
-			const void *pk = use_t ? (const char *)packed + grp * st->pk_size : NULL;
+	{
+		/* A batch of at least one image per pool member: the images split
+		 * over the pool, each GEMM on one thread (a per-image GEMM split
+		 * over two threads gained 1.2-1.4x at batch 8, images 2x) */
+		int members = cpu_par_members(ctx);
+		conv_images ci = {.j = &j, .st = st, .x = X->data, .w = W->data,
+				  .b = B ? B->data : NULL, .y = fr.y->data, .packed = packed,
+				  .G = G, .M = M, .isz = isz, .direct = direct, .use_t = use_t};
+		int split = members > 1 && N >= members;
+		size_t copies = split ? (size_t)members : 1;
 
-			if (!direct && use_t)
-				im2col_par(ctx, &j, x, col);
-			/* The rows form adds the residual as the GEMM's C (beta 1). */
-			if (res && !pk && res != y)
-				memcpy(y, res, (size_t)(j.Mg * j.osz) * sizeof(float));
-			if (group_gemm(ctx, &j, direct ? x : col, direct || use_t ? NULL : x, w, bias,
-				       pk, y, res, ct))
-				return cpu_fail(ctx, CPU_E_NOMEM, "GEMM failed (out of memory)");
+		ci.col_n = !direct && use_t ? (size_t)j.ksz * (size_t)j.osz : 0;
+		ci.ct_n = use_t ? (size_t)j.osz * (size_t)j.Mg : 0;
+		if (ci.col_n && !(ci.col = cpu_scratch(ctx, copies * ci.col_n * sizeof(float))))
+			return CPU_E_NOMEM;
+		if (ci.ct_n && !(ci.ct = cpu_scratch(ctx, copies * ci.ct_n * sizeof(float))))
+			return CPU_E_NOMEM;
+		if (split) {
+			ci.ctx1 = *ctx;
+			ci.ctx1.pool = NULL;
+			/* ~0.1 ns a multiply-add of an image's GEMM */
+			cpu_par_for(ctx, N, 0.1 * (double)(G * j.Mg * j.ksz * j.osz), 1, images_range,
+				    &ci);
+		} else {
+			conv_images_run(ctx, &ci, 0, N, 0);
 		}
+		if (ci.failed)
+			return cpu_fail(ctx, CPU_E_NOMEM, "GEMM failed (out of memory)");
+	}
 	return cpu_fuse_end(ctx, &fr, 1);
 }
 
