@@ -9,7 +9,7 @@
 #
 #   tests/cuda/gpu_bundle.sh BUILD_DIR ZOO_CACHE [BUNDLE_DIR]
 #
-# BUNDLE_DIR (default .gpu, which .git/info/exclude should list) is what
+# BUNDLE_DIR (default .gpu, which .gitignore lists) is what
 # travels; tests/cuda/gpu_check.sh BUNDLE_DIR runs there.  The CUDA
 # libraries do not travel (cuBLAS alone is 500 MB): the check finds the
 # machine's own (CUDA 13, like the toolkit here).
