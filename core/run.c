@@ -155,27 +155,44 @@ static ortmk_status get_plan(ortmk_session *s, const ortmk_value **bound, core_p
 	return ORTMK_OK;
 }
 
-/* Replaces a session segment with a larger one; providers drop the old. */
-static ortmk_status grow_segment(ortmk_session *s, shm_segment **seg, uint64_t size,
-				 const char *name)
+/* *out = a new segment of `size` bytes. */
+static ortmk_status segment_new(ortmk_session *s, uint64_t size, const char *name,
+				shm_segment **out)
 {
-	shm_segment *n;
+	shm_segment *n = calloc(1, sizeof(*n));
 
-	if (*seg && (*seg)->size >= size)
-		return ORTMK_OK;
-	n = calloc(1, sizeof(*n));
 	if (!n || shm_segment_create(name, size ? size : 1, core_env_next_id(s->env), n)) {
 		free(n);
 		return core_fail(ORTMK_ERR_NO_MEMORY, "cannot create %llu bytes of shared memory (%s)",
 				 (unsigned long long)size, name);
 	}
-	if (*seg) {
-		for (int e = 0; e < s->n_eps; e++)
-			if (ipc_segtab_find(&s->eps[e]->p.segs, (*seg)->id))
-				core_ep_release_segment(s->eps[e], (*seg)->id);
-		shm_segment_destroy(*seg);
-		free(*seg);
-	}
+	*out = n;
+	return ORTMK_OK;
+}
+
+/* Providers that hold seg drop it; then it goes. */
+static void segment_drop(ortmk_session *s, shm_segment *seg)
+{
+	for (int e = 0; e < s->n_eps; e++)
+		if (ipc_segtab_find(&s->eps[e]->p.segs, seg->id))
+			core_ep_release_segment(s->eps[e], seg->id);
+	shm_segment_destroy(seg);
+	free(seg);
+}
+
+/* Replaces a session segment with a larger one; providers drop the old. */
+static ortmk_status grow_segment(ortmk_session *s, shm_segment **seg, uint64_t size,
+				 const char *name)
+{
+	shm_segment *n;
+	ortmk_status st;
+
+	if (*seg && (*seg)->size >= size)
+		return ORTMK_OK;
+	if ((st = segment_new(s, size, name, &n)) != ORTMK_OK)
+		return st;
+	if (*seg)
+		segment_drop(s, *seg);
 	*seg = n;
 	return ORTMK_OK;
 }
@@ -317,23 +334,16 @@ static ortmk_status take_result(run_ctx *c, size_t i, const Ortmk__Result *r)
 static ortmk_status grow_dyn(run_ctx *c, uint64_t size)
 {
 	ortmk_session *s = c->s;
-	shm_segment *old = s->dyn, *n = calloc(1, sizeof(*n));
-	ortmk_status st = ORTMK_OK;
+	shm_segment *old = s->dyn, *n;
+	ortmk_status st = segment_new(s, size, "ortmk-dynamic", &n);
 
-	if (!n || shm_segment_create("ortmk-dynamic", size, core_env_next_id(s->env), n)) {
-		free(n);
-		return core_fail(ORTMK_ERR_NO_MEMORY, "cannot create %llu bytes of shared memory "
-				 "(ortmk-dynamic)", (unsigned long long)size);
-	}
+	if (st != ORTMK_OK)
+		return st;
 	memcpy(n->base, old->base, c->dyn_used);
 	for (size_t v = 0; v < s->g->n_values; v++)
 		if (c->locs[v].seg == old)
 			c->locs[v].seg = n;
-	for (int e = 0; e < s->n_eps; e++)
-		if (ipc_segtab_find(&s->eps[e]->p.segs, old->id))
-			core_ep_release_segment(s->eps[e], old->id);
-	shm_segment_destroy(old);
-	free(old);
+	segment_drop(s, old);
 	s->dyn = n;
 	for (int e = 0; e < s->n_eps && st == ORTMK_OK; e++)
 		if (s->nodes_per_ep[e])

@@ -86,13 +86,12 @@ VF_INLINE vf8 vf_min(vf8 a, vf8 b)
 	return vf_sel(a < b, a, b);
 }
 
-/* c < lo ? lo : c, c > hi ? hi : c, as NaN-preserving selects. */
 /* x rounded to float before it takes part in anything else: a product
  * wrapped in VF_ROUNDED is not fused with the addition after it into an
  * FMA, which -ffp-contract=fast would do in the AVX2/AVX-512 clones.  The
- * ops whose bits must be ONNX Runtime's (HardSigmoid, HardSwish: a
- * multiply, then an add, as its CPU provider computes them) use it, so a
- * quantizer after them sees the same values.  On a compiler without the
+ * ops whose bits must be ONNX Runtime's (HardSigmoid, HardSwish, the
+ * bilinear Resize: multiplies, then adds, as its CPU provider computes
+ * them) use it, so a quantizer or threshold after them sees its values.  On a compiler without the
  * builtin the expression is left as is. */
 #if defined(__has_builtin)
 #if __has_builtin(__builtin_assoc_barrier)
@@ -103,6 +102,7 @@ VF_INLINE vf8 vf_min(vf8 a, vf8 b)
 #define VF_ROUNDED(x) (x)
 #endif
 
+/* c < lo ? lo : c, c > hi ? hi : c, as NaN-preserving selects. */
 VF_INLINE vf8 vf_clamp(vf8 c, float lo, float hi)
 {
 	c = vf_sel(c < lo, vf_splat(lo), c);

@@ -355,9 +355,10 @@ static void conv_images_run(cpu_ctx *ctx, conv_images *ci, int64_t b0, int64_t b
 static void images_range(void *arg, int64_t b0, int64_t b1, int member)
 {
 	conv_images *ci = arg;
-	cpu_ctx c = ci->ctx1;
 
-	conv_images_run(&c, ci, b0, b1, member);
+	/* every member runs its GEMMs with ctx1: only its (absent) pool is
+	 * read there */
+	conv_images_run(&ci->ctx1, ci, b0, b1, member);
 }
 
 static int conv_compute(cpu_ctx *ctx)

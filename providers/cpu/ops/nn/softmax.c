@@ -53,7 +53,9 @@ static inline __attribute__((always_inline)) float sum16(const float *e, int64_t
  * on AVX-512), so scores compared with a threshold or sorted come out in
  * its order: e = exp(x + -max) (vm_exp_mlas), their sum in sum16's order,
  * then e * (1 / sum), or (x + -max) - logf(sum) for LogSoftmax.  The float
- * sum loses ~sqrt(n) ulps where a double one would not, as there. */
+ * sum loses ~sqrt(n) ulps where a double one would not, as there.  The
+ * exps go to y first, so LogSoftmax needs y apart from x (the core never
+ * plans an output over an input; cpu_softmax_rows, in place, is Softmax). */
 static inline __attribute__((always_inline)) void
 line(const float *x, float *y, int64_t n, int is_log)
 {
