@@ -12,9 +12,59 @@
 #include <unistd.h>
 
 #include "core.h"
+#include "log.h"
 #include "trace.h"
 
 /* ---- the environment ---------------------------------------------------- */
+
+const char *ortmk_version(void)
+{
+	return ORTMK_PROJECT_VERSION;
+}
+
+int ortmk_api_version(void)
+{
+	return ORTMK_API_VERSION;
+}
+
+/* The env's callback behind ipc_log's sink: ipc levels to ONNX Runtime's
+ * severities. */
+static void env_log(void *user, enum ipc_log_level level, const char *line)
+{
+	static const ortmk_log_severity sev[] = {ORTMK_LOG_ERROR, ORTMK_LOG_WARNING,
+						 ORTMK_LOG_INFO, ORTMK_LOG_VERBOSE};
+	ortmk_env *env = user;
+
+	env->log_fn(env->log_user, sev[level], line);
+}
+
+static enum ipc_log_level ipc_level(ortmk_log_severity s)
+{
+	return s <= ORTMK_LOG_VERBOSE ? IPC_LOG_DEBUG : s == ORTMK_LOG_INFO ? IPC_LOG_INFO :
+	       s == ORTMK_LOG_WARNING ? IPC_LOG_WARN : IPC_LOG_ERROR;
+}
+
+ortmk_status ortmk_env_create_with_options(const ortmk_env_options *opts, ortmk_env **out)
+{
+	ortmk_env_options o = {sizeof(o), ORTMK_LOG_WARNING, NULL, NULL};
+	ortmk_status st;
+
+	if (opts) {
+		if (opts->struct_size < sizeof(size_t) + sizeof(ortmk_log_severity))
+			return core_fail(ORTMK_ERR_INVALID_ARGUMENT,
+					 "env options: struct_size %zu is too small", opts->struct_size);
+		memcpy(&o, opts, opts->struct_size < sizeof(o) ? opts->struct_size : sizeof(o));
+		if ((unsigned)o.log_severity > ORTMK_LOG_FATAL)
+			return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "env options: log severity %d is not 0..4",
+					 (int)o.log_severity);
+	}
+	if ((st = ortmk_env_create(out)) || !opts)
+		return st;
+	(*out)->log_fn = o.log_fn;
+	(*out)->log_user = o.log_user;
+	(*out)->log_token = ipc_log_set_sink(ipc_level(o.log_severity), o.log_fn ? env_log : NULL, *out);
+	return ORTMK_OK;
+}
 
 ortmk_status ortmk_env_create(ortmk_env **out)
 {
@@ -50,6 +100,8 @@ void ortmk_env_destroy(ortmk_env *env)
 	if (!env)
 		return;
 	core_env_stop_eps(env);
+	if (env->log_token)
+		ipc_log_reset_sink(env->log_token);
 	core_dev_env_fini(env);
 	pthread_mutex_destroy(&env->dev_lock);
 	core_value_pool_drain(env);
@@ -82,6 +134,7 @@ ortmk_status ortmk_session_options_create(ortmk_session_options **out)
 	if (!o)
 		return core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
 	snprintf(o->providers, sizeof(o->providers), "cpu");
+	o->opt_level = 2;
 	*out = o;
 	return ORTMK_OK;
 }
@@ -128,6 +181,23 @@ ortmk_status ortmk_session_options_set(ortmk_session_options *o, const char *key
 	if (strcmp(key, "save_prepacked") == 0) {
 		if (parse_int(value, 0, 1, &o->save_prepacked))
 			return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "save_prepacked: '%s' is not 0 or 1", value);
+		return ORTMK_OK;
+	}
+	if (strcmp(key, "graph_optimization_level") == 0) {
+		static const char *const names[][2] = {{"disable", "0"}, {"basic", "1"},
+						       {"extended", "2"}, {"all", "99"}};
+
+		for (int i = 0; i < 4; i++)
+			if (strcmp(value, names[i][0]) == 0 || strcmp(value, names[i][1]) == 0) {
+				o->opt_level = i < 2 ? i : 2;
+				return ORTMK_OK;
+			}
+		return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "graph_optimization_level: '%s' is not "
+				 "disable, basic, extended or all (0, 1, 2, 99)", value);
+	}
+	if (strcmp(key, "strict_placement") == 0) {
+		if (parse_int(value, 0, 1, &o->strict_placement))
+			return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "strict_placement: '%s' is not 0 or 1", value);
 		return ORTMK_OK;
 	}
 	if (strcmp(key, "retry") == 0) {

@@ -66,6 +66,7 @@ typedef struct core_proc {
 	int alive;
 	char death[256];          /* how it died, once it has */
 	char detail[256];         /* from HELLO */
+	char unavailable[256];    /* from HELLO: "" or why it runs nothing */
 	int device_memory;        /* from HELLO: serves ALLOC, COPY, buffer refs */
 	ipc_chan chan;
 	ipc_segtab segs;          /* segments this process has mapped */
@@ -120,6 +121,9 @@ typedef struct core_ep {
 
 struct ortmk_env {
 	char dir[256];            /* private 0700 directory of the sockets */
+	unsigned log_token;       /* its log sink (ortmk_env_options), 0: none */
+	ortmk_log_fn log_fn;
+	void *log_user;
 	pthread_mutex_t lock;
 	core_ep *eps[CORE_MAX_EPS];
 	int n_eps;
@@ -206,6 +210,8 @@ struct ortmk_session_options {
 	int crash_loop_n;
 	int crash_loop_window_ms;
 	int save_prepacked;
+	int opt_level;            /* 0, 1, 2 (2: the default) */
+	int strict_placement;
 };
 
 /* A run of consecutive nodes (topological order) on one provider. */
@@ -247,8 +253,11 @@ struct ortmk_session {
 	int disabled[CORE_MAX_EPS];   /* crash-looped: not used by this session */
 	unsigned runs, failed_runs, retried_runs;
 	int save_prepacked;
+	int opt_level;            /* 0 none, 1 folding, 2 fusions too */
+	int strict_placement;
 	core_load_stats load;     /* summed over the steps */
-	char *model_path;
+	char *model_path;         /* NULL for a model from memory */
+	char providers[256];      /* the list asked for */
 	char broken[2048];        /* set when no provider is left: runs fail */
 	graph_tinfo *tinfo0;      /* load-time (symbolic) inference */
 	core_step *steps;
@@ -264,6 +273,8 @@ struct ortmk_session {
 	int *last_step;           /* last step naming each value, -1 if none */
 	pthread_mutex_t lock;
 	int64_t (*io_dims)[GRAPH_MAX_RANK];  /* inputs then outputs, -1 = dynamic */
+	const char *(*io_dim_names)[GRAPH_MAX_RANK];  /* symbolic names, NULL: none */
+	const char **meta_keys, **meta_values;       /* metadata_props */
 };
 
 /* One output of a run and where it goes (run.c, binding.c). */
@@ -292,7 +303,12 @@ void core_clear_error(void);
 
 uint64_t core_env_next_id(ortmk_env *env);
 /* The running process for provider `name`, spawned on first use. */
+/* Copies the part of a filled public struct that the caller's struct_size
+ * covers (error.c). */
+ortmk_status core_out_struct(void *out, const void *full, size_t full_size, const char *what);
 ortmk_status core_env_get_ep(ortmk_env *env, const char *name, core_ep **out);
+/* 1 for the providers ortmk ships ("cpu", "vulkan", "cuda"). */
+int core_known_provider(const char *name);
 /* Stops every provider process of env and frees its providers. */
 void core_env_stop_eps(ortmk_env *env);
 /* Spawns `binary` as a new process of ep and completes the handshake. */

@@ -9,7 +9,9 @@
  * death, deadlines and bad replies into statuses with a message; the
  * supervised requests above it (supervise.c) restart a dead process first.
  */
+#include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -30,11 +32,11 @@
 
 extern char **environ;
 
-#ifndef ORTMK_BUILD_EP_DIR
-#define ORTMK_BUILD_EP_DIR ""
+#ifndef ORTMK_LIBDIR
+#define ORTMK_LIBDIR "lib"
 #endif
-#ifndef ORTMK_INSTALL_EP_DIR
-#define ORTMK_INSTALL_EP_DIR "/usr/local/libexec/ortmk"
+#ifndef ORTMK_LIBEXECDIR
+#define ORTMK_LIBEXECDIR "libexec"
 #endif
 
 uint64_t core_env_next_id(ortmk_env *env)
@@ -131,24 +133,130 @@ void core_env_stop_eps(ortmk_env *env)
 
 /* ---- spawning ----------------------------------------------------------- */
 
+/* The directory of the file holding this code: libortmk.so, or the Python
+ * extension module that links the core in.  "" when unknown. */
+static void self_dir(char *out, size_t n)
+{
+	Dl_info info;
+	char *real, *slash;
+
+	out[0] = 0;
+	if (!dladdr((void *)self_dir, &info) || !info.dli_fname ||
+	    !(real = realpath(info.dli_fname, NULL)))
+		return;
+	if ((slash = strrchr(real, '/')))
+		*slash = 0;
+	snprintf(out, n, "%s", real);
+	free(real);
+}
+
+static int is_dir(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* The build tree holding dir (dir or an ancestor up to three levels up
+ * with meson-private/): its providers/ into out.  0 when found. */
+static int build_tree_eps(const char *dir, char *out, size_t n)
+{
+	char root[PATH_MAX], probe[PATH_MAX + 16], *slash;
+
+	snprintf(root, sizeof(root), "%s", dir);
+	for (int up = 0; up < 4 && root[0]; up++) {
+		snprintf(probe, sizeof(probe), "%s/meson-private", root);
+		if (is_dir(probe))
+			return snprintf(out, n, "%s/providers", root) < (int)n ? 0 : -1;
+		if (!(slash = strrchr(root, '/')))
+			break;
+		*slash = 0;
+	}
+	return -1;
+}
+
+/* <prefix>/<libexecdir>/ortmk when dir is <prefix>/<libdir>. */
+static int installed_eps(const char *dir, char *out, size_t n)
+{
+	size_t ld = strlen(ORTMK_LIBDIR), dl = strlen(dir);
+
+	if (ORTMK_LIBDIR[0] == '/')
+		return strcmp(dir, ORTMK_LIBDIR) ? -1 :
+			(snprintf(out, n, "%s/ortmk", ORTMK_LIBEXECDIR), 0);
+	if (dl <= ld || strcmp(dir + dl - ld, ORTMK_LIBDIR) || dir[dl - ld - 1] != '/')
+		return -1;
+	if (ORTMK_LIBEXECDIR[0] == '/')
+		snprintf(out, n, "%s/ortmk", ORTMK_LIBEXECDIR);
+	else
+		snprintf(out, n, "%.*s%s/ortmk", (int)(dl - ld), dir, ORTMK_LIBEXECDIR);
+	return 0;
+}
+
+/* The directories searched for provider binaries, in order (ortmk.h):
+ * $ORTMK_EP_DIR, the build tree or the install prefix of the library,
+ * the Python package's _providers/.  Returns how many were written. */
+static int ep_dirs(char dirs[3][PATH_MAX])
+{
+	const char *env = getenv("ORTMK_EP_DIR");
+	char self[PATH_MAX - 32];
+	int k = 0;
+
+	if (env && env[0])
+		snprintf(dirs[k++], PATH_MAX, "%s", env);
+	self_dir(self, sizeof(self));
+	if (!self[0])
+		return k;
+	if (build_tree_eps(self, dirs[k], PATH_MAX) == 0 || installed_eps(self, dirs[k], PATH_MAX) == 0)
+		k++;
+	snprintf(dirs[k++], PATH_MAX, "%s/_providers", self);
+	return k;
+}
+
+/* Finds ort-ep-<name>: 0 and its path in out, or -ENOENT and the
+ * directories searched in out. */
 static int find_binary(const char *name, char *out, size_t n)
 {
-	const char *dirs[3] = {getenv("ORTMK_EP_DIR"), ORTMK_BUILD_EP_DIR, ORTMK_INSTALL_EP_DIR};
-	char file[64];
+	char dirs[3][PATH_MAX], file[64];
+	int nd = ep_dirs(dirs);
+	size_t used = 0;
 
 	snprintf(file, sizeof(file), "ort-ep-%s", name);
-	for (int i = 0; i < 3; i++) {
-		if (!dirs[i] || !dirs[i][0])
-			continue;
+	for (int i = 0; i < nd; i++) {
 		/* Build tree: <dir>/<name>/ort-ep-<name>; installed: <dir>/ort-ep-<name>. */
-		snprintf(out, n, "%s/%s/%s", dirs[i], name, file);
-		if (access(out, X_OK) == 0)
+		if (snprintf(out, n, "%s/%s/%s", dirs[i], name, file) < (int)n && access(out, X_OK) == 0)
 			return 0;
-		snprintf(out, n, "%s/%s", dirs[i], file);
-		if (access(out, X_OK) == 0)
+		if (snprintf(out, n, "%s/%s", dirs[i], file) < (int)n && access(out, X_OK) == 0)
 			return 0;
 	}
+	out[0] = 0;
+	for (int i = 0; i < nd && used < n; i++)
+		used += (size_t)snprintf(out + used, n - used, "%s%s", i ? ", " : "", dirs[i]);
 	return -ENOENT;
+}
+
+static const char *const known[] = {"cpu", "vulkan", "cuda"};
+
+int core_known_provider(const char *name)
+{
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+		if (strcmp(name, known[i]) == 0)
+			return 1;
+	return 0;
+}
+
+size_t ortmk_available_providers(const char **names, size_t cap)
+{
+	char path[PATH_MAX * 3];
+	size_t k = 0;
+
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
+		if (find_binary(known[i], path, sizeof(path)))
+			continue;
+		if (names && k < cap)
+			names[k] = known[i];
+		k++;
+	}
+	return k;
 }
 
 static char **child_environ(const char *url)
@@ -158,12 +266,21 @@ static char **child_environ(const char *url)
 
 	while (environ[n])
 		n++;
-	env = calloc(n + 3, sizeof(char *));
+	env = calloc(n + 4, sizeof(char *));
 	if (!env)
 		return NULL;
 	for (size_t i = 0; i < n; i++)
 		if (strncmp(environ[i], "ORTMK_EP_URL=", 13) && strncmp(environ[i], "ORTMK_EP_FD=", 12))
 			env[k++] = environ[i];
+	/* The provider logs at the core's level (ortmk_env_options). */
+	if (!getenv("ORTMK_LOG")) {
+		static const char *const lv[] = {"ORTMK_LOG=error", "ORTMK_LOG=warn", "ORTMK_LOG=info",
+						 "ORTMK_LOG=debug"};
+
+		for (int i = 0; i < 4; i++)
+			if (strcmp(lv[i] + 10, ipc_log_level_name()) == 0)
+				env[k++] = (char *)lv[i];
+	}
 	env[k] = malloc(strlen(url) + 16);
 	if (!env[k]) {
 		free(env);
@@ -232,6 +349,8 @@ static ortmk_status accept_hello(core_ep *ep, core_proc *p, const char *binary,
 	ok = hello_ok(ep, p, hello, token);
 	if (ok && hello->hello->detail)
 		snprintf(p->detail, sizeof(p->detail), "%s", hello->hello->detail);
+	snprintf(p->unavailable, sizeof(p->unavailable), "%s",
+		 ok && hello->hello->unavailable ? hello->hello->unavailable : "");
 	p->device_memory = ok && hello->hello->has_device_memory && hello->hello->device_memory;
 	ack.accepted = ok;
 	ack.reason = ok ? "" : "token, pid, version or provider mismatch";
@@ -341,8 +460,8 @@ ortmk_status core_proc_start(core_ep *ep, core_proc *p, const char *binary)
 		core_proc_stop(ep, p);
 		return st;
 	}
-	ipc_log(IPC_LOG_INFO, "provider %s started: pid %d, %s%s", ep->name, (int)p->pid, p->detail,
-		p->ring_on ? ", shared-memory fast path" : "");
+	ipc_log(IPC_LOG_INFO, "provider %s started: pid %d (%s), %s%s", ep->name, (int)p->pid, binary,
+		p->detail, p->ring_on ? ", shared-memory fast path" : "");
 	return ORTMK_OK;
 }
 
@@ -369,8 +488,10 @@ ortmk_status core_env_get_ep(ortmk_env *env, const char *name, core_ep **out)
 	pthread_mutex_init(&ep->lock, NULL);
 	snprintf(ep->name, sizeof(ep->name), "%s", name);
 	st = find_binary(name, ep->binary, sizeof(ep->binary)) ?
-		core_fail(ORTMK_ERR_INVALID_ARGUMENT,
-			  "unknown provider '%s': no ort-ep-%s binary found (set ORTMK_EP_DIR)", name, name) :
+		core_fail(core_known_provider(name) ? ORTMK_ERR_UNAVAILABLE : ORTMK_ERR_INVALID_ARGUMENT,
+			  "%s provider '%s': no ort-ep-%s binary in %s (set ORTMK_EP_DIR)",
+			  core_known_provider(name) ? "unavailable" : "unknown", name, name,
+			  ep->binary[0] ? ep->binary : "no directory") :
 		core_proc_start(ep, &ep->p, ep->binary);
 	if (st) {
 		ep_destroy(ep);

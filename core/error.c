@@ -6,6 +6,7 @@
  */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "core.h"
 
@@ -36,10 +37,27 @@ const char *ortmk_status_name(ortmk_status s)
 	static const char *names[] = {
 		"OK", "INVALID_ARGUMENT", "MODEL", "NOT_IMPLEMENTED", "INPUT",
 		"PROVIDER_DIED", "PROVIDER", "PROTOCOL", "TIMEOUT", "NO_MEMORY",
-		"IO", "INTERNAL",
+		"IO", "INTERNAL", "UNAVAILABLE",
 	};
 
 	if ((unsigned)s >= sizeof(names) / sizeof(names[0]))
 		return "UNKNOWN";
 	return names[s];
+}
+
+/* Structs that grow (ortmk.h: struct_size): the caller's struct_size says
+ * how much of `full` (sizeof full_size, struct_size first) it has room
+ * for; the rest of a newer struct is not written. */
+ortmk_status core_out_struct(void *out, const void *full, size_t full_size, const char *what)
+{
+	size_t have;
+
+	memcpy(&have, out, sizeof(have));
+	if (have < sizeof(size_t))
+		return core_fail(ORTMK_ERR_INVALID_ARGUMENT,
+				 "%s: struct_size %zu is too small (set it to sizeof the struct)", what, have);
+	if (have > full_size)
+		have = full_size;
+	memcpy((char *)out + sizeof(size_t), (const char *)full + sizeof(size_t), have - sizeof(size_t));
+	return ORTMK_OK;
 }

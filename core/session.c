@@ -17,6 +17,18 @@
 #include "core.h"
 #include "log.h"
 
+/* A provider asked for that cannot run here (no binary, no device): an
+ * error with strict placement, else a warning and its nodes go on. */
+static ortmk_status unavailable(ortmk_session *s, const char *name, const char *why)
+{
+	if (s->strict_placement)
+		return core_fail(ORTMK_ERR_UNAVAILABLE, "provider '%s' is unavailable: %s", name, why);
+	ipc_log(IPC_LOG_WARN, "provider '%s' is unavailable (%s): its nodes go to the next provider",
+		name, why);
+	core_clear_error();
+	return ORTMK_OK;
+}
+
 static ortmk_status start_providers(ortmk_session *s, const char *list)
 {
 	char buf[256], *save = NULL;
@@ -29,8 +41,21 @@ static ortmk_status start_providers(ortmk_session *s, const char *list)
 		if (s->n_eps == CORE_MAX_EPS)
 			return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "providers: too many in '%s'", list);
 		st = core_env_get_ep(s->env, t, &s->eps[s->n_eps]);
+		if (st == ORTMK_ERR_UNAVAILABLE && strcmp(t, "cpu")) {
+			char why[1024];
+
+			snprintf(why, sizeof(why), "%s", ortmk_last_error());
+			if ((st = unavailable(s, t, why)))
+				return st;
+			continue;
+		}
 		if (st)
 			return st;
+		if (s->eps[s->n_eps]->p.unavailable[0] && strcmp(t, "cpu")) {
+			if ((st = unavailable(s, t, s->eps[s->n_eps]->p.unavailable)))
+				return st;
+			continue;
+		}
 		has_cpu |= strcmp(t, "cpu") == 0;
 		s->n_eps++;
 	}
@@ -155,6 +180,9 @@ static void offer_cache(ortmk_session *s, core_step *st, Ortmk__LoadSubgraph *l,
 	struct stat sb;
 	int fd;
 
+	tmp[0] = 0;
+	if (!s->model_path)
+		return;    /* a model from memory has no place for a cache */
 	cache_path(s, st, path, sizeof(path));
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0 &&
@@ -166,7 +194,6 @@ static void offer_cache(ortmk_session *s, core_step *st, Ortmk__LoadSubgraph *l,
 	} else if (fd >= 0) {
 		close(fd);
 	}
-	tmp[0] = 0;
 	if (!s->save_prepacked)
 		return;
 	snprintf(tmp, n, "%s.tmp%d", path, (int)getpid());
@@ -269,6 +296,8 @@ static ortmk_status load_step(ortmk_session *s, core_step *st)
 	l.ir_version = s->g->model->ir_version;
 	l.has_threads = 1;
 	l.threads = (uint32_t)s->threads;
+	l.has_opt_level = 1;
+	l.opt_level = (uint32_t)s->opt_level;
 	rc = core_step_exported(s, st, &l);
 	if (rc == ORTMK_OK)
 		rc = send_load(s, st, &l);
@@ -297,8 +326,9 @@ static ortmk_status infer_types(ortmk_session *s)
 	if (shape_infer(s->g, s->tinfo0, 0, &next_sym, err, sizeof(err)))
 		return core_fail(ORTMK_ERR_MODEL, "%s", err);
 	/* What inference knows whatever the inputs' symbolic dims are need
-	 * not run (ORTMK_FOLD=0: keep every node, for comparisons). */
-	if (!(getenv("ORTMK_FOLD") && strcmp(getenv("ORTMK_FOLD"), "0") == 0) &&
+	 * not run (graph_optimization_level "disable" or ORTMK_FOLD=0: keep
+	 * every node, for comparisons). */
+	if (s->opt_level > 0 && !(getenv("ORTMK_FOLD") && strcmp(getenv("ORTMK_FOLD"), "0") == 0) &&
 	    graph_fold_known(s->g, s->tinfo0))
 		return core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
 	return ORTMK_OK;
@@ -346,43 +376,16 @@ static ortmk_status load_all(ortmk_session *s)
 	return st;
 }
 
-ortmk_status ortmk_session_create(ortmk_env *env, const char *model_path,
-				  const ortmk_session_options *opts, ortmk_session **out)
+/* Everything after the graph is loaded: types, providers, partition,
+ * weights, subgraphs.  Frees s on failure. */
+static ortmk_status session_finish(ortmk_session *s, ortmk_session **out)
 {
-	ortmk_session *s;
-	char err[1024];
-	ortmk_status st;
-	int rc;
+	ortmk_status st = infer_types(s);
 
-	core_clear_error();
-	if (!env || !model_path || !out)
-		return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "session: NULL argument");
-	*out = NULL;
-	s = calloc(1, sizeof(*s));
-	if (!s)
-		return core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
-	s->env = env;
-	s->id = core_env_next_id(env);
-	s->weights.fd = -1;
-	pthread_mutex_init(&s->lock, NULL);
-	s->cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
-	s->threads = opts && opts->threads > 0 ? opts->threads : s->cpus;
-	s->run_timeout_ms = opts ? opts->run_timeout_ms : 0;
-	s->retry = opts ? opts->retry : 0;
-	s->crash_loop_n = opts && opts->crash_loop_n ? opts->crash_loop_n : 5;
-	s->crash_loop_window_ms = opts && opts->crash_loop_window_ms ? opts->crash_loop_window_ms : 10000;
-	s->save_prepacked = opts ? opts->save_prepacked : 0;
-	s->model_path = strdup(model_path);
-	rc = s->model_path ? graph_load(model_path, &s->g, err, sizeof(err)) : -ENOMEM;
-	if (rc) {
-		ortmk_session_destroy(s);
-		return core_fail(rc == -ENOENT || rc == -EACCES ? ORTMK_ERR_IO : ORTMK_ERR_MODEL, "%s", err);
-	}
-	st = infer_types(s);
 	if (st == ORTMK_OK)
 		st = core_session_fill_info(s);
 	if (st == ORTMK_OK)
-		st = start_providers(s, opts ? opts->providers : "cpu");
+		st = start_providers(s, s->providers);
 	if (st == ORTMK_OK)
 		st = core_partition(s);
 	if (st == ORTMK_OK)
@@ -398,6 +401,77 @@ ortmk_status ortmk_session_create(ortmk_env *env, const char *model_path,
 	}
 	*out = s;
 	return ORTMK_OK;
+}
+
+static ortmk_session *session_new(ortmk_env *env, const ortmk_session_options *opts)
+{
+	ortmk_session *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->env = env;
+	s->id = core_env_next_id(env);
+	s->weights.fd = -1;
+	pthread_mutex_init(&s->lock, NULL);
+	s->cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	s->threads = opts && opts->threads > 0 ? opts->threads : s->cpus;
+	s->run_timeout_ms = opts ? opts->run_timeout_ms : 0;
+	s->retry = opts ? opts->retry : 0;
+	s->crash_loop_n = opts && opts->crash_loop_n ? opts->crash_loop_n : 5;
+	s->crash_loop_window_ms = opts && opts->crash_loop_window_ms ? opts->crash_loop_window_ms : 10000;
+	s->save_prepacked = opts ? opts->save_prepacked : 0;
+	s->opt_level = opts ? opts->opt_level : 2;
+	s->strict_placement = opts ? opts->strict_placement : 0;
+	snprintf(s->providers, sizeof(s->providers), "%s", opts ? opts->providers : "cpu");
+	return s;
+}
+
+ortmk_status ortmk_session_create(ortmk_env *env, const char *model_path,
+				  const ortmk_session_options *opts, ortmk_session **out)
+{
+	ortmk_session *s;
+	char err[1024];
+	int rc;
+
+	core_clear_error();
+	if (!env || !model_path || !out)
+		return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "session: NULL argument");
+	*out = NULL;
+	if (!(s = session_new(env, opts)))
+		return core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
+	s->model_path = strdup(model_path);
+	rc = s->model_path ? graph_load(model_path, &s->g, err, sizeof(err)) : -ENOMEM;
+	if (rc) {
+		ortmk_session_destroy(s);
+		return core_fail(rc == -ENOENT || rc == -EACCES ? ORTMK_ERR_IO : ORTMK_ERR_MODEL, "%s", err);
+	}
+	return session_finish(s, out);
+}
+
+ortmk_status ortmk_session_create_from_buffer(ortmk_env *env, const void *data, size_t size,
+					      const char *external_data_dir,
+					      const ortmk_session_options *opts,
+					      ortmk_session **out)
+{
+	ortmk_session *s;
+	char err[1024];
+	int rc;
+
+	core_clear_error();
+	if (!env || !data || !out)
+		return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "session: NULL argument");
+	*out = NULL;
+	if (opts && opts->save_prepacked)
+		return core_fail(ORTMK_ERR_INVALID_ARGUMENT,
+				 "save_prepacked: a model from memory has no path to keep a cache beside");
+	if (!(s = session_new(env, opts)))
+		return core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
+	rc = graph_load_bytes(data, size, external_data_dir, &s->g, err, sizeof(err));
+	if (rc) {
+		ortmk_session_destroy(s);
+		return core_fail(rc == -ENOENT || rc == -EACCES ? ORTMK_ERR_IO : ORTMK_ERR_MODEL, "%s", err);
+	}
+	return session_finish(s, out);
 }
 
 static void release_provider_state(ortmk_session *s)
@@ -484,6 +558,9 @@ void ortmk_session_destroy(ortmk_session *s)
 	free(s->file_ids);
 	free(s->last_step);
 	free(s->io_dims);
+	free(s->io_dim_names);
+	free(s->meta_keys);
+	free(s->meta_values);
 	free(s->model_path);
 	free(s->tinfo0);
 	graph_free(s->g);

@@ -318,10 +318,11 @@ size_t ortmk_env_provider_count(const ortmk_env *env)
 static void fill_status(core_ep *ep, ortmk_provider_status *out)
 {
 	memset(out, 0, sizeof(*out));
+	out->struct_size = sizeof(*out);
 	out->name = ep->name;
 	out->binary = ep->binary;
 	out->pid = ep->p.alive ? (int)ep->p.pid : -1;
-	out->state = ep->p.alive ? "running" : "dead";
+	out->state = ep->p.unavailable[0] ? "unavailable" : ep->p.alive ? "running" : "dead";
 	out->restarts = ep->restarts;
 	out->swaps = ep->swaps;
 	out->failures = ep->failures;
@@ -331,19 +332,23 @@ static void fill_status(core_ep *ep, ortmk_provider_status *out)
 
 ortmk_status ortmk_env_provider_status(ortmk_env *env, size_t i, ortmk_provider_status *out)
 {
+	ortmk_provider_status full;
+
 	if (!env || !out || i >= (size_t)env->n_eps)
 		return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "provider index %zu out of range", i);
-	fill_status(env->eps[i], out);
-	return ORTMK_OK;
+	fill_status(env->eps[i], &full);
+	return core_out_struct(out, &full, sizeof(full), "provider status");
 }
 
 ortmk_status ortmk_session_provider_status(const ortmk_session *s, size_t i,
 					   ortmk_provider_status *out)
 {
+	ortmk_provider_status full;
+
 	if (!s || !out || i >= (size_t)s->n_eps)
 		return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "provider index %zu out of range", i);
-	fill_status(s->eps[i], out);
+	fill_status(s->eps[i], &full);
 	if (s->disabled[i])
-		out->state = "disabled";
-	return ORTMK_OK;
+		full.state = "disabled";
+	return core_out_struct(out, &full, sizeof(full), "provider status");
 }

@@ -58,7 +58,10 @@ test)
 	install_missing
 	install_ort_node
 	build
-	exec meson test -C "$BUILD_DIR" --print-errorlogs
+	meson test -C "$BUILD_DIR" --print-errorlogs
+	# meson install into a relocated prefix with the build tree moved away
+	# (it moves the tree, so it runs after the suites, not inside them).
+	tests/install/install_test.sh "$BUILD_DIR"
 	;;
 *)
 	echo "usage: tools/dev.sh example|test" >&2

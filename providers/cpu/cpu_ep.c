@@ -219,6 +219,13 @@ static unsigned char *exported_values(const cpu_sg *c, const ep_subgraph *sg)
 	return exported;
 }
 
+/* The session's graph optimisation level (LoadSubgraph.opt_level): 0 runs
+ * every node as the model has it, 1 folds constants, 2 also fuses. */
+static unsigned opt_level(const ep_subgraph *sg)
+{
+	return sg->msg->has_opt_level ? sg->msg->opt_level : 2;
+}
+
 /* Fusions need to know which values the core reads after the step; set
  * ORTMK_CPU_FUSE=0 to run every node as it is (for comparisons). */
 static void plan_fusions(cpu_sg *c, const ep_subgraph *sg, unsigned char *exported)
@@ -229,7 +236,7 @@ static void plan_fusions(cpu_sg *c, const ep_subgraph *sg, unsigned char *export
 	cpu_fuse_graph fg = {sg->graph, p->n_values, p->node_in, p->node_out, p->consts,
 			     exported, extra, ep_subgraph_opset(sg, ""), c->fold.node};
 
-	if (extra && sg->msg->exported_known && !(env && strcmp(env, "0") == 0)) {
+	if (extra && sg->msg->exported_known && opt_level(sg) >= 2 && !(env && strcmp(env, "0") == 0)) {
 		for (size_t k = 0; k < p->n_nodes; k++)
 			for (int i = 0; p->node_refs[k][i] >= 0; i++)
 				extra[p->node_refs[k][i]]++;
@@ -298,7 +305,7 @@ static int build_plan(cpu_sg *c, ep_subgraph *sg, char *err, size_t n)
 		return rc;
 	if (!(exported = exported_values(c, sg)))
 		return snprintf(err, n, "out of memory"), EP_E_NOMEM;
-	if (!(env && strcmp(env, "0") == 0) &&
+	if (opt_level(sg) >= 1 && !(env && strcmp(env, "0") == 0) &&
 	    cpu_fold_plan(&c->fold, &c->plan, sg->graph, exported, sg_opset, sg, &c->env)) {
 		free(exported);
 		return snprintf(err, n, "out of memory"), EP_E_NOMEM;

@@ -31,6 +31,7 @@ static int cuda_init(void **self, char *detail, size_t n)
 		ipc_log(IPC_LOG_WARN, "no CUDA device: %s; every node goes to the next provider",
 			ep->dk.why);
 		snprintf(detail, n, "cuda: no device (%s)", ep->dk.why);
+		ep_host_unavailable(ep->dk.why);
 		return 0;
 	}
 	ep->dk.ok = 1;

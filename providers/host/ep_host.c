@@ -461,6 +461,13 @@ static int on_ring_setup(host *h, const Ortmk__Envelope *req)
 	return ep_host_reply_ack(h, req);
 }
 
+static char unavailable[256];
+
+void ep_host_unavailable(const char *why)
+{
+	snprintf(unavailable, sizeof(unavailable), "%s", why && why[0] ? why : "no device");
+}
+
 static int handshake(host *h)
 {
 	Ortmk__Envelope e = ORTMK__ENVELOPE__INIT, *ack = NULL;
@@ -490,6 +497,7 @@ static int handshake(host *h)
 	body.detail = detail;
 	body.has_device_memory = 1;
 	body.device_memory = ep_dev_has_memory(h);
+	body.unavailable = unavailable[0] ? unavailable : NULL;
 	e.kind = ORTMK__KIND__HELLO;
 	e.body_case = ORTMK__ENVELOPE__BODY_HELLO;
 	e.hello = &body;

@@ -143,7 +143,8 @@ enum ep_status {
 
 typedef struct ep_vtable {
 	const char *name;        /* "cpu" */
-	/* Once at start; writes a description (ISA, device) into detail. */
+	/* Once at start; writes a description (ISA, device) into detail.  A
+	 * provider that finds no device calls ep_host_unavailable() here. */
 	int (*init)(void **self, char *detail, size_t n);
 	/* 1 when the provider runs this node, else 0 with the reason. */
 	int (*supported)(void *self, const Onnx__NodeProto *node, int64_t opset,
@@ -184,5 +185,9 @@ typedef struct ep_vtable {
  * environment (ORTMK_EP_URL, ORTMK_EP_FD), then serve until SHUTDOWN or the
  * core goes away.  Returns the process exit status. */
 int ep_host_main(const ep_vtable *vt, int argc, char **argv);
+
+/* Called from init: this process can run nothing (no device), because of
+ * `why`; HELLO says so and the core places no node here. */
+void ep_host_unavailable(const char *why);
 
 #endif

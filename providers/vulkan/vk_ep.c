@@ -38,6 +38,7 @@ static int vk_init(void **self, char *detail, size_t n)
 		vk_vtable.copy = NULL;
 		vk_vtable.stream_free = NULL;
 		snprintf(detail, n, "vulkan: no device (%s)", ep->dk.why);
+		ep_host_unavailable(ep->dk.why);
 		return 0;
 	}
 	vk_heap_init(&ep->heap, &ep->dev, VKX_BLOCK_SIZE);

@@ -37,7 +37,7 @@ typedef struct job {
 static void *do_job(void *arg)
 {
 	job *j = arg;
-	ortmk_provider_status ps;
+	ortmk_provider_status ps = {.struct_size = sizeof(ps)};
 
 	usleep(j->delay_us);
 	if (j->kill) {
@@ -65,8 +65,8 @@ int main(int argc, char **argv)
 	const char *providers = NULL;
 	ortmk_session_options *o;
 	ortmk_value *x, *ref = NULL;
-	ortmk_provider_status ps;
-	ortmk_session_stats st;
+	ortmk_provider_status ps = {.struct_size = sizeof(ps)};
+	ortmk_session_stats st = {.struct_size = sizeof(st)};
 	double t0;
 
 	if (argc < 2)

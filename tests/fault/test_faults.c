@@ -81,7 +81,7 @@ static void test_hang_retry(void)
 	ortmk_env *env;
 	ortmk_session *s = open_session(&env, "hang-after:run:2", opts);
 	ortmk_value *x = fu_input(env);
-	ortmk_session_stats st;
+	ortmk_session_stats st = {.struct_size = sizeof(st)};
 	double t0 = fu_now_ms();
 
 	for (int i = 0; i < 4; i++)
@@ -102,7 +102,7 @@ static void test_bad_replies(void)
 		ortmk_env *env;
 		ortmk_session *s = open_session(&env, faults[f], NULL);
 		ortmk_value *x = fu_input(env);
-		ortmk_provider_status ps;
+		ortmk_provider_status ps = {.struct_size = sizeof(ps)};
 
 		run_check(s, x, ORTMK_OK, faults[f]);
 		run_check(s, x, ORTMK_ERR_PROTOCOL, faults[f]);
@@ -121,7 +121,7 @@ static void test_retry_crash(void)
 	ortmk_env *env;
 	ortmk_session *s = open_session(&env, "crash-after:run:2", opts);
 	ortmk_value *x = fu_input(env);
-	ortmk_session_stats st;
+	ortmk_session_stats st = {.struct_size = sizeof(st)};
 
 	for (int i = 0; i < 6; i++)
 		run_check(s, x, ORTMK_OK, "crash+retry");
@@ -138,7 +138,7 @@ static void test_crash_loop(void)
 	ortmk_env *env;
 	ortmk_session *s = open_session(&env, "crash-after:run:1", opts);
 	ortmk_value *x = fu_input(env);
-	ortmk_provider_status ps;
+	ortmk_provider_status ps = {.struct_size = sizeof(ps)};
 
 	for (int i = 0; i < 3; i++)
 		run_check(s, x, ORTMK_ERR_PROVIDER_DIED, "crash loop");

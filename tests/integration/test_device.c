@@ -140,7 +140,7 @@ static int kill_provider(ortmk_env *env, const char *name);
 static int provider_pid(ortmk_env *env, const char *name)
 {
 	for (size_t i = 0; i < ortmk_env_provider_count(env); i++) {
-		ortmk_provider_status ps;
+		ortmk_provider_status ps = {.struct_size = sizeof(ps)};
 
 		if (ortmk_env_provider_status(env, i, &ps) == ORTMK_OK && strcmp(ps.name, name) == 0)
 			return ps.pid;

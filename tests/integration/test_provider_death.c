@@ -123,7 +123,7 @@ int main(int argc, char **argv)
 	st = ortmk_session_run(s, in, (const ortmk_value *const[]){x}, 1, out, 1, &y);
 	CHECK(st == ORTMK_OK, "run after death: %s (%s)", ortmk_status_name(st), ortmk_last_error());
 	if (st == ORTMK_OK) {
-		ortmk_provider_status ps;
+		ortmk_provider_status ps = {.struct_size = sizeof(ps)};
 
 		CHECK(memcmp(ortmk_value_data(y), ortmk_value_data(first), 256 * 256 * 4) == 0,
 		      "output after restart differs");

@@ -176,7 +176,7 @@ static void test_kill(const ref *r, int retry)
 	ortmk_env *env;
 	ortmk_session *s = open_session(&env, &slow, opts);
 	ortmk_value *x = make_input(env, &slow), *y = NULL;
-	ortmk_provider_status ps;
+	ortmk_provider_status ps = {.struct_size = sizeof(ps)};
 	double t0 = now_ms(), ms;
 	int pid, runs;
 	ortmk_status st = run(s, &slow, x, &y);
@@ -215,7 +215,7 @@ static void test_crash_loop(const ref *r)
 	ortmk_env *env;
 	ortmk_session *s;
 	ortmk_value *x, *y = NULL;
-	ortmk_provider_status ps;
+	ortmk_provider_status ps = {.struct_size = sizeof(ps)};
 	ortmk_status st;
 
 	setenv("ORTMK_EP_FAULT", "vulkan/crash-after:run:1", 1);

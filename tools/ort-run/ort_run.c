@@ -34,7 +34,12 @@ static void usage(FILE *f)
 {
 	fputs(
 "usage: ort-run MODEL [options]\n"
-"  --provider LIST       providers in priority order (default: cpu)\n"
+"  --provider LIST       providers in priority order (default: cpu); one\n"
+"                        that cannot run here (no binary, no device) is\n"
+"                        skipped with a warning naming it and why\n"
+"  --strict              ... or fails the session (strict placement)\n"
+"  --opt-level LEVEL     graph optimisation: disable, basic, extended, all\n"
+"                        (default all)\n"
 "  --input NAME=FILE.npy feed input NAME from a .npy file (repeatable);\n"
 "                        its dtype must be the model's\n"
 "  --dim NAME=VALUE      value of the symbolic dimension NAME (repeatable)\n"
@@ -54,10 +59,23 @@ static void usage(FILE *f)
 "  --keep-going          count failed runs and go on instead of stopping\n"
 "  --swap-every N        hot-swap the first provider every N runs\n"
 "  --swap-binary PATH    the binary to swap to (default: the same one)\n"
+"  --version             print ortmk's version and the providers found\n"
+"  -h, --help            this text\n"
 "Inputs not given with --input are generated from the seed: floating types\n"
 "uniform in [-1, 1), integer types uniform in [0, 8) (valid as indices of\n"
 "small axes), bool uniform.  Dynamic dims are 1 unless --dim or --shape\n"
 "says otherwise.\n", f);
+}
+
+static void print_version(void)
+{
+	const char *names[8];
+	size_t n = ortmk_available_providers(names, 8);
+
+	printf("ortmk %s (API %d); providers found:", ortmk_version(), ortmk_api_version());
+	for (size_t i = 0; i < n && i < 8; i++)
+		printf(" %s", names[i]);
+	printf("\n");
 }
 
 void fail(const char *fmt, ...)
@@ -130,6 +148,8 @@ static bool set_option(options *o, const char *key, const char *val)
 		return parse_long(val, 1, &o->swap_every);
 	else if (!strcmp(key, "--swap-binary"))
 		o->swap_binary = val;
+	else if (!strcmp(key, "--opt-level"))
+		o->opt_level = val;
 	else if (!strcmp(key, "--threads")) {
 		o->threads = val;
 		return parse_long(val, 1, &n);
@@ -147,7 +167,7 @@ static bool is_value_option(const char *key)
 	static const char *const keys[] = {
 		"--provider", "--output-dir", "--input", "--dim", "--shape",
 		"--iters", "--bind", "--warmup", "--threads", "--seed", "--timeout-ms",
-		"--swap-every", "--swap-binary",
+		"--swap-every", "--swap-binary", "--opt-level",
 	};
 	for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
 		if (!strcmp(key, keys[i]))
@@ -155,7 +175,7 @@ static bool is_value_option(const char *key)
 	return false;
 }
 
-/* Returns 0 to go on, 1 after --help, 2 on a usage error. */
+/* Returns 0 to go on, 1 for --help, 2 on a usage error, 3 for --version. */
 static int parse_args(int argc, char **argv, options *o)
 {
 	*o = (options){ .provider = "cpu", .iters = 1, .warmup = 0, .seed = 1 };
@@ -172,8 +192,11 @@ static int parse_args(int argc, char **argv, options *o)
 			o->model = a;
 			continue;
 		}
+		if (!strcmp(a, "--version"))
+			return 3;
 		if (!strcmp(a, "--json") || !strcmp(a, "--retry") || !strcmp(a, "--keep-going") ||
-		    !strcmp(a, "--save-prepacked")) {
+		    !strcmp(a, "--save-prepacked") || !strcmp(a, "--strict")) {
+			o->strict |= !strcmp(a, "--strict");
 			o->save_prepacked |= !strcmp(a, "--save-prepacked");
 			o->json |= !strcmp(a, "--json");
 			o->retry |= !strcmp(a, "--retry");
@@ -419,7 +442,7 @@ static void destroy_values(ortmk_value **v, size_t n)
 static bool swap_provider(ortmk_env *env, const options *o)
 {
 	char name[64];
-	ortmk_provider_status ps;
+	ortmk_provider_status ps = {.struct_size = sizeof(ps)};
 	const char *bin = o->swap_binary;
 
 	snprintf(name, sizeof name, "%.*s", (int)strcspn(o->provider, ","), o->provider);
@@ -489,8 +512,10 @@ int main(int argc, char **argv)
 	if (rc) {
 		if (rc == 1)
 			usage(stdout);
+		if (rc == 3)
+			print_version();
 		free_options(&o);
-		return rc == 1 ? 0 : 2;
+		return rc == 2 ? 2 : 0;
 	}
 	rc = 1;
 	if (ortmk_env_create(&env) || ortmk_session_options_create(&so) ||
@@ -498,7 +523,9 @@ int main(int argc, char **argv)
 	    (o.threads && ortmk_session_options_set(so, "threads", o.threads)) ||
 	    (o.timeout_ms && ortmk_session_options_set(so, "run_timeout_ms", o.timeout_ms)) ||
 	    (o.retry && ortmk_session_options_set(so, "retry", "1")) ||
-	    (o.save_prepacked && ortmk_session_options_set(so, "save_prepacked", "1"))) {
+	    (o.save_prepacked && ortmk_session_options_set(so, "save_prepacked", "1")) ||
+	    (o.strict && ortmk_session_options_set(so, "strict_placement", "1")) ||
+	    (o.opt_level && ortmk_session_options_set(so, "graph_optimization_level", o.opt_level))) {
 		fail("%s", ortmk_last_error());
 		goto out;
 	}

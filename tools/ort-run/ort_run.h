@@ -30,7 +30,8 @@ typedef struct options {
 	const char *threads;      /* NULL: the library's default */
 	long iters, warmup;
 	uint64_t seed;
-	bool json, retry, keep_going, save_prepacked;
+	bool json, retry, keep_going, save_prepacked, strict;
+	const char *opt_level;    /* NULL: the library's default */
 	const char *timeout_ms;   /* NULL: no deadline */
 	long swap_every;          /* 0: no hot swaps */
 	const char *swap_binary;  /* NULL: the provider's own binary */

@@ -69,7 +69,7 @@ static double median(const double *sorted, size_t n)
 static void print_supervision(ortmk_env *env, const options *o)
 {
 	unsigned restarts = 0, swaps = 0;
-	ortmk_provider_status ps;
+	ortmk_provider_status ps = {.struct_size = sizeof(ps)};
 
 	for (size_t i = 0; i < ortmk_env_provider_count(env); i++) {
 		if (ortmk_env_provider_status(env, i, &ps))
@@ -83,7 +83,7 @@ static void print_supervision(ortmk_env *env, const options *o)
 
 static void print_prepack(ortmk_session *s)
 {
-	ortmk_session_stats st;
+	ortmk_session_stats st = {.struct_size = sizeof(st)};
 
 	if (ortmk_session_get_stats(s, &st))
 		return;

@@ -4,12 +4,29 @@
  *
  * Conventions
  *  - Handles are opaque; every `*_create` has a `*_destroy` (NULL is a no-op).
+ *  - Structs the library fills or reads start with `struct_size`, which the
+ *    caller sets to sizeof(the struct) as its header declares it: a library
+ *    of a later version fills (or reads) only the fields that size covers,
+ *    so a program built against this header keeps working.
  *  - Every call that can fail returns ortmk_status (ORTMK_OK == 0) and sets a
  *    thread-local one-line message readable with ortmk_last_error().
  *  - Out-parameters come last.  Strings returned by the library stay valid
  *    until the handle they came from is destroyed.
  *  - Tensors are dense and row-major; element types use ONNX's numbering
  *    (ORTMK_FLOAT == 1, ORTMK_INT64 == 7, ...).
+ *
+ * Threads
+ *  - An environment, a session and a value may be used from any thread.
+ *  - ortmk_session_run / ortmk_session_run_binding may be called on one
+ *    session from several threads at once; runs on one provider process
+ *    are served one after another (each run's nodes use the session's
+ *    intra-op threads).
+ *  - Creating and destroying sessions and values is safe concurrently with
+ *    runs of other sessions.  Destroying a handle while another thread uses
+ *    it is not.
+ *  - An io binding, a stream and a session options object belong to one
+ *    thread at a time (the caller serializes).
+ *  - ortmk_last_error() is per thread.
  *
  * Minimal use:
  *   ortmk_env *env; ortmk_session *s;
@@ -32,6 +49,16 @@
 extern "C" {
 #endif
 
+/* The version of this header.  ortmk_version() says which library was
+ * loaded; ORTMK_API_VERSION grows by one whenever a declaration here
+ * changes or is added (ortmk_api_version() of the library must be at least
+ * the one a program was built with). */
+#define ORTMK_VERSION_MAJOR 0
+#define ORTMK_VERSION_MINOR 2
+#define ORTMK_VERSION_PATCH 0
+#define ORTMK_VERSION_STRING "0.2.0"
+#define ORTMK_API_VERSION 2
+
 /* libortmk is built with hidden visibility; these are its exports. */
 #pragma GCC visibility push(default)
 
@@ -48,6 +75,8 @@ typedef enum ortmk_status {
 	ORTMK_ERR_NO_MEMORY = 9,
 	ORTMK_ERR_IO = 10,              /* a file or system call failed */
 	ORTMK_ERR_INTERNAL = 11,
+	ORTMK_ERR_UNAVAILABLE = 12,     /* a provider asked for with strict
+	                                   placement cannot run here */
 } ortmk_status;
 
 typedef enum ortmk_dtype {
@@ -57,10 +86,23 @@ typedef enum ortmk_dtype {
 	ORTMK_UINT32 = 12, ORTMK_UINT64 = 13, ORTMK_BFLOAT16 = 16,
 } ortmk_dtype;
 
+/* Values other than numeric tensors (ONNX string tensors, sequences,
+ * optionals).  A numeric or string tensor is ORTMK_VALUE_TENSOR. */
+typedef enum ortmk_value_kind {
+	ORTMK_VALUE_TENSOR = 0,
+	ORTMK_VALUE_SEQUENCE = 1,
+	ORTMK_VALUE_NONE = 2,          /* an optional holding nothing */
+} ortmk_value_kind;
+
 typedef struct ortmk_env ortmk_env;
 typedef struct ortmk_session_options ortmk_session_options;
 typedef struct ortmk_session ortmk_session;
 typedef struct ortmk_value ortmk_value;
+
+/* "0.2.0": the version of the loaded library. */
+const char *ortmk_version(void);
+/* The ORTMK_API_VERSION the loaded library was built with. */
+int ortmk_api_version(void);
 
 /* The message of the last failed call on this thread ("" when none). */
 const char *ortmk_last_error(void);
@@ -70,10 +112,50 @@ size_t ortmk_dtype_size(ortmk_dtype t);
 const char *ortmk_dtype_name(ortmk_dtype t);
 
 /* An environment owns the provider processes and the private directory
- * their sockets live in.  Provider binaries are found next to the library's
- * build (ORTMK_EP_DIR overrides). */
+ * their sockets live in.
+ *
+ * Provider binaries (ort-ep-<name>) are looked up, first found wins, in:
+ *  1. $ORTMK_EP_DIR (as <dir>/ort-ep-<name> or <dir>/<name>/ort-ep-<name>);
+ *  2. relative to the file the library's code was loaded from (dladdr):
+ *     an installed libortmk in <prefix>/<libdir> uses
+ *     <prefix>/<libexecdir>/ortmk; a libortmk in a build tree uses that
+ *     build tree's providers/;
+ *  3. the `_providers` directory beside that file (the Python package's
+ *     extension module, which holds the library's code itself).
+ * No absolute path is compiled in. */
 ortmk_status ortmk_env_create(ortmk_env **out);
 void ortmk_env_destroy(ortmk_env *env);
+
+/* Log severities, ONNX Runtime's numbering. */
+typedef enum ortmk_log_severity {
+	ORTMK_LOG_VERBOSE = 0, ORTMK_LOG_INFO = 1, ORTMK_LOG_WARNING = 2,
+	ORTMK_LOG_ERROR = 3, ORTMK_LOG_FATAL = 4,
+} ortmk_log_severity;
+/* Receives one line (no newline) at a time, from whatever thread logs it;
+ * must not call back into ortmk. */
+typedef void (*ortmk_log_fn)(void *user, ortmk_log_severity severity, const char *line);
+
+typedef struct ortmk_env_options {
+	size_t struct_size;           /* sizeof(ortmk_env_options) */
+	/* Lines at least this severe are reported (default
+	 * ORTMK_LOG_WARNING; the ORTMK_LOG variable overrides it). */
+	ortmk_log_severity log_severity;
+	ortmk_log_fn log_fn;          /* NULL: one line per message on stderr */
+	void *log_user;
+} ortmk_env_options;
+
+/* ortmk_env_create with options (NULL: the defaults).  The log settings
+ * are the process's, as in ONNX Runtime: the core's lines go to the
+ * callback and severity of the environment created last with options,
+ * until it is destroyed.  Provider processes write their own lines to
+ * stderr, filtered by the same severity. */
+ortmk_status ortmk_env_create_with_options(const ortmk_env_options *opts, ortmk_env **out);
+
+/* The providers this installation can start ("cpu", "vulkan", "cuda"):
+ * their binaries are found as above.  Whether a device is present is only
+ * known once one starts (a session warns, or fails with strict placement).
+ * Writes up to cap names (static strings) and returns how many there are. */
+size_t ortmk_available_providers(const char **names, size_t cap);
 
 /* Session options.  Keys:
  *   "providers"     comma-separated list in priority order ("cpu")
@@ -89,6 +171,14 @@ void ortmk_env_destroy(ortmk_env *env);
  *                   within the window (default 5 in 10000 ms) is disabled
  *                   for the session, which moves its nodes to the next
  *                   provider of its list (cpu last)
+ *   "graph_optimization_level"  "disable" (or "0"): every node runs as the
+ *                   model has it; "basic" ("1"): constants folded;
+ *                   "extended" ("2") and "all" ("99", the default): also
+ *                   fusions (Conv+activation, attention, ...)
+ *   "strict_placement" "1": a provider of "providers" that cannot run here
+ *                   (no binary, no device) fails session creation with
+ *                   ORTMK_ERR_UNAVAILABLE; "0" (default): a warning is
+ *                   logged and its nodes go to the next provider
  */
 ortmk_status ortmk_session_options_create(ortmk_session_options **out);
 void ortmk_session_options_destroy(ortmk_session_options *o);
@@ -99,9 +189,19 @@ ortmk_status ortmk_session_options_set(ortmk_session_options *o, const char *key
 ortmk_status ortmk_session_create(ortmk_env *env, const char *model_path,
 				  const ortmk_session_options *opts,
 				  ortmk_session **out);
+/* The same from a serialized model in memory (copied; the caller may free
+ * it on return).  External data is resolved against external_data_dir,
+ * with the same checks as beside a model file; NULL refuses external data.
+ * "save_prepacked" needs a model path and is refused here. */
+ortmk_status ortmk_session_create_from_buffer(ortmk_env *env, const void *data, size_t size,
+					      const char *external_data_dir,
+					      const ortmk_session_options *opts,
+					      ortmk_session **out);
 void ortmk_session_destroy(ortmk_session *s);
 
-/* Model signature.  A dim of -1 is dynamic (named or not in the model). */
+/* Model signature.  A dim of -1 is dynamic (named or not in the model);
+ * an unknown rank reads as rank 0 here: ortmk_session_input_meta tells it
+ * from a scalar. */
 size_t ortmk_session_input_count(const ortmk_session *s);
 size_t ortmk_session_output_count(const ortmk_session *s);
 ortmk_status ortmk_session_input_info(const ortmk_session *s, size_t i,
@@ -110,6 +210,36 @@ ortmk_status ortmk_session_input_info(const ortmk_session *s, size_t i,
 ortmk_status ortmk_session_output_info(const ortmk_session *s, size_t i,
 				       const char **name, ortmk_dtype *dtype,
 				       const int64_t **dims, size_t *rank);
+
+typedef struct ortmk_io_info {
+	size_t struct_size;           /* sizeof(ortmk_io_info) */
+	const char *name;
+	ortmk_value_kind kind;        /* ORTMK_VALUE_TENSOR or _SEQUENCE (of tensors) */
+	int optional;                 /* 1: declared optional(...) */
+	ortmk_dtype dtype;            /* element type; ORTMK_UNDEFINED when unknown */
+	int rank_known;               /* 0: no rank (dims, dim_names NULL, rank 0) */
+	size_t rank;                  /* 0 with rank_known: a scalar */
+	const int64_t *dims;          /* -1 where the dim is not a fixed number */
+	const char *const *dim_names; /* rank entries: the symbolic name of a
+	                                 dim that has one, else NULL */
+} ortmk_io_info;
+ortmk_status ortmk_session_input_meta(const ortmk_session *s, size_t i, ortmk_io_info *out);
+ortmk_status ortmk_session_output_meta(const ortmk_session *s, size_t i, ortmk_io_info *out);
+
+/* The model's own description.  Strings are "" when the model has none. */
+typedef struct ortmk_model_metadata {
+	size_t struct_size;           /* sizeof(ortmk_model_metadata) */
+	const char *producer_name, *producer_version;
+	const char *domain;
+	const char *description;      /* ModelProto.doc_string */
+	const char *graph_name;
+	const char *graph_description;  /* GraphProto.doc_string */
+	int64_t version;              /* ModelProto.model_version */
+	size_t n_props;               /* metadata_props */
+	const char *const *prop_keys;
+	const char *const *prop_values;
+} ortmk_model_metadata;
+ortmk_status ortmk_session_model_metadata(const ortmk_session *s, ortmk_model_metadata *out);
 
 /* How many nodes each provider runs ("cpu" -> 42). */
 size_t ortmk_session_provider_count(const ortmk_session *s);
@@ -122,11 +252,13 @@ ortmk_status ortmk_session_provider_pid(const ortmk_session *s, size_t i, int *p
  * valid until the environment is destroyed; last_failure is overwritten by
  * the next failure. */
 typedef struct ortmk_provider_status {
+	size_t struct_size;        /* sizeof(ortmk_provider_status) */
 	const char *name;          /* "cpu" */
 	const char *binary;        /* the executable now serving it */
 	int pid;                   /* -1 when not running */
 	const char *state;         /* "running", "dead" (restarts on next use),
-	                              "disabled" (session only: crash loop) */
+	                              "disabled" (session only: crash loop),
+	                              "unavailable" (runs nothing here: no device) */
 	unsigned restarts;         /* processes started after a failure */
 	unsigned swaps;            /* hot swaps done */
 	unsigned failures;         /* deaths, timeouts, protocol violations */
@@ -147,6 +279,7 @@ ortmk_status ortmk_env_swap_provider(ortmk_env *env, const char *provider, const
 
 /* Counters of a session's runs. */
 typedef struct ortmk_session_stats {
+	size_t struct_size;            /* sizeof(ortmk_session_stats) */
 	unsigned runs, failed_runs, retried_runs;
 	double prepack_ms;             /* spent packing weights at creation */
 	unsigned prepack_hits;         /* packed weights found in the cache */
@@ -173,13 +306,6 @@ ortmk_status ortmk_value_create_copy(ortmk_env *env, ortmk_dtype dtype,
 				     ortmk_value **out);
 void ortmk_value_destroy(ortmk_value *v);
 
-/* Values other than numeric tensors (ONNX string tensors, sequences,
- * optionals).  A numeric or string tensor is ORTMK_VALUE_TENSOR. */
-typedef enum ortmk_value_kind {
-	ORTMK_VALUE_TENSOR = 0,
-	ORTMK_VALUE_SEQUENCE = 1,
-	ORTMK_VALUE_NONE = 2,          /* an optional holding nothing */
-} ortmk_value_kind;
 
 ortmk_value_kind ortmk_value_kind_of(const ortmk_value *v);
 /* A tensor of strings (dtype ORTMK_STRING), copied from strs (numel of
