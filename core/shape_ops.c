@@ -155,7 +155,13 @@ static const op_entry op_table[] = {
 
 shape_fn shape_op_find(const char *domain, const char *op_type, int *arg)
 {
-	if (!op_type || (domain && *domain && strcmp(domain, "ai.onnx") != 0))
+	if (!op_type)
+		return NULL;
+	if (domain && strcmp(domain, "com.microsoft") == 0)
+		return shape_op_find_ms(op_type, arg);
+	if (domain && strcmp(domain, "ai.onnx.ml") == 0)
+		return shape_op_find_ml(op_type, arg);
+	if (domain && *domain && strcmp(domain, "ai.onnx") != 0)
 		return NULL;
 	for (size_t i = 0; i < sizeof(op_table) / sizeof(op_table[0]); i++) {
 		if (strcmp(op_table[i].op_type, op_type) == 0) {

@@ -41,6 +41,10 @@ typedef int (*shape_fn)(shape_ctx *c);
 
 /* shape_ops.c: the op table.  NULL when the op is not known. */
 shape_fn shape_op_find(const char *domain, const char *op_type, int *arg);
+/* The tables of the other domains: com.microsoft (shape_ops_ms.c) and
+ * ai.onnx.ml (shape_ops_ml.c).  NULL when the op is not known. */
+shape_fn shape_op_find_ms(const char *op_type, int *arg);
+shape_fn shape_op_find_ml(const char *op_type, int *arg);
 
 /* shape.c: accessors.  shape_in() of an omitted input is an unknown tensor,
  * shape_out() of an omitted output is scratch, so ops need no NULL checks. */
