@@ -44,6 +44,7 @@ shape_fn shape_op_find(const char *domain, const char *op_type, int *arg);
 /* The tables of the other domains: com.microsoft (shape_ops_ms.c) and
  * ai.onnx.ml (shape_ops_ml.c).  NULL when the op is not known. */
 shape_fn shape_op_find_ms(const char *op_type, int *arg);
+shape_fn shape_op_find_msq(const char *op_type, int *arg);  /* its quantized ops */
 shape_fn shape_op_find_ml(const char *op_type, int *arg);
 
 /* shape.c: accessors.  shape_in() of an omitted input is an unknown tensor,

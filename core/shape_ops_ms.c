@@ -25,5 +25,5 @@ shape_fn shape_op_find_ms(const char *op_type, int *arg)
 			return op_table[i].fn;
 		}
 	}
-	return NULL;
+	return shape_op_find_msq(op_type, arg);
 }
