@@ -185,7 +185,10 @@ void ortmk_session_options_destroy(ortmk_session_options *o);
 ortmk_status ortmk_session_options_set(ortmk_session_options *o, const char *key,
 				       const char *value);
 
-/* Loads, checks, partitions and compiles a model (opts may be NULL). */
+/* Loads, checks, partitions and compiles a model (opts may be NULL).
+ * Thread-safe: sessions of one env may be created (and destroyed) while
+ * other threads run others; destroying a session while a thread runs it is
+ * the caller's error. */
 ortmk_status ortmk_session_create(ortmk_env *env, const char *model_path,
 				  const ortmk_session_options *opts,
 				  ortmk_session **out);
@@ -274,7 +277,8 @@ ortmk_status ortmk_session_provider_status(const ortmk_session *s, size_t i,
 /* Hot swap: starts `binary` as the new process of `provider`, replays the
  * provider's state into it (segments, external-data files, subgraphs),
  * switches between runs and stops the old process.  A run in progress
- * finishes on the old process; none fails because of the swap. */
+ * finishes on the old process; none fails because of the swap.
+ * Thread-safe: callable while other threads run sessions of env. */
 ortmk_status ortmk_env_swap_provider(ortmk_env *env, const char *provider, const char *binary);
 
 /* Counters of a session's runs. */
@@ -289,7 +293,10 @@ ortmk_status ortmk_session_get_stats(const ortmk_session *s, ortmk_session_stats
 
 /* Runs the model.  outputs[i] receives a new value the caller destroys.
  * A run whose provider dies returns ORTMK_ERR_PROVIDER_DIED; the session
- * stays usable (later issues restart the provider). */
+ * stays usable (later issues restart the provider).
+ * Thread-safe: several threads may run one session; its runs take turns
+ * (one at a time per session), sessions on one provider take turns per
+ * provider process. */
 ortmk_status ortmk_session_run(ortmk_session *s,
 			       const char *const *input_names,
 			       const ortmk_value *const *inputs, size_t n_inputs,
@@ -442,7 +449,9 @@ ortmk_status ortmk_io_binding_synchronize_inputs(ortmk_io_binding *b, int timeou
 ortmk_status ortmk_io_binding_synchronize_outputs(ortmk_io_binding *b, int timeout_ms);
 
 /* Runs the session on the binding.  Every graph input must be bound;
- * outputs not bound are not returned. */
+ * outputs not bound are not returned.  Thread-safe as ortmk_session_run,
+ * but one binding serves one run at a time: the caller serializes the
+ * runs of a binding (and its bind_* and clear_* calls). */
 ortmk_status ortmk_session_run_binding(ortmk_session *s, ortmk_io_binding *b);
 /* The bound outputs, in the order they were bound. */
 size_t ortmk_io_binding_output_count(const ortmk_io_binding *b);
