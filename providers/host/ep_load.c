@@ -102,6 +102,38 @@ void ep_host_subgraph_free(host *h, ep_subgraph *sg)
 	free(sg);
 }
 
+/* External data at an offset kernels cannot load elements from (a float
+ * at an odd address is undefined behaviour, and vector loads want more):
+ * read into page-aligned private memory instead of mapping the file.
+ * `ort-model externalize` writes aligned offsets, so this is the rare
+ * case of a file some other tool wrote. */
+#define EP_WEIGHT_ALIGN 64   /* what an AVX-512 load of a weight row wants */
+
+static int read_misaligned(sg_priv *p, const host_file *f, const Ortmk__Weight *w, ep_weight *out)
+{
+	uint8_t *buf = mmap(NULL, w->nbytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	uint64_t done = 0;
+
+	if (buf == MAP_FAILED)
+		return -ENOMEM;
+	while (done < w->nbytes) {
+		ssize_t r = pread(f->fd, buf + done, w->nbytes - done, (off_t)(w->offset + done));
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			int e = r < 0 ? errno : EIO;
+
+			munmap(buf, w->nbytes);
+			return -e;
+		}
+		done += (uint64_t)r;
+	}
+	p->maps[p->n_maps++] = (host_map){buf, w->nbytes};
+	out->data = buf;
+	return 0;
+}
+
 static int map_external(host *h, ep_subgraph *sg, const Ortmk__Weight *w, ep_weight *out)
 {
 	sg_priv *p = sg->priv;
@@ -119,12 +151,14 @@ static int map_external(host *h, ep_subgraph *sg, const Ortmk__Weight *w, ep_wei
 		out->data = "";
 		return 0;
 	}
-	start = w->offset & ~(uint64_t)(page - 1);
-	len = w->offset - start + w->nbytes;
 	nm = realloc(p->maps, (p->n_maps + 1) * sizeof(*nm));
 	if (!nm)
 		return -ENOMEM;
 	p->maps = nm;
+	if (w->offset % EP_WEIGHT_ALIGN)
+		return read_misaligned(p, f, w, out);
+	start = w->offset & ~(uint64_t)(page - 1);
+	len = w->offset - start + w->nbytes;
 	addr = mmap(NULL, len, PROT_READ, MAP_SHARED, f->fd, (off_t)start);
 	if (addr == MAP_FAILED)
 		return -errno;
