@@ -62,6 +62,27 @@ static const char *dim_name(const ortmk_session *s, int v, int d)
 	return NULL;
 }
 
+/* An optional(tensor) input or output: inference tracks no shape through
+ * the optional, so its dims are the declared ones. */
+static void declared_dims(ortmk_session *s, int v, size_t io)
+{
+	ortmk_value_kind kind;
+	int opt;
+	const Onnx__TypeProto__Tensor *tt = tensor_of(s->g->values[v].type, &kind, &opt);
+
+	if (!tt || !tt->shape || kind != ORTMK_VALUE_TENSOR)
+		return;
+	for (size_t d = 0; d < tt->shape->n_dim && d < GRAPH_MAX_RANK; d++) {
+		const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[d];
+		int named = dim && dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM &&
+			    dim->dim_param && dim->dim_param[0];
+
+		s->io_dims[io][d] = dim && dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE ?
+				    dim->dim_value : -1;
+		s->io_dim_names[io][d] = named ? dim->dim_param : NULL;
+	}
+}
+
 /* Copies of the inferred dims with symbols turned into -1 and the dims'
  * symbolic names, per input and output; the model's metadata_props as
  * arrays.  Made once at session creation. */
@@ -83,6 +104,8 @@ ortmk_status core_session_fill_info(ortmk_session *s)
 			s->io_dims[i][d] = t->dims[d] >= 0 ? t->dims[d] : -1;
 			s->io_dim_names[i][d] = t->dims[d] >= 0 ? NULL : dim_name(s, v, d);
 		}
+		if (t->rank < 0)
+			declared_dims(s, v, i);
 	}
 	for (size_t i = 0; i < np; i++) {
 		const Onnx__StringStringEntryProto *e = s->g->model->metadata_props[i];
@@ -138,9 +161,14 @@ static ortmk_status io_meta(const ortmk_session *s, int v, size_t io, ortmk_io_i
 	if (!out)
 		return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "io info: NULL out");
 	if (full.kind == ORTMK_VALUE_TENSOR) {
+		int declared = t->rank < 0 && tt && tt->shape;  /* declared_dims() */
+
 		full.dtype = (ortmk_dtype)(t->elem_type ? t->elem_type : gv->elem_type);
-		full.rank_known = t->rank >= 0;
-		full.rank = t->rank > 0 ? (size_t)t->rank : 0;
+		if (!full.dtype && tt && tt->has_elem_type)
+			full.dtype = (ortmk_dtype)tt->elem_type;
+		full.rank_known = t->rank >= 0 || declared;
+		full.rank = t->rank > 0 ? (size_t)t->rank :
+			    declared && tt->shape->n_dim <= GRAPH_MAX_RANK ? tt->shape->n_dim : 0;
 		full.dims = full.rank_known ? s->io_dims[io] : NULL;
 		full.dim_names = full.rank_known ? s->io_dim_names[io] : NULL;
 	} else {

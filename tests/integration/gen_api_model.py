@@ -2,13 +2,15 @@
 """Writes DIR/api.onnx (+ DIR/api.bin, its external data) for test_api: a
 model whose metadata, signature and weights the C API must report as
 written here.
-  inputs  x float ["batch", 3], s float scalar, q float of no declared rank
+  inputs  x float ["batch", 3], s float scalar, q float of no declared rank,
+          o optional(tensor(float)) ["k", 2]
   w       float [3] = 1, 2, 3, in api.bin (external data)
   y = x * Reshape(w, Shape(w))   ["batch", 3]   (Shape(w) folds away at
                                                  optimisation levels >= basic)
   z = s + s                      scalar
   qq = Identity(q)               rank unknown
   seq = SequenceConstruct(x)     seq(tensor(float))
+  has = OptionalHasElement(o)    bool scalar
 Usage: gen_api_model.py DIR"""
 import os
 import sys
@@ -29,18 +31,23 @@ def main():
         helper.make_node("Add", ["s", "s"], ["z"]),
         helper.make_node("Identity", ["q"], ["qq"]),
         helper.make_node("SequenceConstruct", ["x"], ["seq"]),
+        helper.make_node("OptionalHasElement", ["o"], ["has"]),
     ]
+    opt = helper.make_optional_type_proto(
+        helper.make_tensor_type_proto(TensorProto.FLOAT, ["k", 2]))
     graph = helper.make_graph(
         nodes, "api_graph",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3]),
          helper.make_tensor_value_info("s", TensorProto.FLOAT, []),
-         helper.make_tensor_value_info("q", TensorProto.FLOAT, None)],
+         helper.make_tensor_value_info("q", TensorProto.FLOAT, None),
+         helper.make_value_info("o", opt)],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 3]),
          helper.make_tensor_value_info("z", TensorProto.FLOAT, []),
          helper.make_tensor_value_info("qq", TensorProto.FLOAT, None),
-         helper.make_tensor_sequence_value_info("seq", TensorProto.FLOAT, None)],
+         helper.make_tensor_sequence_value_info("seq", TensorProto.FLOAT, None),
+         helper.make_tensor_value_info("has", TensorProto.BOOL, [])],
         [w], doc_string="graph description")
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)],
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 15)],
                               producer_name="api-test", producer_version="1.2",
                               domain="org.ortmk.test", model_version=7,
                               doc_string="model description")

@@ -70,16 +70,17 @@ static void check_run(ortmk_env *env, ortmk_session *s, const char *what)
 {
 	int64_t xs[2] = {2, 3}, ss[1] = {0};
 	float xv[6] = {1, 2, 3, -4, 5, 0.5f}, sv = 1.5f;
-	ortmk_value *x = NULL, *sc = NULL, *q = NULL, *out[2] = {NULL, NULL};
-	const char *in_names[] = {"x", "s", "q"}, *out_names[] = {"y", "z"};
+	ortmk_value *x = NULL, *sc = NULL, *q = NULL, *o = NULL, *out[2] = {NULL, NULL};
+	const char *in_names[] = {"x", "s", "q", "o"}, *out_names[] = {"y", "z"};
 
 	if (ortmk_value_create_copy(env, ORTMK_FLOAT, xs, 2, xv, sizeof(xv), &x) ||
 	    ortmk_value_create_copy(env, ORTMK_FLOAT, ss, 0, &sv, sizeof(sv), &sc) ||
-	    ortmk_value_create_copy(env, ORTMK_FLOAT, xs, 1, xv, 2 * sizeof(float), &q)) {
+	    ortmk_value_create_copy(env, ORTMK_FLOAT, xs, 1, xv, 2 * sizeof(float), &q) ||
+	    ortmk_value_create_copy(env, ORTMK_FLOAT, (int64_t[]){1, 2}, 2, xv, 2 * sizeof(float), &o)) {
 		CHECK(0, "%s: inputs", what);
 		goto out;
 	}
-	CHECK(ortmk_session_run(s, in_names, (const ortmk_value *const[]){x, sc, q}, 3,
+	CHECK(ortmk_session_run(s, in_names, (const ortmk_value *const[]){x, sc, q, o}, 4,
 				out_names, 2, out) == ORTMK_OK, "%s: run", what);
 	if (out[0] && out[1]) {
 		const float *y = ortmk_value_data_const(out[0]), *z = ortmk_value_data_const(out[1]);
@@ -94,6 +95,7 @@ out:
 	ortmk_value_destroy(x);
 	ortmk_value_destroy(sc);
 	ortmk_value_destroy(q);
+	ortmk_value_destroy(o);
 }
 
 static void test_buffer(ortmk_env *env)
@@ -137,7 +139,7 @@ static void test_meta(ortmk_session *s)
 {
 	ortmk_io_info x = {.struct_size = sizeof(x)}, sc = {.struct_size = sizeof(sc)};
 	ortmk_io_info q = {.struct_size = sizeof(q)}, y = {.struct_size = sizeof(y)};
-	ortmk_io_info seq = {.struct_size = sizeof(seq)};
+	ortmk_io_info seq = {.struct_size = sizeof(seq)}, o = {.struct_size = sizeof(o)};
 	ortmk_model_metadata m = {.struct_size = sizeof(m)};
 
 	CHECK(ortmk_session_input_meta(s, 0, &x) == ORTMK_OK && strcmp(x.name, "x") == 0 &&
@@ -148,7 +150,10 @@ static void test_meta(ortmk_session *s)
 	      "input s is a scalar");
 	CHECK(ortmk_session_input_meta(s, 2, &q) == ORTMK_OK && !q.rank_known && q.rank == 0 &&
 	      !q.dims && q.dtype == ORTMK_FLOAT, "input q has no rank");
-	CHECK(ortmk_session_input_meta(s, 3, &q) == ORTMK_ERR_INVALID_ARGUMENT, "input 3 out of range");
+	CHECK(ortmk_session_input_meta(s, 3, &o) == ORTMK_OK && o.optional && o.kind == ORTMK_VALUE_TENSOR &&
+	      o.dtype == ORTMK_FLOAT && o.rank_known && o.rank == 2 && o.dims[0] == -1 && o.dims[1] == 2 &&
+	      name_is(o.dim_names[0], "k"), "input o: optional(tensor(float)) [k, 2]");
+	CHECK(ortmk_session_input_meta(s, 4, &q) == ORTMK_ERR_INVALID_ARGUMENT, "input 4 out of range");
 	CHECK(ortmk_session_output_meta(s, 0, &y) == ORTMK_OK && strcmp(y.name, "y") == 0 &&
 	      y.rank == 2 && name_is(y.dim_names[0], "batch") && y.dims[1] == 3, "output y");
 	CHECK(ortmk_session_output_meta(s, 3, &seq) == ORTMK_OK && strcmp(seq.name, "seq") == 0 &&
@@ -206,7 +211,7 @@ static void test_opt_level(ortmk_env *env)
 	size_t off = cpu_nodes(env, "disable"), basic = cpu_nodes(env, "basic"), all = cpu_nodes(env, "all");
 
 	/* Shape(w) is known at load time: folded from "basic" on. */
-	CHECK(off == 6 && basic == 5 && all == 5, "nodes run: disable %zu, basic %zu, all %zu", off, basic, all);
+	CHECK(off == 7 && basic == 6 && all == 6, "nodes run: disable %zu, basic %zu, all %zu", off, basic, all);
 	ortmk_session_options_create(&o);
 	CHECK(ortmk_session_options_set(o, "graph_optimization_level", "fast") == ORTMK_ERR_INVALID_ARGUMENT &&
 	      strstr(ortmk_last_error(), "fast"), "bad level named");
