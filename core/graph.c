@@ -334,10 +334,10 @@ static int ext_open(graph *g, const char *name, const char *loc, int *file,
 		goto out;
 	}
 	f = &g->files[g->n_files];
-	f->fd = open(real, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	f->fd = proto_external_open(g->model_dir_real, real);
 	if (f->fd < 0) {
-		rc = errf(err, errlen, -errno, "initializer '%s': external data file '%s': %s",
-			  name, loc, strerror(errno));
+		rc = errf(err, errlen, f->fd, "initializer '%s': external data file '%s': %s",
+			  name, loc, strerror(-f->fd));
 		goto out;
 	}
 	f->path = real;

@@ -3,7 +3,11 @@
  * core's loader and ort-model (see external_path.h).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <linux/openat2.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,4 +108,32 @@ int proto_external_resolve(const char *dir, char **dir_real, const char *who, co
 	}
 	free(full);
 	return rc;
+}
+
+int proto_external_open(const char *dir_real, const char *real)
+{
+	struct open_how how = {.flags = O_RDONLY | O_CLOEXEC,
+			       .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS};
+	size_t n = strlen(dir_real);
+	const char *rel = real + n;
+	int dfd, fd, e;
+
+	if (!proto_path_inside(dir_real, real))
+		return -EINVAL;
+	while (*rel == '/')
+		rel++;
+	if (!*rel)
+		return -EISDIR;
+	dfd = open(dir_real, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	fd = (int)syscall(SYS_openat2, dfd, rel, &how, sizeof(how));
+	e = errno;
+	close(dfd);
+	if (fd >= 0)
+		return fd;
+	if (e != ENOSYS)
+		return -e;
+	fd = open(real, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	return fd >= 0 ? fd : -errno;
 }

@@ -33,4 +33,11 @@ char *proto_path_dir(const char *path);
 int proto_external_resolve(const char *dir, char **dir_real, const char *who, const char *loc,
 			   char **real, char *err, size_t errlen);
 
+/* Opens `real` (proto_external_resolve's result, inside dir_real) for
+ * reading so that nothing swapped in since the resolve can lead outside:
+ * openat2 beneath dir_real with no symlink followed (real is canonical, so
+ * a symlink there now was put there after the check), or, on a kernel
+ * without openat2, open with O_NOFOLLOW.  A descriptor or -errno. */
+int proto_external_open(const char *dir_real, const char *real);
+
 #endif

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +21,7 @@
 
 #include <cmocka.h>
 
+#include "external_path.h"
 #include "graph.h"
 
 #define DT(x) ONNX__TENSOR_PROTO__DATA_TYPE__##x
@@ -1150,6 +1152,44 @@ static void test_helpers(void **state)
 	graph_free(g);
 }
 
+/* The symlink race: a location resolved inside the model directory, then
+ * a directory on its path swapped for a symlink pointing out before the
+ * open.  The open must not follow it: O_NOFOLLOW covers the last component
+ * only, openat2 beneath the directory with no symlinks covers them all. */
+static void test_external_open_race(void **state)
+{
+	char sub[128], moved[128], out_dir[128], path[160], dir_real[PATH_MAX], err[256];
+	char *real = NULL, *dr = NULL;
+	int fd;
+
+	(void)state;
+	snprintf(sub, sizeof(sub), "%s/sub", mdir);
+	snprintf(moved, sizeof(moved), "%s/sub.moved", mdir);
+	snprintf(out_dir, sizeof(out_dir), "%s/outside", root);
+	assert_int_equal(mkdir(sub, 0700), 0);
+	assert_int_equal(mkdir(out_dir, 0700), 0);
+	snprintf(path, sizeof(path), "%s/w.bin", sub);
+	write_file(path, "weights!", 8);
+	snprintf(path, sizeof(path), "%s/w.bin", out_dir);
+	write_file(path, "secret", 6);
+	assert_int_equal(proto_external_resolve(mdir, &dr, "w", "sub/w.bin", &real, err, sizeof(err)), 0);
+	assert_non_null(realpath(mdir, dir_real));
+	fd = proto_external_open(dir_real, real);
+	assert_true(fd >= 0);
+	close(fd);
+	/* The swap, after the check: sub/ now leads outside. */
+	assert_int_equal(rename(sub, moved), 0);
+	assert_int_equal(symlink(out_dir, sub), 0);
+	fd = proto_external_open(dir_real, real);
+	if (fd >= 0)
+		close(fd);
+	assert_true(fd < 0);
+	/* A path that is not below the directory at all. */
+	assert_true(proto_external_open(dir_real, path) == -EINVAL);
+	free(real);
+	free(dr);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1173,6 +1213,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_implicit_cycle, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_symbolic_dims, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_helpers, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_external_open_race, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

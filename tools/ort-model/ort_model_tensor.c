@@ -249,9 +249,9 @@ static int open_file(om_model *m, om_files *fs, const char *who, const char *loc
 	}
 	f = &fs->v[fs->n];
 	memset(f, 0, sizeof(*f));
-	f->fd = open(real, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	f->fd = proto_external_open(m->dir_real, real);
 	if (f->fd < 0) {
-		rc = om_errf(err, errlen, -errno, "%s: external data file '%s': %s", who, loc, strerror(errno));
+		rc = om_errf(err, errlen, f->fd, "%s: external data file '%s': %s", who, loc, strerror(-f->fd));
 		free(real);
 		return rc;
 	}
