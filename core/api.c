@@ -46,7 +46,7 @@ static enum ipc_log_level ipc_level(ortmk_log_severity s)
 
 ortmk_status ortmk_env_create_with_options(const ortmk_env_options *opts, ortmk_env **out)
 {
-	ortmk_env_options o = {sizeof(o), ORTMK_LOG_WARNING, NULL, NULL};
+	ortmk_env_options o = {.struct_size = sizeof(o), .log_severity = ORTMK_LOG_WARNING};
 	ortmk_status st;
 
 	if (opts) {
@@ -60,6 +60,7 @@ ortmk_status ortmk_env_create_with_options(const ortmk_env_options *opts, ortmk_
 	}
 	if ((st = ortmk_env_create(out)) || !opts)
 		return st;
+	(*out)->mem_limit = (uint64_t)o.memory_limit_mb << 20;
 	(*out)->log_fn = o.log_fn;
 	(*out)->log_user = o.log_user;
 	(*out)->log_token = ipc_log_set_sink(ipc_level(o.log_severity), o.log_fn ? env_log : NULL, *out);

@@ -122,6 +122,7 @@ typedef struct core_ep {
 struct ortmk_env {
 	char dir[256];            /* private 0700 directory of the sockets */
 	unsigned log_token;       /* its log sink (ortmk_env_options), 0: none */
+	uint64_t mem_limit;       /* bytes; 0: MemAvailable (core_mem_check) */
 	ortmk_log_fn log_fn;
 	void *log_user;
 	pthread_mutex_t lock;
@@ -307,6 +308,9 @@ uint64_t core_env_next_id(ortmk_env *env);
  * covers (error.c). */
 ortmk_status core_out_struct(void *out, const void *full, size_t full_size, const char *what);
 ortmk_status core_env_get_ep(ortmk_env *env, const char *name, core_ep **out);
+/* ORTMK_OK when `bytes` of shared memory for `what` fit the env's memory
+ * limit, else ORTMK_ERR_NO_MEMORY with a message naming both (values.c). */
+ortmk_status core_mem_check(const ortmk_env *env, uint64_t bytes, const char *what);
 /* 1 for the providers ortmk ships ("cpu", "vulkan", "cuda"). */
 int core_known_provider(const char *name);
 /* Stops every provider process of env and frees its providers. */

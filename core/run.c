@@ -159,8 +159,11 @@ static ortmk_status get_plan(ortmk_session *s, const ortmk_value **bound, core_p
 static ortmk_status segment_new(ortmk_session *s, uint64_t size, const char *name,
 				shm_segment **out)
 {
-	shm_segment *n = calloc(1, sizeof(*n));
+	shm_segment *n;
 
+	if (core_mem_check(s->env, size, name) != ORTMK_OK)
+		return ORTMK_ERR_NO_MEMORY;
+	n = calloc(1, sizeof(*n));
 	if (!n || shm_segment_create(name, size ? size : 1, core_env_next_id(s->env), n)) {
 		free(n);
 		return core_fail(ORTMK_ERR_NO_MEMORY, "cannot create %llu bytes of shared memory (%s)",

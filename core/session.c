@@ -91,6 +91,8 @@ static ortmk_status copy_weights(ortmk_session *s)
 		s->weight_off[v] = total;
 		total += (val->init.nbytes + SHM_ALIGN - 1) & ~(uint64_t)(SHM_ALIGN - 1);
 	}
+	if (core_mem_check(s->env, total, "the model's inline weights") != ORTMK_OK)
+		return ORTMK_ERR_NO_MEMORY;
 	if (shm_segment_create("ortmk-weights", total ? total : 1, core_env_next_id(s->env),
 			       &s->weights))
 		return core_fail(ORTMK_ERR_NO_MEMORY, "cannot create %llu bytes of shared memory for weights",

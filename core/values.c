@@ -8,6 +8,7 @@
  * buffer in a provider's memory; destroying one hands it back there.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,6 +60,39 @@ void core_value_pool_drain(ortmk_env *env)
 	env->pool_bytes = 0;
 }
 
+/* MemAvailable of /proc/meminfo in bytes; 0 when it cannot be read. */
+static uint64_t mem_available(void)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[128];
+	unsigned long long kb = 0;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return (uint64_t)kb << 10;
+}
+
+/* Small requests are not worth reading /proc for: only those of 64 MiB and
+ * more are checked against the available memory. */
+ortmk_status core_mem_check(const ortmk_env *env, uint64_t bytes, const char *what)
+{
+	uint64_t limit = env->mem_limit;
+
+	if (!limit && bytes < ((uint64_t)64 << 20))
+		return ORTMK_OK;
+	if (!limit && !(limit = mem_available()))
+		return ORTMK_OK;
+	if (bytes <= limit)
+		return ORTMK_OK;
+	return core_fail(ORTMK_ERR_NO_MEMORY, "%s needs %llu MiB of shared memory, more than the %s (%llu MiB)",
+			 what, (unsigned long long)(bytes >> 20),
+			 env->mem_limit ? "memory limit (ortmk_env_options.memory_limit_mb)" :
+			 "memory available on this machine", (unsigned long long)(limit >> 20));
+}
+
 ortmk_status core_value_new(ortmk_env *env, int32_t dtype, const int64_t *dims,
 			    size_t rank, ortmk_value **out)
 {
@@ -76,6 +110,8 @@ ortmk_status core_value_new(ortmk_env *env, int32_t dtype, const int64_t *dims,
 					 (long long)dims[i]);
 		n *= (size_t)dims[i];
 	}
+	if (core_mem_check(env, n, "value") != ORTMK_OK)
+		return ORTMK_ERR_NO_MEMORY;
 	v = calloc(1, sizeof(*v));
 	if (!v)
 		return core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");

@@ -57,6 +57,16 @@ def foo_model():
     return m
 
 
+def huge_input_model():
+    """Relu on an input declared [2^31, 1024] float32: 8 TiB to generate."""
+    g = helper.make_graph([helper.make_node("Relu", ["big"], ["out"])], "huge",
+                          [helper.make_tensor_value_info("big", TensorProto.FLOAT, [2 ** 31, 1024])],
+                          [helper.make_tensor_value_info("out", TensorProto.FLOAT, [2 ** 31, 1024])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    m.ir_version = 8
+    return m
+
+
 def save(path, model):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "wb") as f:
@@ -124,6 +134,9 @@ def make_cases(w):
         ("external data offset past the end of the file",
          [save(os.path.join(w, "ext_offset", "model.onnx"),
                good_model(("short.bin", 4096, len(bias))))], [BIAS, "short.bin"], False),
+        ("a generated input larger than the machine's memory",
+         [save(os.path.join(w, "huge", "model.onnx"), huge_input_model())],
+         ["'big'", "8388608 MiB", "memory available"], False),
         ("external data file missing",
          [save(os.path.join(w, "ext_missing", "model.onnx"),
                good_model(("missing.bin", 0, len(bias))))], [BIAS, "missing.bin"], False),

@@ -258,6 +258,31 @@ static void test_unavailable(void)
 	CHECK(ortmk_env_create_with_options(&eo, &env) == ORTMK_ERR_INVALID_ARGUMENT, "bad severity");
 }
 
+/* Shared memory past the limit fails before it is taken: a value of 8 TiB
+ * against the machine's memory, 2 MiB against a 1 MiB limit.  (Weights and
+ * a run's plan segments go through the same check.) */
+static void test_memory_limit(void)
+{
+	ortmk_env_options eo = {.struct_size = sizeof(eo), .memory_limit_mb = 1};
+	int64_t huge[2] = {2147483648LL, 1024}, two_mb[1] = {512 * 1024}, xs[1] = {1000};
+	ortmk_env *env = NULL;
+	ortmk_value *v = NULL, *x = NULL;
+
+	CHECK(ortmk_env_create(&env) == ORTMK_OK, "env");
+	CHECK(ortmk_value_create(env, ORTMK_FLOAT, huge, 2, &v) == ORTMK_ERR_NO_MEMORY &&
+	      strstr(ortmk_last_error(), "memory available"), "8 TiB value refused");
+	ortmk_env_destroy(env);
+	env = NULL;
+	CHECK(ortmk_env_create_with_options(&eo, &env) == ORTMK_OK, "env with a 1 MiB limit");
+	if (!env)
+		return;
+	CHECK(ortmk_value_create(env, ORTMK_FLOAT, two_mb, 1, &v) == ORTMK_ERR_NO_MEMORY &&
+	      strstr(ortmk_last_error(), "memory_limit_mb"), "2 MiB value over a 1 MiB limit");
+	CHECK(ortmk_value_create(env, ORTMK_FLOAT, xs, 1, &x) == ORTMK_OK, "a small value fits");
+	ortmk_value_destroy(x);
+	ortmk_env_destroy(env);
+}
+
 int main(int argc, char **argv)
 {
 	ortmk_env *env = NULL;
@@ -284,6 +309,7 @@ int main(int argc, char **argv)
 	test_opt_level(env);
 	ortmk_env_destroy(env);
 	test_unavailable();
+	test_memory_limit();
 	printf("%s\n", failures ? "FAILED" : "all passed");
 	return failures ? 1 : 0;
 }

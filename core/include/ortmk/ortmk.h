@@ -142,6 +142,11 @@ typedef struct ortmk_env_options {
 	ortmk_log_severity log_severity;
 	ortmk_log_fn log_fn;          /* NULL: one line per message on stderr */
 	void *log_user;
+	/* The most shared memory one value, weight segment or run's memory
+	 * plan may take, in MiB: larger ones fail with ORTMK_ERR_NO_MEMORY
+	 * naming the size, before anything is allocated.  0 (the default):
+	 * the machine's available memory (MemAvailable) at that moment. */
+	size_t memory_limit_mb;
 } ortmk_env_options;
 
 /* ortmk_env_create with options (NULL: the defaults).  The log settings
