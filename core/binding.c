@@ -255,7 +255,7 @@ ortmk_status ortmk_session_run_binding(ortmk_session *s, ortmk_io_binding *b)
 		return core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
 	for (size_t i = 0; i < b->n_outs; i++)
 		specs[i] = b->outs[i].spec;
-	st = core_session_run_outs(s, b->in, specs, b->n_outs, b->stream);
+	st = core_session_run_outs(s, NULL, b->in, specs, b->n_outs, b->stream);
 	/* The previous outputs may have been this run's inputs: only now may
 	 * they go. */
 	for (size_t i = 0; i < b->n_outs && st == ORTMK_OK; i++) {

@@ -117,7 +117,24 @@ typedef struct core_ep {
 	double last_restart_ms;   /* death noticed -> ready again */
 	uint64_t died_ns;         /* when the current death was noticed */
 	unsigned backoff_ms;
+	/* Its cancel word (ortmk_run_options): one page shared with every
+	 * process of this provider, made on the first cancellable run. */
+	shm_segment cancel_seg;
 } core_ep;
+
+/* Runs a run options object can cancel at once (several sessions). */
+#define CORE_RO_ACTIVE 16
+
+struct ortmk_run_options {
+	pthread_mutex_t lock;     /* terminate and the active list */
+	int terminate;
+	int timeout_ms;
+	char tag[128];
+	struct {
+		_Atomic uint64_t *word;   /* the provider's cancel word */
+		uint64_t token;           /* the token of the step running there */
+	} active[CORE_RO_ACTIVE];
+};
 
 struct ortmk_env {
 	char dir[256];            /* private 0700 directory of the sockets */
@@ -426,7 +443,8 @@ ortmk_status core_session_fill_info(ortmk_session *s);
 
 /* Runs with inputs bound per graph input (host or device values) and the
  * outputs `outs` say; stream (may be NULL) orders the run on its provider. */
-ortmk_status core_session_run_outs(ortmk_session *s, const ortmk_value **bound, core_out *outs,
+ortmk_status core_session_run_outs(ortmk_session *s, ortmk_run_options *ro,
+				   const ortmk_value **bound, core_out *outs,
 				   size_t n_out, ortmk_stream *stream);
 /* Checks value v against graph input i (kind, dtype, shape). */
 ortmk_status core_check_input(const ortmk_session *s, size_t i, const ortmk_value *v);

@@ -116,6 +116,8 @@ static void ep_destroy(core_ep *ep)
 	if (!ep)
 		return;
 	core_proc_stop(ep, &ep->p);
+	if (ep->cancel_seg.base)
+		shm_segment_destroy(&ep->cancel_seg);
 	for (size_t i = 0; i < ep->n_sgs; i++)
 		free(ep->sgs[i].bytes);
 	free(ep->sgs);
@@ -556,6 +558,8 @@ static ortmk_status error_reply(core_ep *ep, const Ortmk__Error *e)
 		st = ORTMK_ERR_NOT_IMPLEMENTED;
 	else if (e->code == ORTMK__ERROR_CODE__E_NOMEM)
 		st = ORTMK_ERR_NO_MEMORY;
+	else if (e->code == ORTMK__ERROR_CODE__E_CANCELLED)
+		st = ORTMK_ERR_CANCELLED;
 	return core_fail(st, "provider '%s': %s", ep->name, e->message);
 }
 

@@ -37,7 +37,7 @@ const char *ortmk_status_name(ortmk_status s)
 	static const char *names[] = {
 		"OK", "INVALID_ARGUMENT", "MODEL", "NOT_IMPLEMENTED", "INPUT",
 		"PROVIDER_DIED", "PROVIDER", "PROTOCOL", "TIMEOUT", "NO_MEMORY",
-		"IO", "INTERNAL", "UNAVAILABLE",
+		"IO", "INTERNAL", "UNAVAILABLE", "CANCELLED",
 	};
 
 	if ((unsigned)s >= sizeof(names) / sizeof(names[0]))

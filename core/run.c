@@ -9,9 +9,11 @@
  * (binding.c) enters at core_session_run_outs.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "run.h"
@@ -255,12 +257,128 @@ static int make_ref(run_ctx *c, size_t step, int v, Ortmk__TensorRef *r)
 	return 1;
 }
 
+/* ---- cancellation (ortmk_run_options) --------------------------------- */
+
+/* The provider's cancel word, its segment made and handed over on first
+ * use (a restarted process gets it back with the other segments). */
+static _Atomic uint64_t *cancel_word(ortmk_session *s, core_ep *ep)
+{
+	if (!ep->cancel_seg.base &&
+	    shm_segment_create("ortmk-cancel", sizeof(uint64_t), core_env_next_id(s->env), &ep->cancel_seg))
+		memset(&ep->cancel_seg, 0, sizeof(ep->cancel_seg));
+	if (!ep->cancel_seg.base)
+		return NULL;
+	if (!ipc_segtab_find(&ep->p.segs, ep->cancel_seg.id) &&
+	    core_ep_add_segment(ep, &ep->cancel_seg) != ORTMK_OK) {
+		core_clear_error();
+		return NULL;
+	}
+	return (_Atomic uint64_t *)ep->cancel_seg.base;
+}
+
+/* Records that a step with `token` runs where `word` is read; a terminate
+ * already asked for is written at once.  The slot, or -1 when full (the
+ * step then runs to its end; the next one is not started). */
+static int ro_enter(ortmk_run_options *ro, _Atomic uint64_t *word, uint64_t token)
+{
+	int slot = -1;
+
+	pthread_mutex_lock(&ro->lock);
+	for (int i = 0; i < CORE_RO_ACTIVE && slot < 0; i++) {
+		if (!ro->active[i].word) {
+			ro->active[i].word = word;
+			ro->active[i].token = token;
+			slot = i;
+		}
+	}
+	if (slot >= 0 && ro->terminate)
+		atomic_store(word, token);
+	pthread_mutex_unlock(&ro->lock);
+	return slot;
+}
+
+static void ro_leave(ortmk_run_options *ro, int slot)
+{
+	if (slot < 0)
+		return;
+	pthread_mutex_lock(&ro->lock);
+	ro->active[slot].word = NULL;
+	pthread_mutex_unlock(&ro->lock);
+}
+
+static int ro_terminated(ortmk_run_options *ro)
+{
+	int t;
+
+	pthread_mutex_lock(&ro->lock);
+	t = ro->terminate;
+	pthread_mutex_unlock(&ro->lock);
+	return t;
+}
+
+ortmk_status ortmk_run_options_create(ortmk_run_options **out)
+{
+	ortmk_run_options *ro;
+
+	if (!out)
+		return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "run options: NULL out");
+	if (!(ro = calloc(1, sizeof(*ro))))
+		return core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
+	pthread_mutex_init(&ro->lock, NULL);
+	*out = ro;
+	return ORTMK_OK;
+}
+
+void ortmk_run_options_destroy(ortmk_run_options *ro)
+{
+	if (!ro)
+		return;
+	pthread_mutex_destroy(&ro->lock);
+	free(ro);
+}
+
+ortmk_status ortmk_run_options_set_tag(ortmk_run_options *ro, const char *tag)
+{
+	if (!ro || !tag || strlen(tag) >= sizeof(ro->tag))
+		return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "run options: tag missing or longer than %zu bytes",
+				 sizeof(ro->tag) - 1);
+	pthread_mutex_lock(&ro->lock);
+	snprintf(ro->tag, sizeof(ro->tag), "%s", tag);
+	pthread_mutex_unlock(&ro->lock);
+	return ORTMK_OK;
+}
+
+ortmk_status ortmk_run_options_set_timeout_ms(ortmk_run_options *ro, int timeout_ms)
+{
+	if (!ro || timeout_ms < 0)
+		return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "run options: bad timeout %d", timeout_ms);
+	ro->timeout_ms = timeout_ms;
+	return ORTMK_OK;
+}
+
+void ortmk_run_options_set_terminate(ortmk_run_options *ro, int terminate)
+{
+	if (!ro)
+		return;
+	pthread_mutex_lock(&ro->lock);
+	ro->terminate = terminate != 0;
+	for (int i = 0; terminate && i < CORE_RO_ACTIVE; i++)
+		if (ro->active[i].word)
+			atomic_store(ro->active[i].word, ro->active[i].token);
+	pthread_mutex_unlock(&ro->lock);
+}
+
 static ortmk_status send_run(run_ctx *c, size_t i, Ortmk__Envelope **rep)
 {
 	ortmk_session *s = c->s;
 	core_step *st = &s->steps[i];
+	core_ep *ep = s->eps[st->ep];
 	Ortmk__Envelope e = ORTMK__ENVELOPE__INIT;
 	Ortmk__Run run = ORTMK__RUN__INIT;
+	_Atomic uint64_t *word = c->ro ? cancel_word(s, ep) : NULL;
+	int timeout = c->ro && c->ro->timeout_ms ? c->ro->timeout_ms : s->run_timeout_ms;
+	int slot = -1;
+	ortmk_status rc;
 	size_t n = 0;
 
 	for (size_t j = 0; j < st->n_values; j++) {
@@ -294,8 +412,17 @@ static ortmk_status send_run(run_ctx *c, size_t i, Ortmk__Envelope **rep)
 	 * caller's, blocked in ortmk_run either way, as an in-process runtime
 	 * would keep it computing.  With every CPU computing it sleeps after
 	 * IPC_RING_SPIN_NS. */
-	s->eps[st->ep]->reply_spin_ns = s->threads < s->cpus ? RUN_SPIN_NS : 0;
-	return core_ep_request(s->eps[st->ep], &e, s->run_timeout_ms ? s->run_timeout_ms : -1, rep);
+	ep->reply_spin_ns = s->threads < s->cpus ? RUN_SPIN_NS : 0;
+	if (word) {
+		run.has_cancel_segment = run.has_cancel_token = 1;
+		run.cancel_segment = ep->cancel_seg.id;
+		run.cancel_token = core_env_next_id(s->env);
+		slot = ro_enter(c->ro, word, run.cancel_token);
+	}
+	rc = core_ep_request(ep, &e, timeout ? timeout : -1, rep);
+	if (word)
+		ro_leave(c->ro, slot);
+	return rc;
 }
 
 static ortmk_status take_result(run_ctx *c, size_t i, const Ortmk__Result *r)
@@ -359,6 +486,9 @@ static ortmk_status run_step(run_ctx *c, size_t i)
 	ortmk_session *s = c->s;
 	core_ep *ep = s->eps[s->steps[i].ep];
 
+	if (c->ro && ro_terminated(c->ro))
+		return core_fail(ORTMK_ERR_CANCELLED, "run cancelled before step %zu of %zu", i + 1,
+				 s->n_steps);
 	for (int attempt = 0; attempt < 4; attempt++) {
 		Ortmk__Envelope *rep = NULL;
 		ortmk_status st = send_run(c, i, &rep);
@@ -560,13 +690,14 @@ static ortmk_status settle_inputs(ortmk_session *s, const ortmk_value **bound, o
 	return ORTMK_OK;
 }
 
-static ortmk_status run_with_recovery(ortmk_session *s, const ortmk_value **bound,
-				      core_out *outs, size_t n_out, ortmk_stream *stream)
+static ortmk_status run_with_recovery(ortmk_session *s, ortmk_run_options *ro,
+				      const ortmk_value **bound, core_out *outs, size_t n_out,
+				      ortmk_stream *stream)
 {
 	ortmk_status st = ORTMK_OK;
 
 	for (int attempt = 0; attempt < 2; attempt++) {
-		run_ctx c = {.s = s, .outs = outs, .n_out = n_out, .stream = stream};
+		run_ctx c = {.s = s, .outs = outs, .n_out = n_out, .stream = stream, .ro = ro};
 		unsigned mask;
 		char keep[1024];
 
@@ -595,15 +726,18 @@ static ortmk_status run_with_recovery(ortmk_session *s, const ortmk_value **boun
 	return st;
 }
 
-ortmk_status core_session_run_outs(ortmk_session *s, const ortmk_value **bound, core_out *outs,
+ortmk_status core_session_run_outs(ortmk_session *s, ortmk_run_options *ro,
+				   const ortmk_value **bound, core_out *outs,
 				   size_t n_out, ortmk_stream *stream)
 {
 	ortmk_status st;
 
 	for (size_t i = 0; i < n_out; i++)
 		outs[i].result = NULL;
+	if (ro && ro->tag[0])
+		ipc_trace_event("core", (int)getpid(), "run", ro->tag);
 	pthread_mutex_lock(&s->lock);
-	st = run_with_recovery(s, bound, outs, n_out, stream);
+	st = run_with_recovery(s, ro, bound, outs, n_out, stream);
 	/* A death noticed only by a request: name the device values it cost. */
 	for (size_t i = 0; i < s->g->n_inputs && st == ORTMK_ERR_PROVIDER_DIED; i++)
 		if (core_dev_value_check(bound[i]))
@@ -623,6 +757,16 @@ ortmk_status ortmk_session_run(ortmk_session *s, const char *const *input_names,
 			       const ortmk_value *const *inputs, size_t n_inputs,
 			       const char *const *output_names, size_t n_outputs,
 			       ortmk_value **outputs)
+{
+	return ortmk_session_run_with_options(s, NULL, input_names, inputs, n_inputs, output_names,
+					      n_outputs, outputs);
+}
+
+ortmk_status ortmk_session_run_with_options(ortmk_session *s, ortmk_run_options *ro,
+					    const char *const *input_names,
+					    const ortmk_value *const *inputs, size_t n_inputs,
+					    const char *const *output_names, size_t n_outputs,
+					    ortmk_value **outputs)
 {
 	const ortmk_value **bound;
 	core_out *outs;
@@ -655,7 +799,7 @@ ortmk_status ortmk_session_run(ortmk_session *s, const char *const *input_names,
 		pthread_mutex_unlock(&s->lock);
 	}
 	if (st == ORTMK_OK) {
-		st = core_session_run_outs(s, bound, outs, n_outputs, NULL);
+		st = core_session_run_outs(s, ro, bound, outs, n_outputs, NULL);
 	} else {
 		pthread_mutex_lock(&s->lock);
 		s->runs++;

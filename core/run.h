@@ -38,6 +38,7 @@ typedef struct run_ctx {
 	size_t n_out;
 	ortmk_stream *stream;
 	ortmk_value **staged;     /* per graph input: its host copy, or NULL */
+	ortmk_run_options *ro;    /* NULL: not cancellable, no tag */
 } run_ctx;
 
 void core_run_set_loc(loc *l, shm_segment *seg, uint64_t off, uint64_t nbytes, int kind,

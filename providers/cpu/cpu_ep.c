@@ -450,7 +450,7 @@ static int publish_dynamic(cpu_sg *c, const ep_subgraph *sg, ep_run *r, char *er
 static int cpu_run(void *self, ep_subgraph *sg, ep_run *r, char *err, size_t n)
 {
 	cpu_sg *c = sg->impl;
-	cpu_run_env env = {c->run.arena, NULL, c->pool, sg->threads, NULL};
+	cpu_run_env env = {c->run.arena, NULL, c->pool, sg->threads, NULL, r->cancel, r->cancel_token};
 	int rc;
 
 	(void)self;

@@ -511,6 +511,12 @@ int cpu_exec_run(cpu_frame *f, const cpu_run_env *env, char *err, size_t n)
 
 		if (!p->nodes[k].op)
 			continue;   /* fused into an earlier node */
+		if (e.cancel && __atomic_load_n((const uint64_t *)e.cancel, __ATOMIC_RELAXED) ==
+				e.cancel_token) {
+			snprintf(err, n, "run cancelled before node %zu of %zu", k, p->n_nodes);
+			rc = CPU_E_CANCELLED;
+			break;
+		}
 		rc = run_node(f, &e, k, err, n);
 		if (rc == 0)
 			release_dead(f, k);

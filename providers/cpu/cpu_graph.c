@@ -311,7 +311,8 @@ int cpu_graph_run(cpu_graph *g, cpu_ctx *ctx, const cpu_tensor *const *in, cpu_t
 	/* A frame of its own when this graph is already running (a body that
 	 * runs itself, or runs in flight together). */
 	cpu_frame *f = g->frame->busy ? cpu_frame_new(&g->plan) : g->frame;
-	cpu_run_env env = {ctx->arena, ctx->scope, ctx->pool, ctx->threads, NULL};
+	cpu_run_env env = {ctx->arena, ctx->scope, ctx->pool, ctx->threads, NULL, ctx->cancel,
+			   ctx->cancel_token};
 	int rc;
 
 	if (!f)

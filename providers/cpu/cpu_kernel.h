@@ -45,6 +45,7 @@ enum cpu_status {
 	CPU_E_SHAPE = -3,        /* output shape differs from the core's plan */
 	CPU_E_NOMEM = -4,
 	CPU_E_INTERNAL = -5,
+	CPU_E_CANCELLED = -7,    /* the run was cancelled (EP_E_CANCELLED) */
 };
 
 typedef struct cpu_tensor {
@@ -220,6 +221,8 @@ typedef struct cpu_ctx {
 	/* executor-private */
 	void *exec;
 	int threads;
+	const _Atomic uint64_t *cancel;  /* the run's (cpu_run_env): bodies inherit it */
+	uint64_t cancel_token;
 	char *err;
 	size_t errlen;
 } cpu_ctx;

@@ -471,6 +471,8 @@ int cpu_node_run(cpu_node *node, const cpu_run_env *env, const cpu_tensor **in,
 	ctx.pool = env->pool;
 	ctx.exec = &run;
 	ctx.threads = env->threads > 0 ? env->threads : 1;
+	ctx.cancel = env->cancel;
+	ctx.cancel_token = env->cancel_token;
 	ctx.err = err;
 	ctx.errlen = n;
 	if (!run.given)

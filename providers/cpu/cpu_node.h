@@ -63,6 +63,11 @@ typedef struct cpu_run_env {
 	struct cpu_pool *pool;
 	int threads;
 	cpu_keep *keep;
+	/* The run stops between nodes once *cancel == cancel_token (ep_run;
+	 * NULL: never).  Control-flow bodies inherit it: a Loop stops between
+	 * iterations too. */
+	const _Atomic uint64_t *cancel;
+	uint64_t cancel_token;
 } cpu_run_env;
 
 /* Capability check: 1 if an entry of ops covers (op_type, domain, opset) and

@@ -232,6 +232,11 @@ static int run_nodes(dk_exec *ex, char *err, size_t n)
 	int rc = 0;
 
 	for (size_t k = 0; rc == 0 && k < ex->n_nodes; k++) {
+		/* Nodes are recorded here and run at submit: a cancel is
+		 * noticed before the work is handed to the device. */
+		if (ep_run_cancelled(ex->run->cancel, ex->run->cancel_token))
+			return snprintf(err, n, "run cancelled before node %zu of %zu", k, ex->n_nodes),
+			       EP_E_CANCELLED;
 		if (ex->dev->ops->flush && ex->up_flushed < ex->up.n)
 			rc = ex->dev->ops->flush(ex, err, n);
 		if (rc == 0)

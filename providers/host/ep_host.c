@@ -198,6 +198,14 @@ static int on_run(host *h, const Ortmk__Envelope *req)
 	run.bindings = calloc(r->n_bindings + 1, sizeof(*run.bindings));
 	if (!run.bindings)
 		return ep_host_reply_error(h, req, ORTMK__ERROR_CODE__E_NOMEM, "out of memory");
+	if (r->has_cancel_segment && r->has_cancel_token) {
+		const shm_segment *cs = ipc_segtab_find(&h->segs, r->cancel_segment);
+
+		if (cs && cs->size >= sizeof(uint64_t)) {
+			run.cancel = (const _Atomic uint64_t *)cs->base;
+			run.cancel_token = r->cancel_token;
+		}
+	}
 	rc = bind_run(h, r, sg, &run);
 	if (rc == 0)
 		rc = h->vt->run(h->self, sg, &run, h->err, sizeof(h->err));

@@ -100,7 +100,17 @@ typedef struct ep_run {
 	 * run's shared-memory bindings; ep_host reports them in RESULT. */
 	uint32_t uploads, downloads;
 	uint64_t upload_bytes, download_bytes;
+	/* Cancellation: the run stops between nodes (EP_E_CANCELLED) once
+	 * *cancel == cancel_token.  NULL: the run cannot be cancelled. */
+	const _Atomic uint64_t *cancel;
+	uint64_t cancel_token;
 } ep_run;
+
+/* 1 once the core asked for run r to stop (between nodes: cheap). */
+static inline int ep_run_cancelled(const _Atomic uint64_t *cancel, uint64_t token)
+{
+	return cancel && __atomic_load_n((const uint64_t *)cancel, __ATOMIC_RELAXED) == token;
+}
 
 /* A fence to signal when asynchronous work completes: a shm_fence word in
  * a segment the core shared, and the value to signal.  f NULL: none. */
@@ -139,6 +149,7 @@ enum ep_status {
 	EP_E_NOMEM = -4,
 	EP_E_INTERNAL = -5,
 	EP_E_DYN_OVERFLOW = -6,
+	EP_E_CANCELLED = -7,      /* the run's cancel word was set */
 };
 
 typedef struct ep_vtable {

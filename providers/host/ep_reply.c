@@ -103,6 +103,7 @@ int ep_host_code(int st)
 	case EP_E_NOMEM: return ORTMK__ERROR_CODE__E_NOMEM;
 	case EP_E_DYN_OVERFLOW: return ORTMK__ERROR_CODE__E_DYN_OVERFLOW;
 	case EP_E_INVALID: return ORTMK__ERROR_CODE__E_INVALID;
+	case EP_E_CANCELLED: return ORTMK__ERROR_CODE__E_CANCELLED;
 	default: return ORTMK__ERROR_CODE__E_INTERNAL;
 	}
 }

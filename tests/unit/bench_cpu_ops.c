@@ -120,7 +120,7 @@ static int run_case(const bench_case *c, cpu_pool *pool, int threads)
 	double best = 1e9, end;
 	char err[256];
 	cpu_keep keep = {0};
-	cpu_run_env env = {NULL, NULL, pool, threads, &keep};
+	cpu_run_env env = {NULL, NULL, pool, threads, &keep, NULL, 0};
 	cpu_node node;
 
 	p.op_type = (char *)c->op;

@@ -141,7 +141,7 @@ int run_pool(tnode *t, int64_t opset, int n_in, const cpu_tensor **in, int n_out
 			   n_out, err, ERRLEN);
 	if (rc)
 		return rc;
-	rc = cpu_node_run(&node, &(cpu_run_env){NULL, NULL, pool, threads, NULL}, in, planned, out,
+	rc = cpu_node_run(&node, &(cpu_run_env){NULL, NULL, pool, threads, NULL, NULL, 0}, in, planned, out,
 			  heap, err, ERRLEN);
 	/* with nothing planned, every output the kernel wrote is its own */
 	for (int i = 0; rc == 0 && i < n_out; i++)

@@ -69,7 +69,7 @@ static cpu_tensor run_node(tnode *t, const cpu_fusion *fu, const cpu_tensor **co
 
 	if (cpu_node_init(&node, TEST_LOAD, fu, &t->p, 17, consts, n_in, 1, err, sizeof(err)))
 		fail_msg("init: %s", err);
-	if (cpu_node_run(&node, &(cpu_run_env){NULL, NULL, pool, pool ? 2 : 1, NULL}, in, pl, &out,
+	if (cpu_node_run(&node, &(cpu_run_env){NULL, NULL, pool, pool ? 2 : 1, NULL, NULL, 0}, in, pl, &out,
 			 &heap, err, sizeof(err)))
 		fail_msg("run: %s", err);
 	cpu_node_fini(&node);

@@ -77,6 +77,7 @@ typedef enum ortmk_status {
 	ORTMK_ERR_INTERNAL = 11,
 	ORTMK_ERR_UNAVAILABLE = 12,     /* a provider asked for with strict
 	                                   placement cannot run here */
+	ORTMK_ERR_CANCELLED = 13,       /* ortmk_run_options_set_terminate */
 } ortmk_status;
 
 typedef enum ortmk_dtype {
@@ -307,6 +308,32 @@ ortmk_status ortmk_session_run(ortmk_session *s,
 			       const ortmk_value *const *inputs, size_t n_inputs,
 			       const char *const *output_names, size_t n_outputs,
 			       ortmk_value **outputs);
+
+/* Options of one run (or of several: the same options may serve many runs,
+ * in turn or at once).  Destroyed before their environment, and not while
+ * a run uses them. */
+typedef struct ortmk_run_options ortmk_run_options;
+ortmk_status ortmk_run_options_create(ortmk_run_options **out);
+void ortmk_run_options_destroy(ortmk_run_options *ro);
+/* A label ort-trace shows with the run's messages (at most 127 bytes). */
+ortmk_status ortmk_run_options_set_tag(ortmk_run_options *ro, const char *tag);
+/* The run's deadline in ms, instead of the session's "run_timeout_ms"
+ * (0: the session's); as there, a provider past it is killed. */
+ortmk_status ortmk_run_options_set_timeout_ms(ortmk_run_options *ro, int timeout_ms);
+/* From any thread, at any time: terminate != 0 makes the runs using ro
+ * stop and return ORTMK_ERR_CANCELLED: before their next step, and inside
+ * a step between two nodes (a Loop between iterations), so within the
+ * node running now plus a few ms; the provider stays up and serves the
+ * next run.  It stays set (later runs with ro are cancelled at once) until
+ * set to 0 again. */
+void ortmk_run_options_set_terminate(ortmk_run_options *ro, int terminate);
+
+/* ortmk_session_run with options (ro NULL: as ortmk_session_run). */
+ortmk_status ortmk_session_run_with_options(ortmk_session *s, ortmk_run_options *ro,
+					    const char *const *input_names,
+					    const ortmk_value *const *inputs, size_t n_inputs,
+					    const char *const *output_names, size_t n_outputs,
+					    ortmk_value **outputs);
 
 /* A host tensor in shared memory (zero copy into the CPU provider). */
 ortmk_status ortmk_value_create(ortmk_env *env, ortmk_dtype dtype,
