@@ -266,6 +266,7 @@ PyMODINIT_FUNC PyInit__ortmk(void)
 	if (add_type(m, &pyo_env_type, "Env") || add_type(m, &pyo_value_type, "Value") ||
 	    add_type(m, &pyo_session_type, "Session") ||
 	    add_type(m, &pyo_binding_type, "Binding") ||
+	    add_type(m, &pyo_runopts_type, "RunOptions") ||
 	    PyModule_AddIntConstant(m, "API_VERSION", ORTMK_API_VERSION) ||
 	    PyModule_AddStringConstant(m, "HEADER_VERSION", ORTMK_VERSION_STRING)) {
 		Py_DECREF(m);

@@ -124,16 +124,24 @@ static PyObject *outputs_list(pyo_session *self, run_call *r)
 	return list;
 }
 
-/* run(output_names or None, feeds) -> list */
+/* run(output_names or None, feeds, run_options=None) -> list */
 PyObject *pyo_session_run(pyo_session *self, PyObject *args)
 {
-	PyObject *onames, *feeds, *res = NULL;
+	PyObject *onames, *feeds, *res = NULL, *ropts = Py_None;
+	ortmk_run_options *ro = NULL;
 	run_call r = {0};
 	ortmk_status st;
 	char *msg = NULL;
 
-	if (!PyArg_ParseTuple(args, "OO!:run", &onames, &PyDict_Type, &feeds))
+	if (!PyArg_ParseTuple(args, "OO!|O:run", &onames, &PyDict_Type, &feeds, &ropts))
 		return NULL;
+	if (ropts != Py_None) {
+		if (!PyObject_TypeCheck(ropts, &pyo_runopts_type)) {
+			PyErr_SetString(PyExc_TypeError, "run: run options must be _ortmk.RunOptions");
+			return NULL;
+		}
+		ro = ((pyo_runopts *)ropts)->ro;
+	}
 	if (!self->s) {
 		PyErr_SetString(PyExc_RuntimeError, "Session: not created");
 		return NULL;
@@ -141,7 +149,8 @@ PyObject *pyo_session_run(pyo_session *self, PyObject *args)
 	if (feeds_in(self, &r, feeds) || names_out(self, &r, onames))
 		goto out;
 	Py_BEGIN_ALLOW_THREADS
-	st = ortmk_session_run(self->s, r.in_names, r.in, r.n_in, r.out_names, r.n_out, r.out);
+	st = ortmk_session_run_with_options(self->s, ro, r.in_names, r.in, r.n_in, r.out_names,
+					    r.n_out, r.out);
 	if (st)
 		msg = pyo_save_error();
 	Py_END_ALLOW_THREADS

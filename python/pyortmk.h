@@ -45,7 +45,14 @@ typedef struct {
 	pyo_env *env;
 } pyo_session;
 
+/* A run's options (py_runopts.c). */
+typedef struct {
+	PyObject_HEAD
+	ortmk_run_options *ro;
+} pyo_runopts;
+
 extern PyTypeObject pyo_env_type;
+extern PyTypeObject pyo_runopts_type;
 extern PyTypeObject pyo_value_type;
 extern PyTypeObject pyo_session_type;
 extern PyTypeObject pyo_binding_type;

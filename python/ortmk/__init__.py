@@ -12,7 +12,7 @@ import atexit as _atexit
 from . import _ortmk
 from ._errors import (OrtmkError, InvalidArgument, ModelError, NotImplementedByProviders,
                       NotImplemented_, InvalidInput, ProviderDied, ProviderError, ProtocolError,
-                      Timeout, NoMemory, IOFailure, InternalError, Unavailable)
+                      Timeout, NoMemory, IOFailure, InternalError, Unavailable, Cancelled)
 from ._options import ExecutionMode, GraphOptimizationLevel, RunOptions, SessionOptions
 from ._session import InferenceSession, ModelMetadata, NodeArg, OrtValue, ort_provider_name
 from ._binding import IOBinding
@@ -27,6 +27,7 @@ __all__ = [
     "NotImplementedByProviders", "NotImplemented_", "InvalidInput", "ProviderDied",
     "ProviderError", "ProtocolError", "Timeout", "NoMemory", "IOFailure", "InternalError",
     "Unavailable",
+    "Cancelled",
 ]
 
 

@@ -77,10 +77,14 @@ class Unavailable(OrtmkError):
     cannot run here."""
 
 
+class Cancelled(OrtmkError):
+    """ORTMK_ERR_CANCELLED: RunOptions.terminate stopped the run."""
+
+
 # Indexed by ortmk_status (0 is ORTMK_OK).
 BY_STATUS = (None, InvalidArgument, ModelError, NotImplementedByProviders, InvalidInput,
              ProviderDied, ProviderError, ProtocolError, Timeout, NoMemory, IOFailure,
-             InternalError, Unavailable)
+             InternalError, Unavailable, Cancelled)
 
 for _st, _cls in enumerate(BY_STATUS):
     if _cls is not None:

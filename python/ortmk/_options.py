@@ -10,6 +10,7 @@ and ignored, as docs/PYTHON.md lists.
 import enum
 import warnings
 
+from . import _ortmk
 from ._errors import InvalidArgument
 
 
@@ -121,12 +122,17 @@ class SessionOptions:
 
 
 class RunOptions:
-    """ONNX Runtime's RunOptions.  run_tag and the log levels are kept but
-    not used; ``terminate`` (cancelling a run) is not honoured yet: setting
-    it to True raises NotImplementedError."""
+    """ONNX Runtime's RunOptions over ortmk_run_options: ``terminate = True``
+    from another thread makes the runs using these options raise
+    ortmk.Cancelled (between nodes; the provider stays up) until it is set
+    back to False; ``run_tag`` labels the run in ort-trace; ``timeout_ms``
+    (ortmk's) is the run's deadline.  The log levels are kept but not used."""
 
     def __init__(self):
-        self.run_tag = ""
+        self._ro = _ortmk.RunOptions()
+        self._tag = ""
+        self._terminate = False
+        self._timeout_ms = 0
         self.log_severity_level = 2
         self.log_verbosity_level = 0
         self.only_execute_path_to_fetches = False
@@ -134,13 +140,30 @@ class RunOptions:
 
     @property
     def terminate(self):
-        return False
+        return self._terminate
 
     @terminate.setter
     def terminate(self, value):
-        if value:
-            raise NotImplementedError("ortmk: cancelling a run (RunOptions.terminate) "
-                                      "is not implemented yet")
+        self._terminate = bool(value)
+        self._ro.set_terminate(self._terminate)
+
+    @property
+    def run_tag(self):
+        return self._tag
+
+    @run_tag.setter
+    def run_tag(self, value):
+        self._ro.set_tag(str(value))
+        self._tag = str(value)
+
+    @property
+    def timeout_ms(self):
+        return self._timeout_ms
+
+    @timeout_ms.setter
+    def timeout_ms(self, value):
+        self._ro.set_timeout_ms(int(value))
+        self._timeout_ms = int(value)
 
     def add_run_config_entry(self, key, value):
         self._config[key] = _as_option(value)

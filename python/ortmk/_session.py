@@ -276,7 +276,8 @@ class InferenceSession:
         _check_run_options(run_options)
         feeds = {name: _feed(self._input_meta.get(name), name, value)
                  for name, value in input_feed.items()}
-        return self._sess.run(list(output_names) if output_names else None, feeds)
+        return self._sess.run(list(output_names) if output_names else None, feeds,
+                              run_options._ro if run_options is not None else None)
 
     def run_with_ort_values(self, output_names, input_dict_ort_values, run_options=None):
         outs = self.run(output_names, input_dict_ort_values, run_options)

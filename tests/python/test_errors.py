@@ -4,10 +4,12 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
+import time
 
 import numpy as np
 import pytest
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 import ortmk
 from helpers import matmul_model, model, save, vi
@@ -93,11 +95,49 @@ def test_unknown_option(tmp_path):
         o.intra_op_threads = 2          # a typo is caught, as ONNX Runtime does
 
 
-def test_terminate_not_implemented():
+def chain_model(layers=40, n=256):
+    """x -> (MatMul, Tanh) x layers: many short nodes, ~10 ms a run."""
+    rng = np.random.default_rng(11)
+    nodes, inits, prev = [], [], "x"
+    for i in range(layers):
+        w = (rng.standard_normal((n, n)) / np.sqrt(n)).astype(np.float32)
+        inits.append(numpy_helper.from_array(w, "w%d" % i))
+        nodes += [helper.make_node("MatMul", [prev, "w%d" % i], ["m%d" % i]),
+                  helper.make_node("Tanh", ["m%d" % i], ["t%d" % i])]
+        prev = "t%d" % i
+    nodes.append(helper.make_node("Identity", [prev], ["y"]))
+    return model(nodes, [vi("x", TensorProto.FLOAT, [n, n])], [vi("y", TensorProto.FLOAT, [n, n])],
+                 inits)
+
+
+def test_terminate(tmp_path):
+    s = ortmk.InferenceSession(save(chain_model(), tmp_path))
+    x = np.random.default_rng(2).standard_normal((256, 256)).astype(np.float32)
+    ref = s.run(None, {"x": x})[0]
     r = ortmk.RunOptions()
+    r.run_tag = "pytest-terminate"
+    r.terminate = True
+    with pytest.raises(ortmk.Cancelled):
+        s.run(None, {"x": x}, r)
     r.terminate = False
-    with pytest.raises(NotImplementedError):
+    np.testing.assert_array_equal(s.run(None, {"x": x}, r)[0], ref)
+    t0 = time.perf_counter()
+    s.run(None, {"x": x}, r)
+    full = time.perf_counter() - t0
+    pid = s._provider_pids()
+
+    def stop():
+        time.sleep(full / 4)
         r.terminate = True
+
+    th = threading.Thread(target=stop)
+    th.start()
+    with pytest.raises(ortmk.Cancelled, match="before node"):
+        s.run(None, {"x": x}, r)
+    th.join()
+    r.terminate = False
+    assert s._provider_pids() == pid      # the provider stayed up
+    np.testing.assert_array_equal(s.run(None, {"x": x}, r)[0], ref)
 
 
 def run_child(code, env):
