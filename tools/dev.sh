@@ -13,6 +13,7 @@ PACKAGES="gcc pkg-config cmake meson ninja-build protobuf-c-compiler libprotobuf
 libnng-dev libcmocka-dev libonnx-dev libonnx-testdata python3 python3-numpy python3-onnx
 python3-torch python3-torchvision
 python3-dev python3-venv python3-pip python3-mesonpy python3-pytest
+clang-14 libfuzzer-14-dev
 mesa-vulkan-drivers libvulkan-dev glslc vulkan-tools"
 
 install_missing() {
@@ -42,6 +43,8 @@ install_ort_node() {
 		echo "dev.sh: npm could not install onnxruntime-node; the tests that compare with it skip"
 }
 
+FUZZ_TARGETS="envelope value_codec npy prepack trace external_path model"
+
 build() {
 	if [ ! -f "$BUILD_DIR/build.ninja" ]; then
 		meson setup "$BUILD_DIR"
@@ -63,6 +66,14 @@ test)
 	# meson install into a relocated prefix with the build tree moved away
 	# (it moves the tree, so it runs after the suites, not inside them).
 	tests/install/install_test.sh "$BUILD_DIR"
+	# Fuzz smoke (docs/SECURITY.md): each libFuzzer target 30 s on its
+	# corpus after replaying its committed crashers, in a clang build of
+	# the targets alone.
+	fuzz_dir="$BUILD_DIR-fuzz"
+	[ -f "$fuzz_dir/build.ninja" ] || CC=clang meson setup "$fuzz_dir" -Dfuzz=true -Dtests=false \
+		-Db_sanitize=address,undefined -Db_lundef=false -Dvulkan=disabled -Dcuda=disabled >/dev/null
+	ninja -C "$fuzz_dir" $(for t in $FUZZ_TARGETS; do echo tests/fuzz/fuzz_$t; done) >/dev/null
+	tests/fuzz/run.sh "$fuzz_dir" "${FUZZ_SECONDS:-30}" $FUZZ_TARGETS
 	;;
 *)
 	echo "usage: tools/dev.sh example|test" >&2

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define NPY_MAGIC "\x93NUMPY"
@@ -262,6 +263,19 @@ static int read_preamble(FILE *f, uint32_t *hlen, char *err, size_t errlen)
 	return 0;
 }
 
+/* Bytes left in f from its position (SIZE_MAX when it is not a regular
+ * file): what a header's sizes are checked against before any allocation,
+ * so a lying header gets an error, not a huge malloc. */
+static size_t bytes_left(FILE *f)
+{
+	struct stat st;
+	long pos = ftell(f);
+
+	if (pos < 0 || fstat(fileno(f), &st) < 0 || !S_ISREG(st.st_mode))
+		return SIZE_MAX;
+	return st.st_size > pos ? (size_t)(st.st_size - pos) : 0;
+}
+
 /* Checks the parsed header and fills dtype, rank, dims and nbytes. */
 static int header_to_array(const hdr_parser *h, npy_array *out,
 			   char *err, size_t errlen)
@@ -300,6 +314,8 @@ static int read_header(FILE *f, npy_array *out, char *err, size_t errlen)
 
 	if (read_preamble(f, &hlen, err, errlen) < 0)
 		return -1;
+	if ((size_t)hlen > bytes_left(f))
+		return fail(err, errlen, "truncated header: %u bytes announced", (unsigned)hlen);
 	buf = malloc(hlen);
 	if (!buf)
 		return fail(err, errlen, "out of memory");
@@ -323,6 +339,9 @@ out:
 
 static int read_data(FILE *f, npy_array *out, char *err, size_t errlen)
 {
+	if (out->nbytes > bytes_left(f))
+		return fail(err, errlen, "truncated data: expected %zu bytes, the file has %zu", out->nbytes,
+			    bytes_left(f));
 	/* malloc(0) may return NULL; an empty array still gets a pointer. */
 	out->data = malloc(out->nbytes ? out->nbytes : 1);
 	if (!out->data)
