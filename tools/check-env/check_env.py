@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """check_env.py --source DIR: every ORTMK_* variable the C sources read
-with getenv (core/, ipc/, onnxrules/, providers/, tools/) has its row in
+with getenv (core/, ipc/, onnxrules/, providers/, tools/, python/,
+tests/fuzz/) has its row in
 docs/ENVIRONMENT.md, and every row names a variable something still reads
 (the Python tests' own ORTMK_TEST_* excepted).  Exit 1 listing the
 differences.  Run by `meson test --suite lint` (test env_documented)."""
@@ -14,7 +15,7 @@ ap.add_argument("--source", required=True)
 a = ap.parse_args()
 
 read = {}
-for top in ("core", "ipc", "onnxrules", "providers", "tools"):
+for top in ("core", "ipc", "onnxrules", "providers", "tools", "python", "tests/fuzz"):
     for root, _, files in os.walk(os.path.join(a.source, top)):
         for f in files:
             if not f.endswith((".c", ".h")):
