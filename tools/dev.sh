@@ -74,6 +74,16 @@ test)
 		-Db_sanitize=address,undefined -Db_lundef=false -Dvulkan=disabled -Dcuda=disabled >/dev/null
 	ninja -C "$fuzz_dir" $(for t in $FUZZ_TARGETS; do echo tests/fuzz/fuzz_$t; done) >/dev/null
 	tests/fuzz/run.sh "$fuzz_dir" "${FUZZ_SECONDS:-30}" $FUZZ_TARGETS
+	# The unit, integration, fault and lint suites again under
+	# AddressSanitizer + UndefinedBehaviorSanitizer, halting on the first
+	# report (docs/SECURITY.md says why the other suites are left out).
+	asan_dir="$BUILD_DIR-asan"
+	[ -f "$asan_dir/build.ninja" ] || meson setup "$asan_dir" -Db_sanitize=address,undefined \
+		-Db_lundef=false >/dev/null
+	meson compile -C "$asan_dir" >/dev/null
+	ASAN_OPTIONS=detect_leaks=1:halt_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		meson test -C "$asan_dir" --suite unit --suite integration --suite fault --suite lint \
+		--timeout-multiplier 4 --print-errorlogs
 	;;
 *)
 	echo "usage: tools/dev.sh example|test" >&2

@@ -410,9 +410,10 @@ static void check_qmm(int ra, const int64_t *ad, int rb, const int64_t *bd, int3
 			int64_t da = d - (bc.out_rank - ranks[0]), db = d - (bc.out_rank - ranks[1]);
 			int64_t sa = 1, sb = 1;
 			r /= dimv;
-			for (int q = da + 1; q < ranks[0]; q++)
+			/* A dim the operand lacks (da or db < 0) has no stride. */
+			for (int q = da + 1; da >= 0 && q < ranks[0]; q++)
 				sa *= ad[q];
-			for (int q = db + 1; q < ranks[1]; q++)
+			for (int q = db + 1; db >= 0 && q < ranks[1]; q++)
 				sb *= bd[q];
 			if (da >= 0 && ad[da] > 1)
 				ia += idx * sa;

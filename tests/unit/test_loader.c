@@ -208,7 +208,8 @@ static Onnx__TensorProto *tensor_raw(gb *b, const char *name, int elem, const ch
 	t->has_raw_data = 1;
 	t->raw_data.len = n;
 	t->raw_data.data = talloc(n);
-	memcpy(t->raw_data.data, data, n);
+	if (n)
+		memcpy(t->raw_data.data, data, n);
 	return t;
 }
 
