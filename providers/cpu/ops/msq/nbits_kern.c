@@ -1,0 +1,204 @@
+/*
+ * nbits_kern: MatMulNBits' kernels (nbits.h): the weight re-layout, the
+ * per-column dot products for a few rows of A (decoding: a gemv per row
+ * reading each weight byte once per row), and the GEMM for many rows,
+ * which dequantizes W block by block straight into the float GEMM's
+ * packed panels (gemm_sgemm_packer), never holding W in float32.
+ *
+ * The loops are written once on 8-lane vectors (vfloat.h) and compiled
+ * per ISA (CPU_MULTIVERSION): the 4-bit unpack is a widening byte load,
+ * a mask and a shift, then int-to-float conversions and FMAs.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_ops.h"
+#include "gemm.h"
+#include "nbits.h"
+#include "par.h"
+#include "vfloat.h"
+
+typedef uint8_t vb8 __attribute__((vector_size(8)));
+
+int64_t nbits_col_bytes(const nbits_w *w)
+{
+	return w->bits == 4 ? w->nb * w->bs / 2 : w->nb * w->bs;
+}
+
+/* Value k of the block starting at src (bits per value, packed from the
+ * low bits of each byte up). */
+static inline uint8_t src_val(const uint8_t *src, int bits, int64_t k)
+{
+	int64_t bit = k * bits;
+
+	return (uint8_t)((src[bit >> 3] >> (bit & 7)) & ((1u << bits) - 1));
+}
+
+void nbits_relayout(const nbits_w *w, const uint8_t *src, uint8_t *dst)
+{
+	int64_t blob = w->bs * w->bits / 8;
+
+	for (int64_t n = 0; n < w->N; n++)
+		for (int64_t b = 0; b < w->nb; b++) {
+			const uint8_t *s = src + (n * w->nb + b) * blob;
+
+			if (w->bits != 4) {
+				uint8_t *d = dst + (n * w->nb + b) * w->bs;
+				for (int64_t k = 0; k < w->bs; k++)
+					d[k] = src_val(s, w->bits, k);
+				continue;
+			}
+			uint8_t *d = dst + (n * w->nb + b) * (w->bs / 2);
+			for (int64_t c = 0; c < w->bs / 16; c++)
+				for (int j = 0; j < 8; j++)
+					d[c * 8 + j] = (uint8_t)(src_val(s, 4, c * 16 + j) |
+								 src_val(s, 4, c * 16 + 8 + j) << 4);
+		}
+}
+
+/* Value k of column n, re-laid out. */
+static inline float w_q(const nbits_w *w, int64_t n, int64_t k)
+{
+	const uint8_t *col = w->q + n * nbits_col_bytes(w);
+
+	if (w->bits != 4)
+		return (float)col[k];
+	int64_t c = k >> 4, j = k & 15;
+	uint8_t byte = col[c * 8 + (j & 7)];
+	return (float)(j < 8 ? byte & 15 : byte >> 4);
+}
+
+/* sum_b scale[b] * dot(a_b, q_b) for one column, a padded to nb * bs. */
+CPU_MULTIVERSION
+static float col_dot4(const uint8_t *q, const float *a, const float *scale, int64_t nb,
+		      int64_t bs)
+{
+	vf8 acc = vf_splat(0.0f);
+
+	for (int64_t b = 0; b < nb; b++) {
+		vf8 t = vf_splat(0.0f);
+		for (int64_t c = 0; c < bs; c += 16) {
+			vb8 raw;
+			memcpy(&raw, q + c / 2, 8);
+			vi8 v = __builtin_convertvector(raw, vi8);
+			vf8 lo = __builtin_convertvector(v & 15, vf8);
+			vf8 hi = __builtin_convertvector(v >> 4, vf8);
+			t += lo * vf_load(a + c) + hi * vf_load(a + c + 8);
+		}
+		acc += t * vf_splat(scale[b]);
+		q += bs / 2;
+		a += bs;
+	}
+	return vf_hsum(acc);
+}
+
+CPU_MULTIVERSION
+static float col_dot8(const uint8_t *q, const float *a, const float *scale, int64_t nb,
+		      int64_t bs)
+{
+	vf8 acc = vf_splat(0.0f);
+
+	for (int64_t b = 0; b < nb; b++) {
+		vf8 t = vf_splat(0.0f);
+		for (int64_t c = 0; c < bs; c += 8) {
+			vb8 raw;
+			memcpy(&raw, q + c, 8);
+			t += __builtin_convertvector(raw, vf8) * vf_load(a + c);
+		}
+		acc += t * vf_splat(scale[b]);
+		q += bs;
+		a += bs;
+	}
+	return vf_hsum(acc);
+}
+
+typedef struct gemv_job {
+	const nbits_w *w;
+	const float *a;           /* rows x (nb * bs), zero past K */
+	const float *asum;        /* rows x nb */
+	int64_t rows, ldy;
+	const float *bias;
+	float *y;
+} gemv_job;
+
+static void gemv_cols(void *arg, int64_t n0, int64_t n1, int member)
+{
+	const gemv_job *j = arg;
+	const nbits_w *w = j->w;
+	int64_t kp = w->nb * w->bs, cb = nbits_col_bytes(w);
+
+	(void)member;
+	for (int64_t r = 0; r < j->rows; r++) {
+		const float *a = j->a + r * kp, *as = j->asum + r * w->nb;
+		for (int64_t n = n0; n < n1; n++) {
+			const float *sc = w->scale + n * w->nb, *zs = w->zs + n * w->nb;
+			const uint8_t *q = w->q + n * cb;
+			float v = w->bits == 4 ? col_dot4(q, a, sc, w->nb, w->bs) :
+				  col_dot8(q, a, sc, w->nb, w->bs), corr = 0.0f;
+
+			for (int64_t b = 0; b < w->nb; b++)
+				corr += zs[b] * as[b];
+			v -= corr;
+			j->y[r * j->ldy + n] = j->bias ? v + j->bias[n] : v;
+		}
+	}
+}
+
+int nbits_gemv(cpu_ctx *ctx, const nbits_w *w, const float *A, int64_t lda, int64_t rows,
+	       const float *bias, float *Y, int64_t ldy)
+{
+	int64_t kp = w->nb * w->bs;
+	float *a = cpu_scratch(ctx, (size_t)(rows * (kp + w->nb)) * sizeof(float));
+	gemv_job j = {w, a, a + rows * kp, rows, ldy, bias, Y};
+
+	if (!a)
+		return CPU_E_NOMEM;
+	for (int64_t r = 0; r < rows; r++) {
+		float *ar = a + r * kp, *as = a + rows * kp + r * w->nb;
+		memcpy(ar, A + r * lda, (size_t)w->K * sizeof(float));
+		memset(ar + w->K, 0, (size_t)(kp - w->K) * sizeof(float));
+		for (int64_t b = 0; b < w->nb; b++) {
+			float s = 0.0f;
+			for (int64_t k = 0; k < w->bs; k++)
+				s += ar[b * w->bs + k];
+			as[b] = s;
+		}
+	}
+	cpu_par_for(ctx, w->N, (double)rows * (double)kp * 0.06, 8, gemv_cols, &j);
+	return 0;
+}
+
+/* gemm_pack_fn: rows [k0, k0 + rows) x panels [p0, p1) of W, dequantized. */
+static void pack_w(void *arg, int64_t k0, int64_t rows, int64_t p0, int64_t p1, int64_t nr,
+		   float *dst)
+{
+	const nbits_w *w = arg;
+
+	for (int64_t p = p0; p < p1; p++, dst += rows * nr)
+		for (int64_t jj = 0; jj < nr; jj++) {
+			int64_t n = p * nr + jj;
+			if (n >= w->N) {
+				for (int64_t r = 0; r < rows; r++)
+					dst[r * nr + jj] = 0.0f;
+				continue;
+			}
+			const float *sc = w->scale + n * w->nb, *zs = w->zs + n * w->nb;
+			for (int64_t r = 0; r < rows; r++) {
+				int64_t k = k0 + r, b = k / w->bs;
+				dst[r * nr + jj] = w_q(w, n, k) * sc[b] - zs[b];
+			}
+		}
+}
+
+int nbits_gemm(cpu_ctx *ctx, const nbits_w *w, const float *A, int64_t M, const float *bias,
+	       float *Y)
+{
+	gemm_epilogue ep = GEMM_EPILOGUE_INIT;
+
+	if (bias) {
+		ep.bias = bias;
+		ep.bias_kind = GEMM_BIAS_COL;
+	}
+	return gemm_sgemm_packer(ctx->pool, GEMM_ISA_AUTO, 0, M, w->N, w->K, A, w->K, pack_w,
+				 (void *)w, &ep, Y, w->N);
+}
