@@ -118,6 +118,7 @@ static const op_entry op_table[] = {
 	{ "GroupNormalization", shape_fn_unary, OP_NONE },
 	{ "LpNormalization", shape_fn_unary, OP_NONE }, { "LRN", shape_fn_unary, OP_NONE },
 	{ "LayerNormalization", shape_fn_layernorm, 0 },
+	{ "SimplifiedLayerNormalization", shape_fn_simplified_layernorm, 0 },
 	/* linear algebra, convolution, pooling */
 	{ "MatMul", shape_fn_matmul, SHAPE_MATMUL_FLOAT }, { "Gemm", shape_fn_gemm, 0 },
 	{ "MatMulInteger", shape_fn_matmul, SHAPE_MATMUL_INTEGER },

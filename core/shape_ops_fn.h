@@ -51,6 +51,7 @@ int shape_fn_batchnorm(shape_ctx *c);
 int shape_fn_layernorm(shape_ctx *c);
 int shape_fn_matmul(shape_ctx *c);
 int shape_fn_gemm(shape_ctx *c);
+int shape_fn_simplified_layernorm(shape_ctx *c);   /* shape_ops_ms.c */
 int shape_fn_reduce(shape_ctx *c);
 int shape_fn_argreduce(shape_ctx *c);
 
