@@ -390,6 +390,9 @@ static int load_external(graph *g, graph_init *init, const Onnx__TensorProto *t,
 	return 0;
 }
 
+/* What an empty initializer's data points at. */
+static const uint8_t empty_data[1];
+
 int graph_init_load(graph *g, int vi, const Onnx__TensorProto *t,
 		    char *err, size_t errlen)
 {
@@ -413,11 +416,18 @@ int graph_init_load(graph *g, int vi, const Onnx__TensorProto *t,
 		return errf(err, errlen, -EINVAL, "initializer '%s': invalid shape (negative or overflowing dims)", t->name);
 	if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
 		return load_external(g, init, t, want, err, errlen);
-	if (!t->has_raw_data)
-		return decode_typed(init, t, want, err, errlen);
+	if (!t->has_raw_data) {
+		int rc = decode_typed(init, t, want, err, errlen);
+
+		/* An empty tensor (a [0] shape ONNX Runtime's folding leaves) is
+		 * still a value: data must not read as "none". */
+		if (rc == 0 && !init->data && want == 0)
+			init->data = empty_data;
+		return rc;
+	}
 	if (t->raw_data.len != want)
 		return size_mismatch(t, "data", t->raw_data.len, want, err, errlen);
-	init->data = t->raw_data.data;
+	init->data = want ? t->raw_data.data : empty_data;
 	init->nbytes = want;
 	return 0;
 }
