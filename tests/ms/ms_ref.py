@@ -20,7 +20,7 @@ from onnx import TensorProto, helper, numpy_helper
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 sys.dont_write_bytecode = True
-from ort_ref import Tally, node_modules, run_js, write_js  # noqa: E402,F401
+from ort_ref import ORT_JOBS_JS, Tally, node_modules, run_js, write_js  # noqa: E402,F401
 
 NP2ONNX = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int32): TensorProto.INT32,
            np.dtype(np.int64): TensorProto.INT64}
@@ -28,46 +28,12 @@ NP2ORT = {np.dtype(np.float32): "float32", np.dtype(np.int32): "int32",
           np.dtype(np.int64): "int64"}
 ORT2NP = {v: k for k, v in NP2ORT.items()}
 
-ORT_JS = r"""
-const ort = require(process.argv[2] + '/onnxruntime-node');
-const fs = require('fs');
-const TA = {float32: Float32Array, int32: Int32Array, int64: BigInt64Array};
-(async () => {
-  const jobs = JSON.parse(fs.readFileSync(process.argv[3]));
-  const res = [];
-  for (const job of jobs) {
-    try {
-      const s = await ort.InferenceSession.create(job.model, {intraOpNumThreads: 1});
-      const feeds = {};
-      for (const [k, v] of Object.entries(job.inputs)) {
-        const buf = Buffer.from(v.b64, 'base64');
-        const ab = buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.length);
-        feeds[k] = new ort.Tensor(v.type, new TA[v.type](ab), v.dims);
-      }
-      const r = await s.run(feeds);
-      const out = {};
-      for (const k of Object.keys(r)) {
-        const d = r[k].data;
-        out[k] = {dims: r[k].dims, type: r[k].type,
-                  b64: Buffer.from(d.buffer, d.byteOffset, d.byteLength).toString('base64')};
-      }
-      res.push({ok: true, out: out});
-    } catch (e) {
-      res.push({ok: false, error: e.message});
-    }
-  }
-  console.log(JSON.stringify(res));
-})().catch(e => { console.error(e.message); process.exit(1); });
-"""
-
 MS_OPSET = [helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
-
 
 def vi(name, arr_or_dtype, shape=None):
     dt = arr_or_dtype.dtype if shape is None else np.dtype(arr_or_dtype)
     return helper.make_tensor_value_info(name, NP2ONNX[np.dtype(dt)],
                                          list(arr_or_dtype.shape) if shape is None else shape)
-
 
 def graph_model(path, nodes, feeds, outputs, consts=None):
     """A model of nodes: feeds {name: array} are graph inputs, consts
@@ -78,7 +44,6 @@ def graph_model(path, nodes, feeds, outputs, consts=None):
     inits = [numpy_helper.from_array(a, n) for n, a in consts.items()]
     g = helper.make_graph(nodes, "ms", g_in, g_out, inits)
     onnx.save(helper.make_model(g, opset_imports=MS_OPSET, ir_version=8), path)
-
 
 def one_node(path, op, inputs, outputs, consts=None, domain="com.microsoft", **attrs):
     """One node: inputs a list of (name, array), None for an omitted
@@ -91,11 +56,9 @@ def one_node(path, op, inputs, outputs, consts=None, domain="com.microsoft", **a
     graph_model(path, [node], feeds, [o for o in outputs if o[0]], consts)
     return feeds
 
-
 def check(tally, ok, what):
     tally.check(ok, what)
     return ok
-
 
 class Batch:
     """Cases to run through both runtimes, then compare."""
@@ -129,7 +92,7 @@ class Batch:
         return subprocess.run(args, capture_output=True, text=True, timeout=120)
 
     def run(self, mods):
-        js = write_js(self.work, ORT_JS)
+        js = write_js(self.work, ORT_JOBS_JS)
         jobs = [{"model": c["ref"], "inputs": {
             k: {"type": NP2ORT[v.dtype], "dims": list(v.shape),
                 "b64": base64.b64encode(np.ascontiguousarray(v).tobytes()).decode()}

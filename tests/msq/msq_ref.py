@@ -18,7 +18,7 @@ from onnx import TensorProto, helper, numpy_helper
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "integration"))
 sys.dont_write_bytecode = True
-from ort_ref import Tally, node_modules, run_js, write_js  # noqa: E402,F401
+from ort_ref import ORT_JOBS_JS, Tally, node_modules, run_js, write_js  # noqa: E402,F401
 
 NP2ONNX = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.uint8): TensorProto.UINT8,
            np.dtype(np.int8): TensorProto.INT8, np.dtype(np.int32): TensorProto.INT32,
@@ -28,43 +28,8 @@ NP2ORT = {np.dtype(np.float32): "float32", np.dtype(np.uint8): "uint8",
           np.dtype(np.float16): "float16"}
 ORT2NP = {v: k for k, v in NP2ORT.items()}
 
-ORT_JS = r"""
-const ort = require(process.argv[2] + '/onnxruntime-node');
-const fs = require('fs');
-const TA = {float32: Float32Array, uint8: Uint8Array, int8: Int8Array, int32: Int32Array,
-            float16: Uint16Array};
-(async () => {
-  const jobs = JSON.parse(fs.readFileSync(process.argv[3]));
-  const res = [];
-  for (const job of jobs) {
-    try {
-      const s = await ort.InferenceSession.create(job.model, {intraOpNumThreads: 1});
-      const feeds = {};
-      for (const [k, v] of Object.entries(job.inputs)) {
-        const buf = Buffer.from(v.b64, 'base64');
-        const ab = buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.length);
-        feeds[k] = new ort.Tensor(v.type, new TA[v.type](ab), v.dims);
-      }
-      const r = await s.run(feeds);
-      const out = {};
-      for (const k of Object.keys(r)) {
-        const d = r[k].data;
-        out[k] = {dims: r[k].dims, type: r[k].type,
-                  b64: Buffer.from(d.buffer, d.byteOffset, d.byteLength).toString('base64')};
-      }
-      res.push({ok: true, out: out});
-    } catch (e) {
-      res.push({ok: false, error: e.message});
-    }
-  }
-  console.log(JSON.stringify(res));
-})().catch(e => { console.error(e.message); process.exit(1); });
-"""
-
-
 def vi(name, dtype, shape):
     return helper.make_tensor_value_info(name, NP2ONNX[np.dtype(dtype)], shape)
-
 
 def one_node(path, op, inputs, outputs, consts=None, **attrs):
     """A model of one com.microsoft node.  inputs: list of (name, array)
@@ -84,7 +49,6 @@ def one_node(path, op, inputs, outputs, consts=None, **attrs):
     onnx.save(m, path)
     return {n: a for n, a in inputs if n is not None and n not in consts}
 
-
 def run_ortmk(ort_run, model, feeds, work, threads=1):
     """ortmk's outputs {name: array}, or the error text."""
     args = [ort_run, model, "--threads", str(threads), "--output-dir", os.path.join(work, "out")]
@@ -103,7 +67,6 @@ def run_ortmk(ort_run, model, feeds, work, threads=1):
         outs[f[:-4]] = np.load(os.path.join(work, "out", f))
     return outs
 
-
 def run_ort(mods, work, cases):
     """cases: list of (model, feeds).  Returns, per case, {name: array} or
     the error text."""
@@ -114,7 +77,7 @@ def run_ort(mods, work, cases):
     job = os.path.join(work, "jobs.json")
     with open(job, "w") as f:
         json.dump(jobs, f)
-    p = run_js(write_js(work, ORT_JS), mods, job)
+    p = run_js(write_js(work, ORT_JOBS_JS), mods, job)
     if p.returncode != 0:
         raise SystemExit("onnxruntime-node failed: " + p.stderr[-400:])
     res = []
@@ -126,7 +89,6 @@ def run_ort(mods, work, cases):
                                      ORT2NP[v["type"]]).reshape(v["dims"])
                     for k, v in r["out"].items()})
     return res
-
 
 def compare(a, b, kind):
     """'' when ortmk's a matches ONNX Runtime's b, else why not.  kind:
@@ -148,7 +110,6 @@ def compare(a, b, kind):
     tol = kind * max(1.0, float(np.max(np.abs(b))) if b.size else 1.0)
     err = float(np.max(np.abs(a.astype(np.float64) - b))) if b.size else 0.0
     return "" if err <= tol else "max err %.3g > %.3g" % (err, tol)
-
 
 class Batch:
     """Cases collected, then run through both runtimes and compared."""
