@@ -945,7 +945,7 @@ static void test_unknown_op_declared(void **state)
 	int64_t B = sym(b, "B");
 	int x = input(b, F, 2, D(B, 4));
 	int k = NODE(b, "FancyOp", 1, 2, x), r = NODE(b, "Relu", 13, 1, out(b, k, 0));
-	int ms = NODE(b, "Attention", 1, 1, x);
+	int ms = NODE(b, "NoSuchContribOp", 1, 1, x);
 	graph_value *d = &b->v[out(b, k, 0)];
 
 	b->n[ms].domain = "com.microsoft";
