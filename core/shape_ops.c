@@ -70,13 +70,8 @@ int shape_axes_mask(shape_ctx *c, const int64_t *ax, int n, int rank, int unique
 
 /* ---------------------------------------------------------------- table */
 
-typedef struct op_entry {
-	const char *op_type;
-	shape_fn fn;
-	int arg;
-} op_entry;
 
-static const op_entry op_table[] = {
+static const shape_op_entry op_table[] = {
 	/* elementwise, broadcasting */
 	{ "Add", shape_fn_arith, OP_ADD }, { "Sub", shape_fn_arith, OP_SUB },
 	{ "Mul", shape_fn_arith, OP_MUL }, { "Div", shape_fn_arith, OP_DIV },
@@ -164,10 +159,15 @@ shape_fn shape_op_find(const char *domain, const char *op_type, int *arg)
 		return shape_op_find_ml(op_type, arg);
 	if (domain && *domain && strcmp(domain, "ai.onnx") != 0)
 		return NULL;
-	for (size_t i = 0; i < sizeof(op_table) / sizeof(op_table[0]); i++) {
-		if (strcmp(op_table[i].op_type, op_type) == 0) {
-			*arg = op_table[i].arg;
-			return op_table[i].fn;
+	return shape_table_find(op_table, sizeof(op_table) / sizeof(op_table[0]), op_type, arg);
+}
+
+shape_fn shape_table_find(const shape_op_entry *t, size_t n, const char *op_type, int *arg)
+{
+	for (size_t i = 0; i < n && t[i].op_type; i++) {
+		if (strcmp(t[i].op_type, op_type) == 0) {
+			*arg = t[i].arg;
+			return t[i].fn;
 		}
 	}
 	return NULL;

@@ -39,6 +39,17 @@ typedef struct shape_ctx {
 
 typedef int (*shape_fn)(shape_ctx *c);
 
+/* One op table row: the op, its function and the argument it gets. */
+typedef struct shape_op_entry {
+	const char *op_type;
+	shape_fn fn;
+	int arg;
+} shape_op_entry;
+
+/* The row of op_type among the n of t (stopping early at a row with no
+ * op_type), its fn and *arg; NULL when absent. */
+shape_fn shape_table_find(const shape_op_entry *t, size_t n, const char *op_type, int *arg);
+
 /* shape_ops.c: the op table.  NULL when the op is not known. */
 shape_fn shape_op_find(const char *domain, const char *op_type, int *arg);
 /* The tables of the other domains: com.microsoft (shape_ops_ms.c) and

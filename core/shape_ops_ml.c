@@ -181,11 +181,7 @@ static int shape_fn_ml_vectorize(shape_ctx *c)
 	return set2(c, 0, DT(FLOAT), rows_of(shape_in(c, 0)), k > 0 ? total : SHAPE_NEW);
 }
 
-static const struct {
-	const char *op_type;
-	shape_fn fn;
-	int arg;
-} op_table[] = {
+static const shape_op_entry op_table[] = {
 	{ "LinearClassifier", shape_fn_ml_classifier, ML_LINEAR },
 	{ "SVMClassifier", shape_fn_ml_classifier, ML_SVM },
 	{ "TreeEnsembleClassifier", shape_fn_ml_classifier, ML_TREE },
@@ -206,11 +202,5 @@ static const struct {
 
 shape_fn shape_op_find_ml(const char *op_type, int *arg)
 {
-	for (size_t i = 0; op_table[i].op_type; i++) {
-		if (strcmp(op_table[i].op_type, op_type) == 0) {
-			*arg = op_table[i].arg;
-			return op_table[i].fn;
-		}
-	}
-	return NULL;
+	return shape_table_find(op_table, sizeof(op_table) / sizeof(op_table[0]), op_type, arg);
 }

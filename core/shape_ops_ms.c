@@ -14,12 +14,6 @@
 #include "shape_ops_fn.h"
 
 /* Input 0's type and shape (the GELUs, RotaryEmbedding). */
-static int fn_same(shape_ctx *c)
-{
-	shape_copy(shape_out(c, 0), shape_in(c, 0), 0);
-	return 0;
-}
-
 /* A dim of t, or SHAPE_NEW when t's rank does not reach it. */
 static int64_t dim_of(const graph_tinfo *t, int rank, int i)
 {
@@ -181,13 +175,9 @@ static int fn_mha(shape_ctx *c)
 	return 0;
 }
 
-static const struct {
-	const char *op_type;
-	shape_fn fn;
-	int arg;
-} op_table[] = {
-	{ "Gelu", fn_same, 0 }, { "BiasGelu", fn_same, 0 }, { "FastGelu", fn_same, 0 },
-	{ "QuickGelu", fn_same, 0 }, { "RotaryEmbedding", fn_same, 0 },
+static const shape_op_entry op_table[] = {
+	{ "Gelu", shape_fn_unary, OP_NONE }, { "BiasGelu", shape_fn_unary, OP_NONE }, { "FastGelu", shape_fn_unary, OP_NONE },
+	{ "QuickGelu", shape_fn_unary, OP_NONE }, { "RotaryEmbedding", shape_fn_unary, OP_NONE },
 	{ "FusedConv", shape_fn_conv, SHAPE_CONV_FLOAT }, { "FusedGemm", shape_fn_gemm, 0 },
 	{ "FusedMatMul", fn_fused_matmul, 0 },
 	{ "SkipLayerNormalization", fn_skip_norm, 0 },
@@ -199,11 +189,7 @@ static const struct {
 
 shape_fn shape_op_find_ms(const char *op_type, int *arg)
 {
-	for (size_t i = 0; op_table[i].op_type; i++) {
-		if (strcmp(op_table[i].op_type, op_type) == 0) {
-			*arg = op_table[i].arg;
-			return op_table[i].fn;
-		}
-	}
-	return shape_op_find_msq(op_type, arg);
+	shape_fn fn = shape_table_find(op_table, sizeof(op_table) / sizeof(op_table[0]), op_type, arg);
+
+	return fn ? fn : shape_op_find_msq(op_type, arg);
 }

@@ -14,12 +14,6 @@
 #include "window.h"
 
 /* QLinearSigmoid, QLinearLeakyRelu: X's type and shape. */
-static int fn_same(shape_ctx *c)
-{
-	shape_copy(shape_out(c, 0), shape_in(c, 0), 0);
-	return 0;
-}
-
 /* QLinearAdd, QLinearMul: A and B (inputs 0 and 3) broadcast. */
 static int fn_binary(shape_ctx *c)
 {
@@ -150,13 +144,9 @@ static int fn_qgemm(shape_ctx *c)
 	return 0;
 }
 
-static const struct {
-	const char *op_type;
-	shape_fn fn;
-	int arg;
-} op_table[] = {
-	{ "QLinearSigmoid", fn_same, 0 },
-	{ "QLinearLeakyRelu", fn_same, 0 },
+static const shape_op_entry op_table[] = {
+	{ "QLinearSigmoid", shape_fn_unary, OP_NONE },
+	{ "QLinearLeakyRelu", shape_fn_unary, OP_NONE },
 	{ "QLinearAdd", fn_binary, 0 },
 	{ "QLinearMul", fn_binary, 0 },
 	{ "QLinearConcat", fn_concat, 0 },
@@ -172,11 +162,5 @@ static const struct {
 
 shape_fn shape_op_find_msq(const char *op_type, int *arg)
 {
-	for (size_t i = 0; op_table[i].op_type; i++) {
-		if (strcmp(op_table[i].op_type, op_type) == 0) {
-			*arg = op_table[i].arg;
-			return op_table[i].fn;
-		}
-	}
-	return NULL;
+	return shape_table_find(op_table, sizeof(op_table) / sizeof(op_table[0]), op_type, arg);
 }
