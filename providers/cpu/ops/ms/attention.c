@@ -193,7 +193,6 @@ static int attn_compute(cpu_ctx *ctx)
 	float *qkv, *kv = NULL;
 	attn_dims d = {0};
 	ms_attn a;
-	float *mask;
 	int rc = 0;
 
 	if (!(X = cpu_require(ctx, 0, &rc)) || !(W = cpu_require(ctx, 1, &rc)))
@@ -208,19 +207,8 @@ static int attn_compute(cpu_ctx *ctx)
 	if (Bi && cpu_numel(Bi) != Ht)
 		return cpu_fail(ctx, CPU_E_INVALID, "Attention: bias must have %lld values", (long long)Ht);
 	memset(&a, 0, sizeof(a));
-	a.B = d.B;
-	a.N = d.N;
-	a.S = d.S;
-	a.T = d.T;
-	a.hq = d.hq;
-	a.hv = d.hv;
-	a.kv_group = 1;
-	if ((rc = ms_attn_mask(ctx, cpu_input(ctx, 3), 3, d.B, d.S, d.T, d.P,
-			       cpu_attr_int(p, "unidirectional", 0) != 0,
-			       cpu_attr_float(p, "mask_filter_value", -10000.0f), &mask)) ||
-	    (rc = ms_attn_bias(ctx, 5, &a)))
+	if ((rc = ms_attn_begin(ctx, &a, d.B, d.N, d.S, d.T, d.P, d.hq, d.hv, 3)))
 		return rc;
-	a.mask = mask;
 	dims[0] = d.B;
 	dims[1] = d.S;
 	dims[2] = d.Hv;

@@ -230,3 +230,26 @@ void ms_concat_kv(float *dst, int64_t B, int64_t N, int64_t cap, int64_t h, cons
 				       (size_t)h * sizeof(float));
 		}
 }
+
+int ms_attn_begin(cpu_ctx *ctx, ms_attn *a, int64_t B, int64_t N, int64_t S, int64_t T,
+		  int64_t P, int64_t hq, int64_t hv, int mask_in)
+{
+	const Onnx__NodeProto *p = ctx->node->proto;
+	float *mask;
+	int rc;
+
+	a->B = B;
+	a->N = N;
+	a->S = S;
+	a->T = T;
+	a->hq = hq;
+	a->hv = hv;
+	a->kv_group = 1;
+	if ((rc = ms_attn_mask(ctx, cpu_input(ctx, mask_in), mask_in, B, S, T, P,
+			       cpu_attr_int(p, "unidirectional", 0) != 0,
+			       cpu_attr_float(p, "mask_filter_value", -10000.0f), &mask)) ||
+	    (rc = ms_attn_bias(ctx, 5, a)))
+		return rc;
+	a->mask = mask;
+	return 0;
+}

@@ -159,7 +159,7 @@ static int mha_compute(cpu_ctx *ctx)
 	const cpu_tensor *Bi = cpu_input(ctx, 3), *pk = cpu_input(ctx, 6), *pv = cpu_input(ctx, 7);
 	mha_dims d;
 	ms_attn a;
-	float *mask, sc;
+	float sc;
 	int64_t dims[4];
 	cpu_tensor *Y, *QK;
 	int rc = 0;
@@ -202,19 +202,8 @@ static int mha_compute(cpu_ctx *ctx)
 	}
 	if (!d.bnsh && (pk || ctx->n_out > 1) && (rc = mha_cache(ctx, &d, &a)))
 		return rc;
-	a.B = d.B;
-	a.N = d.N;
-	a.S = d.S;
-	a.T = d.P + d.L;
-	a.hq = d.hq;
-	a.hv = d.hv;
-	a.kv_group = 1;
-	if ((rc = ms_attn_mask(ctx, cpu_input(ctx, 4), 4, d.B, d.S, a.T, d.P,
-			       cpu_attr_int(p, "unidirectional", 0) != 0,
-			       cpu_attr_float(p, "mask_filter_value", -10000.0f), &mask)) ||
-	    (rc = ms_attn_bias(ctx, 5, &a)))
+	if ((rc = ms_attn_begin(ctx, &a, d.B, d.N, d.S, d.P + d.L, d.P, d.hq, d.hv, 4)))
 		return rc;
-	a.mask = mask;
 	sc = cpu_attr_float(p, "scale", 0.0f);
 	a.scale = sc != 0.0f ? sc : 1.0f / sqrtf((float)d.hq);
 	dims[0] = d.B;

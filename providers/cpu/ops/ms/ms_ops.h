@@ -81,6 +81,13 @@ int ms_attn_run(cpu_ctx *ctx, const ms_attn *a);
 int ms_attn_mask(cpu_ctx *ctx, const cpu_tensor *M, int idx, int64_t B, int64_t S, int64_t T,
 		 int64_t past, int causal, float filter, float **out);
 
+/* What Attention and MultiHeadAttention set up alike: a's geometry (one
+ * K/V head per query head), its mask from input mask_in (P past rows before
+ * the S new ones; the node's unidirectional and mask_filter_value) and its
+ * attention bias from input 5. */
+int ms_attn_begin(cpu_ctx *ctx, ms_attn *a, int64_t B, int64_t N, int64_t S, int64_t T,
+		  int64_t P, int64_t hq, int64_t hv, int mask_in);
+
 /* The attention bias input idx as ms_attn's bias, checked against
  * [B or 1, N or 1, S, T]. */
 int ms_attn_bias(cpu_ctx *ctx, int idx, ms_attn *a);
