@@ -5,13 +5,23 @@
  *
  * Each plane is first copied into a zero-padded buffer (one per pool
  * member), so every output pixel reads its whole window without bounds
- * checks: the pad is what ONNX's zero padding means, and the copy costs
- * one pass over the input against kernel-size passes of multiply-adds.
- * Output rows are then computed eight pixels at a time with the taps in
- * registers (bias, residual, taps, activation, one store per pixel);
- * kernels 3x3 / 5x5 / 7x7 (and 1x3, 1x5 ... of 1-D convolutions) at
- * stride 1 or 2 without dilation get unrolled loops, anything else a
- * plain loop over the same padded plane.  Planes are split over the pool.
+ * checks: the pad is what ONNX's zero padding means.  With stride s the
+ * copy also splits the padded plane into s x s phase planes (padded row r
+ * and column c go to phase (r % s, c % s) at (r / s, c / s)), so that in
+ * every phase a tap reads consecutive floats for consecutive outputs.
+ *
+ * The outputs are then computed over the padded geometry flattened: output
+ * (oh, ow) is flat index oh * P + ow of a row pitch P a little wider than
+ * the output row, and tap (kh, kw) of every output reads its phase plane at
+ * a fixed offset from that index.  The whole plane is one long run of
+ * vectors, 32 outputs an iteration in four independent accumulators (the
+ * multiply-add chains would otherwise wait on each other's latency), with
+ * no row ends and no partial vectors: the columns past OW are computed and
+ * dropped.  That is what makes the small planes of late layers (14x14,
+ * 7x7: two to six vectors a row before) run at the speed of the large ones.
+ * A strip of rows at a time lands in a small buffer kept in the L1 cache;
+ * the epilogue copies each row's OW valid outputs to Y with the residual,
+ * Relu or fused activation.  Planes are split over the pool.
  */
 #include <string.h>
 
@@ -19,114 +29,241 @@
 #include "par.h"
 #include "vfloat.h"
 
-/* Floats of slack after a padded plane: the last vector of a row reads up
- * to 2 x 8 + 7 past its final pixel. */
-#define DW_SLACK 64
+/* Outputs one iteration of the flat loop computes. */
+#define DW_STEP 32
+/* Flat outputs a strip computes at most (16 KiB of results). */
+#define DW_STRIP 4096
 
 typedef struct dw_job {
 	const conv_job *j;
 	const float *x, *w, *b;
 	float *y;
 	int64_t channels;
-	float *pad;              /* per member, plane_floats each */
-	int64_t PH, PW, plane_floats;
+	int64_t s;               /* stride of both axes (phases per axis) */
+	int64_t R2, P2;          /* rows and pitch of one phase plane */
+	int64_t strip;           /* output rows per strip */
+	int64_t taps;
+	int64_t *off;            /* taps: offset of each tap in the phase buffer */
+	float *buf;              /* per member: buf_floats each */
+	int64_t buf_floats, phase_floats;
 } dw_job;
 
-/* The plane at x (IH x IW) into xp (PH x PW) with pt rows and pl columns
- * of zeros before it and zeros after it. */
-static void pad_plane(const float *x, int64_t IH, int64_t IW, float *xp, int64_t PH,
-		      int64_t PW, int64_t pt, int64_t pl)
+/* Rows are short (7 to 120 floats): vector loops here cost a fraction of
+ * a memset or memcpy call each.  Both may write up to 8 floats past p + n
+ * (a whole last vector): the buffer has the slack, and the rows are
+ * written in increasing order, so what spills into the next row is
+ * overwritten when that row is written. */
+static inline __attribute__((always_inline)) void dw_zero(float *p, int64_t n)
 {
-	int64_t rows = IH < PH - pt ? IH : PH - pt;
-	int64_t cols = IW < PW - pl ? IW : PW - pl;
+	int32_t zero = 0;
 
-	memset(xp, 0, (size_t)(pt * PW) * sizeof(float));
-	for (int64_t r = 0; r < rows; r++) {
-		float *d = xp + (pt + r) * PW;
+	/* a zero gcc cannot see, or it turns the loop into a memset call (a
+	 * third of the kernel's time on 14x14 planes) */
+	__asm__("" : "+r"(zero));
+	vf8 z = (vf8)((vi8){0} + zero);
 
-		memset(d, 0, (size_t)pl * sizeof(float));
-		memcpy(d + pl, x + r * IW, (size_t)cols * sizeof(float));
-		memset(d + pl + cols, 0, (size_t)(PW - pl - cols) * sizeof(float));
+	for (int64_t i = 0; i < n; i += 8)
+		vf_store(p + i, z);
+}
+
+/* n floats from x to d; n >= 8 takes an overlapping last vector. */
+static inline __attribute__((always_inline)) void dw_copy(float *d, const float *x, int64_t n)
+{
+	int64_t i = 0;
+
+	if (n < 8) {
+		for (; i < n; i++)
+			d[i] = x[i];
+		return;
 	}
-	memset(xp + (pt + rows) * PW, 0, (size_t)((PH - pt - rows) * PW + DW_SLACK) * sizeof(float));
+	for (; i + 8 <= n; i += 8)
+		vf_store(d + i, vf_load(x + i));
+	if (i < n)
+		vf_store(d + n - 8, vf_load(x + n - 8));
 }
 
-/* The 8 values r[s * i] for i < 8 (s = 1 or 2). */
-static inline __attribute__((always_inline)) vf8 load_s(const float *r, int s)
+/* Row r of the padded plane (r in [0, s * R2)) into its phase rows at
+ * base (phase (r % s, 0), row r / s): the image row x (or zeros outside
+ * the image), split by column phase. */
+static inline __attribute__((always_inline)) void dw_copy_row(const dw_job *d, const float *x,
+							      int64_t r, float *base)
 {
-	if (s == 1)
-		return vf_load(r);
-	return __builtin_shuffle(vf_load(r), vf_load(r + 8), (vi8){0, 2, 4, 6, 8, 10, 12, 14});
+	const cpu_geom *g = &d->j->g;
+	int64_t s = d->s, P2 = d->P2, IW = g->in[2], pl = g->pb[2];
+	int64_t ir = r - g->pb[1];
+
+	if (ir < 0 || ir >= g->in[1]) {
+		for (int64_t q = 0; q < s; q++)
+			dw_zero(base + q * d->phase_floats, P2);
+		return;
+	}
+	x += ir * IW;
+	if (s == 1) {
+		if (IW >= 8) {
+			dw_zero(base, pl);
+			dw_copy(base + pl, x, IW);
+			dw_zero(base + pl + IW, P2 - pl - IW);
+		} else {
+			dw_zero(base, P2);
+			dw_copy(base + pl, x, IW);
+		}
+		return;
+	}
+	for (int64_t q = 0; q < s; q++)
+		dw_zero(base + q * d->phase_floats, P2);
+	/* Image column i is padded column pl + i: phase (pl + i) % s at
+	 * (pl + i) / s. */
+	int64_t i = 0;
+
+	if (s == 2) {
+		float *ev = base + ((pl & 1) ? d->phase_floats : 0) + pl / 2;
+		float *od = base + ((pl & 1) ? 0 : d->phase_floats) + (pl + 1) / 2;
+
+		for (; i + 16 <= IW; i += 16) {
+			vf8 a = vf_load(x + i), b = vf_load(x + i + 8);
+
+			vf_store(ev + i / 2, __builtin_shuffle(a, b, (vi8){0, 2, 4, 6, 8, 10, 12, 14}));
+			vf_store(od + i / 2, __builtin_shuffle(a, b, (vi8){1, 3, 5, 7, 9, 11, 13, 15}));
+		}
+	}
+	for (; i < IW; i++)
+		base[((pl + i) % s) * d->phase_floats + (pl + i) / s] = x[i];
 }
 
-/* One output row with a KH x KW window at stride s, taps unrolled when
- * the arguments are constants. */
+/* n flat outputs (a multiple of DW_STEP) from xp into t: bias plus the
+ * taps.  T is the tap count (at most DW_TAPS); the weights are splat into
+ * registers once. */
+#define DW_TAPS 25
 static inline __attribute__((always_inline)) void
-dw_row(float *y, const float *res, const float *x, int64_t PW, const float *w, float bias,
-       int64_t OW, int KH, int KW, int s, int relu)
+dw_flat(const float *xp, const int64_t *off, const float *w, float bias, float *t, int64_t n,
+	int T)
 {
-	int64_t ow = 0;
+	vf8 wv[DW_TAPS];
 
-	for (; ow < OW; ow += 8) {
-		vf8 acc = vf_splat(bias);
+	for (int k = 0; k < T; k++)
+		wv[k] = vf_splat(0.0f) + w[k];
+	for (int64_t f = 0; f < n; f += DW_STEP) {
+		vf8 a0 = vf_splat(0.0f) + bias, a1 = a0, a2 = a0, a3 = a0;
 
-		if (res)
-			acc += OW - ow >= 8 ? vf_load(res + ow) : vf_load_part(res + ow, OW - ow, 0.0f);
-		for (int kh = 0; kh < KH; kh++)
-			for (int kw = 0; kw < KW; kw++)
-				acc += w[kh * KW + kw] * load_s(x + kh * PW + ow * s + kw, s);
-		if (relu)
-			acc = vf_sel(acc < 0.0f, vf_splat(0.0f), acc);
-		if (OW - ow >= 8)
-			vf_store(y + ow, acc);
-		else
-			vf_store_part(y + ow, acc, OW - ow);
+#pragma GCC unroll 25
+		for (int k = 0; k < T; k++) {
+			const float *p = xp + off[k] + f;
+
+			a0 += wv[k] * vf_load(p);
+			a1 += wv[k] * vf_load(p + 8);
+			a2 += wv[k] * vf_load(p + 16);
+			a3 += wv[k] * vf_load(p + 24);
+		}
+		vf_store(t + f, a0);
+		vf_store(t + f + 8, a1);
+		vf_store(t + f + 16, a2);
+		vf_store(t + f + 24, a3);
 	}
 }
 
-/* Any window, stride and dilation, one pixel at a time. */
-static void dw_row_any(float *y, const float *res, const float *x, int64_t PW, const float *w,
-		       float bias, int64_t OW, const cpu_geom *g, int relu)
+/* The same for any tap count, weights read from memory. */
+static void dw_flat_any(const float *xp, const int64_t *off, const float *w, int64_t taps,
+			float bias, float *t, int64_t n)
 {
-	for (int64_t ow = 0; ow < OW; ow++) {
-		float acc = bias + (res ? res[ow] : 0.0f);
+	for (int64_t f = 0; f < n; f += DW_STEP) {
+		vf8 a0 = vf_splat(0.0f) + bias, a1 = a0, a2 = a0, a3 = a0;
 
-		for (int64_t kh = 0; kh < g->k[1]; kh++)
-			for (int64_t kw = 0; kw < g->k[2]; kw++)
-				acc += w[kh * g->k[2] + kw] *
-				       x[kh * g->d[1] * PW + ow * g->s[2] + kw * g->d[2]];
-		y[ow] = relu && acc < 0.0f ? 0.0f : acc;
+		for (int64_t k = 0; k < taps; k++) {
+			const float *p = xp + off[k] + f;
+			vf8 wk = vf_splat(0.0f) + w[k];
+
+			a0 += wk * vf_load(p);
+			a1 += wk * vf_load(p + 8);
+			a2 += wk * vf_load(p + 16);
+			a3 += wk * vf_load(p + 24);
+		}
+		vf_store(t + f, a0);
+		vf_store(t + f + 8, a1);
+		vf_store(t + f + 16, a2);
+		vf_store(t + f + 24, a3);
 	}
 }
 
-#define DW_CASE(KH, KW, S)                                                            \
-	for (int64_t oh = 0; oh < OH; oh++)                                           \
-		dw_row(y + oh * OW, res ? res + oh * OW : NULL, xp + oh * sh * PW, PW, \
-		       w, bias, OW, KH, KW, S, relu)
+/* Rows of t (pitch P) into y (pitch OW) with the residual and Relu.
+ * Without a residual a row's last vector may overlap the one before (the
+ * same values stored twice), and a row shorter than a vector is stored
+ * whole, spilling into the next row, which is written after it, except in
+ * the plane's last row (last: whether these rows end the plane).  With a
+ * residual neither (y may be the residual itself): the tail is done a
+ * float at a time. */
+static inline __attribute__((always_inline)) void
+dw_store_rows(const float *t, int64_t P, int64_t rows, int64_t OW, const float *res, int relu,
+	      float *y, int last)
+{
+	for (int64_t r = 0; r < rows; r++, t += P, y += OW, res = res ? res + OW : NULL) {
+		int64_t i = 0;
 
-/* One padded plane into y. */
+		if (!res && (OW >= 8 || r + 1 < rows || !last)) {
+			for (;; i += 8) {
+				if (i + 8 > OW)
+					i = OW >= 8 ? OW - 8 : 0;
+				vf8 v = vf_load(t + i);
+
+				if (relu)
+					v = vf_sel(v < 0.0f, vf_splat(0.0f), v);
+				vf_store(y + i, v);
+				if (i + 8 >= OW)
+					break;
+			}
+			continue;
+		}
+		for (; i + 8 <= OW; i += 8) {
+			vf8 v = vf_load(t + i);
+
+			if (res)
+				v += vf_load(res + i);
+			if (relu)
+				v = vf_sel(v < 0.0f, vf_splat(0.0f), v);
+			vf_store(y + i, v);
+		}
+		for (; i < OW; i++) {
+			float v = t[i] + (res ? res[i] : 0.0f);
+
+			y[i] = relu && v < 0.0f ? 0.0f : v;
+		}
+	}
+}
+
+/* One plane: the padded phases are in buf, the strips' results go through
+ * t (DW_STRIP + DW_STEP floats). */
 CPU_MULTIVERSION
-static void dw_plane(const cpu_geom *g, const float *xp, int64_t PW, const float *w, float bias,
-		     const float *res, float *y, int relu)
+static void dw_plane(const dw_job *d, const float *x, float *buf, const float *w, float bias,
+		     const float *res, float *y, float *t)
 {
-	int64_t OH = g->out[1], OW = g->out[2], sh = g->s[1];
-	int64_t kh = g->k[1], kw = g->k[2], sw = g->s[2];
-	int plain = g->d[1] == 1 && g->d[2] == 1 && (sw == 1 || sw == 2) && kh == kw;
+	const cpu_geom *g = &d->j->g;
+	int64_t OH = g->out[1], OW = g->out[2], P = d->P2;
 
-	if (plain && kh == 3 && sw == 1)
-		DW_CASE(3, 3, 1);
-	else if (plain && kh == 3 && sw == 2)
-		DW_CASE(3, 3, 2);
-	else if (plain && kh == 5 && sw == 1)
-		DW_CASE(5, 5, 1);
-	else if (plain && kh == 5 && sw == 2)
-		DW_CASE(5, 5, 2);
-	else if (plain && kh == 7 && sw == 1)
-		DW_CASE(7, 7, 1);
+	if (d->s == 1)
+		for (int64_t r = 0; r < d->R2; r++)
+			dw_copy_row(d, x, r, buf + r * P);
 	else
-		for (int64_t oh = 0; oh < OH; oh++)
-			dw_row_any(y + oh * OW, res ? res + oh * OW : NULL, xp + oh * sh * PW, PW, w,
-				   bias, OW, g, relu);
+		for (int64_t r = 0; r < d->s * d->R2; r++)
+			dw_copy_row(d, x, r,
+				    buf + (r % d->s) * d->s * d->phase_floats + (r / d->s) * P);
+
+	for (int64_t oh = 0; oh < OH; oh += d->strip) {
+		int64_t rows = OH - oh < d->strip ? OH - oh : d->strip;
+		int64_t n = (rows * P + DW_STEP - 1) / DW_STEP * DW_STEP;
+		const float *xp = buf + oh * P;
+
+		if (d->taps == 9)
+			dw_flat(xp, d->off, w, bias, t, n, 9);
+		else if (d->taps == 25)
+			dw_flat(xp, d->off, w, bias, t, n, 25);
+		else if (d->taps == 3)
+			dw_flat(xp, d->off, w, bias, t, n, 3);
+		else if (d->taps == 5)
+			dw_flat(xp, d->off, w, bias, t, n, 5);
+		else
+			dw_flat_any(xp, d->off, w, d->taps, bias, t, n);
+		dw_store_rows(t, P, rows, OW, res ? res + oh * OW : NULL, d->j->relu, y + oh * OW,
+			      oh + rows == OH);
+	}
 }
 
 static void dw_range(void *arg, int64_t p0, int64_t p1, int member)
@@ -134,16 +271,20 @@ static void dw_range(void *arg, int64_t p0, int64_t p1, int member)
 	const dw_job *d = arg;
 	const conv_job *j = d->j;
 	const cpu_geom *g = &j->g;
-	int64_t isz = g->in[1] * g->in[2], taps = g->k[1] * g->k[2];
-	float *xp = d->pad + member * d->plane_floats;
+	int64_t isz = g->in[1] * g->in[2];
+	float *buf = d->buf + member * d->buf_floats;
+	float *t = buf + d->s * d->s * d->phase_floats;
 
+	/* the slack after each phase plane: read for dropped outputs only,
+	 * zeroed so that no garbage (a denormal, a NaN) slows them down */
+	for (int64_t ph = 0; ph < d->s * d->s; ph++)
+		memset(buf + ph * d->phase_floats + d->R2 * d->P2, 0,
+		       (size_t)(d->phase_floats - d->R2 * d->P2) * sizeof(float));
 	for (int64_t p = p0; p < p1; p++) {
 		int64_t c = p % d->channels;
 		const float *res = j->res ? (const float *)j->res->data + p * j->osz : NULL;
 
-		pad_plane(d->x + p * isz, g->in[1], g->in[2], xp, d->PH, d->PW, g->pb[1], g->pb[2]);
-		dw_plane(g, xp, d->PW, d->w + c * taps, d->b ? d->b[c] : 0.0f, res, d->y + p * j->osz,
-			 j->relu);
+		dw_plane(d, d->x + p * isz, buf, d->w + c * d->taps, d->b ? d->b[c] : 0.0f, res, d->y + p * j->osz, t);
 		if (j->act)
 			cpu_fuse_act_apply(j->act, d->y + p * j->osz, j->osz);
 	}
@@ -151,28 +292,70 @@ static void dw_range(void *arg, int64_t p0, int64_t p1, int member)
 
 int conv_dw_fits(const conv_job *j)
 {
-	return j->g.k[0] == 1 && j->g.in[0] == 1 && j->g.out[0] == 1;
+	return j->g.k[0] == 1 && j->g.in[0] == 1 && j->g.out[0] == 1 && j->g.s[1] == j->g.s[2] &&
+	       j->g.s[1] <= 4;
+}
+
+/* The phase planes' rows and pitch: every padded row and column a valid
+ * output reads, and the image. */
+static void dw_size(dw_job *d)
+{
+	const cpu_geom *g = &d->j->g;
+	int64_t s = d->s;
+	int64_t PH = (g->out[1] - 1) * s + (g->k[1] - 1) * g->d[1] + 1;
+	int64_t PW = (g->out[2] - 1) * s + (g->k[2] - 1) * g->d[2] + 1;
+
+	if (PH < g->pb[1] + g->in[1])
+		PH = g->pb[1] + g->in[1];
+	if (PW < g->pb[2] + g->in[2])
+		PW = g->pb[2] + g->in[2];
+	d->R2 = (PH + s - 1) / s;
+	d->P2 = (PW + s - 1) / s;
+	/* A flat run of a strip reads up to DW_STEP - 1 outputs past its last
+	 * row and a tap's column offset past that: the slack after each phase
+	 * plane keeps it inside the buffer (what it reads there is dropped). */
+	d->phase_floats = d->R2 * d->P2 + d->P2 + DW_STEP;
+}
+
+/* Tap (a, b) reads padded row s * oh + a * dh: phase row (a * dh) % s,
+ * (a * dh) / s rows down; the same for columns. */
+static void dw_offsets(const dw_job *d, int64_t *off)
+{
+	const cpu_geom *g = &d->j->g;
+	int64_t s = d->s;
+
+	for (int64_t a = 0; a < g->k[1]; a++)
+		for (int64_t b = 0; b < g->k[2]; b++) {
+			int64_t r = a * g->d[1], c = b * g->d[2];
+
+			off[a * g->k[2] + b] = ((r % s) * s + c % s) * d->phase_floats +
+					       (r / s) * d->P2 + c / s;
+		}
 }
 
 int conv_dw_run(cpu_ctx *ctx, const conv_job *j, const float *x, const float *w,
 		const float *b, float *y, int64_t planes, int64_t channels)
 {
 	const cpu_geom *g = &j->g;
-	int64_t OH = g->out[1], OW = g->out[2];
-	int64_t rows = (OH - 1) * g->s[1] + (g->k[1] - 1) * g->d[1] + 1;
-	int64_t cols = (OW - 1) * g->s[2] + (g->k[2] - 1) * g->d[2] + 1;
 	int members = cpu_par_members(ctx);
-	dw_job d = {j, x, w, b, y, channels, NULL, 0, 0, 0};
+	dw_job d = {.j = j, .x = x, .w = w, .b = b, .y = y, .channels = channels, .s = g->s[1]};
+	int64_t OH = g->out[1], OW = g->out[2];
 
-	/* Rows a vector reads past the last pixel: up to 8 * stride more. */
-	d.PH = rows > g->in[1] + g->pb[1] ? rows : g->in[1] + g->pb[1];
-	d.PW = cols + 8 * g->s[2] > g->in[2] + g->pb[2] ? cols + 8 * g->s[2] : g->in[2] + g->pb[2];
-	d.plane_floats = d.PH * d.PW + DW_SLACK;
-	d.pad = cpu_scratch(ctx, (size_t)members * (size_t)d.plane_floats * sizeof(float));
-	if (!d.pad)
+	d.taps = g->k[1] * g->k[2];
+	d.off = cpu_scratch(ctx, (size_t)d.taps * sizeof(int64_t));
+	if (!d.off)
 		return CPU_E_NOMEM;
-	/* ~0.5 ns a multiply-add on one core, vectorized */
-	cpu_par_for(ctx, planes, 0.5 * (double)(OH * OW * g->k[1] * g->k[2] + d.plane_floats), 1,
+	dw_size(&d);
+	dw_offsets(&d, d.off);
+	d.strip = DW_STRIP / d.P2 > 0 ? DW_STRIP / d.P2 : 1;
+	/* the phases, then the strip's results */
+	d.buf_floats = (d.s * d.s * d.phase_floats + d.strip * d.P2 + 2 * DW_STEP + 15) / 16 * 16;
+	d.buf = cpu_scratch(ctx, (size_t)members * (size_t)d.buf_floats * sizeof(float));
+	if (!d.buf)
+		return CPU_E_NOMEM;
+	/* ~0.15 ns a multiply-add on one core, plus the copy */
+	cpu_par_for(ctx, planes,
+		    0.15 * (double)(OH * OW * d.taps) + 0.3 * (double)(d.s * d.s * d.phase_floats), 1,
 		    dw_range, &d);
 	return 0;
 }

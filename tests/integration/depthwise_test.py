@@ -1,0 +1,169 @@
+"""Depthwise convolutions of every geometry the CPU kernel distinguishes,
+against numpy (tools/models/common.py's conv2d, float64).
+
+usage: depthwise_test.py ORT_RUN
+
+conv_dw.c computes a plane over its padded geometry flattened, with the
+padded plane split into stride x stride phases, vectors of 32 outputs run
+past the row ends and rows copied out with overlapping or partial vectors:
+each case below hits one of those edges (planes narrower than a vector,
+odd widths at stride 2, strides 3 and 4, dilation, asymmetric and zero
+pads, 1-D images, a batch) and the fused tails (Relu, a residual Add, an
+activation applied per plane).  Each case is a small model run by ort-run;
+prints one line per case, exit 1 on any mismatch.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "tools", "models"))
+import common as C  # noqa: E402
+
+# name: (N, C, H, W, kh, kw, stride, dilation, pads (t, l, b, r), tail)
+CASES = {
+    "k3s1_14": (1, 24, 14, 14, 3, 3, 1, 1, (1, 1, 1, 1), None),
+    "k3s1_7": (1, 40, 7, 7, 3, 3, 1, 1, (1, 1, 1, 1), None),
+    "k3s1_5x3": (1, 8, 5, 3, 3, 3, 1, 1, (1, 1, 1, 1), None),
+    "k3s1_1x1": (1, 8, 1, 1, 3, 3, 1, 1, (1, 1, 1, 1), None),
+    "k3s1_nopad": (1, 8, 9, 20, 3, 3, 1, 1, (0, 0, 0, 0), None),
+    "k3s1_asym": (1, 8, 11, 13, 3, 3, 1, 1, (0, 1, 2, 0), None),
+    "k3s2_odd": (1, 16, 17, 33, 3, 3, 2, 1, (1, 1, 1, 1), None),
+    "k3s2_even": (1, 16, 28, 28, 3, 3, 2, 1, (0, 0, 1, 1), None),
+    "k3s2_big": (1, 4, 56, 70, 3, 3, 2, 1, (1, 1, 1, 1), None),
+    "k5s1": (1, 12, 14, 14, 5, 5, 1, 1, (2, 2, 2, 2), None),
+    "k5s2": (1, 12, 15, 15, 5, 5, 2, 1, (2, 2, 2, 2), None),
+    "k7s1": (1, 6, 12, 19, 7, 7, 1, 1, (3, 3, 3, 3), None),
+    "k3s3": (1, 6, 16, 16, 3, 3, 3, 1, (1, 1, 1, 1), None),
+    "k4s4": (1, 6, 16, 18, 4, 4, 4, 1, (0, 0, 0, 2), None),
+    "k3s1_dil2": (1, 8, 13, 13, 3, 3, 1, 2, (2, 2, 2, 2), None),
+    "k3s2_dil2": (1, 8, 13, 16, 3, 3, 2, 2, (2, 2, 2, 2), None),
+    "k1x5_1d": (1, 10, 1, 40, 1, 5, 1, 1, (0, 2, 0, 2), None),
+    "k1x3_1d_s2": (1, 10, 1, 41, 1, 3, 2, 1, (0, 1, 0, 1), None),
+    "k2x3": (1, 8, 9, 10, 2, 3, 1, 1, (0, 1, 1, 1), None),
+    "k3s1_tall": (1, 3, 200, 9, 3, 3, 1, 1, (1, 1, 1, 1), None),
+    "k3s1_wide": (1, 3, 3, 300, 3, 3, 1, 1, (1, 1, 1, 1), None),
+    "batch2": (2, 8, 14, 14, 3, 3, 1, 1, (1, 1, 1, 1), None),
+    "relu": (1, 16, 14, 14, 3, 3, 1, 1, (1, 1, 1, 1), "relu"),
+    "relu_7": (1, 16, 7, 7, 3, 3, 1, 1, (1, 1, 1, 1), "relu"),
+    "add_relu": (1, 16, 14, 13, 3, 3, 1, 1, (1, 1, 1, 1), "add_relu"),
+    "add_7": (1, 16, 7, 7, 3, 3, 1, 1, (1, 1, 1, 1), "add"),
+    "hardswish": (1, 16, 9, 9, 3, 3, 2, 1, (1, 1, 1, 1), "hardswish"),
+    # a first unpadded convolution leaves data all over the scratch the
+    # second one pads in: every pad must be written, never assumed zero
+    "after_unpadded": (1, 8, 20, 22, 3, 3, 1, 1, (1, 1, 1, 1), "after_unpadded"),
+    "after_unpadded_s2": (1, 8, 20, 22, 3, 3, 2, 1, (1, 1, 1, 1), "after_unpadded"),
+}
+
+
+def geometry(case):
+    n, c, h, w, kh, kw, s, d, pads, _ = case
+    pt, pl, pb, pr = pads
+    oh = (h + pt + pb - d * (kh - 1) - 1) // s + 1
+    ow = (w + pl + pr - d * (kw - 1) - 1) // s + 1
+    return oh, ow
+
+
+def build(case, rng):
+    """The model, its feeds and the numpy reference."""
+    n, c, h, w, kh, kw, s, d, pads, tail = case
+    one_d = h == 1 and kh == 1
+    x = rng.standard_normal((n, c, h, w)).astype(np.float32)
+    wt = (rng.standard_normal((c, 1, kh, kw)) * 0.5).astype(np.float32)
+    b = rng.standard_normal(c).astype(np.float32)
+    ref = C.conv2d(x.astype(np.float64), wt.astype(np.float64), b.astype(np.float64),
+                   strides=(s, s), pads=pads, dilations=(d, d), group=c)
+    oh, ow = geometry(case)
+    attrs = dict(group=c, kernel_shape=[kh, kw], strides=[s, s], dilations=[d, d],
+                 pads=[pads[0], pads[1], pads[2], pads[3]])
+    if one_d:
+        attrs = dict(group=c, kernel_shape=[kw], strides=[s], dilations=[d],
+                     pads=[pads[1], pads[3]])
+    xs, ys = list(x.shape), [n, c, oh, ow]
+    if one_d:
+        xs, ys = [n, c, w], [n, c, ow]
+    feeds = {"x": x.reshape(xs)}
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, xs)]
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["conv"], **attrs)]
+    inits = []
+    if tail == "after_unpadded":
+        # x is first widened by an unpadded 1x1 depthwise conv of the same
+        # plane size, then the case's conv reads its output
+        w0 = (rng.standard_normal((c, 1, 1, 1)) + 1.0).astype(np.float32)
+        b0 = rng.standard_normal(c).astype(np.float32)
+        x0 = x.astype(np.float64) * w0.reshape(1, c, 1, 1) + b0.reshape(1, c, 1, 1)
+        ref = C.conv2d(x0, wt.astype(np.float64), b.astype(np.float64), strides=(s, s),
+                       pads=pads, dilations=(d, d), group=c)
+        nodes = [helper.make_node("Conv", ["x", "w0", "b0"], ["x0"], group=c,
+                                  kernel_shape=[1, 1]),
+                 helper.make_node("Conv", ["x0", "w", "b"], ["conv"], **attrs)]
+        inits = [numpy_helper.from_array(w0, "w0"), numpy_helper.from_array(b0, "b0")]
+    out = "conv"
+    if tail in ("add", "add_relu"):
+        r = rng.standard_normal(ys).astype(np.float32)
+        feeds["r"] = r
+        inputs.append(helper.make_tensor_value_info("r", TensorProto.FLOAT, ys))
+        nodes.append(helper.make_node("Add", ["conv", "r"], ["sum"]))
+        ref = ref + r.astype(np.float64).reshape(ref.shape)
+        out = "sum"
+    if tail in ("relu", "add_relu"):
+        nodes.append(helper.make_node("Relu", [out], ["y"]))
+        ref = np.maximum(ref, 0.0)
+        out = "y"
+    if tail == "hardswish":
+        nodes.append(helper.make_node("HardSwish", [out], ["y"]))
+        ref = ref * np.clip(ref / 6.0 + 0.5, 0.0, 1.0)
+        out = "y"
+    inits += [numpy_helper.from_array(wt.reshape([c, 1, kw]) if one_d else wt, "w"),
+              numpy_helper.from_array(b, "b")]
+    g = helper.make_graph(nodes, "dw", inputs,
+                          [helper.make_tensor_value_info(out, TensorProto.FLOAT, ys)], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    return m, feeds, ref.reshape(ys), out
+
+
+def run_case(ort_run, name, case, rng, tmp):
+    model, feeds, ref, out = build(case, rng)
+    d = os.path.join(tmp, name)
+    os.makedirs(d)
+    path = os.path.join(d, "model.onnx")
+    onnx.save(model, path)
+    cmd = [ort_run, path, "--output-dir", d, "--iters", "2", "--threads", "2"]
+    for k, v in feeds.items():
+        np.save(os.path.join(d, "in_" + k + ".npy"), v)
+        cmd += ["--input", "%s=%s" % (k, os.path.join(d, "in_" + k + ".npy"))]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if p.returncode:
+        return "ort-run failed: " + (p.stderr.strip().splitlines() or ["?"])[-1]
+    got = np.load(os.path.join(d, out + ".npy"))
+    if got.shape != ref.shape:
+        return "shape %s, expected %s" % (list(got.shape), list(ref.shape))
+    err = np.abs(got.astype(np.float64) - ref)
+    tol = 1e-5 + 1e-5 * np.abs(ref)
+    if not np.all(err <= tol):
+        i = np.unravel_index(np.argmax(err - tol), err.shape)
+        return "at %s got %r, expected %r" % (list(i), float(got[i]), float(ref[i]))
+    return None
+
+
+def main():
+    ort_run = sys.argv[1]
+    rng = np.random.default_rng(7)
+    bad = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, case in CASES.items():
+            why = run_case(ort_run, name, case, rng, tmp)
+            print("%-12s %s" % (name, "ok" if why is None else "FAIL: " + why))
+            bad += why is not None
+    print("%d of %d cases failed" % (bad, len(CASES)) if bad else "all %d cases ok" % len(CASES))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
