@@ -201,6 +201,11 @@ ortmk_status ortmk_session_options_set(ortmk_session_options *o, const char *key
 			return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "strict_placement: '%s' is not 0 or 1", value);
 		return ORTMK_OK;
 	}
+	if (strcmp(key, "enable_profiling") == 0) {
+		if (parse_int(value, 0, 1, &o->profile))
+			return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "enable_profiling: '%s' is not 0 or 1", value);
+		return ORTMK_OK;
+	}
 	if (strcmp(key, "retry") == 0) {
 		if (parse_int(value, 0, 1, &o->retry))
 			return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "retry: '%s' is not 0 or 1", value);

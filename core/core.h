@@ -230,6 +230,7 @@ struct ortmk_session_options {
 	int save_prepacked;
 	int opt_level;            /* 0, 1, 2 (2: the default) */
 	int strict_placement;
+	int profile;              /* "enable_profiling" */
 };
 
 /* A run of consecutive nodes (topological order) on one provider. */
@@ -273,6 +274,7 @@ struct ortmk_session {
 	int save_prepacked;
 	int opt_level;            /* 0 none, 1 folding, 2 fusions too */
 	int strict_placement;
+	int profile;              /* RUN asks providers for node spans (docs/TRACE.md) */
 	core_load_stats load;     /* summed over the steps */
 	char *model_path;         /* NULL for a model from memory */
 	char providers[256];      /* the list asked for */

@@ -396,6 +396,7 @@ static ortmk_status send_run(run_ctx *c, size_t i, Ortmk__Envelope **rep)
 	run.dyn_segment = s->dyn->id;
 	run.dyn_offset = c->dyn_used;
 	run.dyn_size = s->dyn->size - c->dyn_used;
+	run.has_profile = run.profile = s->profile && ipc_trace_on();
 	e.kind = ORTMK__KIND__RUN;
 	e.body_case = ORTMK__ENVELOPE__BODY_RUN;
 	e.run = &run;
@@ -730,6 +731,7 @@ ortmk_status core_session_run_outs(ortmk_session *s, ortmk_run_options *ro,
 				   const ortmk_value **bound, core_out *outs,
 				   size_t n_out, ortmk_stream *stream)
 {
+	uint64_t t0 = s->profile && ipc_trace_on() ? ipc_now_ns() : 0;
 	ortmk_status st;
 
 	for (size_t i = 0; i < n_out; i++)
@@ -748,6 +750,8 @@ ortmk_status core_session_run_outs(ortmk_session *s, ortmk_run_options *ro,
 	s->runs++;
 	s->failed_runs += st != ORTMK_OK;
 	pthread_mutex_unlock(&s->lock);
+	if (t0)
+		ipc_trace_session_run(s->id, t0, ipc_now_ns() - t0, (int)st);
 	if (st)
 		clear_results(outs, n_out);
 	return st;

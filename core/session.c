@@ -424,6 +424,7 @@ static ortmk_session *session_new(ortmk_env *env, const ortmk_session_options *o
 	s->save_prepacked = opts ? opts->save_prepacked : 0;
 	s->opt_level = opts ? opts->opt_level : 2;
 	s->strict_placement = opts ? opts->strict_placement : 0;
+	s->profile = opts ? opts->profile : 0;
 	snprintf(s->providers, sizeof(s->providers), "%s", opts ? opts->providers : "cpu");
 	return s;
 }

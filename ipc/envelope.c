@@ -309,6 +309,23 @@ static int check_copy(const Ortmk__Copy *c, const ipc_segtab *segs, char *err, s
 	return c->signal ? ipc_fence_ref_check(c->signal, segs, err, errlen) : 0;
 }
 
+/* Profiling spans: bounded, and each nested span names an earlier one as
+ * its parent, so readers can walk the nesting without a cycle. */
+static int check_result(const Ortmk__Result *r, const ipc_segtab *segs, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < r->n_outputs; i++)
+		if (r->outputs[i]->dynamic)
+			return fail(err, errlen, "RESULT: output %zu still dynamic", i);
+	if (r->n_spans > IPC_MAX_SPANS)
+		return fail(err, errlen, "RESULT: %zu node spans (at most %u)", r->n_spans,
+			    IPC_MAX_SPANS);
+	for (size_t i = 0; i < r->n_spans; i++)
+		if (r->spans[i]->has_parent && r->spans[i]->parent >= i)
+			return fail(err, errlen, "RESULT: span %zu has parent %u, not an earlier span",
+				    i, r->spans[i]->parent);
+	return check_refs(r->outputs, r->n_outputs, segs, err, errlen);
+}
+
 static int check_body(const Ortmk__Envelope *e, const ipc_segtab *segs,
 		      char *err, size_t errlen)
 {
@@ -344,10 +361,7 @@ static int check_body(const Ortmk__Envelope *e, const ipc_segtab *segs,
 			return fail(err, errlen, "RELEASE: buffer id 0");
 		return 0;
 	case ORTMK__ENVELOPE__BODY_RESULT:
-		for (size_t i = 0; i < e->result->n_outputs; i++)
-			if (e->result->outputs[i]->dynamic)
-				return fail(err, errlen, "RESULT: output %zu still dynamic", i);
-		return check_refs(e->result->outputs, e->result->n_outputs, segs, err, errlen);
+		return check_result(e->result, segs, err, errlen);
 	default:
 		return 0;
 	}

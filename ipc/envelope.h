@@ -21,6 +21,7 @@
 #define IPC_MAX_RANK 16
 #define IPC_MAX_DEVICE_BYTES (UINT64_C(1) << 44)  /* one device buffer at most */
 #define IPC_MAX_COPY_OPS 65536
+#define IPC_MAX_SPANS 4096                /* RESULT's node spans (Run.profile) */
 #define IPC_FENCE_ALIGN 16                /* FenceRef.offset alignment */
 
 /* Segments one side has mapped, by id (the validator's view of memory).

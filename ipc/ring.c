@@ -27,7 +27,6 @@
 #define RING_MAGIC 0x6f72696eu   /* "orin" */
 #define RING_WRAP 0xffffffffu
 #define PAUSE_NS 3000            /* the first part of a spin: no yielding */
-#define ARENA_BYTES (1u << 20)
 
 static inline void relax(void)
 {
@@ -82,7 +81,7 @@ int ipc_ring_attach(ipc_ring_pair *p, void *base, size_t seg_size)
 	}
 	p->buf_cap = IPC_RING_MAX_MESSAGE;
 	p->buf = malloc(p->buf_cap);
-	p->arena_cap = ARENA_BYTES;
+	p->arena_cap = IPC_RING_ARENA_BYTES;
 	p->arena = malloc(p->arena_cap);
 	if (!p->buf || !p->arena) {
 		ipc_ring_detach(p);

@@ -23,6 +23,7 @@
 #define IPC_RING_BYTES (1u << 20)        /* data bytes per direction */
 #define IPC_RING_SEGMENT (2 * (IPC_RING_BYTES + 4096))
 #define IPC_RING_MAX_MESSAGE (IPC_RING_BYTES / 4)
+#define IPC_RING_ARENA_BYTES (1u << 20)  /* a received message, decoded */
 
 typedef struct ipc_ring_hdr {
 	_Atomic uint64_t head;           /* bytes produced (producer writes) */

@@ -5,7 +5,9 @@
  * never interleave and nothing sits in a user-space buffer when the traced
  * program or a provider crashes.  The tap copies nothing out of the
  * envelope: the record points into it while it is packed.  What a message
- * says (tensors, status, notes) is decoded by trace_record.c.
+ * says (tensors, status, notes) is decoded by trace_record.c.  A profiled
+ * run's RESULT is followed by a ProviderRun record of its node spans, and
+ * each run of a profiled session ends with a SessionRun record.
  */
 #include "trace.h"
 
@@ -16,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -393,6 +396,85 @@ static void common_fields(ipc_chan *c, Ortmk__Trace__Message *m, enum ipc_trace_
 }
 
 
+/* ---- profiling ---------------------------------------------------------- */
+
+/* A RESULT of a profiled run (Run.profile), after its message record: the
+ * provider's run and node spans.  The spans point into the envelope. */
+static void write_provider_run(const Ortmk__Trace__Message *m, const Ortmk__Envelope *e)
+{
+	const Ortmk__Result *r = e->result;
+	Ortmk__Trace__ProviderRun pr = ORTMK__TRACE__PROVIDER_RUN__INIT;
+	Ortmk__Trace__NodeSpan *spans = calloc(r->n_spans + 1, sizeof(*spans));
+	Ortmk__Trace__NodeSpan **ps = calloc(r->n_spans + 1, sizeof(*ps));
+
+	if (!spans || !ps)
+		goto out;
+	for (size_t i = 0; i < r->n_spans; i++) {
+		const Ortmk__NodeSpan *s = r->spans[i];
+		Ortmk__Trace__NodeSpan *d = &spans[i];
+
+		ortmk__trace__node_span__init(d);
+		d->has_node = d->has_start_ns = d->has_dur_ns = 1;
+		d->node = s->node;
+		d->name = s->name;
+		d->op_type = s->op_type;
+		d->start_ns = s->start_ns;
+		d->dur_ns = s->dur_ns;
+		d->has_tid = s->has_tid;
+		d->tid = s->tid;
+		d->has_parent = s->has_parent;
+		d->parent = s->parent;
+		d->has_depth = s->has_depth;
+		d->depth = s->depth;
+		d->has_fused = s->has_fused;
+		d->fused = s->fused;
+		ps[i] = d;
+	}
+	pr.has_t_ns = pr.has_core_pid = pr.has_start_ns = pr.has_dur_ns = 1;
+	pr.t_ns = m->t_ns;
+	pr.provider = m->provider;
+	pr.has_pid = m->has_pid;
+	pr.pid = m->pid;
+	pr.core_pid = T.core_pid;
+	pr.has_session = e->has_session;
+	pr.session = e->session;
+	pr.has_run_id = 1;
+	pr.run_id = r->run_id;
+	pr.has_seq = e->has_reply_to;
+	pr.seq = e->reply_to;
+	pr.start_ns = r->run_start_ns;
+	pr.dur_ns = r->compute_ns;
+	pr.has_tid = r->has_run_tid;
+	pr.tid = r->run_tid;
+	pr.n_spans = r->n_spans;
+	pr.spans = ps;
+	pr.has_spans_dropped = r->has_spans_dropped;
+	pr.spans_dropped = r->spans_dropped;
+	write_record(&pr.base, ORTMK__TRACE__RECORD__BODY_PROVIDER_RUN);
+out:
+	free(ps);
+	free(spans);
+}
+
+void ipc_trace_session_run(uint64_t session, uint64_t start_ns, uint64_t dur_ns, int status)
+{
+	Ortmk__Trace__SessionRun sr = ORTMK__TRACE__SESSION_RUN__INIT;
+
+	if (!ipc_trace_on())
+		return;
+	sr.has_start_ns = sr.has_dur_ns = sr.has_core_pid = sr.has_tid = sr.has_session = 1;
+	sr.start_ns = start_ns;
+	sr.dur_ns = dur_ns;
+	sr.core_pid = T.core_pid;
+	sr.tid = (uint32_t)syscall(SYS_gettid);
+	sr.session = session;
+	sr.has_status = status != 0;
+	sr.status = status;
+	write_record(&sr.base, ORTMK__TRACE__RECORD__BODY_SESSION_RUN);
+}
+
+/* ---- messages (continued) ------------------------------------------------ */
+
 static void trace_message(ipc_chan *c, enum ipc_trace_dir dir, const Ortmk__Envelope *e,
 			  size_t size, int ring)
 {
@@ -417,6 +499,8 @@ static void trace_message(ipc_chan *c, enum ipc_trace_dir dir, const Ortmk__Enve
 	ipc_trace_summarize(&s, &m, e);
 	write_message(&m);
 	ipc_trace_scratch_free(&s, &m);
+	if (e->body_case == ORTMK__ENVELOPE__BODY_RESULT && e->result->has_run_start_ns)
+		write_provider_run(&m, e);
 }
 
 void ipc_trace_message(ipc_chan *c, enum ipc_trace_dir dir, const Ortmk__Envelope *e, size_t size)

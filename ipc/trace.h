@@ -82,6 +82,10 @@ void ipc_trace_invalid(struct ipc_chan *c, size_t size, const char *reason);
  * ipc_trace_on(). */
 void ipc_trace_ring_message(struct ipc_chan *c, enum ipc_trace_dir dir,
 			    const Ortmk__Envelope *e, size_t size);
+/* Profiling: one ortmk_session_run of a profiled session, timed on the
+ * calling thread (CLOCK_MONOTONIC start and duration), with its status.
+ * Does nothing when tracing is off. */
+void ipc_trace_session_run(uint64_t session, uint64_t start_ns, uint64_t dur_ns, int status);
 /* ipc_recv failed with rc: records a "died" event once per peer when the
  * peer exited (-ECHILD) or the connection broke (-EPIPE), and a "timeout"
  * event when a wait of timeout_ms > 0 ran out. */

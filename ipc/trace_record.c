@@ -243,6 +243,8 @@ void ipc_trace_summarize(ipc_trace_scratch *s, Ortmk__Trace__Message *m, const O
 		m->subgraph_id = e->run->subgraph_id;
 		m->run_id = e->run->run_id;
 		tensor_refs(s, m, e->run->bindings, e->run->n_bindings);
+		if (e->run->has_profile && e->run->profile)
+			snprintf(s->note, sizeof(s->note), "profile");
 		break;
 	case ORTMK__ENVELOPE__BODY_RESULT:
 		m->has_run_id = 1;
@@ -251,6 +253,9 @@ void ipc_trace_summarize(ipc_trace_scratch *s, Ortmk__Trace__Message *m, const O
 		if (e->result->has_compute_ns)
 			snprintf(s->note, sizeof(s->note), "compute %.3f ms",
 				 (double)e->result->compute_ns / 1e6);
+		if (e->result->has_run_start_ns)
+			snprintf(s->note + strlen(s->note), sizeof(s->note) - strlen(s->note),
+				 "%s%zu node spans", s->note[0] ? ", " : "", e->result->n_spans);
 		result_transfers(s, m, e->result);
 		break;
 	case ORTMK__ENVELOPE__BODY_COPY:

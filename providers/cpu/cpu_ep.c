@@ -31,6 +31,7 @@
 typedef struct cpu_sg_run {
 	cpu_frame *frame;
 	cpu_arena *arena;
+	cpu_prof prof;            /* profiled runs: spans allocated on the first */
 } cpu_sg_run;
 
 typedef struct cpu_sg {
@@ -69,6 +70,7 @@ static void cpu_sg_free(cpu_sg *c)
 	n_nodes = c->plan.n_nodes;
 	cpu_frame_free(c->run.frame);
 	cpu_arena_free(c->run.arena);
+	free(c->run.prof.spans);
 	cpu_plan_free(&c->plan);     /* the nodes first: they read the folded constants */
 	cpu_fuse_free(c->fuse, n_nodes);
 	cpu_fold_free(&c->fold);
@@ -447,18 +449,54 @@ static int publish_dynamic(cpu_sg *c, const ep_subgraph *sg, ep_run *r, char *er
 	return 0;
 }
 
+/* A profiled run (ep_run.profile): the executor's spans, nested and in
+ * the order the nodes began, as the host's; a fused head counts the nodes
+ * of its chain that did not run. */
+static void take_spans(const cpu_sg *c, const cpu_prof *prof, ep_profile *out)
+{
+	size_t n = prof->n < prof->cap ? prof->n : prof->cap;
+
+	for (size_t i = 0; i < n && out->n < out->cap; i++) {
+		const cpu_span *s = &prof->spans[i];
+		ep_span *d = &out->spans[out->n++];
+		const Onnx__NodeProto *p = s->proto;
+
+		d->name = p->name && p->name[0] ? p->name : p->n_output > 0 ? p->output[0] : "";
+		d->op_type = p->op_type;
+		d->start_ns = s->start_ns;
+		d->dur_ns = s->dur_ns;
+		d->node = s->node;
+		d->tid = s->tid;
+		d->depth = s->depth;
+		d->parent = s->parent;
+		d->fused = s->depth == 0 && c->fuse && c->fuse[s->node].head ?
+			(uint32_t)c->fuse[s->node].n_fused - 1 : 0;
+	}
+	out->n_dropped += (uint32_t)(prof->n - n);
+}
+
 static int cpu_run(void *self, ep_subgraph *sg, ep_run *r, char *err, size_t n)
 {
 	cpu_sg *c = sg->impl;
-	cpu_run_env env = {c->run.arena, NULL, c->pool, sg->threads, NULL, r->cancel, r->cancel_token};
+	cpu_prof *prof = &c->run.prof;
+	cpu_run_env env = {c->run.arena, NULL, c->pool, sg->threads, NULL, r->cancel, r->cancel_token,
+			   NULL, -1, 0};
 	int rc;
 
 	(void)self;
+	if (r->profile && !prof->spans && (prof->spans = calloc(r->profile->cap + 1, sizeof(cpu_span))))
+		prof->cap = r->profile->cap;
+	if (r->profile) {
+		prof->n = 0;
+		env.prof = prof;
+	}
 	rc = bind_values(c, sg, r, err, n);
 	if (rc == 0)
 		rc = cpu_exec_run(c->run.frame, &env, err, n);
 	if (rc == 0)
 		rc = publish_dynamic(c, sg, r, err, n);
+	if (rc == 0 && r->profile)
+		take_spans(c, prof, r->profile);
 	cpu_frame_end(c->run.frame);
 	cpu_arena_reset(c->run.arena);
 	return rc;

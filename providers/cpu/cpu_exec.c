@@ -2,12 +2,15 @@
  * cpu_exec: the CPU provider's graph executor (see cpu_exec.h): plans
  * built once per graph, frames holding one run's values, and the run loop
  * shared by the graph the core loads (cpu_ep.c) and the bodies of the
- * control-flow ops (cpu_graph.c).
+ * control-flow ops (cpu_graph.c), which also records each node's span
+ * when the run is profiled.
  */
 #include <stdio.h>
 #include <time.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "cpu_exec.h"
 
@@ -498,16 +501,51 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* gettid once per thread: a system call per node would show in the spans. */
+static uint32_t thread_id(void)
+{
+	static __thread uint32_t tid;
+
+	if (!tid)
+		tid = (uint32_t)syscall(SYS_gettid);
+	return tid;
+}
+
+/* Profiling: reserves node k's span before it runs, so the nodes of its
+ * bodies can name it as their parent; NULL once the cap is reached (the
+ * reservation still counts: prof->n - cap were dropped). */
+static cpu_span *span_open(const cpu_run_env *env, const cpu_plan *p, size_t k, int32_t *index)
+{
+	cpu_prof *prof = env->prof;
+	size_t i = __atomic_fetch_add(&prof->n, 1, __ATOMIC_RELAXED);
+	cpu_span *s;
+
+	*index = -1;
+	if (i >= prof->cap)
+		return NULL;
+	s = &prof->spans[i];
+	s->proto = p->nodes[k].proto;
+	s->node = (uint32_t)k;
+	s->tid = thread_id();
+	s->depth = env->prof_depth;
+	s->parent = env->prof_parent;
+	*index = (int32_t)i;
+	return s;
+}
+
 int cpu_exec_run(cpu_frame *f, const cpu_run_env *env, char *err, size_t n)
 {
 	const cpu_plan *p = f->plan;
 	frame_scope scope = {{env->scope, frame_find}, f};
 	cpu_run_env e = *env;
+	int timed = p->node_ns || env->prof;
 	int rc = 0;
 
 	e.scope = &scope.base;
+	e.prof_depth = env->prof_depth + 1;   /* for the nodes of bodies */
 	for (size_t k = 0; rc == 0 && k < p->n_nodes; k++) {
-		uint64_t t0 = p->node_ns ? now_ns() : 0;
+		cpu_span *span = NULL;
+		uint64_t t0, t1;
 
 		if (!p->nodes[k].op)
 			continue;   /* fused into an earlier node */
@@ -517,11 +555,21 @@ int cpu_exec_run(cpu_frame *f, const cpu_run_env *env, char *err, size_t n)
 			rc = CPU_E_CANCELLED;
 			break;
 		}
+		if (env->prof)
+			span = span_open(env, p, k, &e.prof_parent);
+		t0 = timed ? now_ns() : 0;
 		rc = run_node(f, &e, k, err, n);
 		if (rc == 0)
 			release_dead(f, k);
+		if (!timed)
+			continue;
+		t1 = now_ns();
 		if (p->node_ns)
-			__atomic_fetch_add(&p->node_ns[k], now_ns() - t0, __ATOMIC_RELAXED);
+			__atomic_fetch_add(&p->node_ns[k], t1 - t0, __ATOMIC_RELAXED);
+		if (span) {
+			span->start_ns = t0;
+			span->dur_ns = t1 - t0;
+		}
 	}
 	if (p->node_ns)
 		__atomic_fetch_add(&p->node_ns[p->n_nodes], 1, __ATOMIC_RELAXED);

@@ -109,8 +109,11 @@ void cpu_frame_begin(cpu_frame *f);
 /* Value v is t (borrowed until cpu_frame_end). */
 void cpu_frame_bind(cpu_frame *f, int v, const cpu_tensor *t, int placed, int pinned);
 /* Runs the nodes in order with env (env->keep is set to the frame's).  A value
- * is looked up by name through a scope whose parent is env->scope.  0 or a
- * cpu_status with err filled ("node 'x' (Op): ..."). */
+ * is looked up by name through a scope whose parent is env->scope.  With
+ * env->prof, each node run gets a span (cpu_span: from before its inputs
+ * are gathered to after its dead inputs are freed, the points
+ * ORTMK_CPU_PROFILE times).  0 or a cpu_status with err filled
+ * ("node 'x' (Op): ..."). */
 int cpu_exec_run(cpu_frame *f, const cpu_run_env *env, char *err, size_t n);
 /* Frees what the run allocated (heap values not taken) and ends it. */
 void cpu_frame_end(cpu_frame *f);

@@ -64,7 +64,7 @@ static void fold_node(cpu_fold *f, cpu_plan *pl, size_t k, const Onnx__NodeProto
 	int n_in = (int)p->n_input, n_out = (int)p->n_output, heap[64] = {0}, ok;
 	const cpu_tensor *in[64];
 	cpu_tensor out[64];
-	cpu_run_env run = {NULL, NULL, NULL, 1, NULL, NULL, 0};
+	cpu_run_env run = {NULL, NULL, NULL, 1, NULL, NULL, 0, NULL, -1, 0};
 	cpu_node node;
 	char err[256];
 

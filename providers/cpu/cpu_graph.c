@@ -312,7 +312,7 @@ int cpu_graph_run(cpu_graph *g, cpu_ctx *ctx, const cpu_tensor *const *in, cpu_t
 	 * runs itself, or runs in flight together). */
 	cpu_frame *f = g->frame->busy ? cpu_frame_new(&g->plan) : g->frame;
 	cpu_run_env env = {ctx->arena, ctx->scope, ctx->pool, ctx->threads, NULL, ctx->cancel,
-			   ctx->cancel_token};
+			   ctx->cancel_token, ctx->prof, ctx->prof_parent, ctx->prof_depth};
 	int rc;
 
 	if (!f)

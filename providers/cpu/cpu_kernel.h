@@ -86,6 +86,7 @@ void cpu_arena_free(cpu_arena *a);
 struct cpu_node;
 struct cpu_ctx;
 struct cpu_pool;
+struct cpu_prof;
 
 /* The opset versions the model imports, by domain ("" is ai.onnx).  Ops
  * with subgraphs (If, Loop, Scan...) resolve the nodes inside them with it. */
@@ -223,6 +224,11 @@ typedef struct cpu_ctx {
 	int threads;
 	const _Atomic uint64_t *cancel;  /* the run's (cpu_run_env): bodies inherit it */
 	uint64_t cancel_token;
+	/* profiling (cpu_run_env): bodies record their nodes under the span
+	 * of the node running them */
+	struct cpu_prof *prof;
+	int32_t prof_parent;
+	uint32_t prof_depth;
 	char *err;
 	size_t errlen;
 } cpu_ctx;

@@ -473,6 +473,9 @@ int cpu_node_run(cpu_node *node, const cpu_run_env *env, const cpu_tensor **in,
 	ctx.threads = env->threads > 0 ? env->threads : 1;
 	ctx.cancel = env->cancel;
 	ctx.cancel_token = env->cancel_token;
+	ctx.prof = env->prof;
+	ctx.prof_parent = env->prof_parent;
+	ctx.prof_depth = env->prof_depth;
 	ctx.err = err;
 	ctx.errlen = n;
 	if (!run.given)

@@ -52,6 +52,27 @@ void *cpu_keep_alloc(cpu_keep *k, size_t bytes);
  * else freed. */
 void cpu_keep_release(cpu_keep *k, void *p, size_t bytes);
 
+/* Profiling (Run.profile): one node as cpu_exec_run ran it.  The spans of
+ * a run are reserved in the order nodes begin, so a node inside a
+ * control-flow body names an earlier span (the If, Loop or Scan running
+ * it) as its parent. */
+typedef struct cpu_span {
+	const Onnx__NodeProto *proto;   /* borrowed from the plan */
+	uint64_t start_ns, dur_ns;      /* CLOCK_MONOTONIC */
+	uint32_t node;                  /* index in its graph */
+	uint32_t tid;                   /* the thread that called the kernel */
+	uint32_t depth;                 /* 0: the step's own nodes */
+	int32_t parent;                 /* enclosing span, -1: none */
+} cpu_span;
+
+/* A run's spans: at most cap; n counts every reservation (atomic), so
+ * n - cap were dropped when it is larger. */
+typedef struct cpu_prof {
+	cpu_span *spans;
+	size_t cap;
+	size_t n;
+} cpu_prof;
+
 /* What a node runs with (cpu_ctx's fields of the same names).  arena: the
  * run's strings and sequences (NULL: the kernel cannot make them); scope:
  * the enclosing graphs' values (NULL: none); pool: the intra-op thread pool
@@ -68,6 +89,13 @@ typedef struct cpu_run_env {
 	 * iterations too. */
 	const _Atomic uint64_t *cancel;
 	uint64_t cancel_token;
+	/* Profiling: NULL records nothing (the loop's only cost, one test per
+	 * node).  Else cpu_exec_run records each node it runs, at prof_depth,
+	 * under span prof_parent (-1 at the top; bodies inherit through
+	 * cpu_ctx). */
+	cpu_prof *prof;
+	int32_t prof_parent;
+	uint32_t prof_depth;
 } cpu_run_env;
 
 /* Capability check: 1 if an entry of ops covers (op_type, domain, opset) and

@@ -122,65 +122,6 @@ static int bind_run(host *h, const Ortmk__Run *r, const ep_subgraph *sg, ep_run 
 	return 0;
 }
 
-static int send_result(host *h, const Ortmk__Envelope *req, ep_run *run, uint64_t ns)
-{
-	const Ortmk__Run *r = req->run;
-	Ortmk__Envelope e = ORTMK__ENVELOPE__INIT;
-	Ortmk__Result body = ORTMK__RESULT__INIT;
-	Ortmk__TensorRef *refs = calloc(run->n_bindings + 1, sizeof(*refs));
-	Ortmk__TensorRef **prefs = calloc(run->n_bindings + 1, sizeof(*prefs));
-	size_t n = 0;
-	int rc;
-
-	if (!refs || !prefs) {
-		free(refs);
-		free(prefs);
-		return ep_host_reply_error(h, req, ORTMK__ERROR_CODE__E_NOMEM, "out of memory");
-	}
-	for (size_t i = 0; i < run->n_bindings; i++) {
-		ep_tensor *b = &run->bindings[i];
-		Ortmk__TensorRef *t = &refs[n];
-
-		if (!b->dynamic)
-			continue;
-		ortmk__tensor_ref__init(t);
-		t->value = b->value;
-		t->dtype = b->dtype;
-		t->has_kind = b->kind != 0;
-		t->kind = (Ortmk__ValueKind)b->kind;
-		t->n_dims = (size_t)b->rank;
-		t->dims = b->dims;
-		t->nbytes = b->nbytes;
-		if (b->buffer_id) {
-			/* A device output: its buffer now exists, at offset 0. */
-			t->has_buffer_id = 1;
-			t->buffer_id = b->buffer_id;
-		} else {
-			t->segment_id = r->dyn_segment;
-			t->offset = r->dyn_offset + (uint64_t)((uint8_t *)b->data - run->dyn_base);
-		}
-		prefs[n++] = t;
-	}
-	body.run_id = r->run_id;
-	body.has_uploads = body.has_upload_bytes = run->uploads || run->upload_bytes;
-	body.uploads = run->uploads;
-	body.upload_bytes = run->upload_bytes;
-	body.has_downloads = body.has_download_bytes = run->downloads || run->download_bytes;
-	body.downloads = run->downloads;
-	body.download_bytes = run->download_bytes;
-	body.n_outputs = n;
-	body.outputs = prefs;
-	body.has_compute_ns = 1;
-	body.compute_ns = ns;
-	e.kind = ORTMK__KIND__RESULT;
-	e.body_case = ORTMK__ENVELOPE__BODY_RESULT;
-	e.result = &body;
-	rc = ep_host_reply(h, req, &e);
-	free(prefs);
-	free(refs);
-	return rc;
-}
-
 static int on_run(host *h, const Ortmk__Envelope *req)
 {
 	const Ortmk__Run *r = req->run;
@@ -189,6 +130,7 @@ static int on_run(host *h, const Ortmk__Envelope *req)
 		      .stream = req->has_stream ? req->stream : 0};
 	Ortmk__Envelope e = ORTMK__ENVELOPE__INIT;
 	Ortmk__Error body = ORTMK__ERROR__INIT;
+	ep_profile profile = {0};
 	uint64_t t0 = ipc_now_ns();
 	int rc;
 
@@ -206,13 +148,20 @@ static int on_run(host *h, const Ortmk__Envelope *req)
 			run.cancel_token = r->cancel_token;
 		}
 	}
+	if (r->has_profile && r->profile && !h->spans)
+		h->spans = calloc(EP_PROFILE_MAX_SPANS, sizeof(*h->spans));
+	if (r->has_profile && r->profile && h->spans) {
+		profile.spans = h->spans;
+		profile.cap = EP_PROFILE_MAX_SPANS;
+		run.profile = &profile;
+	}
 	rc = bind_run(h, r, sg, &run);
 	if (rc == 0)
 		rc = h->vt->run(h->self, sg, &run, h->err, sizeof(h->err));
 	if (rc == 0)
 		rc = ep_dev_after_run(h, &run);
 	if (rc == 0) {
-		rc = send_result(h, req, &run, ipc_now_ns() - t0);
+		rc = ep_host_reply_result(h, req, &run, t0, ipc_now_ns() - t0);
 		free(run.bindings);
 		return rc;
 	}
@@ -586,6 +535,7 @@ int ep_host_main(const ep_vtable *vt, int argc, char **argv)
 	for (size_t i = 0; i < h.segs.n; i++)
 		shm_segment_destroy(&h.segs.segs[i]);
 	ep_dev_fini(&h);
+	free(h.spans);
 	ipc_segtab_fini(&h.segs);
 	if (vt->fini)
 		vt->fini(h.self);

@@ -86,6 +86,28 @@ typedef struct ep_tensor {
 	uint64_t buffer_offset;
 } ep_tensor;
 
+/* Profiling (Run.profile): one node as the provider ran it.  Times are
+ * CLOCK_MONOTONIC ns (ipc_now_ns()), the clock of the core's trace. */
+typedef struct ep_span {
+	const char *name, *op_type;     /* borrowed: valid until the run returns */
+	uint64_t start_ns, dur_ns;
+	uint32_t node;                  /* index in its graph */
+	uint32_t tid;                   /* the thread that ran it */
+	uint32_t depth;                 /* 0: a node of the subgraph, 1: of a body, ... */
+	int32_t parent;                 /* the enclosing span (an earlier index), -1: none */
+	uint32_t fused;                 /* nodes fused into this one */
+} ep_span;
+
+#define EP_PROFILE_MAX_SPANS 4096   /* IPC_MAX_SPANS */
+
+/* Where a provider puts a profiled run's spans: at most cap (in the order
+ * the nodes began); n_dropped counts those past it. */
+typedef struct ep_profile {
+	ep_span *spans;
+	size_t cap, n;
+	uint32_t n_dropped;
+} ep_profile;
+
 typedef struct ep_run {
 	uint64_t run_id;
 	ep_tensor *bindings;
@@ -104,6 +126,10 @@ typedef struct ep_run {
 	 * *cancel == cancel_token.  NULL: the run cannot be cancelled. */
 	const _Atomic uint64_t *cancel;
 	uint64_t cancel_token;
+	/* Run.profile: the provider records its node spans here (n and
+	 * n_dropped start at 0).  NULL: the run is not profiled; a provider
+	 * that does not profile leaves it alone (RESULT then has no spans). */
+	ep_profile *profile;
 } ep_run;
 
 /* 1 once the core asked for run r to stop (between nodes: cheap). */

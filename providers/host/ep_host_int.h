@@ -83,12 +83,18 @@ typedef struct host {
 	int ring_on, cur_ring;        /* cur_ring: the request came by ring */
 	pthread_t ring_thread;
 	atomic_int stopping;
+	ep_span *spans;               /* profiled runs: EP_PROFILE_MAX_SPANS, on the first */
 } host;
 
 /* ep_reply.c: replies to `req` */
 int ep_host_reply(host *h, const Ortmk__Envelope *req, Ortmk__Envelope *e);
 int ep_host_reply_error(host *h, const Ortmk__Envelope *req, int code, const char *msg);
 int ep_host_reply_ack(host *h, const Ortmk__Envelope *req);
+/* RESULT of a run that took ns since t0 (ipc_now_ns()): its dynamic
+ * outputs, transfers and, when profiled, its spans (as many as fit the
+ * ring's largest message when the request came by ring). */
+int ep_host_reply_result(host *h, const Ortmk__Envelope *req, const ep_run *run, uint64_t t0,
+			 uint64_t ns);
 /* EP_E_* -> Ortmk__ErrorCode */
 int ep_host_code(int st);
 

@@ -1,7 +1,8 @@
 /*
  * ep_reply: how the provider process answers the core (replies on the
  * nng channel or, for a request that came by ring, on the ring; errors;
- * acks; the EP_E_* status as an Ortmk__ErrorCode), and the two helpers
+ * acks; RESULT with a profiled run's spans; the EP_E_* status as an
+ * Ortmk__ErrorCode), and the two helpers
  * the vtable's implementations call on what a request carried (a
  * subgraph's opset, the run's dynamic region).  Used by the message loop
  * (ep_host.c), the loads (ep_load.c) and device memory (ep_device.c), so
@@ -9,7 +10,11 @@
  */
 #include "ep_host_int.h"
 
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 int64_t ep_subgraph_opset(const ep_subgraph *sg, const char *domain)
 {
@@ -35,6 +40,83 @@ void *ep_run_dyn_alloc(ep_run *r, uint64_t nbytes)
 		return NULL;
 	r->dyn_used = r->dyn_needed;
 	return r->dyn_base + off;
+}
+
+/* ---- RESULT ------------------------------------------------------------ */
+
+typedef struct span_buf {
+	Ortmk__NodeSpan *spans;
+	Ortmk__NodeSpan **pspans;
+} span_buf;
+
+/* What a RESULT's spans take once the core decodes them from the ring
+ * (its arena, IPC_RING_ARENA_BYTES; protobuf-c allocations in 16s). */
+static size_t decoded_size(Ortmk__NodeSpan *const *s, size_t n)
+{
+	size_t total = 0;
+
+	for (size_t i = 0; i < n; i++)
+		total += ((sizeof(**s) + 15) & ~(size_t)15) + sizeof(*s) +
+			 ((strlen(s[i]->name) + 16) & ~(size_t)15) +
+			 ((strlen(s[i]->op_type) + 16) & ~(size_t)15);
+	return total;
+}
+
+/* On the ring a reply has to fit one message and, decoded, the core's
+ * arena (with room for the rest): the latest spans go first, so every
+ * parent left is still there. */
+static void fit_ring(host *h, Ortmk__Envelope *e)
+{
+	Ortmk__Result *r = e->result;
+
+	while (h->cur_ring && r->n_spans &&
+	       (ortmk__envelope__get_packed_size(e) > IPC_RING_MAX_MESSAGE - 64 ||
+		decoded_size(r->spans, r->n_spans) > IPC_RING_ARENA_BYTES / 2)) {
+		size_t keep = r->n_spans * 3 / 4;
+
+		r->spans_dropped += (uint32_t)(r->n_spans - keep);
+		r->n_spans = keep;
+	}
+}
+
+/* Run.profile: the run's start and thread, and the provider's spans. */
+static int profile_spans(host *h, Ortmk__Envelope *e, const ep_profile *p, uint64_t t0,
+			 span_buf *sp)
+{
+	Ortmk__Result *r = e->result;
+
+	r->has_run_start_ns = r->has_run_tid = r->has_spans_dropped = 1;
+	r->run_start_ns = t0;
+	r->run_tid = (uint32_t)syscall(SYS_gettid);
+	r->spans_dropped = p->n_dropped;
+	sp->spans = calloc(p->n + 1, sizeof(*sp->spans));
+	sp->pspans = calloc(p->n + 1, sizeof(*sp->pspans));
+	if (!sp->spans || !sp->pspans)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->n; i++) {
+		const ep_span *s = &p->spans[i];
+		Ortmk__NodeSpan *d = &sp->spans[i];
+
+		ortmk__node_span__init(d);
+		d->node = s->node;
+		d->name = (char *)(s->name ? s->name : "");
+		d->op_type = (char *)(s->op_type ? s->op_type : "");
+		d->start_ns = s->start_ns;
+		d->dur_ns = s->dur_ns;
+		d->has_tid = 1;
+		d->tid = s->tid;
+		d->has_parent = s->parent >= 0 && (size_t)s->parent < i;
+		d->parent = d->has_parent ? (uint32_t)s->parent : 0;
+		d->has_depth = s->depth > 0;
+		d->depth = s->depth;
+		d->has_fused = s->fused > 0;
+		d->fused = s->fused;
+		sp->pspans[i] = d;
+	}
+	r->n_spans = p->n;
+	r->spans = sp->pspans;
+	fit_ring(h, e);
+	return 0;
 }
 
 /* ---- replies ---------------------------------------------------------- */
@@ -93,6 +175,72 @@ int ep_host_reply_ack(host *h, const Ortmk__Envelope *req)
 	e.body_case = ORTMK__ENVELOPE__BODY_ACK;
 	e.ack = &body;
 	return ep_host_reply(h, req, &e);
+}
+
+int ep_host_reply_result(host *h, const Ortmk__Envelope *req, const ep_run *run, uint64_t t0,
+			 uint64_t ns)
+{
+	const Ortmk__Run *r = req->run;
+	Ortmk__Envelope e = ORTMK__ENVELOPE__INIT;
+	Ortmk__Result body = ORTMK__RESULT__INIT;
+	Ortmk__TensorRef *refs = calloc(run->n_bindings + 1, sizeof(*refs));
+	Ortmk__TensorRef **prefs = calloc(run->n_bindings + 1, sizeof(*prefs));
+	span_buf sp = {NULL, NULL};
+	size_t n = 0;
+	int rc;
+
+	if (!refs || !prefs) {
+		free(refs);
+		free(prefs);
+		return ep_host_reply_error(h, req, ORTMK__ERROR_CODE__E_NOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < run->n_bindings; i++) {
+		const ep_tensor *b = &run->bindings[i];
+		Ortmk__TensorRef *t = &refs[n];
+
+		if (!b->dynamic)
+			continue;
+		ortmk__tensor_ref__init(t);
+		t->value = b->value;
+		t->dtype = b->dtype;
+		t->has_kind = b->kind != 0;
+		t->kind = (Ortmk__ValueKind)b->kind;
+		t->n_dims = (size_t)b->rank;
+		t->dims = (int64_t *)b->dims;
+		t->nbytes = b->nbytes;
+		if (b->buffer_id) {
+			/* A device output: its buffer now exists, at offset 0. */
+			t->has_buffer_id = 1;
+			t->buffer_id = b->buffer_id;
+		} else {
+			t->segment_id = r->dyn_segment;
+			t->offset = r->dyn_offset + (uint64_t)((uint8_t *)b->data - run->dyn_base);
+		}
+		prefs[n++] = t;
+	}
+	body.run_id = r->run_id;
+	body.has_uploads = body.has_upload_bytes = run->uploads || run->upload_bytes;
+	body.uploads = run->uploads;
+	body.upload_bytes = run->upload_bytes;
+	body.has_downloads = body.has_download_bytes = run->downloads || run->download_bytes;
+	body.downloads = run->downloads;
+	body.download_bytes = run->download_bytes;
+	body.n_outputs = n;
+	body.outputs = prefs;
+	body.has_compute_ns = 1;
+	body.compute_ns = ns;
+	e.kind = ORTMK__KIND__RESULT;
+	e.body_case = ORTMK__ENVELOPE__BODY_RESULT;
+	e.result = &body;
+	if (run->profile && profile_spans(h, &e, run->profile, t0, &sp) < 0)
+		rc = ep_host_reply_error(h, req, ORTMK__ERROR_CODE__E_NOMEM, "out of memory");
+	else
+		rc = ep_host_reply(h, req, &e);
+	free(sp.spans);
+	free(sp.pspans);
+	free(prefs);
+	free(refs);
+	return rc;
 }
 
 int ep_host_code(int st)

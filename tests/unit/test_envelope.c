@@ -171,6 +171,57 @@ static void test_unknown_kind_and_mismatched_body(void **state)
 	assert_non_null(strstr(err, "RESULT message carries body"));
 }
 
+/* RESULT's profiling spans: bounded, and a nested span names an earlier
+ * one as its parent (readers walk the nesting without a cycle). */
+static void test_result_spans(void **state)
+{
+	Ortmk__Envelope e = ORTMK__ENVELOPE__INIT;
+	Ortmk__Result r = ORTMK__RESULT__INIT;
+	Ortmk__NodeSpan sp[2], *psp[2] = {&sp[0], &sp[1]};
+	Ortmk__NodeSpan **many;
+	char err[256] = "";
+
+	(void)state;
+	for (int i = 0; i < 2; i++) {
+		ortmk__node_span__init(&sp[i]);
+		sp[i].node = (uint32_t)i;
+		sp[i].name = "n";
+		sp[i].op_type = "Add";
+		sp[i].start_ns = 100u + (uint64_t)i;
+		sp[i].dur_ns = 1;
+	}
+	sp[1].has_parent = 1;
+	sp[1].parent = 0;
+	e.version = IPC_PROTOCOL_VERSION;
+	e.seq = 1;
+	e.kind = ORTMK__KIND__RESULT;
+	e.body_case = ORTMK__ENVELOPE__BODY_RESULT;
+	e.result = &r;
+	r.run_id = 1;
+	r.n_spans = 2;
+	r.spans = psp;
+	assert_int_equal(decode(&e, &segs, err, sizeof(err)), 0);
+	sp[1].parent = 1;                     /* itself */
+	assert_int_equal(decode(&e, &segs, err, sizeof(err)), -EPROTO);
+	assert_non_null(strstr(err, "span 1 has parent 1"));
+	sp[0].has_parent = 1;                 /* the first cannot have one */
+	sp[0].parent = 0;
+	sp[1].parent = 0;
+	assert_int_equal(decode(&e, &segs, err, sizeof(err)), -EPROTO);
+	many = calloc(IPC_MAX_SPANS + 1, sizeof(*many));
+	assert_non_null(many);
+	sp[0].has_parent = 0;
+	for (size_t i = 0; i <= IPC_MAX_SPANS; i++)
+		many[i] = &sp[0];
+	r.spans = many;
+	r.n_spans = IPC_MAX_SPANS;
+	assert_int_equal(decode(&e, &segs, err, sizeof(err)), 0);
+	r.n_spans = IPC_MAX_SPANS + 1;
+	assert_int_equal(decode(&e, &segs, err, sizeof(err)), -EPROTO);
+	assert_non_null(strstr(err, "node spans (at most"));
+	free(many);
+}
+
 static void test_truncated_and_garbage(void **state)
 {
 	run_msg m;
@@ -339,6 +390,7 @@ int main(void)
 		cmocka_unit_test(test_wrong_version),
 		cmocka_unit_test(test_unknown_kind_and_mismatched_body),
 		cmocka_unit_test(test_truncated_and_garbage),
+		cmocka_unit_test(test_result_spans),
 		cmocka_unit_test(test_load_weight_index),
 		cmocka_unit_test(test_fd_passing),
 		cmocka_unit_test(test_channel_between_processes),

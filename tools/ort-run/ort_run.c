@@ -55,6 +55,8 @@ static void usage(FILE *f)
 "  --json                print one JSON object of results and timings\n"
 "  --retry               rerun once a run whose provider died or hung\n"
 "  --save-prepacked      write pre-packed weights to a cache beside the model\n"
+"  --profile             time every node of every run into the trace (run\n"
+"                        under ort-trace record or ORTMK_TRACE; docs/TRACE.md)\n"
 "  --timeout-ms MS       deadline of one run; a provider past it is killed\n"
 "  --keep-going          count failed runs and go on instead of stopping\n"
 "  --swap-every N        hot-swap the first provider every N runs\n"
@@ -195,8 +197,10 @@ static int parse_args(int argc, char **argv, options *o)
 		if (!strcmp(a, "--version"))
 			return 3;
 		if (!strcmp(a, "--json") || !strcmp(a, "--retry") || !strcmp(a, "--keep-going") ||
-		    !strcmp(a, "--save-prepacked") || !strcmp(a, "--strict")) {
+		    !strcmp(a, "--save-prepacked") || !strcmp(a, "--strict") ||
+		    !strcmp(a, "--profile")) {
 			o->strict |= !strcmp(a, "--strict");
+			o->profile |= !strcmp(a, "--profile");
 			o->save_prepacked |= !strcmp(a, "--save-prepacked");
 			o->json |= !strcmp(a, "--json");
 			o->retry |= !strcmp(a, "--retry");
@@ -524,6 +528,7 @@ int main(int argc, char **argv)
 	    (o.timeout_ms && ortmk_session_options_set(so, "run_timeout_ms", o.timeout_ms)) ||
 	    (o.retry && ortmk_session_options_set(so, "retry", "1")) ||
 	    (o.save_prepacked && ortmk_session_options_set(so, "save_prepacked", "1")) ||
+	    (o.profile && ortmk_session_options_set(so, "enable_profiling", "1")) ||
 	    (o.strict && ortmk_session_options_set(so, "strict_placement", "1")) ||
 	    (o.opt_level && ortmk_session_options_set(so, "graph_optimization_level", o.opt_level))) {
 		fail("%s", ortmk_last_error());

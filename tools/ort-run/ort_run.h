@@ -30,7 +30,7 @@ typedef struct options {
 	const char *threads;      /* NULL: the library's default */
 	long iters, warmup;
 	uint64_t seed;
-	bool json, retry, keep_going, save_prepacked, strict;
+	bool json, retry, keep_going, save_prepacked, strict, profile;
 	const char *opt_level;    /* NULL: the library's default */
 	const char *timeout_ms;   /* NULL: no deadline */
 	long swap_every;          /* 0: no hot swaps */

@@ -2,8 +2,8 @@
  * ort-trace internals shared by its files: ort_trace.c (command line,
  * record and run), ort_trace_read.c (the trace reader, tensor-name
  * resolution, names and JSON strings), ort_trace_show.c (show and the live
- * printer of run), ort_trace_stats.c and ort_trace_export.c (Chrome trace
- * JSON).  The file format is docs/TRACE.md; the schema is
+ * printer of run), ort_trace_stats.c (with ort_trace_profile.c for
+ * profiled runs) and ort_trace_export.c (Chrome trace JSON).  The file format is docs/TRACE.md; the schema is
  * proto/ortmk_trace.proto.
  */
 #ifndef ORT_TRACE_H
@@ -98,6 +98,18 @@ void tr_printer_record(tr_printer *p, const Ortmk__Trace__Record *r);
 void tr_printer_fini(tr_printer *p);
 /* One-line human summary of a message (shared with export's args). */
 void tr_summary(const tr_names *names, const Ortmk__Trace__Message *m, char *buf, size_t n);
+
+/* ---- profiling totals (ort_trace_profile.c), for stats -------------------- */
+
+typedef struct tr_prof tr_prof;
+tr_prof *tr_prof_new(void);
+void tr_prof_free(tr_prof *p);
+/* Adds a ProviderRun or SessionRun record; ignores the others. */
+void tr_prof_add(tr_prof *p, const Ortmk__Trace__Record *r);
+/* The PROFILE section (nothing without profile records), or the
+ * ,"profile":{...} member of stats --json. */
+void tr_prof_print_text(tr_prof *p);
+void tr_prof_print_json(tr_prof *p);
 
 /* ---- commands ---------------------------------------------------------- */
 

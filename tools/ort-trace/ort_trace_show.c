@@ -369,6 +369,101 @@ static void json_header(tr_printer *p, const Ortmk__Trace__Header *h)
 	fputs("}\n", f);
 }
 
+/* ---- profiling records --------------------------------------------------- */
+
+static void json_spans(FILE *f, const Ortmk__Trace__ProviderRun *pr)
+{
+	for (size_t i = 0; i < pr->n_spans; i++) {
+		const Ortmk__Trace__NodeSpan *s = pr->spans[i];
+
+		fprintf(f, "%s{\"node\":%u,\"name\":", i ? "," : "", s->node);
+		tr_json_str(f, s->name);
+		fputs(",\"op_type\":", f);
+		tr_json_str(f, s->op_type);
+		fprintf(f, ",\"start_ns\":%llu,\"dur_ns\":%llu,\"tid\":%u,\"depth\":%u,\"fused\":%u",
+			(unsigned long long)s->start_ns, (unsigned long long)s->dur_ns, s->tid, s->depth,
+			s->fused);
+		json_u(f, "parent", s->has_parent, s->parent);
+		fputc('}', f);
+	}
+}
+
+static void json_provider_run(tr_printer *p, const Ortmk__Trace__ProviderRun *pr)
+{
+	FILE *f = p->out;
+
+	fprintf(f, "{\"record\":%llu,\"type\":\"provider_run\",\"t_ns\":%llu,\"t\":%.9f,\"provider\":",
+		(unsigned long long)p->index, (unsigned long long)pr->t_ns, rel_s(p, pr->t_ns));
+	tr_json_str(f, pr->provider);
+	json_u(f, "pid", pr->has_pid, pr->pid);
+	json_u(f, "core_pid", pr->has_core_pid, pr->core_pid);
+	json_u(f, "session", pr->has_session, pr->session);
+	json_u(f, "run_id", pr->has_run_id, pr->run_id);
+	json_u(f, "seq", pr->has_seq, pr->seq);
+	json_u(f, "start_ns", pr->has_start_ns, pr->start_ns);
+	json_u(f, "dur_ns", pr->has_dur_ns, pr->dur_ns);
+	json_u(f, "tid", pr->has_tid, pr->tid);
+	json_u(f, "spans_dropped", pr->has_spans_dropped, pr->spans_dropped);
+	fputs(",\"spans\":[", f);
+	json_spans(f, pr);
+	fputs("]}\n", f);
+}
+
+static void json_session_run(tr_printer *p, const Ortmk__Trace__SessionRun *sr)
+{
+	fprintf(p->out, "{\"record\":%llu,\"type\":\"session_run\",\"t_ns\":%llu,\"t\":%.9f",
+		(unsigned long long)p->index, (unsigned long long)sr->start_ns, rel_s(p, sr->start_ns));
+	json_u(p->out, "start_ns", sr->has_start_ns, sr->start_ns);
+	json_u(p->out, "dur_ns", sr->has_dur_ns, sr->dur_ns);
+	json_u(p->out, "core_pid", sr->has_core_pid, sr->core_pid);
+	json_u(p->out, "tid", sr->has_tid, sr->tid);
+	json_u(p->out, "session", sr->has_session, sr->session);
+	fprintf(p->out, ",\"status\":%d}\n", sr->status);
+}
+
+/* In the text listing (and for the filters) a profiling record reads as an
+ * event: "profile" for a provider's run, "session_run" for the
+ * application's. */
+static void profile_record(tr_printer *p, const Ortmk__Trace__Record *r)
+{
+	Ortmk__Trace__Event ev = ORTMK__TRACE__EVENT__INIT;
+	char detail[256], b[32];
+
+	if (r->body_case == ORTMK__TRACE__RECORD__BODY_PROVIDER_RUN) {
+		const Ortmk__Trace__ProviderRun *pr = r->provider_run;
+
+		ev.t_ns = pr->t_ns;
+		ev.event = "profile";
+		ev.provider = pr->provider;
+		ev.has_pid = pr->has_pid;
+		ev.pid = pr->pid;
+		snprintf(detail, sizeof(detail), "run %llu | %zu node spans%s over %s on thread %u",
+			 (unsigned long long)pr->run_id, pr->n_spans,
+			 pr->spans_dropped ? " (more dropped)" : "",
+			 fmt_ns(pr->dur_ns, b, sizeof(b)), pr->tid);
+	} else {
+		const Ortmk__Trace__SessionRun *sr = r->session_run;
+
+		ev.t_ns = sr->start_ns + sr->dur_ns;
+		ev.event = "session_run";
+		ev.provider = "app";
+		ev.has_pid = 1;
+		ev.pid = sr->core_pid;
+		snprintf(detail, sizeof(detail), "session %llu | %s on thread %u%s",
+			 (unsigned long long)sr->session, fmt_ns(sr->dur_ns, b, sizeof(b)), sr->tid,
+			 sr->status ? ", failed" : "");
+	}
+	ev.detail = detail;
+	if (!pass_event(&p->filter, &ev))
+		return;
+	if (!p->json)
+		text_event(p, &ev);
+	else if (r->body_case == ORTMK__TRACE__RECORD__BODY_PROVIDER_RUN)
+		json_provider_run(p, r->provider_run);
+	else
+		json_session_run(p, r->session_run);
+}
+
 /* ---- the printer --------------------------------------------------------- */
 
 void tr_printer_init(tr_printer *p, FILE *out, bool json, bool color, const tr_filter *f)
@@ -420,6 +515,10 @@ void tr_printer_record(tr_printer *p, const Ortmk__Trace__Record *r)
 			json_event(p, r->event);
 		else
 			text_event(p, r->event);
+		break;
+	case ORTMK__TRACE__RECORD__BODY_PROVIDER_RUN:
+	case ORTMK__TRACE__RECORD__BODY_SESSION_RUN:
+		profile_record(p, r);
 		break;
 	default:
 		break;            /* a record type from a newer format: skipped */

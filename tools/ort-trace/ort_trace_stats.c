@@ -9,6 +9,7 @@
  * the uploads and downloads providers report in RESULT (bindings that were
  * in host memory), with the runs that had any: "runs with transfers 1 of
  * 100, last run 1" is a loop that stays on the device after its first step.
+ * Profiled runs add a PROFILE section (ort_trace_profile.c).
  */
 #include "ort_trace.h"
 
@@ -46,6 +47,7 @@ typedef struct stats {
 	kind_stat *events;        /* count only */
 	size_t n_events;
 	uint64_t records, first_ns, last_ns;
+	tr_prof *prof;            /* profiled runs (ort_trace_profile.c) */
 } stats;
 
 /* Finds or adds the entry named `name` in a table of structs whose first
@@ -181,6 +183,8 @@ static void add_record(stats *s, const Ortmk__Trace__Record *r)
 		t = r->event->t_ns;
 	} else if (r->body_case == ORTMK__TRACE__RECORD__BODY_HEADER && r->header->has_start_ns) {
 		t = r->header->start_ns;
+	} else if (s->prof) {
+		tr_prof_add(s->prof, r);
 	}
 	if (t && (!s->first_ns || t < s->first_ns))
 		s->first_ns = t;
@@ -290,6 +294,8 @@ static void print_text(const stats *s, bool color)
 			printf("  %s %llu", s->events[i].name, (unsigned long long)s->events[i].count);
 		putchar('\n');
 	}
+	if (s->prof)
+		tr_prof_print_text(s->prof);
 }
 
 static void json_kind(const kind_stat *k, bool first)
@@ -349,7 +355,10 @@ static void print_json(const stats *s)
 		tr_json_str(stdout, s->events[i].name);
 		printf(":%llu", (unsigned long long)s->events[i].count);
 	}
-	printf("}}\n");
+	printf("}");
+	if (s->prof)
+		tr_prof_print_json(s->prof);
+	printf("}\n");
 }
 
 static void stats_free(stats *s)
@@ -359,6 +368,7 @@ static void stats_free(stats *s)
 	free(s->kinds);
 	free(s->provs);
 	free(s->events);
+	tr_prof_free(s->prof);
 }
 
 int tr_cmd_stats(const char *file, bool json, bool color)
@@ -372,6 +382,7 @@ int tr_cmd_stats(const char *file, bool json, bool color)
 	if (!in)
 		return 1;
 	tr_reader_init(&rd, in, file);
+	s.prof = tr_prof_new();
 	while ((rc = tr_read(&rd, &r)) > 0) {
 		add_record(&s, r);
 		ortmk__trace__record__free_unpacked(r, NULL);

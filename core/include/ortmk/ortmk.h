@@ -181,6 +181,12 @@ size_t ortmk_available_providers(const char **names, size_t cap);
  *                   model has it; "basic" ("1"): constants folded;
  *                   "extended" ("2") and "all" ("99", the default): also
  *                   fusions (Conv+activation, attention, ...)
+ *   "enable_profiling" "1": when the process is traced (ORTMK_TRACE,
+ *                   ort-trace record), providers time every node of every
+ *                   run (the CPU provider; nodes inside If/Loop/Scan bodies
+ *                   too) and the core writes the spans, and each run's wall
+ *                   time, to the trace (docs/TRACE.md, "Profiling");
+ *                   untraced, nothing is timed
  *   "strict_placement" "1": a provider of "providers" that cannot run here
  *                   (no binary, no device) fails session creation with
  *                   ORTMK_ERR_UNAVAILABLE; "0" (default): a warning is
