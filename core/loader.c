@@ -443,6 +443,42 @@ int graph_load_bytes(const void *bytes, size_t n, const char *model_dir,
 	return load_common(bytes, n, dir, "model", out, err, errlen);
 }
 
+/* Loads the model with its large embedded weights as external data of
+ * the file itself (loader_slim.c): 0 or an error when that was done, 1
+ * when the model is to be loaded as it is (none to rewrite, the file is a
+ * symlink the external-data open would refuse, ORTMK_SLIM=0, or the
+ * rewritten model failed where the original may not: its own error then
+ * comes from the usual load).  *dir is consumed on 0 and errors, and
+ * replaced by a fresh copy on 1. */
+static int load_slim(const void *map, size_t n, const char *path, char **dir, graph **out,
+		     char *err, size_t errlen)
+{
+	const char *base = strrchr(path, '/');
+	const char *env = getenv("ORTMK_SLIM");
+	uint8_t *slim = NULL;
+	size_t slim_n = 0;
+	struct stat ls;
+	char *again;
+	int rc;
+
+	base = base ? base + 1 : path;
+	if (n < LOADER_SLIM_MIN || (env && strcmp(env, "0") == 0) || lstat(path, &ls) != 0 ||
+	    S_ISLNK(ls.st_mode) || !*base || loader_slim(map, n, base, &slim, &slim_n) == 0)
+		return 1;
+	if (!(again = strdup(*dir))) {
+		free(slim);
+		return 1;
+	}
+	rc = load_common(slim, slim_n, *dir, path, out, err, errlen);
+	free(slim);
+	if (rc == 0) {
+		free(again);
+		return 0;
+	}
+	*dir = again;
+	return 1;
+}
+
 int graph_load(const char *path, graph **out, char *err, size_t errlen)
 {
 	load_ctx c = { .err = err, .errlen = errlen };
@@ -470,8 +506,13 @@ int graph_load(const char *path, graph **out, char *err, size_t errlen)
 		goto out;
 	}
 	dir = proto_path_dir(path);
-	rc = dir ? load_common(map, (size_t)st.st_size, dir, path, out, err, errlen)
-		 : load_fail(&c, -ENOMEM, "%s: out of memory", path);
+	if (!dir) {
+		rc = load_fail(&c, -ENOMEM, "%s: out of memory", path);
+		goto out;
+	}
+	rc = load_slim(map, (size_t)st.st_size, path, &dir, out, err, errlen);
+	if (rc > 0)
+		rc = load_common(map, (size_t)st.st_size, dir, path, out, err, errlen);
 out:
 	if (map != MAP_FAILED)
 		munmap(map, (size_t)st.st_size);

@@ -37,6 +37,17 @@ const char *load_node_label(const load_ctx *c, size_t i, char *buf, size_t n);
  * inputs found) and sorts them topologically; needs the values built. */
 int load_nodes(load_ctx *c);
 
+/* loader_slim.c: initializers whose raw_data has at least this many bytes
+ * become external data of the model file itself (see there why). */
+#define LOADER_SLIM_MIN ((size_t)64 << 10)
+
+/* The ModelProto s[0..n) rewritten with each large embedded initializer
+ * as external data at its offset in `file` (the model's own file name,
+ * beside it), into *out (malloc'd, *out_n bytes).  Returns how many were
+ * rewritten; 0 (and *out NULL) when none were, or when the walk met
+ * anything it does not expect (the model is then parsed as it is). */
+int loader_slim(const uint8_t *s, size_t n, const char *file, uint8_t **out, size_t *out_n);
+
 /* "ai.onnx" and no domain are the default domain, "". */
 static inline const char *load_norm_domain(const char *d)
 {

@@ -23,6 +23,7 @@
 
 #include "external_path.h"
 #include "graph.h"
+#include "loader.h"
 
 #define DT(x) ONNX__TENSOR_PROTO__DATA_TYPE__##x
 #define MAXN 16
@@ -799,6 +800,90 @@ static void test_external_valid(void **state)
 	graph_free(g);
 }
 
+/* A large embedded initializer (>= LOADER_SLIM_MIN bytes) is loaded as
+ * external data of the model file itself, at the offset of its raw bytes;
+ * a small one stays embedded; ORTMK_SLIM=0 or a model reached through a
+ * symlink keep both embedded. */
+static void test_slim(void **state)
+{
+	size_t big = LOADER_SLIM_MIN / 4 + 5, n;
+	float *w = talloc(big * sizeof(float)), small[3] = {1, 2, 3};
+	char dims[32], err[256], *bytes;
+	const graph_value *v;
+	mb *m = mb_new();
+	uint8_t *buf;
+	graph *g;
+	FILE *f;
+
+	(void)state;
+	for (size_t i = 0; i < big; i++)
+		w[i] = (float)i * 0.5f - 7.0f;
+	snprintf(dims, sizeof(dims), "%zu", big);
+	tensor_raw(m->g, "W", DT(FLOAT), dims, w, big * sizeof(float));
+	tensor_raw(m->g, "S", DT(FLOAT), "3", small, sizeof(small));
+	node(m->g, "n", "Relu", "W", "y");
+	node(m->g, "n2", "Relu", "S", "z");
+	OUT(m->g, vi("y", DT(FLOAT), NULL));
+	OUT(m->g, vi("z", DT(FLOAT), NULL));
+	assert_int_equal(load(m, &g, err), 0);
+	v = &g->values[find(g, "W")];
+	assert_true(v->init.external);
+	assert_int_equal(v->init.nbytes, big * sizeof(float));
+	assert_string_equal(g->files[v->init.file].location, "model.onnx");
+	/* the offset is where the model file holds those bytes */
+	n = onnx__model_proto__get_packed_size(&m->m);
+	buf = talloc(n);
+	f = fopen(mpath, "rb");
+	assert_non_null(f);
+	assert_int_equal(fread(buf, 1, n, f), n);
+	fclose(f);
+	assert_true(v->init.offset + v->init.nbytes <= n);
+	assert_memory_equal(buf + v->init.offset, w, big * sizeof(float));
+	v = &g->values[find(g, "S")];
+	assert_false(v->init.external);
+	assert_memory_equal(v->init.data, small, sizeof(small));
+	graph_free(g);
+
+	setenv("ORTMK_SLIM", "0", 1);
+	assert_int_equal(graph_load(mpath, &g, err, sizeof(err)), 0);
+	unsetenv("ORTMK_SLIM");
+	assert_false(g->values[find(g, "W")].init.external);
+	assert_memory_equal(g->values[find(g, "W")].init.data, w, big * sizeof(float));
+	graph_free(g);
+
+	bytes = at("%s/link.onnx", mdir);
+	assert_int_equal(symlink("model.onnx", bytes), 0);
+	assert_int_equal(graph_load(bytes, &g, err, sizeof(err)), 0);
+	assert_false(g->values[find(g, "W")].init.external);
+	graph_free(g);
+}
+
+/* The walk gives up on what it does not expect, and the parser's own
+ * verdict stands: a model cut inside an initializer fails as a model
+ * that does not parse, not as external data past the end of a file. */
+static void test_slim_truncated(void **state)
+{
+	size_t big = LOADER_SLIM_MIN / 4 + 5, n;
+	float *w = talloc(big * sizeof(float));
+	char dims[32], err[256];
+	mb *m = mb_new();
+	uint8_t *buf, *out;
+	graph *g;
+
+	(void)state;
+	snprintf(dims, sizeof(dims), "%zu", big);
+	tensor_raw(m->g, "W", DT(FLOAT), dims, w, big * sizeof(float));
+	node(m->g, "n", "Relu", "W", "y");
+	OUT(m->g, vi("y", DT(FLOAT), NULL));
+	n = pack(m, &buf);
+	assert_int_equal(loader_slim(buf, n - 100, "model.onnx", &out, &n), 0);
+	assert_null(out);
+	n = onnx__model_proto__get_packed_size(&m->m);
+	write_file(mpath, buf, n - 100);
+	assert_int_equal(graph_load(mpath, &g, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "protobuf parse failed"));
+}
+
 /* One initializer 'fc.weight' float [2,3] with the given entries; the load
  * must fail with `code` and a message naming the tensor and `what`. */
 static void expect_ext_fail(int code, const char *what, ...)
@@ -1206,6 +1291,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_model_header, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_not_onnx, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_external_valid, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_slim, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_slim_truncated, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_external_escapes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_external_bounds, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_external_from_bytes, setup, teardown),
