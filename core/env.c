@@ -539,6 +539,13 @@ static ortmk_status proc_failed(core_ep *ep, core_proc *p, ortmk_status st)
 	return core_fail(st, "%s", msg);
 }
 
+ortmk_status core_ep_broke_protocol(core_ep *ep)
+{
+	if (!ep->p.alive)
+		return ORTMK_ERR_PROTOCOL;
+	return proc_failed(ep, &ep->p, ORTMK_ERR_PROTOCOL);
+}
+
 int core_proc_check_dead(core_ep *ep, core_proc *p)
 {
 	struct pollfd pf = {.fd = p->pidfd, .events = POLLIN};
@@ -611,8 +618,9 @@ ortmk_status core_proc_request(core_ep *ep, core_proc *p, Ortmk__Envelope *req,
 			"provider '%s' (pid %d): no reply to %s within %d ms; killed",
 			ep->name, (int)p->pid, ipc_kind_name(req->kind), timeout_ms));
 	if (rc)
-		return proc_failed(ep, p, core_fail(ORTMK_ERR_PROTOCOL,
-			"provider '%s' (pid %d) sent an invalid message: %s", ep->name, (int)p->pid, err));
+		return proc_failed(ep, p, core_fail(ORTMK_ERR_PROTOCOL, "provider '%s' (pid %d) %s: %s",
+			ep->name, (int)p->pid, rc == -ECONNRESET ? "lost its connection" :
+			"sent an invalid message", err));
 	/* One request is outstanding at a time, so any other reply_to is a
 	 * broken provider (an unknown-request ERROR has reply_to 0). */
 	if (!m->has_reply_to || (m->reply_to != req->seq && m->reply_to != 0) ||
@@ -662,6 +670,12 @@ static ortmk_status ring_request(core_ep *ep, core_proc *p, Ortmk__Envelope *req
 				"provider '%s' (pid %d) sent an invalid message: %s", ep->name, (int)p->pid, err));
 		if (core_proc_check_dead(ep, p))
 			return core_fail(ORTMK_ERR_PROVIDER_DIED, "%s", ep->last_failure);
+		/* Only a provider closes the reply ring: waiting on would spin
+		 * until the deadline (or forever without one). */
+		if (rc == -EPIPE)
+			return proc_failed(ep, p, core_fail(ORTMK_ERR_PROTOCOL,
+				"provider '%s' (pid %d) closed the shared-memory ring while a %s waited on it",
+				ep->name, (int)p->pid, ipc_kind_name(req->kind)));
 		if (left == 0)
 			return proc_failed(ep, p, core_fail(ORTMK_ERR_TIMEOUT,
 				"provider '%s' (pid %d): no reply to %s within %d ms; killed",
