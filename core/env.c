@@ -607,10 +607,21 @@ ortmk_status core_proc_request(core_ep *ep, core_proc *p, Ortmk__Envelope *req,
 			return st;
 	}
 	rc = ipc_send(&p->chan, req);
+	/* Not sent, but a descriptor may have gone ahead of it (ADD_SEGMENT):
+	 * the process goes, or the next descriptor would be taken for this one. */
+	if (rc == -ENOMEM)
+		return proc_failed(ep, p, core_fail(ORTMK_ERR_NO_MEMORY, "out of memory sending %s to provider '%s'",
+						    ipc_kind_name(req->kind), ep->name));
 	if (rc)
 		return proc_failed(ep, p, rc == -EPIPE ? ORTMK_ERR_PROVIDER_DIED :
 				   core_fail(ORTMK_ERR_IO, "provider '%s': send failed", ep->name));
 	rc = ipc_recv(&p->chan, left_ms(deadline), &m, err, sizeof(err));
+	/* The reply may still come: the process goes, so it cannot be taken
+	 * for the answer to the next request. */
+	if (rc == -ENOMEM)
+		return proc_failed(ep, p, core_fail(ORTMK_ERR_NO_MEMORY,
+			"provider '%s' (pid %d): out of memory receiving the reply to %s", ep->name,
+			(int)p->pid, ipc_kind_name(req->kind)));
 	if (rc == -ECHILD || rc == -EPIPE)
 		return proc_failed(ep, p, ORTMK_ERR_PROVIDER_DIED);
 	if (rc == -ETIMEDOUT)

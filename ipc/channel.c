@@ -131,7 +131,7 @@ int ipc_send(ipc_chan *c, Ortmk__Envelope *e)
 	rv = nng_send(c->sock, buf, n, NNG_FLAG_ALLOC);
 	if (rv) {
 		nng_free(buf, n);
-		return rv == NNG_ETIMEDOUT || rv == NNG_ECLOSED ? -EPIPE : -EIO;
+		return rv == NNG_ETIMEDOUT || rv == NNG_ECLOSED ? -EPIPE : rv == NNG_ENOMEM ? -ENOMEM : -EIO;
 	}
 	return 0;
 }
@@ -152,7 +152,7 @@ static int try_recv(ipc_chan *c, nng_msg **msg)
 		return 1;
 	if (rv == NNG_EAGAIN)
 		return 0;
-	return rv == NNG_ECLOSED ? -EPIPE : -EIO;
+	return rv == NNG_ECLOSED ? -EPIPE : rv == NNG_ENOMEM ? -ENOMEM : -EIO;
 }
 
 static int readable(int fd)
@@ -219,6 +219,8 @@ int ipc_recv(ipc_chan *c, int timeout_ms, Ortmk__Envelope **out,
 
 	*out = NULL;
 	rc = wait_msg(c, timeout_ms, &msg);
+	if (rc == -ENOMEM && err && errlen)
+		snprintf(err, errlen, "out of memory receiving");
 	if (rc == -ECONNRESET && err && errlen)
 		snprintf(err, errlen, "nng closed it (a frame that is malformed or over %u bytes, "
 			 "or a hang-up)", IPC_MAX_MESSAGE);
