@@ -3,7 +3,8 @@
  * defines malloc, calloc, realloc, posix_memalign, aligned_alloc and
  * memalign itself, so every allocation of the application process goes
  * through them: libortmk's, nng's (its I/O threads too), protobuf-c's and
- * the C library's own (strdup, fopen, ...).  They count every call and
+ * the C library's own (fopen, ...); strdup and strndup are defined here
+ * too, since ASan intercepts them with its own allocator.  They count every call and
  * make the Nth fail (return NULL); the real allocator (the C library's, or
  * ASan's in the sanitizer build) is found with dlsym(RTLD_NEXT).
  *
@@ -174,6 +175,28 @@ void *memalign(size_t align, size_t n)
 	return injected() ? NULL : real_memalign(align, n);
 }
 
+/* ASan intercepts strdup and strndup with its own allocator: here they go
+ * through malloc above in every build. */
+char *strdup(const char *str)
+{
+	size_t n = strlen(str) + 1;
+	char *p = malloc(n);
+
+	return p ? memcpy(p, str, n) : NULL;
+}
+
+char *strndup(const char *str, size_t max)
+{
+	size_t n = strnlen(str, max);
+	char *p = malloc(n + 1);
+
+	if (!p)
+		return NULL;
+	memcpy(p, str, n);
+	p[n] = 0;
+	return p;
+}
+
 /* Arms the failure of the nth allocation from now (0: none). */
 static void arm(unsigned long n)
 {
@@ -292,7 +315,9 @@ static ortmk_env *env_new(void)
 
 static void sweep(const char *model)
 {
-	ortmk_env *env = env_new();
+	/* The clean outputs live in the clean cycle's environment: it stays
+	 * until they are destroyed. */
+	ortmk_env *clean_env = env_new(), *env = clean_env;
 	outs ref = {0};
 	unsigned long n, absorbed = 0, clean_calls;
 	int past = 0;
@@ -305,12 +330,16 @@ static void sweep(const char *model)
 	st = cycle(env, model, &ref);
 	clean_calls = atomic_load(&calls) - clean_calls;
 	CHECK(st == ORTMK_OK, "%s: the clean cycle failed: %s", model, ortmk_last_error());
-	ortmk_env_destroy(env);
-	if (st)
+	if (st) {
+		outs_free(&ref);
+		ortmk_env_destroy(clean_env);
 		return;
+	}
 	/* ORTMK_TEST_SWEEP_FROM=N starts there (to look at one failure). */
-	for (n = getenv("ORTMK_TEST_SWEEP_FROM") ? strtoul(getenv("ORTMK_TEST_SWEEP_FROM"), NULL, 10) : 1;
-	     past < 3; n++) {
+	unsigned long from = getenv("ORTMK_TEST_SWEEP_FROM") ?
+		strtoul(getenv("ORTMK_TEST_SWEEP_FROM"), NULL, 10) : 1;
+
+	for (n = from; past < 3; n++) {
 		outs got = {0};
 		unsigned long before = atomic_load(&fired);
 		int hit;
@@ -344,10 +373,11 @@ static void sweep(const char *model)
 	}
 	clock_gettime(CLOCK_MONOTONIC, &w1);
 	printf("%s: %lu allocations in the clean cycle, %lu failure points swept, %lu absorbed, "
-	       "%.1f s (%.1f s CPU)\n", model, clean_calls, n - 4, absorbed,
+	       "%.1f s (%.1f s CPU)\n", model, clean_calls, n - from - 3, absorbed,
 	       (double)(w1.tv_sec - w0.tv_sec) + (w1.tv_nsec - w0.tv_nsec) / 1e9,
 	       (double)clock() / CLOCKS_PER_SEC - t0);
 	outs_free(&ref);
+	ortmk_env_destroy(clean_env);
 }
 
 /* The interposition must see every kind of call, or the sweep proves
