@@ -341,6 +341,10 @@ void core_proc_stop(core_ep *ep, core_proc *p);
 void core_proc_moved(core_proc *p);
 /* 1 when the process is gone (a death noticed here is recorded). */
 int core_proc_check_dead(core_ep *ep, core_proc *p);
+/* A reply that passed the envelope check but broke the protocol in what it
+ * says (run.c's RESULT checks, with the message set): ep's process is
+ * killed and the failure counted, as for an invalid message. */
+ortmk_status core_ep_broke_protocol(core_ep *ep);
 /* Sends `req` to process p and waits for its reply (deadline in ms, -1
  * none).  Maps death, timeouts, protocol violations and ERROR replies to a
  * status with the message set.  *rep is freed with core_ep_reply_free. */

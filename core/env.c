@@ -539,6 +539,13 @@ static ortmk_status proc_failed(core_ep *ep, core_proc *p, ortmk_status st)
 	return core_fail(st, "%s", msg);
 }
 
+ortmk_status core_ep_broke_protocol(core_ep *ep)
+{
+	if (!ep->p.alive)
+		return ORTMK_ERR_PROTOCOL;
+	return proc_failed(ep, &ep->p, ORTMK_ERR_PROTOCOL);
+}
+
 int core_proc_check_dead(core_ep *ep, core_proc *p)
 {
 	struct pollfd pf = {.fd = p->pidfd, .events = POLLIN};
@@ -600,10 +607,21 @@ ortmk_status core_proc_request(core_ep *ep, core_proc *p, Ortmk__Envelope *req,
 			return st;
 	}
 	rc = ipc_send(&p->chan, req);
+	/* Not sent, but a descriptor may have gone ahead of it (ADD_SEGMENT):
+	 * the process goes, or the next descriptor would be taken for this one. */
+	if (rc == -ENOMEM)
+		return proc_failed(ep, p, core_fail(ORTMK_ERR_NO_MEMORY, "out of memory sending %s to provider '%s'",
+						    ipc_kind_name(req->kind), ep->name));
 	if (rc)
 		return proc_failed(ep, p, rc == -EPIPE ? ORTMK_ERR_PROVIDER_DIED :
 				   core_fail(ORTMK_ERR_IO, "provider '%s': send failed", ep->name));
 	rc = ipc_recv(&p->chan, left_ms(deadline), &m, err, sizeof(err));
+	/* The reply may still come: the process goes, so it cannot be taken
+	 * for the answer to the next request. */
+	if (rc == -ENOMEM)
+		return proc_failed(ep, p, core_fail(ORTMK_ERR_NO_MEMORY,
+			"provider '%s' (pid %d): out of memory receiving the reply to %s", ep->name,
+			(int)p->pid, ipc_kind_name(req->kind)));
 	if (rc == -ECHILD || rc == -EPIPE)
 		return proc_failed(ep, p, ORTMK_ERR_PROVIDER_DIED);
 	if (rc == -ETIMEDOUT)
@@ -611,8 +629,9 @@ ortmk_status core_proc_request(core_ep *ep, core_proc *p, Ortmk__Envelope *req,
 			"provider '%s' (pid %d): no reply to %s within %d ms; killed",
 			ep->name, (int)p->pid, ipc_kind_name(req->kind), timeout_ms));
 	if (rc)
-		return proc_failed(ep, p, core_fail(ORTMK_ERR_PROTOCOL,
-			"provider '%s' (pid %d) sent an invalid message: %s", ep->name, (int)p->pid, err));
+		return proc_failed(ep, p, core_fail(ORTMK_ERR_PROTOCOL, "provider '%s' (pid %d) %s: %s",
+			ep->name, (int)p->pid, rc == -ECONNRESET ? "lost its connection" :
+			"sent an invalid message", err));
 	/* One request is outstanding at a time, so any other reply_to is a
 	 * broken provider (an unknown-request ERROR has reply_to 0). */
 	if (!m->has_reply_to || (m->reply_to != req->seq && m->reply_to != 0) ||
@@ -662,6 +681,12 @@ static ortmk_status ring_request(core_ep *ep, core_proc *p, Ortmk__Envelope *req
 				"provider '%s' (pid %d) sent an invalid message: %s", ep->name, (int)p->pid, err));
 		if (core_proc_check_dead(ep, p))
 			return core_fail(ORTMK_ERR_PROVIDER_DIED, "%s", ep->last_failure);
+		/* Only a provider closes the reply ring: waiting on would spin
+		 * until the deadline (or forever without one). */
+		if (rc == -EPIPE)
+			return proc_failed(ep, p, core_fail(ORTMK_ERR_PROTOCOL,
+				"provider '%s' (pid %d) closed the shared-memory ring while a %s waited on it",
+				ep->name, (int)p->pid, ipc_kind_name(req->kind)));
 		if (left == 0)
 			return proc_failed(ep, p, core_fail(ORTMK_ERR_TIMEOUT,
 				"provider '%s' (pid %d): no reply to %s within %d ms; killed",

@@ -86,8 +86,11 @@ static ortmk_status query_one(ortmk_session *s, int e, int *owner, char **reason
 	size_t *idx = calloc(g->n_nodes + 1, sizeof(size_t)), n = 0;
 	ortmk_status st = ORTMK_ERR_NO_MEMORY;
 
-	if (!nq || !pq || !idx)
+	if (!nq || !pq || !idx) {
+		st = core_fail(ORTMK_ERR_NO_MEMORY, "out of memory asking provider '%s' for its nodes",
+			       s->eps[e]->name);
 		goto out;
+	}
 	for (size_t k = 0; k < g->n_nodes; k++) {
 		if (owner[k] >= 0)
 			continue;

@@ -392,6 +392,7 @@ static ortmk_status send_run(run_ctx *c, size_t i, Ortmk__Envelope **rep)
 	run.run_id = ++s->next_run;
 	run.n_bindings = n;
 	run.bindings = c->prefs;
+	c->n_refs = n;
 	run.has_dyn_segment = run.has_dyn_offset = run.has_dyn_size = 1;
 	run.dyn_segment = s->dyn->id;
 	run.dyn_offset = c->dyn_used;
@@ -426,28 +427,62 @@ static ortmk_status send_run(run_ctx *c, size_t i, Ortmk__Envelope **rep)
 	return rc;
 }
 
-static ortmk_status take_result(run_ctx *c, size_t i, const Ortmk__Result *r)
+/* The binding sent as dynamic for step value j (j < n_values), or NULL. */
+static const Ortmk__TensorRef *dynamic_binding(const run_ctx *c, uint32_t j)
+{
+	for (size_t k = 0; k < c->n_refs; k++)
+		if (c->prefs[k]->value == j && c->prefs[k]->dynamic)
+			return c->prefs[k];
+	return NULL;
+}
+
+/* One output of a RESULT in the dynamic region.  The envelope check
+ * proved its bytes lie inside a segment and match its dims; here it must
+ * answer a dynamic binding of this run, once, in the run's own region,
+ * with the element type and kind the model declares. */
+static ortmk_status take_dynamic(run_ctx *c, size_t i, const Ortmk__TensorRef *t)
+{
+	core_step *st = &c->s->steps[i];
+	const char *ep = c->s->eps[st->ep]->name;
+	const Ortmk__TensorRef *b = t->value < st->n_values ? dynamic_binding(c, t->value) : NULL;
+	const graph_value *gv;
+	int kind = t->has_kind ? (int)t->kind : 0;
+	int v;
+
+	if (!b || t->segment_id != c->s->dyn->id || t->offset < c->dyn_used)
+		return core_fail(ORTMK_ERR_PROTOCOL, "provider '%s': result names a tensor it was not given",
+				 ep);
+	v = st->values[t->value];
+	gv = &c->s->g->values[v];
+	if (c->locs[v].seg)
+		return core_fail(ORTMK_ERR_PROTOCOL, "provider '%s': result reports '%s' twice", ep, gv->name);
+	if (b->dtype && t->dtype != b->dtype && kind == ORTMK_VALUE_TENSOR)
+		return core_fail(ORTMK_ERR_PROTOCOL, "provider '%s': result gives '%s' as %s, the model says %s",
+				 ep, gv->name, graph_dtype_name(t->dtype), graph_dtype_name(b->dtype));
+	if (gv->type && !(accepted_kinds(gv->type) & (1u << kind)))
+		return core_fail(ORTMK_ERR_PROTOCOL, "provider '%s': result gives '%s' as %s, not what the model declares",
+				 ep, gv->name, kind == ORTMK_VALUE_SEQUENCE ? "a sequence" :
+				 kind == ORTMK_VALUE_NONE ? "an empty optional" : "a tensor");
+	core_run_set_loc(&c->locs[v], c->s->dyn, t->offset, t->nbytes, kind, t->dtype, (int)t->n_dims,
+			 t->dims);
+	return ORTMK_OK;
+}
+
+static ortmk_status take_result(run_ctx *c, size_t i, uint64_t run_id, const Ortmk__Result *r)
 {
 	core_step *st = &c->s->steps[i];
 
+	if (r->run_id != run_id)
+		return core_fail(ORTMK_ERR_PROTOCOL, "provider '%s': RESULT of run %llu, but run %llu was asked",
+				 c->s->eps[st->ep]->name, (unsigned long long)r->run_id,
+				 (unsigned long long)run_id);
 	for (size_t k = 0; k < r->n_outputs; k++) {
 		const Ortmk__TensorRef *t = r->outputs[k];
-		int v;
+		ortmk_status s = t->has_buffer_id && t->value < st->n_values ?
+			core_run_take_buffer(c, i, st->values[t->value], t) : take_dynamic(c, i, t);
 
-		if (t->has_buffer_id && t->value < st->n_values) {
-			ortmk_status s = core_run_take_buffer(c, i, st->values[t->value], t);
-
-			if (s)
-				return s;
-			continue;
-		}
-		if (t->value >= st->n_values || t->segment_id != c->s->dyn->id ||
-		    t->offset < c->dyn_used)
-			return core_fail(ORTMK_ERR_PROTOCOL, "provider '%s': result names a tensor it was not given",
-					 c->s->eps[st->ep]->name);
-		v = st->values[t->value];
-		core_run_set_loc(&c->locs[v], c->s->dyn, t->offset, t->nbytes, t->has_kind ? (int)t->kind : 0,
-			t->dtype, (int)t->n_dims, t->dims);
+		if (s)
+			return s;
 	}
 	for (size_t k = 0; k < r->n_outputs; k++) {
 		const Ortmk__TensorRef *t = r->outputs[k];
@@ -496,11 +531,11 @@ static ortmk_status run_step(run_ctx *c, size_t i)
 		uint64_t need;
 
 		if (st == ORTMK_OK) {
-			st = rep->kind == ORTMK__KIND__RESULT ? take_result(c, i, rep->result) :
+			st = rep->kind == ORTMK__KIND__RESULT ? take_result(c, i, s->next_run, rep->result) :
 				core_fail(ORTMK_ERR_PROTOCOL, "provider '%s': expected RESULT, got %s",
 					  ep->name, ipc_kind_name(rep->kind));
 			core_ep_reply_free(ep, rep);
-			return st;
+			return st == ORTMK_ERR_PROTOCOL ? core_ep_broke_protocol(ep) : st;
 		}
 		if (!rep || rep->kind != ORTMK__KIND__ERROR ||
 		    rep->error->code != ORTMK__ERROR_CODE__E_DYN_OVERFLOW || !rep->error->has_needed) {

@@ -34,6 +34,7 @@ typedef struct run_ctx {
 	uint64_t dyn_used;
 	Ortmk__TensorRef *refs;
 	Ortmk__TensorRef **prefs;
+	size_t n_refs;            /* bindings of the step in flight */
 	core_out *outs;
 	size_t n_out;
 	ortmk_stream *stream;

@@ -443,7 +443,11 @@ ortmk_status ortmk_session_create(ortmk_env *env, const char *model_path,
 	if (!(s = session_new(env, opts)))
 		return core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
 	s->model_path = strdup(model_path);
-	rc = s->model_path ? graph_load(model_path, &s->g, err, sizeof(err)) : -ENOMEM;
+	if (!s->model_path) {
+		ortmk_session_destroy(s);
+		return core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
+	}
+	rc = graph_load(model_path, &s->g, err, sizeof(err));
 	if (rc) {
 		ortmk_session_destroy(s);
 		return core_fail(rc == -ENOENT || rc == -EACCES ? ORTMK_ERR_IO : ORTMK_ERR_MODEL, "%s", err);

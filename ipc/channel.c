@@ -11,12 +11,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <nng/protocol/pair1/pair.h>
 
 #define SEND_TIMEOUT_MS 5000
+/* After the connection closes, how long the peer's process has to exit
+ * for this to count as its death rather than a broken connection (a
+ * process that dies closes its sockets just before its pidfd fires). */
+#define LOST_GRACE_MS 100
 
 uint64_t ipc_now_ns(void)
 {
@@ -43,7 +48,22 @@ void ipc_chan_init(ipc_chan *c)
 	memset(c, 0, sizeof(*c));
 	c->fd_sock = -1;
 	c->peer_pidfd = -1;
+	c->lost_fd = -1;
 	c->next_seq = 1;
+}
+
+/* nng's thread, when a connection of the socket goes: nng drops a peer
+ * that breaks the framing or sends more than NNG_OPT_RECVMAXSZ, and a
+ * receive would otherwise wait for a message that cannot come.  nng_close
+ * returns only after these callbacks, so the descriptor outlives them. */
+static void pipe_gone(nng_pipe pipe, nng_pipe_ev ev, void *arg)
+{
+	uint64_t one = 1;
+
+	(void)pipe;
+	(void)ev;
+	if (write((int)(intptr_t)arg, &one, sizeof(one)) < 0)
+		return;  /* the counter is full: it is already readable */
 }
 
 int ipc_chan_listen(ipc_chan *c, const char *url)
@@ -52,6 +72,12 @@ int ipc_chan_listen(ipc_chan *c, const char *url)
 
 	if (rc)
 		return rc;
+	c->lost_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (c->lost_fd < 0 ||
+	    nng_pipe_notify(c->sock, NNG_PIPE_EV_REM_POST, pipe_gone, (void *)(intptr_t)c->lost_fd)) {
+		ipc_chan_close(c);
+		return -EIO;
+	}
 	if (nng_listen(c->sock, url, NULL, 0)) {
 		ipc_chan_close(c);
 		return -EADDRINUSE;
@@ -77,6 +103,9 @@ void ipc_chan_close(ipc_chan *c)
 	if (c->open)
 		nng_close(c->sock);
 	c->open = 0;
+	if (c->lost_fd >= 0)
+		close(c->lost_fd);
+	c->lost_fd = -1;
 }
 
 int ipc_send(ipc_chan *c, Ortmk__Envelope *e)
@@ -102,7 +131,7 @@ int ipc_send(ipc_chan *c, Ortmk__Envelope *e)
 	rv = nng_send(c->sock, buf, n, NNG_FLAG_ALLOC);
 	if (rv) {
 		nng_free(buf, n);
-		return rv == NNG_ETIMEDOUT || rv == NNG_ECLOSED ? -EPIPE : -EIO;
+		return rv == NNG_ETIMEDOUT || rv == NNG_ECLOSED ? -EPIPE : rv == NNG_ENOMEM ? -ENOMEM : -EIO;
 	}
 	return 0;
 }
@@ -123,14 +152,32 @@ static int try_recv(ipc_chan *c, nng_msg **msg)
 		return 1;
 	if (rv == NNG_EAGAIN)
 		return 0;
-	return rv == NNG_ECLOSED ? -EPIPE : -EIO;
+	return rv == NNG_ECLOSED ? -EPIPE : rv == NNG_ENOMEM ? -ENOMEM : -EIO;
+}
+
+static int readable(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+
+	return fd >= 0 && poll(&p, 1, 0) == 1;
+}
+
+/* The connection is gone: a death if the process follows within
+ * LOST_GRACE_MS, else a peer nng dropped for what it sent. */
+static int connection_lost(const ipc_chan *c)
+{
+	struct pollfd p = {.fd = c->peer_pidfd, .events = POLLIN};
+
+	if (c->peer_pidfd >= 0 && poll(&p, 1, LOST_GRACE_MS) == 1)
+		return -ECHILD;
+	return -ECONNRESET;
 }
 
 static int wait_msg(ipc_chan *c, int timeout_ms, nng_msg **msg)
 {
 	uint64_t deadline = timeout_ms < 0 ? UINT64_MAX :
 		ipc_now_ns() + (uint64_t)timeout_ms * 1000000u;
-	struct pollfd p[2];
+	struct pollfd p[3];
 	int recvfd, rc;
 
 	if (nng_socket_get_int(c->sock, NNG_OPT_RECVFD, &recvfd))
@@ -143,6 +190,8 @@ static int wait_msg(ipc_chan *c, int timeout_ms, nng_msg **msg)
 			return rc < 0 ? rc : 0;
 		if (peer_exited(c))
 			return -ECHILD;
+		if (readable(c->lost_fd))
+			return connection_lost(c);
 		if (deadline != UINT64_MAX) {
 			uint64_t now = ipc_now_ns();
 
@@ -153,6 +202,8 @@ static int wait_msg(ipc_chan *c, int timeout_ms, nng_msg **msg)
 		p[0] = (struct pollfd){.fd = recvfd, .events = POLLIN};
 		if (c->peer_pidfd >= 0)
 			p[np++] = (struct pollfd){.fd = c->peer_pidfd, .events = POLLIN};
+		if (c->lost_fd >= 0)
+			p[np++] = (struct pollfd){.fd = c->lost_fd, .events = POLLIN};
 		if (poll(p, (nfds_t)np, wait_ms) < 0 && errno != EINTR)
 			return -errno;
 	}
@@ -168,6 +219,11 @@ int ipc_recv(ipc_chan *c, int timeout_ms, Ortmk__Envelope **out,
 
 	*out = NULL;
 	rc = wait_msg(c, timeout_ms, &msg);
+	if (rc == -ENOMEM && err && errlen)
+		snprintf(err, errlen, "out of memory receiving");
+	if (rc == -ECONNRESET && err && errlen)
+		snprintf(err, errlen, "nng closed it (a frame that is malformed or over %u bytes, "
+			 "or a hang-up)", IPC_MAX_MESSAGE);
 	if (rc) {
 		if (ipc_trace_on())
 			ipc_trace_recv_failed(c, rc, timeout_ms);

@@ -26,6 +26,8 @@ typedef struct ipc_chan {
 	int open;
 	int fd_sock;              /* socketpair end for descriptors, -1 if none */
 	int peer_pidfd;           /* watched while receiving, -1 if none */
+	int lost_fd;              /* listener: an eventfd nng's pipe-removal callback
+	                             writes when the peer's connection goes, -1 if none */
 	pid_t peer_pid;
 	uint64_t next_seq;
 	const ipc_segtab *segs;   /* validation view of mapped memory */
@@ -40,11 +42,13 @@ int ipc_chan_dial(ipc_chan *c, const char *url);
 void ipc_chan_close(ipc_chan *c);
 
 /* Stamps version, seq (written back to e->seq), send time; packs; sends.
- * 0, or -EPIPE when the peer is gone, -EIO otherwise. */
+ * 0, or -EPIPE when the peer is gone, -ENOMEM, -EIO otherwise. */
 int ipc_send(ipc_chan *c, Ortmk__Envelope *e);
 /* Waits up to timeout_ms (-1 forever) for one message and validates it.
  * 0 and *out; -ETIMEDOUT; -ECHILD when the watched peer process exited;
- * -EPROTO for a message that failed validation (err says why). */
+ * -ECONNRESET when a listener's peer connection closed while the process
+ * lives on (nng drops a peer that sends an oversized or malformed frame);
+ * -ENOMEM; -EPROTO for a message that failed validation (err says why). */
 int ipc_recv(ipc_chan *c, int timeout_ms, Ortmk__Envelope **out,
 	     char *err, size_t errlen);
 /* The nng pipe's peer process id of the last received message, or -1. */
