@@ -43,6 +43,7 @@ typedef struct dw_job {
 	int64_t R2, P2;          /* rows and pitch of one phase plane */
 	int64_t strip;           /* output rows per strip */
 	int64_t taps;
+	int pairs;               /* K of dw_pairs' K x K, or 0 */
 	int64_t *off;            /* taps: offset of each tap in the phase buffer */
 	float *buf;              /* per member: buf_floats each */
 	int64_t buf_floats, phase_floats;
@@ -184,6 +185,58 @@ static void dw_flat_any(const float *xp, const int64_t *off, const float *w, int
 	}
 }
 
+/* Stride 1, K x K taps without dilation, on rows of at least 16: two
+ * output rows at a time share K - 1 of their K + 1 input rows, so each
+ * input vector is loaded once for both ((K + 1) x K loads for 2 x K x K
+ * multiply-adds, against 2 x K x K one row at a time: on the large
+ * planes of early layers the loads, half of them split across cache
+ * lines, were the bound).  Each sum takes its taps in dw_flat's order, so
+ * the bits are the same; the last vector of a row runs into the next row,
+ * whose outputs those are in the flat layout, computed the same way.  An
+ * odd last row goes through dw_flat. */
+static inline __attribute__((always_inline)) void
+dw_pairs(const float *xp, int64_t P, int64_t rows, const int64_t *off, const float *w, float bias,
+	 float *t, int K)
+{
+	vf8 wv[DW_TAPS];
+	int64_t r = 0;
+
+	for (int k = 0; k < K * K; k++)
+		wv[k] = vf_splat(0.0f) + w[k];
+	for (; r + 2 <= rows; r += 2) {
+		const float *x0 = xp + r * P;
+		float *t0 = t + r * P;
+
+		for (int64_t f = 0; f < P; f += 16) {
+			vf8 a0 = vf_splat(0.0f) + bias, a1 = a0, b0 = a0, b1 = a0;
+
+#pragma GCC unroll 6
+			for (int i = 0; i <= K; i++)
+#pragma GCC unroll 5
+				for (int c = 0; c < K; c++) {
+					const float *q = x0 + i * P + c + f;
+					vf8 l0 = vf_load(q), l1 = vf_load(q + 8);
+
+					if (i < K) {
+						a0 += wv[i * K + c] * l0;
+						a1 += wv[i * K + c] * l1;
+					}
+					if (i >= 1) {
+						b0 += wv[(i - 1) * K + c] * l0;
+						b1 += wv[(i - 1) * K + c] * l1;
+					}
+				}
+			vf_store(t0 + f, a0);
+			vf_store(t0 + f + 8, a1);
+			vf_store(t0 + P + f, b0);
+			vf_store(t0 + P + f + 8, b1);
+		}
+	}
+	if (r < rows)
+		dw_flat(xp + r * P, off, w, bias, t + r * P, (P + DW_STEP - 1) / DW_STEP * DW_STEP,
+			K * K);
+}
+
 /* Rows of t (pitch P) into y (pitch OW) with the residual and Relu.
  * Without a residual a row's last vector may overlap the one before (the
  * same values stored twice), and a row shorter than a vector is stored
@@ -251,7 +304,11 @@ static void dw_plane(const dw_job *d, const float *x, float *buf, const float *w
 		int64_t n = (rows * P + DW_STEP - 1) / DW_STEP * DW_STEP;
 		const float *xp = buf + oh * P;
 
-		if (d->taps == 9)
+		if (d->pairs == 3)
+			dw_pairs(xp, P, rows, d->off, w, bias, t, 3);
+		else if (d->pairs == 5)
+			dw_pairs(xp, P, rows, d->off, w, bias, t, 5);
+		else if (d->taps == 9)
 			dw_flat(xp, d->off, w, bias, t, n, 9);
 		else if (d->taps == 25)
 			dw_flat(xp, d->off, w, bias, t, n, 25);
@@ -348,6 +405,9 @@ int conv_dw_run(cpu_ctx *ctx, const conv_job *j, const float *x, const float *w,
 	dw_size(&d);
 	dw_offsets(&d, d.off);
 	d.strip = DW_STRIP / d.P2 > 0 ? DW_STRIP / d.P2 : 1;
+	if (d.s == 1 && g->d[1] == 1 && g->d[2] == 1 && g->k[1] == g->k[2] &&
+	    (g->k[1] == 3 || g->k[1] == 5) && d.P2 >= 16)
+		d.pairs = (int)g->k[1];
 	/* the phases, then the strip's results */
 	d.buf_floats = (d.s * d.s * d.phase_floats + d.strip * d.P2 + 2 * DW_STEP + 15) / 16 * 16;
 	d.buf = cpu_scratch(ctx, (size_t)members * (size_t)d.buf_floats * sizeof(float));
