@@ -54,6 +54,9 @@ CASES = {
     "add_relu": (1, 16, 14, 13, 3, 3, 1, 1, (1, 1, 1, 1), "add_relu"),
     "add_7": (1, 16, 7, 7, 3, 3, 1, 1, (1, 1, 1, 1), "add"),
     "hardswish": (1, 16, 9, 9, 3, 3, 2, 1, (1, 1, 1, 1), "hardswish"),
+    "clip6": (1, 16, 28, 28, 3, 3, 1, 1, (1, 1, 1, 1), "clip"),
+    "clip_7": (1, 16, 7, 7, 3, 3, 2, 1, (1, 1, 1, 1), "clip"),
+    "add_clip": (1, 16, 14, 15, 3, 3, 1, 1, (1, 1, 1, 1), "add_clip"),
     # a first unpadded convolution leaves data all over the scratch the
     # second one pads in: every pad must be written, never assumed zero
     "after_unpadded": (1, 8, 20, 22, 3, 3, 1, 1, (1, 1, 1, 1), "after_unpadded"),
@@ -104,7 +107,7 @@ def build(case, rng):
                  helper.make_node("Conv", ["x0", "w", "b"], ["conv"], **attrs)]
         inits = [numpy_helper.from_array(w0, "w0"), numpy_helper.from_array(b0, "b0")]
     out = "conv"
-    if tail in ("add", "add_relu"):
+    if tail in ("add", "add_relu", "add_clip"):
         r = rng.standard_normal(ys).astype(np.float32)
         feeds["r"] = r
         inputs.append(helper.make_tensor_value_info("r", TensorProto.FLOAT, ys))
@@ -114,6 +117,13 @@ def build(case, rng):
     if tail in ("relu", "add_relu"):
         nodes.append(helper.make_node("Relu", [out], ["y"]))
         ref = np.maximum(ref, 0.0)
+        out = "y"
+    if tail in ("clip", "add_clip"):
+        lo, hi = (0.0, 6.0) if tail == "clip" else (-0.5, 0.7)
+        inits.append(numpy_helper.from_array(np.array(lo, np.float32), "lo"))
+        inits.append(numpy_helper.from_array(np.array(hi, np.float32), "hi"))
+        nodes.append(helper.make_node("Clip", [out, "lo", "hi"], ["y"]))
+        ref = np.clip(ref, lo, hi)
         out = "y"
     if tail == "hardswish":
         nodes.append(helper.make_node("HardSwish", [out], ["y"]))

@@ -23,6 +23,7 @@
  * the epilogue copies each row's OW valid outputs to Y with the residual,
  * Relu or fused activation.  Planes are split over the pool.
  */
+#include <math.h>
 #include <string.h>
 
 #include "conv_impl.h"
@@ -44,6 +45,9 @@ typedef struct dw_job {
 	int64_t strip;           /* output rows per strip */
 	int64_t taps;
 	int pairs;               /* K of dw_pairs' K x K, or 0 */
+	int clamp;               /* clamp to [lo, hi] as rows are stored */
+	float lo, hi;
+	const cpu_fusion *act;   /* another activation, over each plane after */
 	int64_t *off;            /* taps: offset of each tap in the phase buffer */
 	float *buf;              /* per member: buf_floats each */
 	int64_t buf_floats, phase_floats;
@@ -237,7 +241,9 @@ dw_pairs(const float *xp, int64_t P, int64_t rows, const int64_t *off, const flo
 			K * K);
 }
 
-/* Rows of t (pitch P) into y (pitch OW) with the residual and Relu.
+/* Rows of t (pitch P) into y (pitch OW) with the residual and the clamp
+ * (Relu: [0, inf], a fused Clip: its bounds; NaN kept, as the separate
+ * ops keep it).
  * Without a residual a row's last vector may overlap the one before (the
  * same values stored twice), and a row shorter than a vector is stored
  * whole, spilling into the next row, which is written after it, except in
@@ -245,9 +251,12 @@ dw_pairs(const float *xp, int64_t P, int64_t rows, const int64_t *off, const flo
  * residual neither (y may be the residual itself): the tail is done a
  * float at a time. */
 static inline __attribute__((always_inline)) void
-dw_store_rows(const float *t, int64_t P, int64_t rows, int64_t OW, const float *res, int relu,
-	      float *y, int last)
+dw_store_rows(const float *t, int64_t P, int64_t rows, int64_t OW, const float *res,
+	      const dw_job *d, float *y, int last)
 {
+	int clamp = d->clamp;
+	vf8 lo = vf_splat(d->lo), hi = vf_splat(d->hi);
+
 	for (int64_t r = 0; r < rows; r++, t += P, y += OW, res = res ? res + OW : NULL) {
 		int64_t i = 0;
 
@@ -257,8 +266,10 @@ dw_store_rows(const float *t, int64_t P, int64_t rows, int64_t OW, const float *
 					i = OW >= 8 ? OW - 8 : 0;
 				vf8 v = vf_load(t + i);
 
-				if (relu)
-					v = vf_sel(v < 0.0f, vf_splat(0.0f), v);
+				if (clamp) {
+					v = vf_sel(v < lo, lo, v);
+					v = vf_sel(v > hi, hi, v);
+				}
 				vf_store(y + i, v);
 				if (i + 8 >= OW)
 					break;
@@ -270,14 +281,16 @@ dw_store_rows(const float *t, int64_t P, int64_t rows, int64_t OW, const float *
 
 			if (res)
 				v += vf_load(res + i);
-			if (relu)
-				v = vf_sel(v < 0.0f, vf_splat(0.0f), v);
+			if (clamp) {
+				v = vf_sel(v < lo, lo, v);
+				v = vf_sel(v > hi, hi, v);
+			}
 			vf_store(y + i, v);
 		}
 		for (; i < OW; i++) {
 			float v = t[i] + (res ? res[i] : 0.0f);
 
-			y[i] = relu && v < 0.0f ? 0.0f : v;
+			y[i] = !clamp ? v : v < d->lo ? d->lo : v > d->hi ? d->hi : v;
 		}
 	}
 }
@@ -318,7 +331,7 @@ static void dw_plane(const dw_job *d, const float *x, float *buf, const float *w
 			dw_flat(xp, d->off, w, bias, t, n, 5);
 		else
 			dw_flat_any(xp, d->off, w, d->taps, bias, t, n);
-		dw_store_rows(t, P, rows, OW, res ? res + oh * OW : NULL, d->j->relu, y + oh * OW,
+		dw_store_rows(t, P, rows, OW, res ? res + oh * OW : NULL, d, y + oh * OW,
 			      oh + rows == OH);
 	}
 }
@@ -342,8 +355,8 @@ static void dw_range(void *arg, int64_t p0, int64_t p1, int member)
 		const float *res = j->res ? (const float *)j->res->data + p * j->osz : NULL;
 
 		dw_plane(d, d->x + p * isz, buf, d->w + c * d->taps, d->b ? d->b[c] : 0.0f, res, d->y + p * j->osz, t);
-		if (j->act)
-			cpu_fuse_act_apply(j->act, d->y + p * j->osz, j->osz);
+		if (d->act)
+			cpu_fuse_act_apply(d->act, d->y + p * j->osz, j->osz);
 	}
 }
 
@@ -405,6 +418,13 @@ int conv_dw_run(cpu_ctx *ctx, const conv_job *j, const float *x, const float *w,
 	dw_size(&d);
 	dw_offsets(&d, d.off);
 	d.strip = DW_STRIP / d.P2 > 0 ? DW_STRIP / d.P2 : 1;
+	d.act = j->act;
+	if (j->relu || (j->act && j->act->act == CPU_FUSE_ACT_CLIP)) {
+		d.clamp = 1;
+		d.lo = j->relu ? 0.0f : j->act->act_a;
+		d.hi = j->relu ? INFINITY : j->act->act_b;
+		d.act = NULL;
+	}
 	if (d.s == 1 && g->d[1] == 1 && g->d[2] == 1 && g->k[1] == g->k[2] &&
 	    (g->k[1] == 3 || g->k[1] == 5) && d.P2 >= 16)
 		d.pairs = (int)g->k[1];
