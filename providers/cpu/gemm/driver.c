@@ -12,7 +12,9 @@
  *    re-read from L3 once per group.
  *  - B packed on the fly (gemm_sgemm): N block, then K block, whose B block
  *    the task packs into its scratch, then every row group.  B is read
- *    once and its packed copy never leaves L2.
+ *    once and its packed copy never leaves L2.  A row-major B of a single
+ *    K block is not packed at all when the ISA has a kernel_bd (AVX-512):
+ *    the tiles read its rows in place, the same loops without the pack.
  * C is finished (beta, bias, activation) by the kernel itself: beta
  * applies on the first K block, bias and activation on the last.
  *
@@ -120,6 +122,7 @@ static void tiles_x_panels(const problem *p, const span *s, int64_t t0, int64_t 
 		const float *a = copy ? copy + (i0 - r0) * lda :
 				 p->transA ? p->A + k0 * lda + i0 : p->A + i0 * lda + k0;
 		gemm_kernel_fn *kern = !copy && p->transA ? d->kernel_t : d->kernel;
+		int64_t bstep = p->b_direct ? nr : kc * nr;
 		ep.bias_row = p->tile.bias_row ? p->tile.bias_row + i0 : NULL;
 		/* The group's first tile pulls the next panel of a packed-ahead
 		 * B into L2 while it reads this one (B streams from memory). */
@@ -128,8 +131,12 @@ static void tiles_x_panels(const problem *p, const span *s, int64_t t0, int64_t 
 			int64_t j0 = q * nr;
 			int w = (int)(s->n_end - j0 < nr ? s->n_end - j0 : nr);
 			ep.bias_col = p->tile.bias_col ? p->tile.bias_col + j0 : NULL;
-			kern(kc, a, lda, bq0 + (q - q0) * kc * nr, p->C + i0 * p->ldc + j0, p->ldc,
-			     mr, w, &ep);
+			if (p->b_direct)
+				d->kernel_bd(kc, a, lda, bq0 + (q - q0) * bstep, p->ldb,
+					     p->C + i0 * p->ldc + j0, p->ldc, mr, w, &ep);
+			else
+				kern(kc, a, lda, bq0 + (q - q0) * bstep, p->C + i0 * p->ldc + j0,
+				     p->ldc, mr, w, &ep);
 		}
 	}
 }
@@ -186,6 +193,8 @@ static void compute_block(const problem *p, int64_t m0, int64_t m1, int64_t p0, 
 			const float *bq0 = bbuf;
 			if (p->b.data)
 				bq0 = gemm_packed_panel(&p->b, k0, q0);
+			else if (p->b_direct)
+				bq0 = p->B + k0 * p->ldb + q0 * nr;
 			else if (p->pack)
 				p->pack(p->pack_ctx, k0, kc, q0, q1, nr, bbuf);
 			else
@@ -228,7 +237,7 @@ void gemm_drv_split(problem *p, int threads)
 {
 	double flops = 2.0 * (double)p->M * (double)p->N * (double)p->K, best = INFINITY;
 	int64_t nr = p->b.isa->nr, target;
-	double pack = p->b.data ? 1.0 : 2.0;   /* B read, and written packed */
+	double pack = p->b.data || p->b_direct ? 1.0 : 2.0;   /* B read, and written packed */
 
 	if (flops / MIN_FLOPS_PER_THREAD < threads)
 		threads = (int)(flops / MIN_FLOPS_PER_THREAD) + 1;
@@ -327,7 +336,7 @@ int gemm_drv_scratch_setup(problem *p, cpu_pool *pool)
 	p->pool = pool;
 	p->lds = gemm_drv_copy_stride(d, p->transA, p->lda, p->M, p->b.kc);
 	p->copy_a = p->lds > 0;
-	if (!p->b.data)
+	if (!p->b.data && !p->b_direct)
 		p->b_floats = (size_t)p->b.kc * (size_t)(p->b.panels * d->nr < d->nc ?
 							 p->b.panels * d->nr : d->nc);
 	bytes = (p->b_floats + (size_t)d->mc * (size_t)p->lds) * sizeof(float);
@@ -376,6 +385,19 @@ int gemm_drv_gemv_enabled(void)
 
 	if (v < 0) {
 		const char *e = getenv("ORTMK_CPU_GEMV");
+		v = !(e && strcmp(e, "0") == 0);
+		atomic_store_explicit(&on, v, memory_order_relaxed);
+	}
+	return v;
+}
+
+int gemm_drv_direct_enabled(void)
+{
+	static _Atomic int on = -1;
+	int v = atomic_load_explicit(&on, memory_order_relaxed);
+
+	if (v < 0) {
+		const char *e = getenv("ORTMK_CPU_GEMM_DIRECT");
 		v = !(e && strcmp(e, "0") == 0);
 		atomic_store_explicit(&on, v, memory_order_relaxed);
 	}
@@ -475,6 +497,13 @@ static int sgemm_any(cpu_pool *pool, gemm_isa isa, int transA, int transB, int64
 	p.pack_ctx = fn_ctx;
 	p.B = B;
 	gemm_drv_fly_b(&p, d, K, N, ldb, transB);
+	/* A row-major B of one K block is read in place when the ISA can:
+	 * packing it costs a pass over B for every product, as much as the
+	 * multiply when M is small (a 1x1 convolution's 16 to 96 output
+	 * channels); a deeper K walks more rows of B at a stride than the
+	 * caches follow, and is packed. */
+	p.b_direct = !fn && !transB && !transA && d->kernel_bd && K <= p.b.kc &&
+		     gemm_drv_direct_enabled();
 	mine = cpu_pool_try_begin(pool);
 	rc = run(&p, mine ? pool : NULL);
 	if (mine)

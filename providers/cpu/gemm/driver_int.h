@@ -28,6 +28,7 @@ typedef struct problem {
 	const float *B;          /* ... from here */
 	int64_t ldb;
 	int transB;
+	int b_direct;            /* ... or read in place (kernel_bd) */
 	gemm_pack_fn *pack;      /* ... or by this */
 	void *pack_ctx;
 	gemm_epilogue ep;
@@ -59,6 +60,8 @@ int64_t gemm_drv_copy_stride(const gemm_isa_desc *d, int transA, int64_t lda, in
 int gemm_drv_scratch_setup(problem *p, cpu_pool *pool);
 /* 0 when ORTMK_CPU_GEMV=0 turned the few-row kernel off. */
 int gemm_drv_gemv_enabled(void);
+/* 0 when ORTMK_CPU_GEMM_DIRECT=0 made every on-the-fly B packed. */
+int gemm_drv_direct_enabled(void);
 /* A B (K x N) the tasks pack as they go, for the ISA d. */
 void gemm_drv_fly_b(problem *p, const gemm_isa_desc *d, int64_t K, int64_t N, int64_t ldb,
 		    int transB);

@@ -35,6 +35,12 @@ typedef struct gemm_tile_ep {
 typedef void gemm_kernel_fn(int64_t kc, const float *a, int64_t lda, const float *b,
 			    float *c, int64_t ldc, int mr, int nr, const gemm_tile_ep *ep);
 
+/* The same with B not packed: row k of the tile's nr columns at
+ * b + k * ldb, anywhere (no alignment, nothing read past column nr). */
+typedef void gemm_kernel_bd_fn(int64_t kc, const float *a, int64_t lda, const float *b,
+			       int64_t ldb, float *c, int64_t ldc, int mr, int nr,
+			       const gemm_tile_ep *ep);
+
 struct gemm_packed_view;
 
 /* Rows [0, mr) of C (1 <= mr <= 4, row stride ldc) times panels [q0, q1)
@@ -56,6 +62,7 @@ typedef struct gemm_isa_desc {
 	int mc;                   /* rows of C per group (C group stays in L2) */
 	gemm_kernel_fn *kernel;
 	gemm_kernel_fn *kernel_t; /* NULL: a transposed A is copied first */
+	gemm_kernel_bd_fn *kernel_bd; /* NULL: B is always packed */
 	gemm_gemv_fn *gemv;       /* NULL: few rows go through the tiles */
 } gemm_isa_desc;
 

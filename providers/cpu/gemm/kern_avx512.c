@@ -70,9 +70,9 @@ ALWAYS_INLINE void store_row(float *c, __m512 x0, __m512 x1, __mmask16 m0, __mma
 
 /* ku independent accumulator sets over alternating k: a thin tile (mr 1
  * or 2) has too few FMA chains to hide the FMA latency otherwise. */
-ALWAYS_INLINE void tile(const int mr, const int ku, const int tr, int64_t kc, const float *a,
-			int64_t lda, const float *b, float *c, int64_t ldc, int nr,
-			const gemm_tile_ep *ep)
+ALWAYS_INLINE void tile(const int mr, const int ku, const int tr, const int bd, int64_t kc,
+			const float *a, int64_t lda, const float *b, int64_t ldb, float *c,
+			int64_t ldc, int nr, const gemm_tile_ep *ep)
 {
 	/* A(i, k): row-major, or transposed when tr */
 #define A_AT(i, k) (tr ? a[(k) * lda + (i)] : a[(i) * lda + (k)])
@@ -94,10 +94,13 @@ ALWAYS_INLINE void tile(const int mr, const int ku, const int tr, int64_t kc, co
 	for (; k + ku <= kc; k += ku) {
 #pragma GCC unroll 4
 		for (int u = 0; u < ku; u++) {
-			__m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
-			_mm_prefetch((const char *)(b + pf), _MM_HINT_T1);
-			_mm_prefetch((const char *)(b + pf + 16), _MM_HINT_T1);
-			b += NR;
+			__m512 b0 = bd ? _mm512_maskz_loadu_ps(m0, b) : _mm512_load_ps(b);
+			__m512 b1 = bd ? _mm512_maskz_loadu_ps(m1, b + 16) : _mm512_load_ps(b + 16);
+			if (!bd) {
+				_mm_prefetch((const char *)(b + pf), _MM_HINT_T1);
+				_mm_prefetch((const char *)(b + pf + 16), _MM_HINT_T1);
+			}
+			b += bd ? ldb : NR;
 #pragma GCC unroll 14
 			for (int i = 0; i < mr; i++) {
 				__m512 av = _mm512_set1_ps(A_AT(i, k + u));
@@ -107,8 +110,9 @@ ALWAYS_INLINE void tile(const int mr, const int ku, const int tr, int64_t kc, co
 		}
 	}
 	for (; k < kc; k++) {
-		__m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
-		b += NR;
+		__m512 b0 = bd ? _mm512_maskz_loadu_ps(m0, b) : _mm512_load_ps(b);
+		__m512 b1 = bd ? _mm512_maskz_loadu_ps(m1, b + 16) : _mm512_load_ps(b + 16);
+		b += bd ? ldb : NR;
 #pragma GCC unroll 14
 		for (int i = 0; i < mr; i++) {
 			__m512 av = _mm512_set1_ps(A_AT(i, k));
@@ -134,38 +138,48 @@ ALWAYS_INLINE void tile(const int mr, const int ku, const int tr, int64_t kc, co
 #undef A_AT
 }
 
-ALWAYS_INLINE void kernel_any(const int tr, int64_t kc, const float *a, int64_t lda,
-			      const float *b, float *c, int64_t ldc, int mr, int nr,
-			      const gemm_tile_ep *ep)
+ALWAYS_INLINE void kernel_any(const int tr, const int bd, int64_t kc, const float *a,
+			      int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc,
+			      int mr, int nr, const gemm_tile_ep *ep)
 {
+#define TILE(MR_, KU_) tile(MR_, KU_, tr, bd, kc, a, lda, b, ldb, c, ldc, nr, ep)
 	switch (mr) {
-	case 14: tile(14, 1, tr, kc, a, lda, b, c, ldc, nr, ep); break;
-	case 13: tile(13, 1, tr, kc, a, lda, b, c, ldc, nr, ep); break;
-	case 12: tile(12, 1, tr, kc, a, lda, b, c, ldc, nr, ep); break;
-	case 11: tile(11, 1, tr, kc, a, lda, b, c, ldc, nr, ep); break;
-	case 10: tile(10, 1, tr, kc, a, lda, b, c, ldc, nr, ep); break;
-	case 9: tile(9, 1, tr, kc, a, lda, b, c, ldc, nr, ep); break;
-	case 8: tile(8, 1, tr, kc, a, lda, b, c, ldc, nr, ep); break;
-	case 7: tile(7, 1, tr, kc, a, lda, b, c, ldc, nr, ep); break;
-	case 6: tile(6, 1, tr, kc, a, lda, b, c, ldc, nr, ep); break;
-	case 5: tile(5, 1, tr, kc, a, lda, b, c, ldc, nr, ep); break;
-	case 4: tile(4, 2, tr, kc, a, lda, b, c, ldc, nr, ep); break;
-	case 3: tile(3, 2, tr, kc, a, lda, b, c, ldc, nr, ep); break;
-	case 2: tile(2, 4, tr, kc, a, lda, b, c, ldc, nr, ep); break;
-	default: tile(1, 4, tr, kc, a, lda, b, c, ldc, nr, ep); break;
+	case 14: TILE(14, 1); break;
+	case 13: TILE(13, 1); break;
+	case 12: TILE(12, 1); break;
+	case 11: TILE(11, 1); break;
+	case 10: TILE(10, 1); break;
+	case 9: TILE(9, 1); break;
+	case 8: TILE(8, 1); break;
+	case 7: TILE(7, 1); break;
+	case 6: TILE(6, 1); break;
+	case 5: TILE(5, 1); break;
+	case 4: TILE(4, 2); break;
+	case 3: TILE(3, 2); break;
+	case 2: TILE(2, 4); break;
+	default: TILE(1, 4); break;
 	}
+#undef TILE
 }
 
 static void kernel(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
 		   int64_t ldc, int mr, int nr, const gemm_tile_ep *ep)
 {
-	kernel_any(0, kc, a, lda, b, c, ldc, mr, nr, ep);
+	kernel_any(0, 0, kc, a, lda, b, 0, c, ldc, mr, nr, ep);
 }
 
 static void kernel_t(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
 		     int64_t ldc, int mr, int nr, const gemm_tile_ep *ep)
 {
-	kernel_any(1, kc, a, lda, b, c, ldc, mr, nr, ep);
+	kernel_any(1, 0, kc, a, lda, b, 0, c, ldc, mr, nr, ep);
+}
+
+/* B read in place, row k of the tile's columns at b + k * ldb: masked
+ * unaligned loads (the last panel's columns past nr are not read). */
+static void kernel_bd(int64_t kc, const float *a, int64_t lda, const float *b, int64_t ldb,
+		      float *c, int64_t ldc, int mr, int nr, const gemm_tile_ep *ep)
+{
+	kernel_any(0, 1, kc, a, lda, b, ldb, c, ldc, mr, nr, ep);
 }
 
 /* One panel (NR columns) of mr rows over all of K: ku accumulator sets
@@ -261,5 +275,6 @@ const gemm_isa_desc gemm_desc_avx512 = {
 	.mr = MR, .nr = NR, .kc = 256, .nc = 512, .mc = 112,
 	.kernel = kernel,
 	.kernel_t = kernel_t,
+	.kernel_bd = kernel_bd,
 	.gemv = gemv,
 };
