@@ -195,6 +195,8 @@ def test_errors(srv):
         ("value out of range", "/v2/models/numeric/infer",
          json.dumps({"inputs": [{"name": "x_u8", "datatype": "UINT8", "shape": [1, 3],
                                  "data": [1, 2, 300]}]}).encode(), 400),
+        ("unknown requested output", "/v2/models/cnn/infer",
+         infer_request({"image": x}, outputs=["nosuch"])[0], 400),
         ("unknown model", "/v2/models/nosuch/infer", good, 404),
         ("'..' as model name", "/v2/models/../infer", good, 400),
         ("'%2e%2e' as model name", "/v2/models/%2e%2e/infer", good, 400),

@@ -119,11 +119,24 @@ typedef struct srv_job srv_job;
 
 typedef struct srv_instance {
 	srv_model *m;
+	int index;
+	char path[4096];
 	ortmk_env *env;
-	ortmk_session *s;
+	ortmk_session *s;         /* replaced by its worker only (srv_instance_heal) */
+	pthread_mutex_t s_mu;     /* held to replace s and to read it elsewhere */
 	pthread_t thread;
 	int started;
 } srv_instance;
+
+/* An input or output of the model's signature, copied at load so that
+ * requests are checked without touching a session. */
+typedef struct srv_io {
+	char name[SRV_NAME_MAX];
+	ortmk_dtype dtype;
+	int rank_known;
+	size_t rank;
+	int64_t dims[SRV_MAX_RANK];
+} srv_io;
 
 struct srv_model {
 	char name[SRV_NAME_MAX];
@@ -133,6 +146,9 @@ struct srv_model {
 	srv_stats *stats;
 	srv_instance *inst;
 	int n_inst;
+	srv_io *ins, *outs;
+	size_t n_ins, n_outs;
+	int healing;              /* instances replacing their session */
 	pthread_mutex_t mu;       /* the queue */
 	pthread_cond_t cv;
 	srv_job *head, *tail;

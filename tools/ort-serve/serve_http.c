@@ -165,7 +165,7 @@ void srv_job_finish(srv_job *job, int status, srv_buf *hdr, srv_buf *bin, const 
 
 /* ---- metadata ---- */
 
-static void io_json(srv_buf *b, const ortmk_io_info *io)
+static void io_json(srv_buf *b, const srv_io *io)
 {
 	const char *wire = srv_dtype_wire(io->dtype);
 	srv_buf_put(b, "{\"name\":", 8);
@@ -178,27 +178,29 @@ static void io_json(srv_buf *b, const ortmk_io_info *io)
 
 static void model_metadata(srv_model *m, srv_buf *b)
 {
-	ortmk_session *s = m->inst[0].s;
 	srv_buf_put(b, "{\"name\":", 8);
 	srv_buf_json_str(b, m->name);
 	srv_buf_printf(b, ",\"versions\":[\"%s\"],\"platform\":\"ortmk_onnx\",\"inputs\":[",
 		       m->version);
-	for (size_t i = 0; i < ortmk_session_input_count(s); i++) {
-		ortmk_io_info io = { .struct_size = sizeof(io) };
-		ortmk_session_input_meta(s, i, &io);
+	for (size_t i = 0; i < m->n_ins; i++) {
 		if (i)
 			srv_buf_put(b, ",", 1);
-		io_json(b, &io);
+		io_json(b, &m->ins[i]);
 	}
 	srv_buf_put(b, "],\"outputs\":[", 13);
-	for (size_t i = 0; i < ortmk_session_output_count(s); i++) {
-		ortmk_io_info io = { .struct_size = sizeof(io) };
-		ortmk_session_output_meta(s, i, &io);
+	for (size_t i = 0; i < m->n_outs; i++) {
 		if (i)
 			srv_buf_put(b, ",", 1);
-		io_json(b, &io);
+		io_json(b, &m->outs[i]);
 	}
 	srv_buf_put(b, "]}", 2);
+}
+
+/* Whether the model takes requests: not draining, no instance replacing
+ * its session. */
+static int model_ready(srv_model *m)
+{
+	return !srv_draining() && __atomic_load_n(&m->healing, __ATOMIC_SEQ_CST) == 0;
 }
 
 /* ---- infer ---- */
@@ -206,33 +208,39 @@ static void model_metadata(srv_model *m, srv_buf *b)
 /* The request against the model's signature: a 400 message, or NULL. */
 static const char *check_inputs(srv_model *m, const srv_request *r, char *err, size_t errlen)
 {
-	ortmk_session *s = m->inst[0].s;
-	size_t n = ortmk_session_input_count(s), found = 0;
+	size_t found = 0;
 	for (size_t k = 0; k < r->n_in; k++) {
 		const srv_tensor *t = &r->in[k];
-		ortmk_io_info io = { .struct_size = sizeof(io) };
-		size_t i = 0;
-		for (; i < n; i++)
-			if (ortmk_session_input_meta(s, i, &io) == ORTMK_OK && !strcmp(io.name, t->name))
-				break;
-		if (i == n)
+		const srv_io *io = NULL;
+		for (size_t i = 0; i < m->n_ins && !io; i++)
+			if (!strcmp(m->ins[i].name, t->name))
+				io = &m->ins[i];
+		if (!io)
 			return snprintf(err, errlen, "unknown input '%s'", t->name), err;
 		found++;
-		if (io.dtype != ORTMK_UNDEFINED && io.dtype != t->dtype)
+		if (io->dtype != ORTMK_UNDEFINED && io->dtype != t->dtype)
 			return snprintf(err, errlen, "input '%s': datatype %s, the model expects %s",
 					t->name, srv_dtype_wire(t->dtype),
-					srv_dtype_wire(io.dtype) ? srv_dtype_wire(io.dtype) : "?"), err;
-		if (io.rank_known && io.rank != t->rank)
+					srv_dtype_wire(io->dtype) ? srv_dtype_wire(io->dtype) : "?"), err;
+		if (io->rank_known && io->rank != t->rank)
 			return snprintf(err, errlen, "input '%s': rank %zu, the model expects %zu",
-					t->name, t->rank, io.rank), err;
-		for (size_t d = 0; io.rank_known && d < io.rank; d++)
-			if (io.dims[d] >= 0 && io.dims[d] != t->dims[d])
+					t->name, t->rank, io->rank), err;
+		for (size_t d = 0; io->rank_known && d < io->rank; d++)
+			if (io->dims[d] >= 0 && io->dims[d] != t->dims[d])
 				return snprintf(err, errlen, "input '%s': dim %zu is %" PRId64
 						", the model expects %" PRId64, t->name, d,
-						t->dims[d], io.dims[d]), err;
+						t->dims[d], io->dims[d]), err;
 	}
-	if (found != n)
-		return snprintf(err, errlen, "%zu inputs given, the model has %zu", found, n), err;
+	if (found != m->n_ins)
+		return snprintf(err, errlen, "%zu inputs given, the model has %zu", found, m->n_ins),
+		       err;
+	for (size_t k = 0; k < r->n_out; k++) {
+		size_t i = 0;
+		while (i < m->n_outs && strcmp(m->outs[i].name, r->out[k].name) != 0)
+			i++;
+		if (i == m->n_outs)
+			return snprintf(err, errlen, "unknown output '%s'", r->out[k].name), err;
+	}
 	return NULL;
 }
 
@@ -337,12 +345,13 @@ static void models_route(nng_aio *aio, nng_http_req *req, route *r)
 	if (!strcmp(op, "infer"))
 		return do_infer(aio, req, m, r->t0);
 	srv_buf b = { 0 };
+	int ready = model_ready(m);
 	if (!strcmp(op, "ready"))
 		srv_buf_printf(&b, "{\"name\":\"%s\",\"ready\":%s}", m->name,
-			       srv_draining() ? "false" : "true");
+			       ready ? "true" : "false");
 	else
 		model_metadata(m, &b);
-	int status = !strcmp(op, "ready") && srv_draining() ? 503 : 200;
+	int status = !strcmp(op, "ready") && !ready ? 503 : 200;
 	srv_model_put(m);
 	respond_json(aio, status, &b, r->method, r->uri, r->t0);
 }

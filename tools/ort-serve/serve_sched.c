@@ -231,7 +231,7 @@ static void answer(srv_model *m, srv_job **jobs, size_t n, const char **names, c
 	}
 }
 
-static void run_batch(srv_instance *in, srv_job **jobs, size_t n)
+static ortmk_status run_batch(srv_instance *in, srv_job **jobs, size_t n)
 {
 	srv_model *m = in->m;
 	const srv_request *r = &jobs[0]->req;
@@ -277,6 +277,75 @@ fail:
 		ortmk_value_destroy(outs[i]);
 	for (size_t i = 0; i < k; i++)
 		ortmk_value_destroy(vals[i]);
+	return st;
+}
+
+/* A new session for instance `in` (in its own environment). */
+static ortmk_status new_session(srv_instance *in, ortmk_session **out)
+{
+	srv_model *m = in->m;
+	ortmk_session_options *o = NULL;
+	char threads[16];
+	snprintf(threads, sizeof(threads), "%d", m->cfg.threads);
+	ortmk_status st = ortmk_session_options_create(&o);
+	if (!st)
+		st = ortmk_session_options_set(o, "providers", m->cfg.providers);
+	if (!st)
+		st = ortmk_session_options_set(o, "threads", threads);
+	if (!st)
+		st = ortmk_session_options_set(o, "retry", "1");
+	if (!st)
+		st = ortmk_session_create(in->env, in->path, o, out);
+	ortmk_session_options_destroy(o);
+	return st;
+}
+
+/* Whether every provider of the session gave up (a crash loop): the
+ * session then fails every run, so the instance needs a new one. */
+static int all_disabled(ortmk_session *s)
+{
+	size_t n = ortmk_session_provider_count(s);
+	for (size_t i = 0; i < n; i++) {
+		ortmk_provider_status ps = { .struct_size = sizeof(ps) };
+		if (ortmk_session_provider_status(s, i, &ps) != ORTMK_OK ||
+		    strcmp(ps.state, "disabled") != 0)
+			return 0;
+	}
+	return n > 0;
+}
+
+/* Replaces the instance's session after a crash loop disabled it (the
+ * model reads not ready meanwhile); its counters go to the statistics. */
+static void heal(srv_instance *in)
+{
+	srv_model *m = in->m;
+	ortmk_session *fresh = NULL;
+	unsigned restarts = 0, failed = 0;
+	if (!all_disabled(in->s))
+		return;
+	__atomic_add_fetch(&m->healing, 1, __ATOMIC_SEQ_CST);
+	fprintf(stderr, "ort-serve: model '%s' instance %d: every provider disabled after "
+		"repeated failures; creating a new session\n", m->name, in->index);
+	if (new_session(in, &fresh)) {
+		fprintf(stderr, "ort-serve: model '%s' instance %d: %s\n", m->name, in->index,
+			ortmk_last_error());
+	} else {
+		pthread_mutex_lock(&in->s_mu);
+		ortmk_session *old = in->s;
+		in->s = fresh;
+		pthread_mutex_unlock(&in->s_mu);
+		ortmk_session_stats ss = { .struct_size = sizeof(ss) };
+		for (size_t p = 0; p < ortmk_session_provider_count(old); p++) {
+			ortmk_provider_status ps = { .struct_size = sizeof(ps) };
+			if (ortmk_session_provider_status(old, p, &ps) == ORTMK_OK)
+				restarts += ps.restarts;
+		}
+		if (ortmk_session_get_stats(old, &ss) == ORTMK_OK)
+			failed = ss.failed_runs;
+		srv_stats_retired(m->stats, restarts, failed);
+		ortmk_session_destroy(old);
+	}
+	__atomic_sub_fetch(&m->healing, 1, __ATOMIC_SEQ_CST);
 }
 
 static void *worker(void *arg)
@@ -296,8 +365,8 @@ static void *worker(void *arg)
 			else
 				jobs[live++] = jobs[j];
 		}
-		if (live)
-			run_batch(in, jobs, live);
+		if (live && run_batch(in, jobs, live) != ORTMK_OK)
+			heal(in);
 	}
 	return NULL;
 }
@@ -305,22 +374,13 @@ static void *worker(void *arg)
 static int start_instance(srv_model *m, srv_instance *in, const char *path,
 			  char *err, size_t errlen)
 {
-	ortmk_session_options *o = NULL;
-	char threads[16];
-	snprintf(threads, sizeof(threads), "%d", m->cfg.threads);
 	in->m = m;
+	in->index = (int)(in - m->inst);
+	snprintf(in->path, sizeof(in->path), "%s", path);
+	pthread_mutex_init(&in->s_mu, NULL);
 	ortmk_status st = ortmk_env_create(&in->env);
 	if (!st)
-		st = ortmk_session_options_create(&o);
-	if (!st)
-		st = ortmk_session_options_set(o, "providers", m->cfg.providers);
-	if (!st)
-		st = ortmk_session_options_set(o, "threads", threads);
-	if (!st)
-		st = ortmk_session_options_set(o, "retry", "1");
-	if (!st)
-		st = ortmk_session_create(in->env, path, o, &in->s);
-	ortmk_session_options_destroy(o);
+		st = new_session(in, &in->s);
 	if (st) {
 		snprintf(err, errlen, "model '%s' version %s: %s", m->name, m->version,
 			 ortmk_last_error());
@@ -331,6 +391,33 @@ static int start_instance(srv_model *m, srv_instance *in, const char *path,
 		return -1;
 	}
 	in->started = 1;
+	return 0;
+}
+
+/* The signature, from the first instance's session. */
+static int copy_signature(srv_model *m, int outputs, char *err, size_t errlen)
+{
+	ortmk_session *s = m->inst[0].s;
+	size_t n = outputs ? ortmk_session_output_count(s) : ortmk_session_input_count(s);
+	srv_io *io = calloc(n ? n : 1, sizeof(*io));
+	if (!io)
+		return snprintf(err, errlen, "out of memory"), -1;
+	*(outputs ? &m->outs : &m->ins) = io;
+	*(outputs ? &m->n_outs : &m->n_ins) = n;
+	for (size_t i = 0; i < n; i++) {
+		ortmk_io_info info = { .struct_size = sizeof(info) };
+		ortmk_status st = outputs ? ortmk_session_output_meta(s, i, &info) :
+					    ortmk_session_input_meta(s, i, &info);
+		if (st || strlen(info.name) >= SRV_NAME_MAX || info.rank > SRV_MAX_RANK)
+			return snprintf(err, errlen, "model '%s': a name over %d bytes or a rank "
+					"over %d", m->name, SRV_NAME_MAX - 1, SRV_MAX_RANK), -1;
+		strcpy(io[i].name, info.name);
+		io[i].dtype = info.dtype;
+		io[i].rank_known = info.rank_known;
+		io[i].rank = info.rank;
+		if (info.rank_known && info.rank)
+			memcpy(io[i].dims, info.dims, info.rank * sizeof(int64_t));
+	}
 	return 0;
 }
 
@@ -347,7 +434,7 @@ int srv_model_start(srv_model *m, const char *path, char *err, size_t errlen)
 			m->n_inst++;
 			return -1;
 		}
-	return 0;
+	return copy_signature(m, 0, err, errlen) || copy_signature(m, 1, err, errlen) ? -1 : 0;
 }
 
 /* Stops the workers (the queue is empty: no reference is left), closes
@@ -366,8 +453,12 @@ void srv_model_stop(srv_model *m)
 			ortmk_session_destroy(in->s);
 		if (in->env)
 			ortmk_env_destroy(in->env);
+		if (in->m)
+			pthread_mutex_destroy(&in->s_mu);
 	}
 	free(m->inst);
+	free(m->ins);
+	free(m->outs);
 	pthread_cond_destroy(&m->cv);
 	pthread_mutex_destroy(&m->mu);
 	free(m);
@@ -378,6 +469,9 @@ void srv_model_provider_counts(srv_model *m, unsigned *restarts, unsigned *faile
 	for (int i = 0; i < m->n_inst; i++) {
 		srv_instance *in = &m->inst[i];
 		ortmk_session_stats ss = { .struct_size = sizeof(ss) };
+		if (!in->m)
+			continue;
+		pthread_mutex_lock(&in->s_mu);
 		for (size_t p = 0; in->s && p < ortmk_session_provider_count(in->s); p++) {
 			ortmk_provider_status ps = { .struct_size = sizeof(ps) };
 			if (ortmk_session_provider_status(in->s, p, &ps) == ORTMK_OK)
@@ -385,5 +479,6 @@ void srv_model_provider_counts(srv_model *m, unsigned *restarts, unsigned *faile
 		}
 		if (in->s && ortmk_session_get_stats(in->s, &ss) == ORTMK_OK)
 			*failed += ss.failed_runs;
+		pthread_mutex_unlock(&in->s_mu);
 	}
 }
