@@ -185,7 +185,7 @@ void srv_model_put(srv_model *m);
 int srv_repo_load(const char *name, char *err, size_t errlen);
 int srv_repo_unload(const char *name, char *err, size_t errlen);
 void srv_repo_index(srv_buf *b);                 /* the index JSON */
-int srv_repo_ready(void);                        /* no load under way */
+int srv_repo_ready(void);    /* no model that serves nothing yet is loading */
 int srv_name_ok(const char *name);
 int srv_config_read(const char *path, srv_config *c, char *err, size_t errlen);
 

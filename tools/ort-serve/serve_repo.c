@@ -241,12 +241,15 @@ int srv_repo_load(const char *name, char *err, size_t errlen)
 {
 	if (!srv_name_ok(name))
 		return snprintf(err, errlen, "invalid model name"), 400;
+	/* a reload leaves the old version serving: only a model that serves
+	 * nothing yet makes the server not ready while it loads */
 	pthread_mutex_lock(&mu);
-	n_loading++;
+	int fresh = find_slot(name) < 0;
+	n_loading += fresh;
 	pthread_mutex_unlock(&mu);
 	int rc = load_locked_out(name, err, errlen);
 	pthread_mutex_lock(&mu);
-	n_loading--;
+	n_loading -= fresh;
 	pthread_mutex_unlock(&mu);
 	return rc;
 }

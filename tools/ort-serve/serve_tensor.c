@@ -210,7 +210,7 @@ static int parse_shape(srv_tensor *t, const cJSON *shape, char *err, size_t errl
 
 /* One element of "inputs"; bin and binlen: the binary part not used yet. */
 static int parse_input(srv_tensor *t, const cJSON *j, const uint8_t **bin, size_t *binlen,
-		       char *err, size_t errlen)
+		       size_t body_len, char *err, size_t errlen)
 {
 	const cJSON *name = cJSON_GetObjectItemCaseSensitive(j, "name");
 	const cJSON *dt = cJSON_GetObjectItemCaseSensitive(j, "datatype");
@@ -225,6 +225,11 @@ static int parse_input(srv_tensor *t, const cJSON *j, const uint8_t **bin, size_
 		return fail(err, errlen, "input '%s': unknown 'datatype'", t->name);
 	if (parse_shape(t, cJSON_GetObjectItemCaseSensitive(j, "shape"), err, errlen))
 		return -1;
+	/* every element takes at least a byte of the body (JSON or binary):
+	 * a larger shape is a lie, refused before allocating for it */
+	if (t->numel > body_len)
+		return fail(err, errlen, "input '%s': shape of %zu elements in a body of %zu bytes",
+			    t->name, t->numel, body_len);
 	if (t->dtype == ORTMK_STRING && !(t->strs = calloc(t->numel ? t->numel : 1, sizeof(char *))))
 		return fail(err, errlen, "out of memory");
 	if (bsz) {
@@ -281,7 +286,7 @@ static int parse_outputs(srv_request *r, const cJSON *outs, char *err, size_t er
 }
 
 static int parse_doc(const cJSON *doc, srv_request *r, const uint8_t *bin, size_t binlen,
-		     char *err, size_t errlen)
+		     size_t body_len, char *err, size_t errlen)
 {
 	const cJSON *id = cJSON_GetObjectItemCaseSensitive(doc, "id");
 	const cJSON *ins = cJSON_GetObjectItemCaseSensitive(doc, "inputs");
@@ -301,7 +306,7 @@ static int parse_doc(const cJSON *doc, srv_request *r, const uint8_t *bin, size_
 	if (!(r->in = calloc((size_t)n, sizeof(*r->in))))
 		return fail(err, errlen, "out of memory");
 	for (const cJSON *i = ins->child; i; i = i->next)
-		if (parse_input(&r->in[r->n_in++], i, &bin, &binlen, err, errlen))
+		if (parse_input(&r->in[r->n_in++], i, &bin, &binlen, body_len, err, errlen))
 			return -1;
 	if (binlen)
 		return fail(err, errlen, "%zu bytes of binary data follow the inputs unused", binlen);
@@ -319,7 +324,7 @@ int srv_request_parse(const void *body, size_t len, size_t header_len,
 	cJSON *doc = cJSON_ParseWithLength(body, jlen);
 	if (!doc)
 		return fail(err, errlen, "malformed JSON in the request body");
-	int rc = parse_doc(doc, r, (const uint8_t *)body + jlen, len - jlen, err, errlen);
+	int rc = parse_doc(doc, r, (const uint8_t *)body + jlen, len - jlen, len, err, errlen);
 	cJSON_Delete(doc);
 	if (rc)
 		srv_request_free(r);
