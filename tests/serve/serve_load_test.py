@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import sys
 import threading
 import time
@@ -212,6 +213,37 @@ def test_drain(srv):
     check("draining" in srv.text(), "the drain is logged")
 
 
+def test_disconnect(serve_bin, repo):
+    """--drop-disconnected: a queued request whose client closed its
+    connection is not run; the others are answered (and closed)."""
+    x = np.zeros((256, 256), np.float32)
+    body, h = infer_request({"x": x}, True, True)
+    with Server(serve_bin, repo, "--drop-disconnected", "--threads", "1") as srv:
+        res = []
+        ts = [threading.Thread(target=lambda: res.append(
+            http(srv, "POST", "/v2/models/slow/infer", body, h)[0])) for _ in range(10)]
+        for t in ts:
+            t.start()
+        time.sleep(0.05)                 # ~20 ms runs: the one worker is busy ~200 ms
+        head = ("POST /v2/models/slow/infer HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n"
+                "Inference-Header-Content-Length: %s\r\n\r\n"
+                % (len(body), h["Inference-Header-Content-Length"])).encode()
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=30) as s:
+            s.sendall(head + body)       # and gone at once
+        for t in ts:
+            t.join(60)
+        deadline = time.monotonic() + 30
+        dropped = None
+        while time.monotonic() < deadline and dropped != 1:
+            dropped = metric(srv, 'ortserve_dropped_total{model="slow"}')
+            time.sleep(0.05)
+        ok = metric(srv, 'ortserve_requests_total{model="slow",result="success"}')
+        check(res == [200] * 10, "--drop-disconnected: the other requests are answered (%r)"
+              % res)
+        check(dropped == 1 and ok == 10, "the request of the client that left was dropped "
+              "unrun (dropped %s, answered %s)" % (dropped, ok))
+
+
 def main():
     serve_bin, ort_run_bin, example, slow, work = sys.argv[1:6]
     repo = os.path.join(work, "repo")
@@ -230,6 +262,7 @@ def main():
         test_drain(srv)
     finally:
         srv.stop()
+    test_disconnect(serve_bin, repo)
     if FAILS:
         print("server log:\n" + srv.text()[-3000:])
     print("serve_load_test: %s (%d failed)" % ("FAILED" if FAILS else "passed", len(FAILS)))

@@ -7,6 +7,7 @@
  *   serve_repo.c     the model repository: names, config.json, load/unload
  *   serve_sched.c    per-model queue, instances, dynamic batching
  *   serve_metrics.c  counters and the Prometheus text of GET /metrics
+ *   serve_watch.c    --drop-disconnected: queued work of a client that left
  * Internal names carry the prefix srv_. */
 #ifndef ORT_SERVE_H
 #define ORT_SERVE_H
@@ -98,6 +99,7 @@ srv_stats *srv_stats_get(const char *name);
 void srv_stats_request(srv_stats *st, int ok, double seconds);
 void srv_stats_queue(srv_stats *st, double seconds);
 void srv_stats_batch(srv_stats *st, size_t size);
+void srv_stats_dropped(srv_stats *st);
 void srv_stats_retired(srv_stats *st, unsigned restarts, unsigned failed_runs);
 /* The Prometheus text of every model's statistics. */
 void srv_metrics_text(srv_buf *b);
@@ -160,7 +162,12 @@ struct srv_model {
 struct srv_job {
 	srv_job *next;
 	srv_model *m;
-	nng_aio *aio;
+	nng_aio *aio;             /* the server's; NULL once the connection is ours */
+	nng_http_conn *conn;      /* --drop-disconnected: the hijacked connection */
+	nng_http_req *hreq;       /* and its request, ours to free */
+	nng_aio *watch;           /* a 1-byte read that fails when the client leaves */
+	char watch_byte;
+	int gone;                 /* set (atomically) when it failed */
 	srv_request req;
 	int64_t batch;            /* dim 0 of every input; -1: not batchable */
 	double t_start, t_enqueued;
@@ -172,6 +179,7 @@ typedef struct srv_settings {
 	srv_config defaults;
 	size_t max_body;
 	int access_log;
+	int drop_disconnected;
 } srv_settings;
 extern srv_settings srv_cfg;
 
@@ -191,11 +199,24 @@ int srv_config_read(const char *path, srv_config *c, char *err, size_t errlen);
 
 int srv_model_start(srv_model *m, const char *model_path, char *err, size_t errlen);
 void srv_model_stop(srv_model *m);
-/* Queues job (it takes the job); 0, or 503 when the queue is full. */
-int srv_model_submit(srv_model *m, srv_job *job, char *err, size_t errlen);
+/* A place in the queue: 0, or 503 (err filled) when it is full. */
+int srv_model_reserve(srv_model *m, char *err, size_t errlen);
+/* Queues job in the place reserved (it takes the job). */
+void srv_model_enqueue(srv_model *m, srv_job *job);
 void srv_model_provider_counts(srv_model *m, unsigned *restarts, unsigned *failed);
-/* Answers job (status 200 with body, or an error) and frees it. */
+/* Answers job (status 200 with body, or an error; SRV_GONE: its client
+ * left, nothing to send) and frees it. */
+#define SRV_GONE (-1)
 void srv_job_finish(srv_job *job, int status, srv_buf *hdr, srv_buf *bin, const char *err);
+
+/* ---- --drop-disconnected (serve_watch.c) ---- */
+/* Takes the job's connection from the server (answering the server's aio)
+ * and watches it; job->gone is set when the client leaves. */
+void srv_watch_begin(srv_job *job);
+/* Writes res (NULL: nothing) on the job's own connection and closes it. */
+void srv_watch_send(srv_job *job, nng_http_res *res);
+/* Stops watching and frees what the watch holds (no-op without one). */
+void srv_watch_end(srv_job *job);
 
 /* ---- http (serve_http.c) ---- */
 double srv_now(void);
@@ -204,6 +225,8 @@ int srv_http_register(nng_http_server *s);
 int srv_inflight(void);
 void srv_set_draining(void);
 int srv_draining(void);
+nng_http_res *srv_res_build(int status, const char *ctype, srv_buf *hdr, srv_buf *bin,
+			   size_t header_len, const char *method, const char *uri, double t0);
 void srv_respond(nng_aio *aio, int status, const char *ctype, srv_buf *hdr, srv_buf *bin,
 		 size_t header_len, const char *method, const char *uri, double t0);
 

@@ -92,15 +92,13 @@ void srv_buf_json_str(srv_buf *b, const char *s)
 	srv_buf_put(b, "\"", 1);
 }
 
-void srv_respond(nng_aio *aio, int status, const char *ctype, srv_buf *hdr, srv_buf *bin,
-		 size_t header_len, const char *method, const char *uri, double t0)
+nng_http_res *srv_res_build(int status, const char *ctype, srv_buf *hdr, srv_buf *bin,
+			   size_t header_len, const char *method, const char *uri, double t0)
 {
 	nng_http_res *res = NULL;
 	size_t total = (hdr ? hdr->len : 0) + (bin ? bin->len : 0);
-	if (nng_http_res_alloc(&res) != 0) {
-		nng_aio_finish(aio, NNG_ENOMEM);
-		return;
-	}
+	if (nng_http_res_alloc(&res) != 0)
+		return NULL;
 	nng_http_res_set_status(res, (uint16_t)status);
 	nng_http_res_set_header(res, "Content-Type", ctype);
 	if (bin && bin->len) {
@@ -116,6 +114,17 @@ void srv_respond(nng_aio *aio, int status, const char *ctype, srv_buf *hdr, srv_
 	if (srv_cfg.access_log)
 		fprintf(stderr, "ort-serve: %s %s %d %zu %.3fms\n", method, uri, status, total,
 			(srv_now() - t0) * 1e3);
+	return res;
+}
+
+void srv_respond(nng_aio *aio, int status, const char *ctype, srv_buf *hdr, srv_buf *bin,
+		 size_t header_len, const char *method, const char *uri, double t0)
+{
+	nng_http_res *res = srv_res_build(status, ctype, hdr, bin, header_len, method, uri, t0);
+	if (!res) {
+		nng_aio_finish(aio, NNG_ENOMEM);
+		return;
+	}
 	nng_aio_set_output(aio, 0, res);
 	nng_aio_finish(aio, 0);
 }
@@ -142,23 +151,53 @@ static void respond_json(nng_aio *aio, int status, srv_buf *b, const char *metho
 	free(b->p);
 }
 
+/* The answer of a job: by the server's aio, or on the connection taken
+ * from the server (--drop-disconnected, serve_watch.c). */
+static void job_deliver(srv_job *job, int status, const char *ctype, srv_buf *hdr,
+			srv_buf *bin, const char *method, const char *uri)
+{
+	size_t hl = hdr ? hdr->len : 0;
+	nng_http_res *res = srv_res_build(status, ctype, hdr, bin, hl, method, uri, job->t_start);
+	if (job->conn) {
+		srv_watch_send(job, res);
+	} else if (!res) {
+		nng_aio_finish(job->aio, NNG_ENOMEM);
+	} else {
+		nng_aio_set_output(job->aio, 0, res);
+		nng_aio_finish(job->aio, 0);
+	}
+}
+
 void srv_job_finish(srv_job *job, int status, srv_buf *hdr, srv_buf *bin, const char *err)
 {
-	nng_http_req *req = nng_aio_get_input(job->aio, 0);
+	nng_http_req *req = job->conn ? job->hreq : nng_aio_get_input(job->aio, 0);
 	const char *method = nng_http_req_get_method(req), *uri = nng_http_req_get_uri(req);
 	srv_stats_request(job->m->stats, status == 200, srv_now() - job->t_start);
-	if (status != 200 || hdr->oom || (bin && bin->oom))
-		respond_error(job->aio, status == 200 ? 500 : status, err ? err : "out of memory",
-			      method, uri, job->t_start);
-	else
-		srv_respond(job->aio, 200, bin->len ? "application/octet-stream" :
-			    "application/json", hdr, bin, hdr->len, method, uri, job->t_start);
+	if (status == SRV_GONE) {
+		srv_stats_dropped(job->m->stats);
+		if (srv_cfg.access_log)
+			fprintf(stderr, "ort-serve: %s %s dropped: the client disconnected\n", method,
+				uri);
+		srv_watch_send(job, NULL);
+	} else if (status != 200 || hdr->oom || (bin && bin->oom)) {
+		srv_buf b = { 0 };
+		srv_buf_put(&b, "{\"error\":", 9);
+		srv_buf_json_str(&b, err ? err : "out of memory");
+		srv_buf_put(&b, "}", 1);
+		job_deliver(job, status == 200 ? 500 : status, "application/json", &b, NULL, method,
+			    uri);
+		free(b.p);
+	} else {
+		job_deliver(job, 200, bin->len ? "application/octet-stream" : "application/json", hdr,
+			    bin, method, uri);
+	}
 	if (hdr)
 		free(hdr->p);
 	if (bin)
 		free(bin->p);
 	srv_request_free(&job->req);
 	srv_model_put(job->m);
+	srv_watch_end(job);
 	free(job);
 	atomic_fetch_sub(&inflight, 1);
 }
@@ -266,14 +305,13 @@ static void do_infer(nng_aio *aio, nng_http_req *req, srv_model *m, double t0)
 			      sizeof(err)) ||
 	    check_inputs(m, &job->req, err, sizeof(err)))
 		goto fail;
-	if ((status = srv_model_submit(m, job, err, sizeof(err))) == 0)
-		return;                   /* a worker answers */
-	srv_stats_request(m->stats, 0, srv_now() - t0);
-	srv_request_free(&job->req);
-	free(job);
-	srv_model_put(m);
-	atomic_fetch_sub(&inflight, 1);
-	respond_error(aio, status, err, method, uri, t0);
+	if ((status = srv_model_reserve(m, err, sizeof(err))) != 0) {
+		srv_job_finish(job, status, NULL, NULL, err);
+		return;
+	}
+	if (srv_cfg.drop_disconnected)
+		srv_watch_begin(job);     /* the connection is ours from here */
+	srv_model_enqueue(m, job);        /* a worker answers */
 	return;
 fail:
 	srv_stats_request(m->stats, 0, srv_now() - t0);

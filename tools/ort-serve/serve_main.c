@@ -25,7 +25,7 @@ static const char usage[] =
 	"                 [--threads N] [--providers LIST] [--instances N]\n"
 	"                 [--max-batch-size N] [--batch-delay-us US] [--timeout-ms MS]\n"
 	"                 [--max-queue N] [--max-body-mb MB] [--drain-timeout-s S]\n"
-	"                 [--no-access-log]\n"
+	"                 [--no-access-log] [--drop-disconnected]\n"
 	"Serves DIR/<model>/<version>/model.onnx over the Open Inference Protocol\n"
 	"(defaults: /mnt/models, port 8080, 0.0.0.0).  DIR/<model>/config.json\n"
 	"overrides the model defaults given here (docs/SERVING.md).\n";
@@ -93,6 +93,8 @@ static int parse_args(int argc, char **argv, opts *o)
 			i++;
 		} else if (!strcmp(a, "--no-access-log")) {
 			srv_cfg.access_log = 0;
+		} else if (!strcmp(a, "--drop-disconnected")) {
+			srv_cfg.drop_disconnected = 1;
 		} else {
 			fprintf(stderr, "%s", usage);
 			return !strcmp(a, "--help") ? 1 : -1;

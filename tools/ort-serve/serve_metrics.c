@@ -25,6 +25,7 @@ struct srv_stats {
 	double queue_sum;
 	unsigned long batch[N_BATCH + 1];
 	unsigned long batch_n, batch_sum;
+	unsigned long dropped;                 /* clients gone before the run */
 	unsigned long restarts, failed_runs;   /* of retired versions */
 };
 
@@ -89,6 +90,15 @@ void srv_stats_batch(srv_stats *st, size_t size)
 	pthread_mutex_unlock(&mu);
 }
 
+void srv_stats_dropped(srv_stats *st)
+{
+	if (!st)
+		return;
+	pthread_mutex_lock(&mu);
+	st->dropped++;
+	pthread_mutex_unlock(&mu);
+}
+
 void srv_stats_retired(srv_stats *st, unsigned restarts, unsigned failed_runs)
 {
 	if (!st)
@@ -138,6 +148,7 @@ static void one_model(srv_buf *b, const srv_stats *s)
 		       s->restarts + restarts);
 	srv_buf_printf(b, "ortserve_failed_runs_total{model=\"%s\"} %lu\n", s->name,
 		       s->failed_runs + failed);
+	srv_buf_printf(b, "ortserve_dropped_total{model=\"%s\"} %lu\n", s->name, s->dropped);
 }
 
 void srv_metrics_text(srv_buf *b)
@@ -147,7 +158,8 @@ void srv_metrics_text(srv_buf *b)
 		       "# TYPE ortserve_queue_duration_seconds summary\n"
 		       "# TYPE ortserve_batch_size histogram\n"
 		       "# TYPE ortserve_provider_restarts_total counter\n"
-		       "# TYPE ortserve_failed_runs_total counter\n");
+		       "# TYPE ortserve_failed_runs_total counter\n"
+		       "# TYPE ortserve_dropped_total counter\n");
 	pthread_mutex_lock(&mu);
 	size_t n = 0;
 	for (srv_stats *s = all; s; s = s->next)

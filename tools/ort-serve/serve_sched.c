@@ -55,27 +55,32 @@ static int64_t batch_dim(const srv_request *r)
 	return b;
 }
 
-int srv_model_submit(srv_model *m, srv_job *job, char *err, size_t errlen)
+int srv_model_reserve(srv_model *m, char *err, size_t errlen)
+{
+	pthread_mutex_lock(&m->mu);
+	int full = m->queued >= m->cfg.max_queue;
+	if (!full)
+		m->queued++;
+	pthread_mutex_unlock(&m->mu);
+	if (full)
+		snprintf(err, errlen, "model '%s': queue full (%d requests waiting)", m->name,
+			 m->cfg.max_queue);
+	return full ? 503 : 0;
+}
+
+void srv_model_enqueue(srv_model *m, srv_job *job)
 {
 	job->batch = m->cfg.max_batch_size > 1 ? batch_dim(&job->req) : -1;
 	job->t_enqueued = srv_now();
-	pthread_mutex_lock(&m->mu);
-	if (m->queued >= m->cfg.max_queue) {
-		pthread_mutex_unlock(&m->mu);
-		snprintf(err, errlen, "model '%s': queue full (%d requests waiting)", m->name,
-			 m->cfg.max_queue);
-		return 503;
-	}
 	job->next = NULL;
+	pthread_mutex_lock(&m->mu);
 	if (m->tail)
 		m->tail->next = job;
 	else
 		m->head = job;
 	m->tail = job;
-	m->queued++;
 	pthread_cond_signal(&m->cv);
 	pthread_mutex_unlock(&m->mu);
-	return 0;
 }
 
 /* Removes job from the queue (under m->mu). */
@@ -359,7 +364,9 @@ static void *worker(void *arg)
 		size_t live = 0;
 		for (size_t j = 0; j < n; j++) {
 			srv_stats_queue(m->stats, now - jobs[j]->t_enqueued);
-			if (m->cfg.timeout_ms && (now - jobs[j]->t_start) * 1000 > m->cfg.timeout_ms)
+			if (__atomic_load_n(&jobs[j]->gone, __ATOMIC_SEQ_CST))
+				srv_job_finish(jobs[j], SRV_GONE, NULL, NULL, NULL);
+			else if (m->cfg.timeout_ms && (now - jobs[j]->t_start) * 1000 > m->cfg.timeout_ms)
 				srv_job_finish(jobs[j], 503, NULL, NULL,
 					       "the request timed out waiting in the queue");
 			else
