@@ -10,10 +10,10 @@ BUILD_DIR=${BUILD_DIR:-build}
 
 # Debian packages the build and the tests need.
 PACKAGES="gcc pkg-config cmake meson ninja-build protobuf-c-compiler libprotobuf-c-dev
-libnng-dev libcmocka-dev libonnx-dev libonnx-testdata python3 python3-numpy python3-onnx
+libnng-dev libcjson-dev libcmocka-dev libonnx-dev libonnx-testdata python3 python3-numpy python3-onnx
 python3-torch python3-torchvision
 python3-dev python3-venv python3-pip python3-mesonpy python3-pytest
-clang-14 libfuzzer-14-dev python3-sklearn python3-xgboost
+clang-14 libfuzzer-14-dev python3-sklearn python3-xgboost python3-yaml
 mesa-vulkan-drivers libvulkan-dev glslc vulkan-tools"
 
 install_missing() {

@@ -53,7 +53,7 @@ soname=$(objdump -p "$lib/libortmk.so.$major" | awk '$1 == "SONAME" {print $2}')
 [ "$soname" = "libortmk.so.$major" ] || fail "SONAME is '$soname'"
 [ -f "$root/include/ortmk/ortmk.h" ] || fail "no include/ortmk/ortmk.h"
 [ -f "$lib/pkgconfig/ortmk.pc" ] || fail "no $libdir/pkgconfig/ortmk.pc"
-for t in ort-run ort-trace ort-model; do
+for t in ort-run ort-trace ort-model ort-serve; do
 	[ -x "$root/$bindir/$t" ] || fail "no $bindir/$t"
 done
 for ep in cpu vulkan cuda; do
