@@ -61,6 +61,7 @@ ortmk_status ortmk_env_create_with_options(const ortmk_env_options *opts, ortmk_
 	if ((st = ortmk_env_create(out)) || !opts)
 		return st;
 	(*out)->mem_limit = (uint64_t)o.memory_limit_mb << 20;
+	(*out)->no_sandbox = o.disable_sandbox != 0;
 	(*out)->log_fn = o.log_fn;
 	(*out)->log_user = o.log_user;
 	(*out)->log_token = ipc_log_set_sink(ipc_level(o.log_severity), o.log_fn ? env_log : NULL, *out);
@@ -69,11 +70,15 @@ ortmk_status ortmk_env_create_with_options(const ortmk_env_options *opts, ortmk_
 
 ortmk_status ortmk_env_create(ortmk_env **out)
 {
-	const char *base = getenv("XDG_RUNTIME_DIR");
+	const char *base = getenv("XDG_RUNTIME_DIR"), *sandbox = getenv("ORTMK_SANDBOX");
 	ortmk_env *env;
 
 	if (!out)
 		return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "env: NULL out");
+	if (sandbox && strcmp(sandbox, "0") && strcmp(sandbox, "1") && strcmp(sandbox, "report"))
+		return core_fail(ORTMK_ERR_INVALID_ARGUMENT,
+				 "ORTMK_SANDBOX=%s: expected 0 (providers unconfined, for debugging), "
+				 "1 (the default) or report", sandbox);
 	env = calloc(1, sizeof(*env));
 	if (!env)
 		return core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");

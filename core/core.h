@@ -140,6 +140,7 @@ struct ortmk_env {
 	char dir[256];            /* private 0700 directory of the sockets */
 	unsigned log_token;       /* its log sink (ortmk_env_options), 0: none */
 	uint64_t mem_limit;       /* bytes; 0: MemAvailable (core_mem_check) */
+	int no_sandbox;           /* ortmk_env_options.disable_sandbox */
 	ortmk_log_fn log_fn;
 	void *log_user;
 	pthread_mutex_t lock;

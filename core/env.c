@@ -54,7 +54,12 @@ static void proc_reap(core_proc *p, int block)
 	r = waitpid(p->pid, &status, block ? 0 : WNOHANG);
 	if (r != p->pid)
 		return;
-	if (WIFSIGNALED(status))
+	/* SIGSYS is how the provider's seccomp filter ends it: say so. */
+	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS)
+		snprintf(p->death, sizeof(p->death), "killed by signal %d (SIGSYS, %s): a sandbox "
+			 "violation, a system call its filter does not allow (docs/SECURITY.md)",
+			 SIGSYS, strsignal(SIGSYS));
+	else if (WIFSIGNALED(status))
 		snprintf(p->death, sizeof(p->death), "killed by signal %d (%s)",
 			 WTERMSIG(status), strsignal(WTERMSIG(status)));
 	else if (WIFEXITED(status))
@@ -261,19 +266,28 @@ size_t ortmk_available_providers(const char **names, size_t cap)
 	return k;
 }
 
-static char **child_environ(const char *url)
+static int inherited(const char *var, int no_sandbox)
+{
+	return strncmp(var, "ORTMK_EP_URL=", 13) && strncmp(var, "ORTMK_EP_FD=", 12) &&
+	       (!no_sandbox || strncmp(var, "ORTMK_SANDBOX=", 14));
+}
+
+static char **child_environ(const char *url, int no_sandbox)
 {
 	size_t n = 0, k = 0;
 	char **env;
 
 	while (environ[n])
 		n++;
-	env = calloc(n + 4, sizeof(char *));
+	env = calloc(n + 5, sizeof(char *));
 	if (!env)
 		return NULL;
 	for (size_t i = 0; i < n; i++)
-		if (strncmp(environ[i], "ORTMK_EP_URL=", 13) && strncmp(environ[i], "ORTMK_EP_FD=", 12))
+		if (inherited(environ[i], no_sandbox))
 			env[k++] = environ[i];
+	/* ortmk_env_options.disable_sandbox: the provider runs unconfined. */
+	if (no_sandbox)
+		env[k++] = "ORTMK_SANDBOX=0";
 	/* The provider logs at the core's level (ortmk_env_options). */
 	if (!getenv("ORTMK_LOG")) {
 		static const char *const lv[] = {"ORTMK_LOG=error", "ORTMK_LOG=warn", "ORTMK_LOG=info",
@@ -293,11 +307,12 @@ static char **child_environ(const char *url)
 	return env;
 }
 
-static int spawn_child(core_proc *p, const char *binary, const char *url, int child_fd)
+static int spawn_child(core_proc *p, const char *binary, const char *url, int child_fd,
+		       int no_sandbox)
 {
 	posix_spawn_file_actions_t fa;
 	char *argv[] = {(char *)binary, NULL};
-	char **env = child_environ(url);
+	char **env = child_environ(url, no_sandbox);
 	int rc;
 
 	if (!env)
@@ -437,7 +452,7 @@ ortmk_status core_proc_start(core_ep *ep, core_proc *p, const char *binary)
 		core_proc_stop(ep, p);
 		return core_fail(ORTMK_ERR_IO, "cannot listen on %s", url);
 	}
-	rc = spawn_child(p, binary, url, sv[1]);
+	rc = spawn_child(p, binary, url, sv[1], ep->env->no_sandbox);
 	close(sv[1]);
 	if (rc) {
 		core_proc_stop(ep, p);

@@ -162,14 +162,17 @@ static ortmk_status segment_new(ortmk_session *s, uint64_t size, const char *nam
 				shm_segment **out)
 {
 	shm_segment *n;
+	int rc = -ENOMEM;
 
 	if (core_mem_check(s->env, size, name) != ORTMK_OK)
 		return ORTMK_ERR_NO_MEMORY;
 	n = calloc(1, sizeof(*n));
-	if (!n || shm_segment_create(name, size ? size : 1, core_env_next_id(s->env), n)) {
+	if (n)
+		rc = shm_segment_create(name, size ? size : 1, core_env_next_id(s->env), n);
+	if (rc) {
 		free(n);
-		return core_fail(ORTMK_ERR_NO_MEMORY, "cannot create %llu bytes of shared memory (%s)",
-				 (unsigned long long)size, name);
+		return core_fail(ORTMK_ERR_NO_MEMORY, "cannot create %llu bytes of shared memory (%s): %s",
+				 (unsigned long long)size, name, strerror(-rc));
 	}
 	*out = n;
 	return ORTMK_OK;

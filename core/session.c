@@ -74,6 +74,7 @@ static ortmk_status copy_weights(ortmk_session *s)
 {
 	const graph *g = s->g;
 	uint64_t total = 0;
+	int rc;
 
 	s->weight_off = calloc(g->n_values + 1, sizeof(uint64_t));
 	if (!s->weight_off)
@@ -93,10 +94,11 @@ static ortmk_status copy_weights(ortmk_session *s)
 	}
 	if (core_mem_check(s->env, total, "the model's inline weights") != ORTMK_OK)
 		return ORTMK_ERR_NO_MEMORY;
-	if (shm_segment_create("ortmk-weights", total ? total : 1, core_env_next_id(s->env),
-			       &s->weights))
-		return core_fail(ORTMK_ERR_NO_MEMORY, "cannot create %llu bytes of shared memory for weights",
-				 (unsigned long long)total);
+	rc = shm_segment_create("ortmk-weights", total ? total : 1, core_env_next_id(s->env),
+				&s->weights);
+	if (rc)
+		return core_fail(ORTMK_ERR_NO_MEMORY, "cannot create %llu bytes of shared memory for weights: %s",
+				 (unsigned long long)total, strerror(-rc));
 	for (size_t v = 0; v < g->n_values; v++)
 		if (s->weight_off[v] != PLAN_NONE && g->values[v].init.alias < 0)
 			memcpy((uint8_t *)s->weights.base + s->weight_off[v], g->values[v].init.data,

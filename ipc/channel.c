@@ -87,13 +87,19 @@ int ipc_chan_listen(ipc_chan *c, const char *url)
 
 int ipc_chan_dial(ipc_chan *c, const char *url)
 {
-	int rc = chan_open(c);
+	int rc = chan_open(c), fd;
 
 	if (rc)
 		return rc;
 	if (nng_dial(c->sock, url, NULL, 0)) {
 		ipc_chan_close(c);
 		return -ECONNREFUSED;
+	}
+	/* nng makes the receive descriptor on first use: make it now, before
+	 * a provider's sandbox forbids creating descriptors. */
+	if (nng_socket_get_int(c->sock, NNG_OPT_RECVFD, &fd)) {
+		ipc_chan_close(c);
+		return -EIO;
 	}
 	return 0;
 }

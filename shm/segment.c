@@ -5,7 +5,11 @@
  * descriptors to provider processes, which map them with
  * shm_segment_map_fd_take.  Sealing against shrink and grow is what makes
  * the sharing safe: without it a misbehaving peer could truncate the file
- * and turn every access by the other side into a SIGBUS.
+ * and turn every access by the other side into a SIGBUS.  Every page is
+ * backed at creation (fallocate) for the same reason: a memfd that only
+ * has a size gets its pages on first touch, and when the machine (or the
+ * shared-memory limit) has none left then, the toucher dies of SIGBUS in
+ * the middle of a run; allocated up front, the shortage is an error here.
  */
 #include "shm.h"
 
@@ -41,6 +45,20 @@ static int map_segment(int fd, size_t size, uint64_t id, shm_segment *out)
 	return 0;
 }
 
+/* 0, -ENOMEM when the pages cannot be had, or another -errno.  A file
+ * system without fallocate keeps the ftruncate'd file (pages on touch). */
+static int back_pages(int fd, size_t size)
+{
+	int rc;
+
+	do
+		rc = fallocate(fd, 0, 0, (off_t)size);
+	while (rc < 0 && errno == EINTR);
+	if (rc == 0 || errno == EOPNOTSUPP || errno == ENOSYS)
+		return 0;
+	return errno == ENOSPC || errno == ENOMEM ? -ENOMEM : -errno;
+}
+
 int shm_segment_create(const char *name, size_t size, uint64_t id, shm_segment *out)
 {
 	size_t rounded;
@@ -59,6 +77,9 @@ int shm_segment_create(const char *name, size_t size, uint64_t id, shm_segment *
 		return -errno;
 	if (ftruncate(fd, (off_t)rounded) < 0)
 		goto fail_errno;
+	ret = back_pages(fd, rounded);
+	if (ret < 0)
+		goto fail;
 	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
 		goto fail_errno;
 	ret = map_segment(fd, rounded, id, out);

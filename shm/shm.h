@@ -28,7 +28,9 @@ typedef struct shm_segment {
 	uint64_t id;    /* env-wide id the core assigns; 0 = none */
 } shm_segment;
 
-/* Creates a sealed memfd of `size` bytes (rounded up to a page) and maps it. */
+/* Creates a sealed memfd of `size` bytes (rounded up to a page), backs
+ * every page (fallocate) and maps it.  0, -ENOMEM when the memory cannot be
+ * had (instead of a SIGBUS at first touch later), or another -errno. */
 int shm_segment_create(const char *name, size_t size, uint64_t id, shm_segment *out);
 /* Maps a segment received from a peer.  Refuses (-EINVAL) a descriptor that
  * is not a memfd sealed against shrinking and growing, or that is smaller

@@ -14,7 +14,7 @@ libnng-dev libcjson-dev libcmocka-dev libonnx-dev libonnx-testdata python3 pytho
 python3-torch python3-torchvision
 python3-dev python3-venv python3-pip python3-mesonpy python3-pytest
 clang-14 libfuzzer-14-dev python3-sklearn python3-xgboost python3-yaml
-mesa-vulkan-drivers libvulkan-dev glslc vulkan-tools"
+mesa-vulkan-drivers libvulkan-dev glslc vulkan-tools libseccomp-dev"
 
 install_missing() {
 	missing=""

@@ -47,11 +47,32 @@ typedef struct cpu_sg {
 	cpu_fold fold;            /* nodes folded into constants at load */
 } cpu_sg;
 
+/* The process's state: what it opens before the sandbox forbids opening. */
+typedef struct cpu_ep {
+	FILE *profile;            /* ORTMK_CPU_PROFILE, or NULL */
+} cpu_ep;
+
 static int cpu_init(void **self, char *detail, size_t n)
 {
-	*self = NULL;
-	snprintf(detail, n, "cpu, %ld cores", sysconf(_SC_NPROCESSORS_ONLN));
+	const char *path = getenv("ORTMK_CPU_PROFILE");
+	cpu_ep *ep = calloc(1, sizeof(*ep));
+
+	*self = ep;
+	if (!ep)
+		return -1;
+	if (path && path[0] && !(ep->profile = fopen(path, "a")))
+		ipc_log(IPC_LOG_WARN, "ORTMK_CPU_PROFILE=%s: cannot open it; no profile", path);
+	snprintf(detail, n, "cpu, %d cores", cpu_pool_cores());
 	return 0;
+}
+
+static void cpu_fini(void *self)
+{
+	cpu_ep *ep = self;
+
+	if (ep && ep->profile)
+		fclose(ep->profile);
+	free(ep);
 }
 
 static int cpu_supported(void *self, const Onnx__NodeProto *node, int64_t opset,
@@ -81,17 +102,16 @@ static void cpu_sg_free(cpu_sg *c)
 	free(c);
 }
 
-/* ORTMK_CPU_PROFILE=FILE: at unload, each node's mean time per run is
- * appended to FILE as tab-separated lines (subgraph id, node index, op
- * type, node name, microseconds per run, runs), fused heads under their
- * own op type with "+fused".  Read it with tools/bench/profile_ops.py. */
-static void write_profile(const cpu_sg *c, const ep_subgraph *sg)
+/* ORTMK_CPU_PROFILE=FILE (opened at init): at unload, each node's mean
+ * time per run is appended to FILE as tab-separated lines (subgraph id,
+ * node index, op type, node name, microseconds per run, runs), fused heads
+ * under their own op type with "+fused".  Read it with
+ * tools/bench/profile_ops.py. */
+static void write_profile(const cpu_sg *c, const ep_subgraph *sg, FILE *fp)
 {
-	const char *path = getenv("ORTMK_CPU_PROFILE");
 	uint64_t runs = c->plan.node_ns ? c->plan.node_ns[c->plan.n_nodes] : 0;
-	FILE *fp;
 
-	if (!path || !runs || !(fp = fopen(path, "a")))
+	if (!fp || !runs)
 		return;
 	for (size_t k = 0; k < c->plan.n_nodes; k++) {
 		const Onnx__NodeProto *p = sg->graph->node[k];
@@ -102,14 +122,15 @@ static void write_profile(const cpu_sg *c, const ep_subgraph *sg)
 			c->plan.nodes[k].fuse ? "+fused" : "", p->name ? p->name : "",
 			(double)c->plan.node_ns[k] / 1e3 / (double)runs, (unsigned long long)runs);
 	}
-	fclose(fp);
+	fflush(fp);
 }
 
 static void cpu_unload(void *self, ep_subgraph *sg)
 {
-	(void)self;
+	cpu_ep *ep = self;
+
 	if (sg->impl)
-		write_profile(sg->impl, sg);
+		write_profile(sg->impl, sg, ep->profile);
 	cpu_sg_free(sg->impl);
 	sg->impl = NULL;
 }
@@ -258,8 +279,8 @@ static void plan_fusions(cpu_sg *c, const ep_subgraph *sg, unsigned char *export
  * four per online CPU (more only adds waiting threads and scratch). */
 static int pool_size(int requested)
 {
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	int cap = cpus > 0 && cpus < 64 ? 4 * (int)cpus : 256;
+	int cpus = cpu_pool_cores();
+	int cap = cpus < 64 ? 4 * cpus : 256;
 
 	return requested < 1 ? 1 : requested > cap ? cap : requested;
 }
@@ -334,10 +355,10 @@ static void log_warn(const char *msg)
 
 static int cpu_load(void *self, ep_subgraph *sg, char *err, size_t n)
 {
+	const cpu_ep *ep = self;
 	cpu_sg *c = calloc(1, sizeof(*c));
 	int rc;
 
-	(void)self;
 	if (!c || cpu_plan_alloc(&c->plan, sg->n_values, sg->graph->n_node) ||
 	    load_opsets(c, sg) || !(c->run.arena = cpu_arena_new())) {
 		cpu_sg_free(c);
@@ -358,7 +379,7 @@ static int cpu_load(void *self, ep_subgraph *sg, char *err, size_t n)
 		return snprintf(err, n, "out of memory"), EP_E_NOMEM;
 	}
 	c->env = (cpu_load_env){&cpu_optable_all, c->pack, &c->opsets};
-	if (getenv("ORTMK_CPU_PROFILE"))
+	if (ep->profile)
 		c->plan.node_ns = calloc(c->plan.n_nodes + 1, sizeof(uint64_t));
 	rc = build_plan(c, sg, err, n);
 	if (rc == 0 && !(c->run.frame = cpu_frame_new(&c->plan)))
@@ -509,7 +530,7 @@ static const ep_vtable cpu_vtable = {
 	.load = cpu_load,
 	.run = cpu_run,
 	.unload = cpu_unload,
-	.fini = NULL,
+	.fini = cpu_fini,
 };
 
 int main(int argc, char **argv)

@@ -1,9 +1,10 @@
 /*
  * ep_host: the message loop of a provider process (see ep_host.h).
  *
- * Start-up: read the 32-byte token the core wrote on the inherited
- * socketpair, dial the core's ipc:// socket, say HELLO with the token and
- * our pid, wait for HELLO_ACK.  Then serve one request at a time, replying
+ * Start-up: close every inherited descriptor but the socketpair, read the
+ * 32-byte token the core wrote on it, let the provider initialise, dial
+ * the core's ipc:// socket, enter the sandbox (ep_sandbox.c), say HELLO
+ * with the token and our pid, wait for HELLO_ACK.  Then serve one request at a time, replying
  * to each with the reply_to set to its sequence number.  Everything a
  * request names (segments, files, value indexes, byte ranges) is checked
  * here before the provider's vtable sees it.
@@ -216,122 +217,6 @@ static int on_release(host *h, const Ortmk__Envelope *req)
 	return ep_host_reply_ack(h, req);
 }
 
-/* An optional "PROVIDER/" prefix aims the fault at one provider only
- * (ORTMK_EP_FAULT=vulkan/crash-after:run:1); without it every provider
- * process fires. */
-static void fault_parse(fault *f, const char *provider)
-{
-	static const char *actions[] = {"", "crash-after", "hang-after", "exit-after", "garbage-after",
-					"badseq-after", "badref-after", "nosignal-after"};
-	const char *spec = getenv("ORTMK_EP_FAULT"), *slash;
-	char act[32], kind[32];
-	long n;
-
-	memset(f, 0, sizeof(*f));
-	slash = spec ? strchr(spec, '/') : NULL;
-	if (slash) {
-		if ((size_t)(slash - spec) != strlen(provider) ||
-		    strncmp(spec, provider, (size_t)(slash - spec)) != 0)
-			return;
-		spec = slash + 1;
-	}
-	if (!spec || sscanf(spec, "%31[a-z-]:%31[a-z_]:%ld", act, kind, &n) != 3)
-		return;
-	for (int a = 1; a <= (int)FAULT_NOSIGNAL; a++)
-		if (strcmp(act, actions[a]) == 0)
-			f->action = (enum fault_action)a;
-	for (int k = 1; strcmp(ipc_kind_name(k), "UNKNOWN") != 0; k++) {
-		char lower[32];
-		const char *name = ipc_kind_name(k);
-		size_t i;
-
-		for (i = 0; name[i] && i < sizeof(lower) - 1; i++)
-			lower[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] + 32 : name[i]);
-		lower[i] = 0;
-		if (strcmp(lower, kind) == 0)
-			f->kind = k;
-	}
-	f->after = n;
-	if (!f->kind)
-		f->action = FAULT_NONE;
-}
-
-static void fault_badref(host *h, const Ortmk__Envelope *req)
-{
-	Ortmk__Envelope e = ORTMK__ENVELOPE__INIT;
-	Ortmk__Result body = ORTMK__RESULT__INIT;
-	Ortmk__TensorRef t = ORTMK__TENSOR_REF__INIT, *pt = &t;
-	int64_t dims[1] = {4};
-
-	t.dtype = 1;
-	t.n_dims = 1;
-	t.dims = dims;
-	t.nbytes = 16;
-	t.segment_id = h->segs.n ? h->segs.segs[0].id : 1;
-	t.offset = UINT64_C(1) << 40;
-	body.run_id = req->kind == ORTMK__KIND__RUN ? req->run->run_id : 0;
-	body.n_outputs = 1;
-	body.outputs = &pt;
-	e.kind = ORTMK__KIND__RESULT;
-	e.body_case = ORTMK__ENVELOPE__BODY_RESULT;
-	e.result = &body;
-	ep_host_reply(h, req, &e);
-}
-
-/* Returns 1 when the fault replaced the normal handling of `req`. */
-static int fault_fire(host *h, const Ortmk__Envelope *req)
-{
-	fault *f = &h->fault;
-	uint8_t junk[64];
-
-	if (f->action == FAULT_NONE || (int)req->kind != f->kind || ++f->seen < f->after)
-		return 0;
-	ipc_log(IPC_LOG_WARN, "fault injection fires on %s #%ld", ipc_kind_name(f->kind), f->seen);
-	switch (f->action) {
-	case FAULT_CRASH:
-		raise(SIGSEGV);
-		break;
-	case FAULT_HANG:
-		for (;;)
-			pause();
-	case FAULT_EXIT:
-		_exit(3);
-	case FAULT_GARBAGE:
-		for (size_t i = 0; i < sizeof(junk); i++)
-			junk[i] = (uint8_t)rand();
-		if (h->cur_ring) {
-			/* On the ring, garbage is an envelope of an unknown kind. */
-			Ortmk__Envelope bad = ORTMK__ENVELOPE__INIT;
-
-			bad.kind = 99;
-			bad.has_reply_to = 1;
-			bad.reply_to = req->seq;
-			ipc_ring_send(&h->ring, &h->ring.rep, &bad, &h->chan.next_seq);
-			return 1;
-		}
-		nng_send(h->chan.sock, junk, sizeof(junk), 0);
-		return 1;
-	case FAULT_BADSEQ: {
-		Ortmk__Envelope other = *req;
-
-		other.seq += 1000;
-		ep_host_reply_ack(h, &other);
-		return 1;
-	}
-	case FAULT_BADREF:
-		fault_badref(h, req);
-		return 1;
-	case FAULT_NOSIGNAL:
-		if (req->kind != ORTMK__KIND__COPY)
-			return 0;
-		ep_dev_on_copy(h, req, 1);
-		return 1;
-	default:
-		break;
-	}
-	return 0;
-}
-
 /* Handles one request; 1 to stop serving. */
 static int on_ring_setup(host *h, const Ortmk__Envelope *req);
 
@@ -341,7 +226,7 @@ static int dispatch(host *h, Ortmk__Envelope *req)
 {
 	int kept = h->cur_ring, rc;
 
-	if (fault_fire(h, req)) {
+	if (ep_fault_fire(h, req)) {
 		if (!kept)
 			ipc_envelope_free(req);
 		return 0;
@@ -425,6 +310,29 @@ void ep_host_unavailable(const char *why)
 	snprintf(unavailable, sizeof(unavailable), "%s", why && why[0] ? why : "no device");
 }
 
+/* Everything the process needs from the file system is open by now (the
+ * provider's init, the channel).  A filter that cannot be loaded leaves
+ * the process unconfined, so it says it is unavailable and gets no node. */
+static void sandbox(host *h)
+{
+	const ep_sandbox_policy *p = h->vt->sandbox;
+	int mode = ep_sandbox_mode();
+	char err[256] = "", why[400];
+
+	if (mode != EP_SANDBOX_OFF && p && p->off_reason) {
+		ipc_log(IPC_LOG_INFO, "no system-call sandbox: %s", p->off_reason);
+		return;
+	}
+	if (mode == EP_SANDBOX_OFF)
+		ipc_log(IPC_LOG_INFO, "system-call sandbox off (ORTMK_SANDBOX=0)");
+	if (ep_sandbox_enter(p, mode, err, sizeof(err)) == 0)
+		return;
+	snprintf(why, sizeof(why), "the system-call sandbox could not be set up (%s); "
+		 "ORTMK_SANDBOX=0 runs providers without it", err);
+	ipc_log(IPC_LOG_ERROR, "%s", why);
+	ep_host_unavailable(why);
+}
+
 static int handshake(host *h)
 {
 	Ortmk__Envelope e = ORTMK__ENVELOPE__INIT, *ack = NULL;
@@ -447,6 +355,7 @@ static int handshake(host *h)
 		rc = ipc_chan_dial(&h->chan, url);
 	if (rc)
 		return rc;
+	sandbox(h);
 	body.protocol_version = IPC_PROTOCOL_VERSION;
 	body.token = (ProtobufCBinaryData){sizeof(token), token};
 	body.pid = (uint32_t)getpid();
@@ -474,6 +383,8 @@ int ep_host_main(const ep_vtable *vt, int argc, char **argv)
 
 	(void)argc;
 	(void)argv;
+	if (ep_sandbox_mode() != EP_SANDBOX_OFF && getenv("ORTMK_EP_FD"))
+		ep_sandbox_close_fds(atoi(getenv("ORTMK_EP_FD")));
 	ipc_chan_init(&h.chan);
 	ipc_log_set_role(vt->name);
 	/* The core is our reason to exist: watch it and leave with it.  Not
@@ -483,7 +394,7 @@ int ep_host_main(const ep_vtable *vt, int argc, char **argv)
 		return 1;
 	signal(SIGPIPE, SIG_IGN);
 	h.chan.segs = &h.segs;
-	fault_parse(&h.fault, vt->name);
+	ep_fault_parse(&h.fault, vt->name);
 	ep_dev_init(&h);
 	rc = handshake(&h);
 	if (rc) {

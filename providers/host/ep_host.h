@@ -178,8 +178,25 @@ enum ep_status {
 	EP_E_CANCELLED = -7,      /* the run's cancel word was set */
 };
 
+/*
+ * What a provider's driver needs beyond the system calls every provider
+ * may make (providers/host/ep_sandbox.c, docs/SECURITY.md).  A vtable
+ * without one gets the common list alone (cpu).
+ */
+typedef struct ep_sandbox_policy {
+	/* Non-NULL: this provider runs without the filter, for this reason
+	 * (logged at start). */
+	const char *off_reason;
+	/* mmap/mprotect with PROT_EXEC: a driver that compiles code at load
+	 * (lavapipe's LLVM). */
+	int exec_memory;
+	/* More system calls by name (ioctl for a device node), NULL-terminated. */
+	const char *const *extra;
+} ep_sandbox_policy;
+
 typedef struct ep_vtable {
 	const char *name;        /* "cpu" */
+	const ep_sandbox_policy *sandbox;   /* NULL: the common filter */
 	/* Once at start; writes a description (ISA, device) into detail.  A
 	 * provider that finds no device calls ep_host_unavailable() here. */
 	int (*init)(void **self, char *detail, size_t n);

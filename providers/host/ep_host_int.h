@@ -1,8 +1,9 @@
 /*
  * ep_host internals shared by ep_host.c (the message loop, capability
- * queries, runs, release, fault injection), ep_load.c (segments, files,
- * loads), ep_device.c (device buffers, COPY, fences and the device-memory
- * emulation tests use) and ep_reply.c (the replies all of them send).
+ * queries, runs, release), ep_load.c (segments, files, loads),
+ * ep_device.c (device buffers, COPY, fences and the device-memory
+ * emulation tests use), ep_reply.c (the replies all of them send),
+ * ep_fault.c (fault injection) and ep_sandbox.c (the system-call filter).
  * Not for providers: they see ep_host.h only.
  */
 #ifndef ORTMK_EP_HOST_INT_H
@@ -37,12 +38,16 @@ typedef struct host_map {
  *                         every segment
  *   nosignal-after:KIND:N ... (copy) is acknowledged but its fence is never
  *                         signalled: a stuck device, for deadline tests
+ *   open-after:KIND:N     ... first tries open("/etc/passwd"), socket-after
+ *   socket-after:KIND:N   socket(AF_INET), exec-after execve: the sandbox
+ *   exec-after:KIND:N     kills the process (SIGSYS); unconfined, an error
+ *                         line and the request is served
  * KIND is a message kind in lower case (run, load_subgraph, copy, ...).  A
  * "PROVIDER/" prefix (vulkan/crash-after:run:1) limits it to one provider.
  */
 enum fault_action {
 	FAULT_NONE, FAULT_CRASH, FAULT_HANG, FAULT_EXIT, FAULT_GARBAGE, FAULT_BADSEQ, FAULT_BADREF,
-	FAULT_NOSIGNAL,
+	FAULT_NOSIGNAL, FAULT_OPEN, FAULT_SOCKET, FAULT_EXEC,
 };
 
 typedef struct fault {
@@ -104,6 +109,21 @@ int ep_host_on_add_segment(host *h, const Ortmk__Envelope *req);
 int ep_host_on_add_file(host *h, const Ortmk__Envelope *req);
 int ep_host_on_load(host *h, Ortmk__Envelope *req, int *kept);
 void ep_host_subgraph_free(host *h, ep_subgraph *sg);
+
+/* ep_fault.c: ORTMK_EP_FAULT for this provider; 1 when the fault replaced
+ * the normal handling of `req` */
+void ep_fault_parse(fault *f, const char *provider);
+int ep_fault_fire(host *h, const Ortmk__Envelope *req);
+
+/* ep_sandbox.c: the system-call filter (docs/SECURITY.md) */
+enum { EP_SANDBOX_OFF, EP_SANDBOX_ON, EP_SANDBOX_REPORT };
+/* ORTMK_SANDBOX: unset or 1 on, 0 off, report (log and fail with ENOSYS). */
+int ep_sandbox_mode(void);
+/* Closes every descriptor above 2 but `keep`. */
+void ep_sandbox_close_fds(int keep);
+/* Core dumps off, not dumpable, no new privileges, then the filter on every
+ * thread.  0, or <0 with err (the process is not confined). */
+int ep_sandbox_enter(const ep_sandbox_policy *p, int mode, char *err, size_t n);
 
 /* ep_device.c */
 /* Reads ORTMK_EP_EMULATE_DEVICE (a provider name, or "1" for any) for a

@@ -175,11 +175,21 @@ static void vk_stream_free(void *self, uint32_t stream)
 		vk_dm_stream_free(&ep->dm, stream);
 }
 
+/* Not confined yet (docs/SECURITY.md, "Per provider"): after start the
+ * provider writes its pipeline cache by path (vk_cache_save after each
+ * load: fopen of a temporary file, rename), a GPU driver opens its render
+ * node and disk cache and drives the device with ioctl, and lavapipe
+ * compiles shaders into executable memory. */
+static const ep_sandbox_policy vk_sandbox = {
+	.off_reason = "the pipeline cache and the Vulkan driver open files after start; not yet confined",
+};
+
 /* Not const: without a device, vk_init takes the device-memory entries
  * out before ep_host says HELLO (device_memory is "buf_alloc is set"), so
  * the core gives host values instead of failing every ALLOC. */
 static ep_vtable vk_vtable = {
 	.name = "vulkan",
+	.sandbox = &vk_sandbox,
 	.init = vk_init,
 	.supported = vk_supported,
 	.supported_shapes = vk_supported_shapes,

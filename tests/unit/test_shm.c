@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -41,6 +43,72 @@ static void sleep_ms(long ms)
 }
 
 /* ---- segments ---------------------------------------------------------- */
+
+/* Stands in for libc's fallocate (tools/check-layers/layers.txt:
+ * interpose) so the tests can make it fail as a machine out of memory
+ * would; 0 passes through to the kernel. */
+static int fallocate_errno;
+
+int fallocate(int fd, int mode, off_t offset, off_t len)
+{
+	if (fallocate_errno) {
+		errno = fallocate_errno;
+		return -1;
+	}
+	return (int)syscall(SYS_fallocate, fd, mode, offset, len);
+}
+
+/* The lowest free descriptor: a leak on an error path moves it. */
+static int next_fd(void)
+{
+	int fd = dup(0);
+
+	close(fd);
+	return fd;
+}
+
+/* Every page is allocated at creation, not at first touch. */
+static void test_segment_backed(void **state)
+{
+	size_t size = 64 * page_size();
+	shm_segment s;
+	struct stat st;
+	(void)state;
+
+	assert_int_equal(shm_segment_create("t", size, 1, &s), 0);
+	assert_int_equal(fstat(s.fd, &st), 0);
+	assert_true((uint64_t)st.st_blocks * 512 >= size);
+	shm_segment_destroy(&s);
+}
+
+/* No memory behind the segment: -ENOMEM at creation, nothing left open. */
+static void test_segment_no_memory(void **state)
+{
+	static const int errs[] = {ENOSPC, ENOMEM};
+	int fd0 = next_fd();
+	shm_segment s;
+	(void)state;
+
+	for (int i = 0; i < 2; i++) {
+		memset(&s, 0, sizeof(s));
+		fallocate_errno = errs[i];
+		assert_int_equal(shm_segment_create("t", 1 << 20, 1, &s), -ENOMEM);
+		fallocate_errno = 0;
+		assert_null(s.base);
+		assert_int_equal(next_fd(), fd0);
+	}
+	/* Another failure is passed on as it is. */
+	fallocate_errno = EIO;
+	assert_int_equal(shm_segment_create("t", 1 << 20, 1, &s), -EIO);
+	fallocate_errno = 0;
+	assert_int_equal(next_fd(), fd0);
+	/* A file system without fallocate: pages come at first touch. */
+	fallocate_errno = EOPNOTSUPP;
+	assert_int_equal(shm_segment_create("t", 1 << 20, 1, &s), 0);
+	fallocate_errno = 0;
+	memset(s.base, 1, s.size);
+	shm_segment_destroy(&s);
+}
 
 static void test_segment_create_sizes(void **state)
 {
@@ -599,6 +667,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_segment_create_sizes),
+		cmocka_unit_test(test_segment_backed),
+		cmocka_unit_test(test_segment_no_memory),
 		cmocka_unit_test(test_segment_seals),
 		cmocka_unit_test(test_segment_map_fd_take),
 		cmocka_unit_test(test_segment_refuse_unsealed),

@@ -148,6 +148,11 @@ typedef struct ortmk_env_options {
 	 * naming the size, before anything is allocated.  0 (the default):
 	 * the machine's available memory (MemAvailable) at that moment. */
 	size_t memory_limit_mb;
+	/* 1: provider processes run without their system-call filter (no
+	 * seccomp, core dumps and debuggers allowed), for debugging; the same
+	 * as ORTMK_SANDBOX=0 in the environment.  0 (the default): each
+	 * provider is confined once it has started (docs/SECURITY.md). */
+	int disable_sandbox;
 } ortmk_env_options;
 
 /* ortmk_env_create with options (NULL: the defaults).  The log settings

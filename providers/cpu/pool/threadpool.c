@@ -157,16 +157,30 @@ static void *worker_main(void *arg)
 	}
 }
 
+static int cores;
+static pthread_once_t cores_once = PTHREAD_ONCE_INIT;
+
+static void cores_read(void)
+{
+	long c = sysconf(_SC_NPROCESSORS_ONLN);
+
+	cores = c > 0 ? (int)(c < 4096 ? c : 4096) : 1;
+}
+
+int cpu_pool_cores(void)
+{
+	pthread_once(&cores_once, cores_read);
+	return cores;
+}
+
 int cpu_pool_create(int threads, cpu_pool **out)
 {
 	cpu_pool *p;
 	int started = 0, rc = 0;
 
 	*out = NULL;
-	if (threads <= 0) {
-		long c = sysconf(_SC_NPROCESSORS_ONLN);
-		threads = c > 0 ? (int)(c < 256 ? c : 256) : 1;
-	}
+	if (threads <= 0)
+		threads = cpu_pool_cores() < 256 ? cpu_pool_cores() : 256;
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;

@@ -23,6 +23,9 @@ typedef void cpu_task_fn(void *arg, int64_t task, int member);
 
 /* threads <= 0: one per online CPU.  0 or -ENOMEM / -EAGAIN. */
 int cpu_pool_create(int threads, cpu_pool **out);
+/* Online CPUs (at least 1), read once: glibc reads them from /sys, which a
+ * sandboxed provider cannot open, so its init asks before the filter. */
+int cpu_pool_cores(void);
 void cpu_pool_destroy(cpu_pool *pool);
 /* Members, caller included; 1 for a NULL pool. */
 int cpu_pool_threads(const cpu_pool *pool);
