@@ -119,6 +119,9 @@ int ep_fault_fire(host *h, const Ortmk__Envelope *req);
 enum { EP_SANDBOX_OFF, EP_SANDBOX_ON, EP_SANDBOX_REPORT };
 /* ORTMK_SANDBOX: unset or 1 on, 0 off, report (log and fail with ENOSYS). */
 int ep_sandbox_mode(void);
+/* What must happen before any thread starts: one malloc arena (glibc's
+ * per-thread arenas open a /proc file the first time they shrink). */
+void ep_sandbox_prepare(void);
 /* Closes every descriptor above 2 but `keep`. */
 void ep_sandbox_close_fds(int keep);
 /* Core dumps off, not dumpable, no new privileges, then the filter on every

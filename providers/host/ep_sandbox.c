@@ -1,7 +1,8 @@
 /*
  * ep_sandbox: the system-call filter a provider process serves under
  * (docs/SECURITY.md, "The provider sandbox").  ep_host_main calls
- * ep_sandbox_close_fds first thing and ep_sandbox_enter once the provider
+ * ep_sandbox_prepare and ep_sandbox_close_fds first thing and ep_sandbox_enter
+ * once the provider
  * is initialised and connected, before it says HELLO: from then on the
  * process can compute on memory and descriptors it holds or is handed, talk
  * on its channel, and start threads, and nothing else.  It cannot open a
@@ -20,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/sched.h>
+#include <malloc.h>
 #include <seccomp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -134,6 +136,16 @@ int ep_sandbox_mode(void)
 	 * the filter rather than guess. */
 	ipc_log(IPC_LOG_WARN, "ORTMK_SANDBOX=%s: expected 0, 1 or report; the sandbox stays on", e);
 	return EP_SANDBOX_ON;
+}
+
+void ep_sandbox_prepare(void)
+{
+	/* glibc gives each thread its own malloc arena, and the first time
+	 * one of those arenas shrinks it opens /proc/sys/vm/overcommit_memory
+	 * (found on a batch-32 CNN run: the provider was killed mid-run).
+	 * With one arena, the process heap shrinks by brk and nothing is
+	 * opened.  Before any thread exists, so no thread has an arena yet. */
+	mallopt(M_ARENA_MAX, 1);
 }
 
 void ep_sandbox_close_fds(int keep)

@@ -7,7 +7,8 @@
  * fails with ORTMK_ERR_PROVIDER_DIED naming the sandbox violation, and the
  * restarted provider runs the next one correctly.  ortmk_env_options.
  * disable_sandbox leaves the provider unconfined (and the same probe then
- * gets through), and a bad ORTMK_SANDBOX value is refused.
+ * gets through), a batch of 32 runs confined, and a bad ORTMK_SANDBOX
+ * value is refused.
  * Usage: test_sandbox MODEL (the example CNN)
  */
 #include <stdlib.h>
@@ -161,6 +162,35 @@ static void test_bad_value(void)
 		ortmk_env_destroy(env);
 }
 
+/* A batch of 32 on the pool: the workers' malloc arenas grow and shrink
+ * with the large intermediates, and glibc opens /proc/sys/vm/
+ * overcommit_memory the first time a thread arena shrinks unless the
+ * provider keeps one arena (ep_sandbox_prepare): without it this run was
+ * killed by the filter. */
+static void test_batch(void)
+{
+	int64_t dims[4] = {32, 3, 32, 32};
+	ortmk_env *env = NULL;
+	ortmk_session *s = open_session(&env, NULL, 0);
+	ortmk_value *x = NULL, *y = NULL;
+	const char *in[] = {"image"}, *out[] = {"probs"};
+
+	CHECK(s && ortmk_value_create(env, ORTMK_FLOAT, dims, 4, &x) == ORTMK_OK, "batch: setup");
+	for (int r = 0; x && r < 3; r++) {
+		ortmk_status st;
+
+		for (int i = 0; i < 32 * 3 * 32 * 32; i++)
+			((float *)ortmk_value_data(x))[i] = (float)((i * 37 + r) % 101) / 50.0f - 1.0f;
+		st = ortmk_session_run(s, in, (const ortmk_value *const[]){x}, 1, out, 1, &y);
+		CHECK(st == ORTMK_OK, "batch 32, run %d: %s (%s)", r, ortmk_status_name(st),
+		      ortmk_last_error());
+		ortmk_value_destroy(y);
+		y = NULL;
+	}
+	ortmk_value_destroy(x);
+	close_session(env, s);
+}
+
 int main(int argc, char **argv)
 {
 	ortmk_env *env;
@@ -181,6 +211,7 @@ int main(int argc, char **argv)
 	test_violation("socket-after:run:2");
 	test_violation("exec-after:run:2");
 	test_unconfined_probe();
+	test_batch();
 	test_bad_value();
 	ortmk_value_destroy(x);
 	ortmk_session_destroy(s);

@@ -376,35 +376,34 @@ static int run(problem *p, cpu_pool *pool)
 	return 0;
 }
 
-/* 0 when the environment variable `name` is "0", else 1; read once into
- * *cache (-1 until then). */
-static int env_switch(const char *name, _Atomic int *cache)
+/* 0 for a switch set to "0" (value: its getenv), else 1. */
+static int env_on(const char *value)
 {
-	int v = atomic_load_explicit(cache, memory_order_relaxed);
-
-	if (v < 0) {
-		const char *e = getenv(name);
-		v = !(e && strcmp(e, "0") == 0);
-		atomic_store_explicit(cache, v, memory_order_relaxed);
-	}
-	return v;
+	return !(value && strcmp(value, "0") == 0);
 }
 
 /* ORTMK_CPU_GEMV=0 sends few-row products through the tiles instead (for
- * comparisons). */
+ * comparisons); read once. */
 int gemm_drv_gemv_enabled(void)
 {
 	static _Atomic int on = -1;
+	int v = atomic_load_explicit(&on, memory_order_relaxed);
 
-	return env_switch("ORTMK_CPU_GEMV", &on);
+	if (v < 0)
+		atomic_store_explicit(&on, v = env_on(getenv("ORTMK_CPU_GEMV")), memory_order_relaxed);
+	return v;
 }
 
 /* ORTMK_CPU_GEMM_DIRECT=0 packs every on-the-fly B (for comparisons). */
 int gemm_drv_direct_enabled(void)
 {
 	static _Atomic int on = -1;
+	int v = atomic_load_explicit(&on, memory_order_relaxed);
 
-	return env_switch("ORTMK_CPU_GEMM_DIRECT", &on);
+	if (v < 0)
+		atomic_store_explicit(&on, v = env_on(getenv("ORTMK_CPU_GEMM_DIRECT")),
+				      memory_order_relaxed);
+	return v;
 }
 
 /* A gemv task: one contiguous run of panels, all of K, the few rows. */
