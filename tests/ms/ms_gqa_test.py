@@ -5,8 +5,9 @@ generation (S = 1 after a past cache longer than the tokens kept, a
 different seqlens_k per batch), kv_num_heads below num_heads and equal to
 it, packed QKV, rotary (halves, interleaved, part of the head),
 local_window_size, scale, softcap, smooth_softmax; present_key and
-present_value compared too.  Also what is refused by name (position_ids,
-attention_bias, qk_output).
+present_value compared too; float16 (to 1e-3).  Also what is refused by
+name (position_ids, attention_bias, qk_output) and a seqlens_k that does
+not fit the cache.
 
 Usage: ms_gqa_test.py ORT_RUN WORK [NODE_MODULES]
 Exits 77 (skip) when onnxruntime-node is not installed."""
@@ -60,11 +61,11 @@ class Case:
 
 
 def add_gqa(b):
-    def gqa(name, case, err=None, extra=(), outs=OUTS, **attrs):
+    def gqa(name, case, err=None, extra=(), outs=OUTS, tol=1e-4, **attrs):
         attrs = dict(case.attrs, **attrs)
         ins = case.ins + list(extra)
         b.add("GroupQueryAttention " + name, lambda p: one_node(
-            p, "GroupQueryAttention", ins, list(outs), **attrs), expect_error=err)
+            p, "GroupQueryAttention", ins, list(outs), **attrs), expect_error=err, tol=tol)
 
     gqa("prompt", Case())
     gqa("prompt, kv_num_heads = num_heads", Case(Nkv=4))
@@ -97,6 +98,22 @@ def add_gqa(b):
         do_rotary=1, local_window_size=4)
     c = Case(S=1, P=8, seqlens=[5, 7])
     gqa("head_sink", c, extra=[None, None, None, None, ("sink", rnd(4))])
+    gqa("Llama-sized prompt (N 8, Nkv 2, H 64, S 40), rotary", Case(B=1, S=40, N=8, Nkv=2, H=64,
+                                                                    rot=64, maxpos=64),
+        do_rotary=1)
+    gqa("Llama-sized token (past buffer 48, seqlens_k [40, 17])",
+        Case(S=1, P=48, N=8, Nkv=2, H=64, seqlens=[40, 17], rot=64, maxpos=64), do_rotary=1)
+    gqa("padded prompt, seqlens_k [4, 2] (rows past a batch's length)", Case(seqlens=[4, 2]))
+    gqa("seqlens_k beyond the cache refused", Case(S=1, P=4, seqlens=[3, 9], total=5),
+        err="seqlens_k[1]")
+    # float16: the provider runs the float32 kernel between conversions
+    # (docs/ARCHITECTURE.md); ONNX Runtime's kernel also computes in float32
+    for name, h, at in (("float16 prompt", Case(), {}),
+                        ("float16 token, rotary", Case(S=1, P=8, seqlens=[5, 7], rot=16),
+                         {"do_rotary": 1})):
+        h.ins = [i and (i[0], i[1].astype(np.float16) if i[1].dtype == F else i[1])
+                 for i in h.ins]
+        gqa(name, h, outs=[(n, np.float16) for n, _ in OUTS], tol=1e-3, **at)
     c = Case()
     gqa("position_ids refused", c, err="position_ids",
         extra=[None, None, ("pos", np.zeros((2, 5), np.int64))])

@@ -25,7 +25,8 @@
  * attn_core.c takes; the query heads of one K/V head read it in place
  * from the present cache through ms_attn's kv_group.  Refused by name:
  * position_ids, attention_bias, the quantized cache (k_scale, v_scale,
- * k_quant_type...), qk_output / output_qk, float16.
+ * k_quant_type...), qk_output / output_qk.  float16 models run here in
+ * float32 between the provider's conversions, as the other ms ops do.
  */
 #include <math.h>
 #include <stdio.h>
