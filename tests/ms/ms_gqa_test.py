@@ -6,8 +6,8 @@ different seqlens_k per batch), kv_num_heads below num_heads and equal to
 it, packed QKV, rotary (halves, interleaved, part of the head),
 local_window_size, scale, softcap, smooth_softmax; present_key and
 present_value compared too; float16 (to 1e-3).  Also what is refused by
-name (position_ids, attention_bias, qk_output) and a seqlens_k that does
-not fit the cache.
+name (attention_bias, qk_output, later attributes) and a seqlens_k or a
+position that does not fit the caches.  position_ids with do_rotary.
 
 Usage: ms_gqa_test.py ORT_RUN WORK [NODE_MODULES]
 Exits 77 (skip) when onnxruntime-node is not installed."""
@@ -115,10 +115,19 @@ def add_gqa(b):
                  for i in h.ins]
         gqa(name, h, outs=[(n, np.float16) for n, _ in OUTS], tol=1e-3, **at)
     c = Case()
-    gqa("position_ids refused", c, err="position_ids",
-        extra=[None, None, ("pos", np.zeros((2, 5), np.int64))])
+    tok = Case(S=1, P=8, seqlens=[5, 7], rot=16)
+    gqa("position_ids token, rotary", tok, do_rotary=1,
+        extra=[("pos", np.array([[9], [3]], np.int64))])
+    gqa("position_ids prompt, rotary (its first value as the offset)", Case(rot=16),
+        do_rotary=1, extra=[("pos", np.array([[2, 3, 4, 5, 6], [0, 1, 2, 3, 4]], np.int64))])
+    gqa("position_ids without do_rotary (not read)", c,
+        extra=[None, None, ("pos", np.array([[7] * 5, [1] * 5], np.int64))])
+    gqa("position_ids outside cos_cache refused", tok, err="outside cos_cache", do_rotary=1,
+        extra=[("pos", np.array([[40], [3]], np.int64))])
     gqa("attention_bias refused", c, err="attention_bias",
         extra=[None, None, None, ("ab", rnd(2, 1, 5, 5))])
+    gqa("an attribute of a later ONNX Runtime refused", c, err="sliding_window_cache",
+        sliding_window_cache=1)
     gqa("qk_output refused", c, err="qk_output", qk_output=1,
         outs=OUTS + [("qk", F)])
 

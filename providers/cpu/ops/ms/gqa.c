@@ -7,7 +7,8 @@
  * query [B, S, (N + 2 Nkv) * H] with neither; past_key/past_value
  * [B, Nkv, P, H]; seqlens_k [B] (int32: each batch's total length - 1);
  * total_sequence_length (int32 scalar); cos_cache/sin_cache
- * [max, rot / 2] with do_rotary (rotary_interleaved); head_sink [N]
+ * [max, rot / 2] with do_rotary (rotary_interleaved) and position_ids
+ * [B, S] (int64; the rotary positions, read only with do_rotary); head_sink [N]
  * (not with smooth_softmax).
  * Attributes num_heads, kv_num_heads, scale, softcap, local_window_size,
  * smooth_softmax.  Outputs output [B, S, N * H] and present_key/value
@@ -24,8 +25,9 @@
  * computes it).  That key set is the additive mask
  * attn_core.c takes; the query heads of one K/V head read it in place
  * from the present cache through ms_attn's kv_group.  Refused by name:
- * position_ids, attention_bias, the quantized cache (k_scale, v_scale,
- * k_quant_type...), qk_output / output_qk.  float16 models run here in
+ * attention_bias, the quantized cache (k_scale, v_scale,
+ * k_quant_type...), qk_output / output_qk, attributes of later ONNX
+ * Runtimes (sliding_window_cache).  float16 models run here in
  * float32 between the provider's conversions, as the other ms ops do.
  */
 #include <math.h>
@@ -45,11 +47,20 @@ typedef struct gqa_dims {
 	int64_t T;      /* keys the scores span: the longest total_b */
 	int first;      /* first prompt: no past rows */
 	const int32_t *seqlens;
+	const int64_t *pid;     /* position_ids [B, S], or NULL */
 } gqa_dims;
 
 /* Inputs that change the result and are not implemented: refused. */
 static const char *const gqa_refused_in[] = {
-	[9] = "position_ids", [10] = "attention_bias", [12] = "k_scale", [13] = "v_scale",
+	[10] = "attention_bias", [12] = "k_scale", [13] = "v_scale",
+};
+
+/* The attributes this kernel reads; a later ONNX Runtime's others
+ * (sliding_window_cache...) are refused rather than ignored. */
+static const char *const gqa_attrs[] = {
+	"num_heads", "kv_num_heads", "scale", "softcap", "local_window_size", "do_rotary",
+	"rotary_interleaved", "smooth_softmax", "qk_output", "k_quant_type", "v_quant_type",
+	"kv_cache_bit_width",
 };
 
 static int gqa_check_node(const Onnx__NodeProto *p, int n_out, char *why, size_t n)
@@ -68,6 +79,16 @@ static int gqa_check_node(const Onnx__NodeProto *p, int n_out, char *why, size_t
 					gqa_refused_in[i]), 0;
 	if (p->n_input > 14)
 		return snprintf(why, n, "GroupQueryAttention: more than 14 inputs"), 0;
+	for (size_t i = 0; i < p->n_attribute; i++) {
+		size_t j = 0;
+
+		while (j < sizeof(gqa_attrs) / sizeof(*gqa_attrs) &&
+		       strcmp(p->attribute[i]->name, gqa_attrs[j]))
+			j++;
+		if (j == sizeof(gqa_attrs) / sizeof(*gqa_attrs))
+			return snprintf(why, n, "GroupQueryAttention: attribute %s is not supported",
+					p->attribute[i]->name), 0;
+	}
 	if (strcmp(qt, "NONE") || strcmp(vt, "NONE") || cpu_attr_int(p, "kv_cache_bit_width", 0))
 		return snprintf(why, n, "GroupQueryAttention: the quantized KV cache (k_quant_type, "
 				"v_quant_type, kv_cache_bit_width) is not supported"), 0;
@@ -77,6 +98,11 @@ static int gqa_check_node(const Onnx__NodeProto *p, int n_out, char *why, size_t
 	return 1;
 }
 
+static uint32_t gqa_dtypes(int i)
+{
+	return i == 5 || i == 6 ? CPU_BIT(CPU_INT32) : i == 9 ? CPU_BIT(CPU_INT64) : CPU_TYPES_F32;
+}
+
 static int gqa_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
 			char *why, size_t n)
 {
@@ -84,8 +110,7 @@ static int gqa_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *
 	if (!gqa_check_node(p, (int)p->n_output, why, n))
 		return 0;
 	for (int i = 0; i < 12 && i < n_in; i++)
-		if (!cpu_supports_dtype(dt, n_in, i, i == 5 || i == 6 ? CPU_BIT(CPU_INT32) :
-					CPU_TYPES_F32, why, n))
+		if (!cpu_supports_dtype(dt, n_in, i, gqa_dtypes(i), why, n))
 			return 0;
 	return 1;
 }
@@ -165,11 +190,22 @@ static int64_t gqa_past(const gqa_dims *d, int64_t b)
 	return d->first ? 0 : (int64_t)d->seqlens[b] + 1 - d->S;
 }
 
-/* The rotary caches (do_rotary): *rot the rotated dims. */
-static int gqa_rotary_caches(cpu_ctx *ctx, const gqa_dims *d, const float **cs,
+/* The rotary position of query row s of batch b: past_b + s, or from
+ * position_ids: on the first prompt its first value + s (ONNX Runtime
+ * reads it as one offset there), otherwise [b, s]. */
+static int64_t gqa_pos(const gqa_dims *d, int64_t b, int64_t s)
+{
+	if (!d->pid)
+		return gqa_past(d, b) + s;
+	return d->first ? d->pid[0] + s : d->pid[b * d->S + s];
+}
+
+/* The rotary caches (do_rotary): *rot the rotated dims; every position
+ * checked against them. */
+static int gqa_rotary_caches(cpu_ctx *ctx, gqa_dims *d, const float **cs,
 			     const float **sn, int64_t *rot)
 {
-	const cpu_tensor *C = cpu_input(ctx, 7), *Sn = cpu_input(ctx, 8);
+	const cpu_tensor *C = cpu_input(ctx, 7), *Sn = cpu_input(ctx, 8), *Pi = cpu_input(ctx, 9);
 
 	*rot = 0;
 	if (!cpu_attr_int(ctx->node->proto, "do_rotary", 0))
@@ -178,10 +214,16 @@ static int gqa_rotary_caches(cpu_ctx *ctx, const gqa_dims *d, const float **cs,
 	    C->dims[1] != Sn->dims[1] || 2 * C->dims[1] > d->H || C->dims[1] == 0)
 		return cpu_fail(ctx, CPU_E_INVALID, "GroupQueryAttention: do_rotary needs cos_cache "
 				"and sin_cache of one shape [max, <= %lld]", (long long)(d->H / 2));
-	if (C->dims[0] < d->Tcap)
-		return cpu_fail(ctx, CPU_E_INVALID, "GroupQueryAttention: cos_cache has %lld "
-				"positions, fewer than the %lld of the cache",
-				(long long)C->dims[0], (long long)d->Tcap);
+	if (Pi && (Pi->rank != 2 || Pi->dims[0] != d->B || Pi->dims[1] != d->S))
+		return cpu_fail(ctx, CPU_E_INVALID, "GroupQueryAttention: position_ids must be "
+				"[%lld, %lld]", (long long)d->B, (long long)d->S);
+	d->pid = Pi ? Pi->data : NULL;
+	for (int64_t b = 0; b < d->B; b++)
+		for (int64_t s = 0; s < d->S; s++)
+			if (gqa_pos(d, b, s) < 0 || gqa_pos(d, b, s) >= C->dims[0])
+				return cpu_fail(ctx, CPU_E_INVALID, "GroupQueryAttention: position "
+						"%lld is outside cos_cache's %lld",
+						(long long)gqa_pos(d, b, s), (long long)C->dims[0]);
 	*cs = C->data;
 	*sn = Sn->data;
 	*rot = 2 * C->dims[1];
@@ -223,7 +265,8 @@ static float *gqa_present(cpu_ctx *ctx, const gqa_dims *d, int idx, const ms_vie
 				memcpy(o + (pb + s) * H, src->base + b * src->bs + n * src->hs + s * src->ld,
 				       (size_t)H * sizeof(float));
 				if (rot > 0)
-					ms_rotary_row(o + (pb + s) * H, rot, cs, sn, pb + s, (int)rot_int);
+					ms_rotary_row(o + (pb + s) * H, rot, cs, sn, gqa_pos(d, b, s),
+						      (int)rot_int);
 			}
 			memset(o + (pb + d->S) * H, 0, (size_t)((d->Tcap - pb - d->S) * H) * sizeof(float));
 		}
@@ -250,7 +293,7 @@ static int gqa_rotate_q(cpu_ctx *ctx, const gqa_dims *d, ms_attn *a, int64_t rot
 
 				memcpy(o, a->q.base + b * a->q.bs + n * a->q.hs + s * a->q.ld,
 				       (size_t)H * sizeof(float));
-				ms_rotary_row(o, rot, cs, sn, gqa_past(d, b) + s, inter);
+				ms_rotary_row(o, rot, cs, sn, gqa_pos(d, b, s), inter);
 			}
 	a->q = (ms_view){q, d->S * D, H, D};
 	return 0;
@@ -319,8 +362,8 @@ static int gqa_compute(cpu_ctx *ctx)
 	if (!gqa_check_node(p, ctx->n_out, why, sizeof(why)))
 		return cpu_fail(ctx, CPU_E_UNSUPPORTED, "%s", why);
 	for (int i = 0; i < 12 && i < ctx->n_in; i++)
-		if (cpu_input(ctx, i) && (rc = cpu_check_dtype(ctx, cpu_input(ctx, i), i, i == 5 || i == 6 ?
-							      CPU_BIT(CPU_INT32) : CPU_TYPES_F32)))
+		if (cpu_input(ctx, i) && (rc = cpu_check_dtype(ctx, cpu_input(ctx, i), i,
+							      gqa_dtypes(i))))
 			return rc;
 	if (!cpu_require(ctx, 0, &rc) || !cpu_require(ctx, 5, &rc) || !cpu_require(ctx, 6, &rc))
 		return rc;
