@@ -6,8 +6,9 @@ different seqlens_k per batch), kv_num_heads below num_heads and equal to
 it, packed QKV, rotary (halves, interleaved, part of the head),
 local_window_size, scale, softcap, smooth_softmax; present_key and
 present_value compared too; float16 (to 1e-3).  Also what is refused by
-name (attention_bias, qk_output, later attributes) and a seqlens_k or a
-position that does not fit the caches.  position_ids with do_rotary.
+name (k_scale, qk_output, later attributes) and a seqlens_k or a
+position that does not fit the caches.  position_ids with do_rotary,
+attention_bias, head_sink.
 
 Usage: ms_gqa_test.py ORT_RUN WORK [NODE_MODULES]
 Exits 77 (skip) when onnxruntime-node is not installed."""
@@ -124,8 +125,11 @@ def add_gqa(b):
         extra=[None, None, ("pos", np.array([[7] * 5, [1] * 5], np.int64))])
     gqa("position_ids outside cos_cache refused", tok, err="outside cos_cache", do_rotary=1,
         extra=[("pos", np.array([[40], [3]], np.int64))])
-    gqa("attention_bias refused", c, err="attention_bias",
-        extra=[None, None, None, ("ab", rnd(2, 1, 5, 5))])
+    gqa("attention_bias [B,1,S,T] prompt", c, extra=[None, None, None, ("ab", rnd(2, 1, 5, 5))])
+    gqa("attention_bias [1,N,S,T] token + softcap + rotary", tok, softcap=2.0, do_rotary=1,
+        extra=[None, ("ab", rnd(1, 4, 1, 8))])
+    gqa("k_scale (quantized cache) refused", c, err="k_scale",
+        extra=[None] * 5 + [("ks", np.ones(1, F))])
     gqa("an attribute of a later ONNX Runtime refused", c, err="sliding_window_cache",
         sliding_window_cache=1)
     gqa("qk_output refused", c, err="qk_output", qk_output=1,

@@ -8,7 +8,8 @@
  * [B, Nkv, P, H]; seqlens_k [B] (int32: each batch's total length - 1);
  * total_sequence_length (int32 scalar); cos_cache/sin_cache
  * [max, rot / 2] with do_rotary (rotary_interleaved) and position_ids
- * [B, S] (int64; the rotary positions, read only with do_rotary); head_sink [N]
+ * [B, S] (int64; the rotary positions, read only with do_rotary);
+ * attention_bias [B or 1, N or 1, S, total_sequence_length]; head_sink [N]
  * (not with smooth_softmax).
  * Attributes num_heads, kv_num_heads, scale, softcap, local_window_size,
  * smooth_softmax.  Outputs output [B, S, N * H] and present_key/value
@@ -22,13 +23,13 @@
  * rotated), then zeros.  Query row s sits at position past_b + s and sees
  * keys j <= past_b + s (causal), j < total_b, and with local_window_size
  * w > 0 j > past_b + s - w (the last w keys, as onnxruntime-node 1.30
- * computes it).  That key set is the additive mask
- * attn_core.c takes; the query heads of one K/V head read it in place
- * from the present cache through ms_attn's kv_group.  Refused by name:
- * attention_bias, the quantized cache (k_scale, v_scale,
+ * computes it).  That key set is the additive mask attn_core.c takes; the
+ * query heads of one K/V head read it in place from the present cache
+ * through ms_attn's kv_group.  Scores are scaled, softcapped, then get
+ * the bias.  Refused by name: the quantized cache (k_scale, v_scale,
  * k_quant_type...), qk_output / output_qk, attributes of later ONNX
- * Runtimes (sliding_window_cache).  float16 models run here in
- * float32 between the provider's conversions, as the other ms ops do.
+ * Runtimes (sliding_window_cache).  float16 models run here in float32
+ * between the provider's conversions, as the other ms ops do.
  */
 #include <math.h>
 #include <stdio.h>
@@ -52,7 +53,7 @@ typedef struct gqa_dims {
 
 /* Inputs that change the result and are not implemented: refused. */
 static const char *const gqa_refused_in[] = {
-	[10] = "attention_bias", [12] = "k_scale", [13] = "v_scale",
+ [12] = "k_scale", [13] = "v_scale",
 };
 
 /* The attributes this kernel reads; a later ONNX Runtime's others
@@ -182,6 +183,12 @@ static int gqa_lengths(cpu_ctx *ctx, gqa_dims *d)
 					(long long)d->P, (long long)total);
 		d->T = tb > d->T ? tb : d->T;
 	}
+	/* attention_bias spans total_sequence_length keys */
+	if (cpu_input(ctx, 10) && d->T > total)
+		return cpu_fail(ctx, CPU_E_INVALID, "GroupQueryAttention: with attention_bias, "
+				"seqlens_k must stay below total_sequence_length (%lld)",
+				(long long)total);
+	d->T = cpu_input(ctx, 10) ? total : d->T;
 	return 0;
 }
 
@@ -388,6 +395,8 @@ static int gqa_compute(cpu_ctx *ctx)
 	if ((rc = gqa_rotate_q(ctx, &d, &a, rot, cs, sn)))
 		return rc;
 	gqa_geometry(p, &d, &a, sink);
+	if ((rc = ms_attn_bias(ctx, 10, &a)))
+		return rc;
 	a.out = Y->data;
 	return ms_attn_run(ctx, &a);
 }
