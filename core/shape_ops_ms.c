@@ -175,6 +175,37 @@ static int fn_mha(shape_ctx *c)
 	return 0;
 }
 
+/* GroupQueryAttention: [B, S, N * H] (query's D, or its share of a packed
+ * QKV); present_key/value [B, Nkv, T, H] with T = max(past length,
+ * total_sequence_length), a value the kernel reads: left to it. */
+static int fn_gqa(shape_ctx *c)
+{
+	const graph_tinfo *q = shape_in(c, 0);
+	int64_t n = shape_attr_int(c, "num_heads", 0), nkv = shape_attr_int(c, "kv_num_heads", 0);
+	int packed = !shape_has_in(c, 1), rc;
+	int64_t D = dim_of(q, 3, 2), H = SHAPE_NEW;
+	graph_tinfo *o = shape_out(c, 0);
+
+	if ((rc = shape_set_rank(c, o, q->elem_type, 3)))
+		return rc;
+	o->dims[0] = dim_of(q, 3, 0);
+	o->dims[1] = dim_of(q, 3, 1);
+	if (D >= 0 && n > 0 && nkv > 0)
+		H = D / (packed ? n + 2 * nkv : n);
+	o->dims[2] = H >= 0 ? H * n : SHAPE_NEW;
+	for (int i = 1; i <= 2; i++) {
+		graph_tinfo *p = shape_out(c, i);
+
+		if ((rc = shape_set_rank(c, p, q->elem_type, 4)))
+			return rc;
+		p->dims[0] = o->dims[0];
+		p->dims[1] = nkv > 0 ? nkv : SHAPE_NEW;
+		p->dims[2] = SHAPE_NEW;
+		p->dims[3] = H;
+	}
+	return 0;
+}
+
 static const shape_op_entry op_table[] = {
 	{ "Gelu", shape_fn_unary, OP_NONE }, { "BiasGelu", shape_fn_unary, OP_NONE }, { "FastGelu", shape_fn_unary, OP_NONE },
 	{ "QuickGelu", shape_fn_unary, OP_NONE }, { "RotaryEmbedding", shape_fn_unary, OP_NONE },
@@ -184,6 +215,7 @@ static const shape_op_entry op_table[] = {
 	{ "SkipSimplifiedLayerNormalization", fn_skip_norm, 0 },
 	{ "EmbedLayerNormalization", fn_embed_norm, 0 },
 	{ "Attention", fn_attention, 0 }, { "MultiHeadAttention", fn_mha, 0 },
+	{ "GroupQueryAttention", fn_gqa, 0 },
 	{ NULL, NULL, 0 },
 };
 

@@ -23,9 +23,9 @@ sys.dont_write_bytecode = True
 from ort_ref import ORT_JOBS_JS, Tally, node_modules, run_js, write_js  # noqa: E402,F401
 
 NP2ONNX = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int32): TensorProto.INT32,
-           np.dtype(np.int64): TensorProto.INT64}
+           np.dtype(np.int64): TensorProto.INT64, np.dtype(np.float16): TensorProto.FLOAT16}
 NP2ORT = {np.dtype(np.float32): "float32", np.dtype(np.int32): "int32",
-          np.dtype(np.int64): "int64"}
+          np.dtype(np.int64): "int64", np.dtype(np.float16): "float16"}
 ORT2NP = {v: k for k, v in NP2ORT.items()}
 
 MS_OPSET = [helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]

@@ -3,8 +3,7 @@
  * contrib ops, ops/ms/) share: the fused activations of FusedConv and
  * FusedGemm, the attention core that Attention and MultiHeadAttention run
  * on (attn_core.c; its GQA fields, kv_group, softcap, smooth and sink,
- * are there for GroupQueryAttention, not yet written), and the rotary
- * embedding (rotary.c).
+ * are GroupQueryAttention's, gqa.c), and the rotary embedding (rotary.c).
  *
  * The ops reuse the provider's kernels: FusedConv and FusedGemm are the
  * Conv and Gemm ops with a fused tail (node->fuse, cpu_kernel.h) that the
