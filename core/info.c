@@ -18,13 +18,14 @@ size_t ortmk_session_output_count(const ortmk_session *s)
 }
 
 /* The tensor type a declared type is or holds (sequence or optional of a
- * tensor), NULL when none; *kind and *optional say what wraps it. */
+ * tensor, a map's values), NULL when none; *kind and *optional say what
+ * wraps it. */
 static const Onnx__TypeProto__Tensor *tensor_of(const Onnx__TypeProto *tp, ortmk_value_kind *kind,
 						int *optional)
 {
 	*kind = ORTMK_VALUE_TENSOR;
 	*optional = 0;
-	for (int depth = 0; tp && depth < 3; depth++) {
+	for (int depth = 0; tp && depth < 4; depth++) {
 		switch (tp->value_case) {
 		case ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE:
 			return tp->tensor_type;
@@ -36,11 +37,36 @@ static const Onnx__TypeProto__Tensor *tensor_of(const Onnx__TypeProto *tp, ortmk
 			*optional = 1;
 			tp = tp->optional_type ? tp->optional_type->elem_type : NULL;
 			break;
+		case ONNX__TYPE_PROTO__VALUE_MAP_TYPE:
+			if (*kind == ORTMK_VALUE_TENSOR)
+				*kind = ORTMK_VALUE_MAP;
+			tp = tp->map_type ? tp->map_type->value_type : NULL;
+			break;
 		default:
 			return NULL;
 		}
 	}
 	return NULL;
+}
+
+/* The key type of the map a declared type is or holds; 0 when none. */
+static int32_t map_key_of(const Onnx__TypeProto *tp)
+{
+	for (int depth = 0; tp && depth < 3; depth++) {
+		switch (tp->value_case) {
+		case ONNX__TYPE_PROTO__VALUE_MAP_TYPE:
+			return tp->map_type && tp->map_type->has_key_type ? tp->map_type->key_type : 0;
+		case ONNX__TYPE_PROTO__VALUE_SEQUENCE_TYPE:
+			tp = tp->sequence_type ? tp->sequence_type->elem_type : NULL;
+			break;
+		case ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE:
+			tp = tp->optional_type ? tp->optional_type->elem_type : NULL;
+			break;
+		default:
+			return 0;
+		}
+	}
+	return 0;
 }
 
 /* The name of dim d of value v: the model's dim_param where it declares
@@ -172,9 +198,10 @@ static ortmk_status io_meta(const ortmk_session *s, int v, size_t io, ortmk_io_i
 		full.dims = full.rank_known ? s->io_dims[io] : NULL;
 		full.dim_names = full.rank_known ? s->io_dim_names[io] : NULL;
 	} else {
-		/* A sequence: its tensors' type as declared (inference tracks
-		 * no shape through sequences). */
+		/* A sequence or map: its tensors' type as declared (inference
+		 * tracks no shape through them). */
 		full.dtype = tt && tt->has_elem_type ? (ortmk_dtype)tt->elem_type : ORTMK_UNDEFINED;
+		full.map_key_dtype = (ortmk_dtype)map_key_of(gv->type);
 	}
 	return core_out_struct(out, &full, sizeof(full), "io info");
 }

@@ -43,6 +43,8 @@ static unsigned accepted_kinds(const Onnx__TypeProto *t)
 		return 1u << ORTMK_VALUE_SEQUENCE;
 	case ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE:
 		return (1u << ORTMK_VALUE_NONE) | accepted_kinds(t->optional_type->elem_type);
+	case ONNX__TYPE_PROTO__VALUE_MAP_TYPE:
+		return 1u << ORTMK_VALUE_MAP;
 	default:
 		return 1u << ORTMK_VALUE_TENSOR;
 	}
@@ -52,7 +54,7 @@ ortmk_status core_check_input(const ortmk_session *s, size_t i, const ortmk_valu
 {
 	const graph_value *gv = &s->g->values[s->g->inputs[i]];
 	int32_t want = gv->elem_type;
-	static const char *kinds[] = {"a tensor", "a sequence", "an empty optional"};
+	static const char *kinds[] = {"a tensor", "a sequence", "an empty optional", "a map"};
 
 	if (!v)
 		return core_fail(ORTMK_ERR_INPUT, "input '%s': NULL value", gv->name);
@@ -465,7 +467,8 @@ static ortmk_status take_dynamic(run_ctx *c, size_t i, const Ortmk__TensorRef *t
 	if (gv->type && !(accepted_kinds(gv->type) & (1u << kind)))
 		return core_fail(ORTMK_ERR_PROTOCOL, "provider '%s': result gives '%s' as %s, not what the model declares",
 				 ep, gv->name, kind == ORTMK_VALUE_SEQUENCE ? "a sequence" :
-				 kind == ORTMK_VALUE_NONE ? "an empty optional" : "a tensor");
+				 kind == ORTMK_VALUE_NONE ? "an empty optional" :
+				 kind == ORTMK_VALUE_MAP ? "a map" : "a tensor");
 	core_run_set_loc(&c->locs[v], c->s->dyn, t->offset, t->nbytes, kind, t->dtype, (int)t->n_dims,
 			 t->dims);
 	return ORTMK_OK;

@@ -7,7 +7,8 @@
  * The shapes are the CPU kernels' (providers/cpu/ops/ml), which follow
  * ONNX Runtime: N is X's dim 0 (1 for a 1-D X), a classifier's labels are
  * [N] int64 or strings (classlabels_strings), its scores [N, columns] with
- * the column count its attributes give.
+ * the column count its attributes give.  ZipMap's sequence of maps has no
+ * shape to infer; its X is checked against its labels.
  */
 #include <string.h>
 
@@ -181,6 +182,27 @@ static int shape_fn_ml_vectorize(shape_ctx *c)
 	return set2(c, 0, DT(FLOAT), rows_of(shape_in(c, 0)), k > 0 ? total : SHAPE_NEW);
 }
 
+/* ZipMap: its output is a sequence of maps, which inference tracks no
+ * shape through; what it checks at load is what the kernel would refuse
+ * on every run: one label list, a float X of rank 1 or 2 whose last dim
+ * is the label count. */
+static int shape_fn_ml_zipmap(shape_ctx *c)
+{
+	const graph_tinfo *x = shape_in(c, 0);
+	int64_t ni = list_len(c, "classlabels_int64s"), ns = list_len(c, "classlabels_strings");
+
+	if ((ni > 0) == (ns > 0))
+		return shape_fail(c, "ZipMap needs one of classlabels_int64s and classlabels_strings");
+	if (x->elem_type && x->elem_type != DT(FLOAT))
+		return shape_fail(c, "ZipMap takes float X, not %s", graph_dtype_name(x->elem_type));
+	if (x->rank == 0 || x->rank > 2)
+		return shape_fail(c, "ZipMap takes X of rank 1 or 2, not %d", x->rank);
+	if (x->rank > 0 && x->dims[x->rank - 1] >= 0 && x->dims[x->rank - 1] != ni + ns)
+		return shape_fail(c, "ZipMap: X has %lld columns for %lld labels",
+				  (long long)x->dims[x->rank - 1], (long long)(ni + ns));
+	return SHAPE_DECLARED;
+}
+
 static const shape_op_entry op_table[] = {
 	{ "LinearClassifier", shape_fn_ml_classifier, ML_LINEAR },
 	{ "SVMClassifier", shape_fn_ml_classifier, ML_SVM },
@@ -197,6 +219,7 @@ static const shape_op_entry op_table[] = {
 	{ "CategoryMapper", shape_fn_ml_encoder, 0 },
 	{ "ArrayFeatureExtractor", shape_fn_ml_extract, 0 },
 	{ "FeatureVectorizer", shape_fn_ml_vectorize, 0 },
+	{ "ZipMap", shape_fn_ml_zipmap, 0 },
 	{ NULL, NULL, 0 },
 };
 

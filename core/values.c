@@ -209,7 +209,10 @@ size_t ortmk_value_nbytes(const ortmk_value *v)
 
 ortmk_dtype ortmk_value_dtype(const ortmk_value *v)
 {
-	return v ? (ortmk_dtype)v->dtype : ORTMK_UNDEFINED;
+	/* A sequence of maps has no element dtype to give (its maps say theirs). */
+	if (!v || (v->kind == ORTMK_VALUE_SEQUENCE && v->dtype == IPC_MAP_DTYPE))
+		return ORTMK_UNDEFINED;
+	return (ortmk_dtype)v->dtype;
 }
 
 size_t ortmk_value_rank(const ortmk_value *v)
@@ -257,6 +260,7 @@ int core_value_blob_ok(ortmk_value_kind kind, int32_t dtype, const int64_t *dims
 {
 	uint32_t count;
 	const ipc_seq_entry *e;
+	ipc_map_view m;
 	int64_t n;
 
 	switch (kind) {
@@ -264,6 +268,8 @@ int core_value_blob_ok(ortmk_value_kind kind, int32_t dtype, const int64_t *dims
 		return 1;
 	case ORTMK_VALUE_SEQUENCE:
 		return ipc_seq_check(data, nbytes, &count, &e) == 0;
+	case ORTMK_VALUE_MAP:
+		return ipc_map_check(data, nbytes, &m) == 0 && m.value_dtype == dtype;
 	default:
 		n = numel(dims, rank);
 		if (n < 0)
@@ -371,8 +377,17 @@ ortmk_status ortmk_value_sequence_get(const ortmk_value *v, size_t i, ortmk_valu
 	if (!v || !out || v->kind != ORTMK_VALUE_SEQUENCE ||
 	    ipc_seq_check(v->seg.base, v->nbytes, &count, &e) || i >= count)
 		return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "sequence: no element %zu", i);
-	st = core_value_new_blob(v->env, ORTMK_VALUE_TENSOR, e[i].dtype, e[i].dims,
-				 (size_t)e[i].rank, e[i].nbytes, out);
+	/* A map element keeps its blob as it is; its dtype is its values'. */
+	if (e[i].dtype == IPC_MAP_DTYPE) {
+		ipc_map_view m;
+
+		ipc_map_check((const uint8_t *)v->seg.base + e[i].offset, e[i].nbytes, &m);
+		st = core_value_new_blob(v->env, ORTMK_VALUE_MAP, m.value_dtype, e[i].dims, 1,
+					 e[i].nbytes, out);
+	} else {
+		st = core_value_new_blob(v->env, ORTMK_VALUE_TENSOR, e[i].dtype, e[i].dims,
+					 (size_t)e[i].rank, e[i].nbytes, out);
+	}
 	if (st == ORTMK_OK)
 		memcpy((*out)->seg.base, (const uint8_t *)v->seg.base + e[i].offset, e[i].nbytes);
 	return st;

@@ -5,6 +5,7 @@
  * with offsets a peer sent without re-checking them.
  */
 #include "envelope.h"
+#include "value_codec.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -151,6 +152,8 @@ int ipc_tensor_ref_check(const Ortmk__TensorRef *t, const ipc_segtab *segs,
 			    t->value, t->n_dims, IPC_MAX_RANK);
 	if ((t->kind != ORTMK__VALUE_KIND__VALUE_TENSOR || t->dynamic) && t->dtype == 0)
 		; /* no element type: empty sequence, none, or not known until run */
+	else if (t->kind == ORTMK__VALUE_KIND__VALUE_SEQUENCE && t->dtype == IPC_MAP_DTYPE)
+		; /* a sequence of maps (value_codec.h) */
 	else if (!dtype_known(t->dtype))
 		return fail(err, errlen, "tensor ref %u: unknown dtype %d", t->value, t->dtype);
 	if (!t->dynamic && elem && t->kind == ORTMK__VALUE_KIND__VALUE_TENSOR) {

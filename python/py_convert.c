@@ -4,7 +4,8 @@
  * Out: a numeric host tensor becomes an ndarray over the value's shared
  * memory whose base is a Value object owning the ortmk_value (zero copy; the
  * value is destroyed when the array goes); a string tensor an object array
- * of str; a sequence a list; an optional holding nothing None.
+ * of str; a sequence a list; a map (ZipMap's) a dict; an optional holding
+ * nothing None.
  *
  * In: an ndarray that is C-contiguous, aligned and in native byte order is
  * copied once, straight into a new shared-memory value (anything else is
@@ -120,6 +121,36 @@ static PyObject *seq_to_list(pyo_env *env, const ortmk_value *v)
 	return list;
 }
 
+/* A map (an element of ZipMap's sequence) as a dict, as onnxruntime gives
+ * it: int or str keys, float values, in the map's order. */
+static PyObject *map_to_dict(const ortmk_value *v)
+{
+	ortmk_map_info info = {.struct_size = sizeof(info)};
+	ortmk_status st = ortmk_value_map_info(v, &info);
+	const int64_t *ik = ortmk_value_map_int64_keys(v);
+	const float *vals = ortmk_value_map_values(v);
+	PyObject *d;
+
+	if (st)
+		return pyo_raise_last(st);
+	if (info.value_dtype != ORTMK_FLOAT)
+		return pyo_raise(ORTMK_ERR_NOT_IMPLEMENTED, "a map's values are not float");
+	d = PyDict_New();
+	for (size_t i = 0; d && i < info.count; i++) {
+		PyObject *k = ik ? PyLong_FromLongLong(ik[i]) :
+			PyUnicode_DecodeUTF8(ortmk_value_map_string_key(v, i),
+					     (Py_ssize_t)strlen(ortmk_value_map_string_key(v, i)),
+					     "replace");
+		PyObject *x = PyFloat_FromDouble((double)vals[i]);
+
+		if (!k || !x || PyDict_SetItem(d, k, x) < 0)
+			Py_CLEAR(d);
+		Py_XDECREF(k);
+		Py_XDECREF(x);
+	}
+	return d;
+}
+
 /* A numeric host tensor as an ndarray over its memory; takes v. */
 static PyObject *tensor_to_array(pyo_env *env, ortmk_value *v)
 {
@@ -213,6 +244,8 @@ PyObject *pyo_to_numpy_copy(pyo_env *env, const ortmk_value *v)
 		Py_RETURN_NONE;
 	case ORTMK_VALUE_SEQUENCE:
 		return seq_to_list(env, v);
+	case ORTMK_VALUE_MAP:
+		return map_to_dict(v);
 	default:
 		break;
 	}

@@ -161,11 +161,12 @@ static PyObject *meta_list(pyo_session *self, int outputs)
 		ortmk_status st = outputs ? ortmk_session_output_meta(self->s, i, &io) :
 				  ortmk_session_input_meta(self->s, i, &io);
 		PyObject *d = st ? pyo_raise_last(st) : dims_list(&io);
-		PyObject *item = d ? Py_BuildValue("{s:s,s:i,s:O,s:i,s:O,s:O}", "name", io.name,
+		PyObject *item = d ? Py_BuildValue("{s:s,s:i,s:O,s:i,s:O,s:O,s:i}", "name", io.name,
 						   "kind", (int)io.kind, "optional",
 						   io.optional ? Py_True : Py_False, "dtype",
 						   (int)io.dtype, "dims", PyTuple_GET_ITEM(d, 0),
-						   "dim_names", PyTuple_GET_ITEM(d, 1)) : NULL;
+						   "dim_names", PyTuple_GET_ITEM(d, 1),
+						   "map_key_dtype", (int)io.map_key_dtype) : NULL;
 
 		Py_XDECREF(d);
 		if (!item) {

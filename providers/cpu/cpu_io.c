@@ -4,6 +4,7 @@
  * count and offset before a pointer is made from it.
  */
 #include "cpu_io.h"
+#include "cpu_map.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -38,8 +39,42 @@ static int decode_strings(cpu_arena *a, const void *src, uint64_t nbytes, int ra
 	return 0;
 }
 
+/* A map item (checked by ipc_seq_check): its keys and values read in place,
+ * string keys as pointers in the arena. */
+static int decode_map(cpu_arena *a, const uint8_t *src, uint64_t nbytes, cpu_tensor *t)
+{
+	ipc_map_view v;
+	cpu_map *m = cpu_arena_alloc(a, sizeof(*m));
+	const char **ks = NULL;
+
+	if (!m)
+		return EP_E_NOMEM;
+	if (ipc_map_check(src, nbytes, &v))
+		return EP_E_INVALID;
+	if (v.key_dtype == CPU_STRING) {
+		ks = cpu_arena_alloc(a, (size_t)v.count * sizeof(char *) + 1);
+		if (!ks)
+			return EP_E_NOMEM;
+		if (ipc_strings_decode(v.keys, v.keys_nbytes, (size_t)v.count, ks))
+			return EP_E_INVALID;
+	}
+	m->key_dtype = v.key_dtype;
+	m->value_dtype = v.value_dtype;
+	m->n = (size_t)v.count;
+	m->keys = ks ? (const void *)ks : v.keys;
+	m->values = (void *)v.values;
+	t->dtype = CPU_MAP;
+	t->rank = 1;
+	t->dims[0] = (int64_t)v.count;
+	t->data = m;
+	t->nbytes = sizeof(*m);
+	return 0;
+}
+
 static int decode_item(cpu_arena *a, const uint8_t *base, const ipc_seq_entry *e, cpu_tensor *t)
 {
+	if (e->dtype == CPU_MAP)
+		return decode_map(a, base + e->offset, e->nbytes, t);
 	if (e->dtype == CPU_STRING)
 		return decode_strings(a, base + e->offset, e->nbytes, e->rank, e->dims, t);
 	t->dtype = e->dtype;
@@ -102,6 +137,10 @@ static uint64_t strings_size(const cpu_tensor *t)
 
 static uint64_t item_size(const cpu_tensor *t)
 {
+	const cpu_map *m = t->data;
+
+	if (t->dtype == CPU_MAP)
+		return ipc_map_size(m->key_dtype, m->value_dtype, m->n, m->keys);
 	return t->dtype == CPU_STRING ? strings_size(t) : t->nbytes;
 }
 
@@ -138,7 +177,13 @@ static int encode_sequence(const cpu_seq *s, uint8_t *dst, uint64_t cap)
 		e.nbytes = item_size(t);
 		if (e.offset + e.nbytes > cap)
 			return EP_E_INTERNAL;
-		if (t->dtype == CPU_STRING)
+		if (t->dtype == CPU_MAP) {
+			const cpu_map *m = t->data;
+
+			if (ipc_map_encode(dst + e.offset, e.nbytes, m->key_dtype, m->value_dtype, m->n,
+					   m->keys, m->values))
+				return EP_E_INTERNAL;
+		} else if (t->dtype == CPU_STRING)
 			ipc_strings_encode(dst + e.offset, e.nbytes, e.nbytes ? (size_t)ipc_numel(t->rank, t->dims) : 0,
 					   (const char *const *)t->data);
 		else if (e.nbytes)
@@ -165,6 +210,10 @@ int cpu_io_encode(const cpu_tensor *t, void *dst, uint64_t cap, ep_tensor *b)
 		b->kind = ORTMK__VALUE_KIND__VALUE_SEQUENCE;
 		b->dtype = ((const cpu_seq *)t->data)->elem_dtype;
 		return encode_sequence(t->data, dst, cap);
+	case CPU_MAP:
+		/* Maps cross only inside sequences (ONNX has no op that takes
+		 * one out of a sequence of maps). */
+		return EP_E_INVALID;
 	case CPU_STRING:
 		b->kind = ORTMK__VALUE_KIND__VALUE_TENSOR;
 		b->dtype = CPU_STRING;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cpu_f16.h"
+#include "cpu_map.h"
 #include "cpu_node.h"
 
 /* State of one cpu_node_run, reached from cpu_ctx.exec. */
@@ -788,6 +789,32 @@ cpu_tensor *cpu_seq_item(cpu_ctx *ctx, cpu_seq *s, size_t i, int32_t dtype, int 
 		t->dims[d] = dims[d];
 	t->nbytes = (size_t)numel * es;
 	return t;
+}
+
+cpu_map *cpu_seq_map(cpu_ctx *ctx, cpu_seq *s, size_t i, int32_t key_dtype, const void *keys,
+		     int32_t value_dtype, size_t n)
+{
+	size_t es = cpu_dtype_size(value_dtype);
+	cpu_map *m;
+
+	if (!s || i >= s->n || !es || n > (SIZE_MAX / 4) / es ||
+	    (key_dtype != CPU_INT64 && key_dtype != CPU_STRING)) {
+		output_fail(ctx, CPU_E_INVALID, "bad sequence map");
+		return NULL;
+	}
+	m = arena_or_fail(ctx, sizeof(*m));
+	if (!m || !(m->values = arena_or_fail(ctx, n * es)))
+		return NULL;
+	m->key_dtype = key_dtype;
+	m->value_dtype = value_dtype;
+	m->n = n;
+	m->keys = keys;
+	s->items[i].dtype = CPU_MAP;
+	s->items[i].rank = 1;
+	s->items[i].dims[0] = (int64_t)n;
+	s->items[i].data = m;
+	s->items[i].nbytes = sizeof(*m);
+	return m;
 }
 
 char *cpu_string_new(cpu_ctx *ctx, const char *s, size_t len)

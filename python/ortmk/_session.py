@@ -54,8 +54,10 @@ def _onnx_type(dtype):
     raise InvalidArgument("numpy dtype %s has no ONNX type" % dtype)
 
 
-def _type_string(kind, optional, dtype):
+def _type_string(kind, optional, dtype, map_key=0):
     s = "tensor(%s)" % _TYPE_NAMES.get(dtype, "undefined")
+    if map_key:
+        s = "map(%s,%s)" % (_TYPE_NAMES.get(map_key, "undefined"), s)
     if kind == _SEQUENCE:
         s = "seq(%s)" % s
     return "optional(%s)" % s if optional else s
@@ -68,7 +70,8 @@ class NodeArg:
 
     def __init__(self, meta):
         self.name = meta["name"]
-        self.type = _type_string(meta["kind"], meta["optional"], meta["dtype"])
+        self.type = _type_string(meta["kind"], meta["optional"], meta["dtype"],
+                                 meta.get("map_key_dtype", 0))
         self.shape = []
         if meta["kind"] == _TENSOR and meta["dims"] is not None:
             self.shape = [name if d < 0 and name else (None if d < 0 else d)

@@ -63,6 +63,15 @@ class Ortmk:
                   "ortmk_value_sequence_length"):
             getattr(L, f).argtypes = [vp]
         L.ortmk_value_string.argtypes = [vp, c.c_size_t]
+        # maps (ZipMap's sequence of them)
+        L.ortmk_value_map_count.restype = c.c_size_t
+        L.ortmk_value_map_int64_keys.restype = c.POINTER(c.c_int64)
+        L.ortmk_value_map_string_key.restype = c.c_char_p
+        L.ortmk_value_map_values.restype = c.POINTER(c.c_float)
+        for f in ("ortmk_value_map_count", "ortmk_value_map_int64_keys",
+                  "ortmk_value_map_values"):
+            getattr(L, f).argtypes = [vp]
+        L.ortmk_value_map_string_key.argtypes = [vp, c.c_size_t]
         self.env = vp()
         self.ok(L.ortmk_env_create(c.byref(self.env)))
 
@@ -96,6 +105,12 @@ class Ortmk:
                 items.append(self.to_numpy(it))
                 L.ortmk_value_destroy(it)
             return items
+        if kind == 3:   # a map: {key: value} in the map's order
+            n = L.ortmk_value_map_count(v)
+            ik, vals = L.ortmk_value_map_int64_keys(v), L.ortmk_value_map_values(v)
+            keys = [ik[i] if ik else L.ortmk_value_map_string_key(v, i).decode()
+                    for i in range(n)]
+            return {k: float(vals[i]) for i, k in enumerate(keys)}
         rank = L.ortmk_value_rank(v)
         dims = L.ortmk_value_dims(v)
         shape = tuple(dims[i] for i in range(rank))

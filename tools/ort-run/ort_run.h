@@ -55,7 +55,13 @@ void print_json(ortmk_env *env, ortmk_session *s, const options *o, double creat
 		const double *times);
 void print_text(ortmk_session *s, const options *o, const char **onames, ortmk_value **outs,
 		size_t nout, const double *times);
-/* Each output as DIR/<name>.npy (DIR made if missing); false after fail(). */
+/* Sequences of maps (ort_run_maps.c): whether v is one, its first maps
+ * on stdout, all of them as a JSON file (false after fail()). */
+bool is_map_sequence(const ortmk_value *v);
+void print_map_sequence(const char *name, const ortmk_value *v);
+bool write_map_sequence(const char *path, const ortmk_value *v);
+/* Each output as DIR/<name>.npy (DIR made if missing), a sequence of maps
+ * as DIR/<name>.json; false after fail(). */
 bool write_outputs(const char *dir, const char **onames, ortmk_value **outs, size_t nout);
 
 #endif

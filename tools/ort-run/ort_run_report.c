@@ -2,7 +2,8 @@
  * ort_run_report: what ort-run prints and writes after its runs: the JSON
  * object of --json (latencies, session creation, pre-pack cache, peak RSS
  * of the core and of each provider, supervision counters, nodes per
- * provider), the text summary, and --output-dir's .npy files.
+ * provider), the text summary, and --output-dir's .npy files (sequences
+ * of maps: ort_run_maps.c).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -154,6 +155,11 @@ void print_text(ortmk_session *s, const options *o, const char **onames, ortmk_v
 		ortmk_dtype t = ortmk_value_dtype(outs[i]);
 		size_t size = ortmk_dtype_size(t);
 		size_t count = size ? ortmk_value_nbytes(outs[i]) / size : 0;
+
+		if (is_map_sequence(outs[i])) {
+			print_map_sequence(onames[i], outs[i]);
+			continue;
+		}
 		format_dims(shape, sizeof shape, ortmk_value_dims(outs[i]),
 			    ortmk_value_rank(outs[i]));
 		printf("output %s: %s %s =", onames[i], ortmk_dtype_name(t), shape);
@@ -216,6 +222,12 @@ bool write_outputs(const char *dir, const char **onames, ortmk_value **outs, siz
 		file[len] = '\0';
 		if (!len || !strcmp(file, ".") || !strcmp(file, ".."))
 			snprintf(file, sizeof file, "_");
+		if (is_map_sequence(outs[i])) {
+			snprintf(path, sizeof path, "%s/%s.json", dir, file);
+			if (!write_map_sequence(path, outs[i]))
+				return false;
+			continue;
+		}
 		snprintf(path, sizeof path, "%s/%s.npy", dir, file);
 		if (ortmk_value_rank(outs[i]) > MAX_RANK ||
 		    npy_write(path, (int32_t)ortmk_value_dtype(outs[i]),

@@ -57,7 +57,7 @@ extern "C" {
 #define ORTMK_VERSION_MINOR 2
 #define ORTMK_VERSION_PATCH 0
 #define ORTMK_VERSION_STRING "0.2.0"
-#define ORTMK_API_VERSION 2
+#define ORTMK_API_VERSION 3
 
 /* libortmk is built with hidden visibility; these are its exports. */
 #pragma GCC visibility push(default)
@@ -88,11 +88,12 @@ typedef enum ortmk_dtype {
 } ortmk_dtype;
 
 /* Values other than numeric tensors (ONNX string tensors, sequences,
- * optionals).  A numeric or string tensor is ORTMK_VALUE_TENSOR. */
+ * optionals, maps).  A numeric or string tensor is ORTMK_VALUE_TENSOR. */
 typedef enum ortmk_value_kind {
 	ORTMK_VALUE_TENSOR = 0,
 	ORTMK_VALUE_SEQUENCE = 1,
 	ORTMK_VALUE_NONE = 2,          /* an optional holding nothing */
+	ORTMK_VALUE_MAP = 3,           /* an element of a sequence of maps */
 } ortmk_value_kind;
 
 typedef struct ortmk_env ortmk_env;
@@ -234,7 +235,8 @@ ortmk_status ortmk_session_output_info(const ortmk_session *s, size_t i,
 typedef struct ortmk_io_info {
 	size_t struct_size;           /* sizeof(ortmk_io_info) */
 	const char *name;
-	ortmk_value_kind kind;        /* ORTMK_VALUE_TENSOR or _SEQUENCE (of tensors) */
+	ortmk_value_kind kind;        /* ORTMK_VALUE_TENSOR or _SEQUENCE (of
+	                                 tensors or maps), _MAP */
 	int optional;                 /* 1: declared optional(...) */
 	ortmk_dtype dtype;            /* element type; ORTMK_UNDEFINED when unknown */
 	int rank_known;               /* 0: no rank (dims, dim_names NULL, rank 0) */
@@ -242,6 +244,8 @@ typedef struct ortmk_io_info {
 	const int64_t *dims;          /* -1 where the dim is not a fixed number */
 	const char *const *dim_names; /* rank entries: the symbolic name of a
 	                                 dim that has one, else NULL */
+	ortmk_dtype map_key_dtype;    /* a (sequence of) map(key, tensor(dtype)):
+	                                 the key type; ORTMK_UNDEFINED otherwise */
 } ortmk_io_info;
 ortmk_status ortmk_session_input_meta(const ortmk_session *s, size_t i, ortmk_io_info *out);
 ortmk_status ortmk_session_output_meta(const ortmk_session *s, size_t i, ortmk_io_info *out);
@@ -371,6 +375,26 @@ ortmk_status ortmk_value_create_sequence(ortmk_env *env, ortmk_dtype elem_dtype,
 size_t ortmk_value_sequence_length(const ortmk_value *v);
 /* A copy of element i of a sequence. */
 ortmk_status ortmk_value_sequence_get(const ortmk_value *v, size_t i, ortmk_value **out);
+/* Maps: ai.onnx.ml ZipMap's output is a sequence of them (its elements,
+ * from ortmk_value_sequence_get, are of kind ORTMK_VALUE_MAP).  Keys are
+ * int64 or strings, values float; pairs keep the order the model gave
+ * them (ZipMap: its class labels').  The pointers returned live as long as
+ * the map value. */
+typedef struct ortmk_map_info {
+	size_t struct_size;           /* sizeof(ortmk_map_info) */
+	ortmk_dtype key_dtype;        /* ORTMK_INT64 or ORTMK_STRING */
+	ortmk_dtype value_dtype;      /* ORTMK_FLOAT */
+	size_t count;                 /* number of (key, value) pairs */
+} ortmk_map_info;
+ortmk_status ortmk_value_map_info(const ortmk_value *v, ortmk_map_info *out);
+/* Pairs in a map; 0 for a value that is not a map. */
+size_t ortmk_value_map_count(const ortmk_value *v);
+/* The count int64 keys; NULL when the keys are strings or v is no map. */
+const int64_t *ortmk_value_map_int64_keys(const ortmk_value *v);
+/* String key i; NULL when out of range, the keys are int64 or v is no map. */
+const char *ortmk_value_map_string_key(const ortmk_value *v, size_t i);
+/* The count values (value_dtype); NULL when v is no map or empty. */
+const void *ortmk_value_map_values(const ortmk_value *v);
 /* An optional that holds nothing (an optional that holds a value is passed
  * as that value itself). */
 ortmk_status ortmk_value_create_none(ortmk_env *env, ortmk_value **out);
