@@ -43,8 +43,6 @@ static unsigned accepted_kinds(const Onnx__TypeProto *t)
 		return 1u << ORTMK_VALUE_SEQUENCE;
 	case ONNX__TYPE_PROTO__VALUE_OPTIONAL_TYPE:
 		return (1u << ORTMK_VALUE_NONE) | accepted_kinds(t->optional_type->elem_type);
-	case ONNX__TYPE_PROTO__VALUE_MAP_TYPE:
-		return 1u << ORTMK_VALUE_MAP;
 	default:
 		return 1u << ORTMK_VALUE_TENSOR;
 	}

@@ -4,7 +4,8 @@
  * whose elements are ORTMK_VALUE_MAP values, read with ortmk_value_map_info,
  * _map_count, _map_int64_keys, _map_string_key and _map_values; the
  * output's signature says seq(map(key, float)); the accessors refuse what
- * is not a map; a model whose X does not fit its labels is refused at load.
+ * is not a map; a model whose X does not fit its labels is refused at load;
+ * a map is not taken as an input.
  * Usage: test_zipmap DIR
  */
 #include <stddef.h>
@@ -161,6 +162,39 @@ static void test_struct_size(ortmk_env *env, const char *dir)
 	ortmk_session_destroy(s);
 }
 
+/* A map from zipmap_int.onnx's run fed to zipmap_map_in.onnx's map input:
+ * refused, naming the kind. */
+static void test_map_input(ortmk_env *env, const char *dir)
+{
+	char path[4096];
+	ortmk_session *s = NULL, *s_in = NULL;
+	ortmk_value *x = NULL, *out = NULL, *m = NULL, *res = NULL;
+
+	snprintf(path, sizeof(path), "%s/zipmap_int.onnx", dir);
+	CHECK(ortmk_session_create(env, path, NULL, &s) == ORTMK_OK, "session");
+	snprintf(path, sizeof(path), "%s/zipmap_map_in.onnx", dir);
+	CHECK(ortmk_session_create(env, path, NULL, &s_in) == ORTMK_OK, "session with a map input");
+	if (s && s_in && (out = run_zipmap(env, s, 1)) &&
+	    ortmk_value_sequence_get(out, 0, &m) == ORTMK_OK) {
+		int64_t dims[2] = {1, COLS};
+
+		CHECK(ortmk_value_create_copy(env, ORTMK_FLOAT, dims, 2, X, sizeof(float) * COLS,
+					      &x) == ORTMK_OK, "x");
+		CHECK(ortmk_session_run(s_in, (const char *const[]){"x", "m"},
+					(const ortmk_value *const[]){x, m}, 2,
+					(const char *const[]){"probs"}, 1, &res) == ORTMK_ERR_INPUT &&
+		      strstr(ortmk_last_error(), "a map"), "a map input is refused");
+	} else {
+		CHECK(0, "a map to feed");
+	}
+	ortmk_value_destroy(res);
+	ortmk_value_destroy(x);
+	ortmk_value_destroy(m);
+	ortmk_value_destroy(out);
+	ortmk_session_destroy(s_in);
+	ortmk_session_destroy(s);
+}
+
 int main(int argc, char **argv)
 {
 	ortmk_env *env = NULL;
@@ -178,6 +212,7 @@ int main(int argc, char **argv)
 	test_model(env, argv[1], "zipmap_str.onnx", ORTMK_STRING);
 	test_not_maps(env);
 	test_struct_size(env, argv[1]);
+	test_map_input(env, argv[1]);
 	snprintf(path, sizeof(path), "%s/zipmap_bad.onnx", argv[1]);
 	CHECK(ortmk_session_create(env, path, NULL, &s) != ORTMK_OK &&
 	      strstr(ortmk_last_error(), "4 columns for 3 labels"), "X wider than the labels");

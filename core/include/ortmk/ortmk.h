@@ -373,7 +373,10 @@ ortmk_status ortmk_value_create_sequence(ortmk_env *env, ortmk_dtype elem_dtype,
 					 const ortmk_value *const *items, size_t n,
 					 ortmk_value **out);
 size_t ortmk_value_sequence_length(const ortmk_value *v);
-/* A copy of element i of a sequence. */
+/* A copy of element i of a sequence: a tensor, or a map (ORTMK_VALUE_MAP,
+ * ortmk_value_dtype its values' type) for a sequence of maps (whose own
+ * ortmk_value_dtype is ORTMK_UNDEFINED).  Maps are only outputs: a value
+ * fed to a model's map input is refused. */
 ortmk_status ortmk_value_sequence_get(const ortmk_value *v, size_t i, ortmk_value **out);
 /* Maps: ai.onnx.ml ZipMap's output is a sequence of them (its elements,
  * from ortmk_value_sequence_get, are of kind ORTMK_VALUE_MAP).  Keys are
