@@ -32,7 +32,9 @@ def classifier(labels, zipmap):
                               domain="ai.onnx.ml", coefficients=sum(COEF, []),
                               intercepts=INTER, post_transform="SOFTMAX", **{key: labels})]
     ltype = TensorProto.STRING if key == "classlabels_strings" else TensorProto.INT64
-    outs = [vi("label", ltype, [None])]
+    # Without ZipMap only the probabilities: the reference (helpers.ort_run)
+    # reads numeric tensors only.
+    outs = [vi("label", ltype, [None])] if zipmap else []
     if zipmap:
         zkey = "classlabels_strings" if ltype == TensorProto.STRING else "classlabels_int64s"
         nodes.append(helper.make_node("ZipMap", ["probabilities"], ["output_probability"],
