@@ -39,8 +39,8 @@ typedef struct slim_buf {
 
 static void put(slim_buf *b, const void *src, size_t n)
 {
-	if (b->failed)
-		return;
+	if (b->failed || n == 0)
+		return;   /* an empty graph has no buffer at all (src NULL) */
 	if (b->n + n > b->cap) {
 		size_t cap = b->cap ? b->cap : 4096;
 		uint8_t *p;

@@ -44,14 +44,16 @@ wait
 for t in $targets; do
 	found=$(find "$out/crashers/$t" -type f | wc -l)
 	last=$(grep -E '^#[0-9]+' "$out/$t.log" | tail -1 | sed 's/\t/ /g' | cut -c1-120)
-	rc=$(cat "$out/$t.rc")
+	rc=$(cat "$out/$t.rc" 2>/dev/null || echo "?")
 	if [ -z "$last" ]; then
 		echo "fuzz_$t: did not run (exit $rc): $(tail -1 "$out/$t.log")" >>"$out/summary.txt"
 		failed=1
 		continue
 	fi
 	echo "fuzz_$t: exit $rc, ${found} new reproducers; ${last}" >>"$out/summary.txt"
-	[ "$found" -eq 0 ] && [ "$rc" -eq 0 ] || failed=1
+	[ "$found" -eq 0 ] && [ "$rc" = 0 ] || failed=1
 done
+# one file for the reproducers, for machines that hand back few files
+tar -C "$out" -czf "$out/crashers.tar.gz" crashers
 cat "$out/summary.txt"
 exit $failed
