@@ -499,13 +499,15 @@ static int sgemm_any(cpu_pool *pool, gemm_isa isa, int transA, int transB, int64
 	p.pack_ctx = fn_ctx;
 	p.B = B;
 	gemm_drv_fly_b(&p, d, K, N, ldb, transB);
-	/* A row-major B of one K block is read in place when the ISA can:
-	 * packing it costs a pass over B for every product, as much as the
-	 * multiply when M is small (a 1x1 convolution's 16 to 96 output
-	 * channels); a deeper K walks more rows of B at a stride than the
-	 * caches follow, and is packed. */
+	/* A row-major B of one K block is read in place when the ISA can
+	 * and M is a few row tiles: packing it costs a pass over B for every
+	 * product, as much as the multiply when M is small (a 1x1
+	 * convolution's 16 to 40 output channels: 0.5-0.9x); with more row
+	 * tiles the packed copy is reused enough to pay (resnet50's 1x1
+	 * layers, M 64-2048: 3-5% slower read in place), and a deeper K walks
+	 * more rows of B at a stride than the caches follow. */
 	p.b_direct = !fn && !transB && !transA && d->kernel_bd && K <= p.b.kc &&
-		     gemm_drv_direct_enabled();
+		     M <= 3 * d->mr && gemm_drv_direct_enabled();
 	mine = cpu_pool_try_begin(pool);
 	rc = run(&p, mine ? pool : NULL);
 	if (mine)

@@ -147,7 +147,7 @@ static inline __attribute__((always_inline)) void dw_copy_row(const dw_job *d, c
  * layers hold a few dozen outputs: rounding them up to DW_STEP wasted a
  * third of the work at 2x6).  T is the tap count (at most DW_TAPS); the
  * weights are splat into registers once. */
-#define DW_TAPS 25
+#define DW_TAPS 49
 static inline __attribute__((always_inline)) void
 dw_flat(const float *xp, const int64_t *off, const float *w, float bias, float *t, int64_t n,
 	int T)
@@ -163,7 +163,7 @@ dw_flat(const float *xp, const int64_t *off, const float *w, float bias, float *
 
 		for (int v = 0; v < 8; v++)
 			a[v] = vf_splat(0.0f) + bias;
-#pragma GCC unroll 25
+#pragma GCC unroll 49
 		for (int k = 0; k < T; k++) {
 			const float *p = xp + off[k] + f;
 
@@ -177,7 +177,7 @@ dw_flat(const float *xp, const int64_t *off, const float *w, float bias, float *
 	for (; f < n; f += 8) {
 		vf8 a0 = vf_splat(0.0f) + bias;
 
-#pragma GCC unroll 25
+#pragma GCC unroll 49
 		for (int k = 0; k < T; k++)
 			a0 += wv[k] * vf_load(xp + off[k] + f);
 		vf_store(t + f, a0);
@@ -355,6 +355,8 @@ static void dw_plane(const dw_job *d, const float *x, float *buf, const float *w
 			dw_flat(xp, d->off, w, bias, t, n, 9);
 		else if (d->taps == 25)
 			dw_flat(xp, d->off, w, bias, t, n, 25);
+		else if (d->taps == 49)
+			dw_flat(xp, d->off, w, bias, t, n, 49);
 		else if (d->taps == 3)
 			dw_flat(xp, d->off, w, bias, t, n, 3);
 		else if (d->taps == 5)
