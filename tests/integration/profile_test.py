@@ -117,8 +117,11 @@ def cnn():
           "provider run / application wall time: %.4f; node spans / application wall time: "
           "%.4f" % (span / prov, median, per_run[0], prov / app, span / app))
     # The median run: on a loaded machine a run whose thread was preempted
-    # between two nodes has a gap no profiler could fill.
-    assert median >= 0.95, "node spans cover %.1f%% of the median run" % (100 * median)
+    # between two nodes has a gap no profiler could fill.  Under the
+    # sanitizers (dev.sh's pass sets ASAN_OPTIONS) the executor's own code
+    # between nodes is instrumented too: 94% was measured there.
+    bound = 0.90 if "ASAN_OPTIONS" in os.environ else 0.95
+    assert median >= bound, "node spans cover %.1f%% of the median run" % (100 * median)
     stats_and_export(trace, recs, prs)
 
 

@@ -78,6 +78,7 @@ static prof_row *row_get(prof_row **tab, size_t *n, size_t *cap, size_t *hint, c
 	return r;
 }
 
+
 /* Self time per span: its duration less its children's. */
 static int self_times(tr_prof *p, const Ortmk__Trace__ProviderRun *pr)
 {
@@ -159,6 +160,16 @@ static int by_self(const void *a, const void *b)
 	return x->self_ns < y->self_ns ? 1 : x->self_ns > y->self_ns ? -1 : 0;
 }
 
+/* Heaviest first; a trace without profile records has nothing to sort
+ * (and qsort must not be handed a NULL array). */
+static void sort_by_self(tr_prof *p)
+{
+	if (p->n_ops)
+		qsort(p->ops, p->n_ops, sizeof(*p->ops), by_self);
+	if (p->n_nodes)
+		qsort(p->nodes, p->n_nodes, sizeof(*p->nodes), by_self);
+}
+
 static double share(const tr_prof *p, uint64_t ns)
 {
 	return p->run_ns ? (double)ns / (double)p->run_ns : 0;
@@ -187,8 +198,7 @@ void tr_prof_print_text(tr_prof *p)
 {
 	if (!p->runs && !p->session_runs)
 		return;
-	qsort(p->ops, p->n_ops, sizeof(*p->ops), by_self);
-	qsort(p->nodes, p->n_nodes, sizeof(*p->nodes), by_self);
+	sort_by_self(p);
 	printf("\nPROFILE  %llu provider runs, %.3f ms; node spans cover %.1f%% of them "
 	       "(%llu dropped); %llu application runs, %.3f ms (provider runs %.1f%% of it)\n",
 	       (unsigned long long)p->runs, (double)p->run_ns / 1e6,
@@ -227,8 +237,7 @@ static void json_rows(const tr_prof *p, const prof_row *rows, size_t n, int node
 
 void tr_prof_print_json(tr_prof *p)
 {
-	qsort(p->ops, p->n_ops, sizeof(*p->ops), by_self);
-	qsort(p->nodes, p->n_nodes, sizeof(*p->nodes), by_self);
+	sort_by_self(p);
 	printf(",\"profile\":{\"provider_runs\":%llu,\"provider_run_ns\":%llu,\"span_ns\":%llu,"
 	       "\"coverage\":%.6f,\"spans_dropped\":%llu,\"session_runs\":%llu,"
 	       "\"session_run_ns\":%llu,\"provider_share_of_session\":%.6f,\"op_types\":[",
