@@ -383,10 +383,11 @@ int ep_host_main(const ep_vtable *vt, int argc, char **argv)
 
 	(void)argc;
 	(void)argv;
-	if (ep_sandbox_mode() != EP_SANDBOX_OFF)
+	if (ep_sandbox_mode() != EP_SANDBOX_OFF) {
 		ep_sandbox_prepare();
-	if (ep_sandbox_mode() != EP_SANDBOX_OFF && getenv("ORTMK_EP_FD"))
-		ep_sandbox_close_fds(atoi(getenv("ORTMK_EP_FD")));
+		if (getenv("ORTMK_EP_FD"))
+			ep_sandbox_close_fds(atoi(getenv("ORTMK_EP_FD")));
+	}
 	ipc_chan_init(&h.chan);
 	ipc_log_set_role(vt->name);
 	/* The core is our reason to exist: watch it and leave with it.  Not

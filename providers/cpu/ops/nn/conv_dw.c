@@ -14,8 +14,10 @@
  * (oh, ow) is flat index oh * P + ow of a row pitch P a little wider than
  * the output row, and tap (kh, kw) of every output reads its phase plane at
  * a fixed offset from that index.  The whole plane is one long run of
- * vectors, 32 outputs an iteration in four independent accumulators (the
- * multiply-add chains would otherwise wait on each other's latency), with
+ * vectors, 64 outputs an iteration in eight independent sums (fewer, and
+ * the multiply-add chains wait on each other's latency), the last outputs
+ * a vector at a time; 3x3 and 5x5 at stride 1 take two output rows at once
+ * (dw_pairs), each input vector loaded once for both.  There are
  * no row ends and no partial vectors: the columns past OW are computed and
  * dropped.  That is what makes the small planes of late layers (14x14,
  * 7x7: two to six vectors a row before) run at the speed of the large ones.
