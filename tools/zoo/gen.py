@@ -173,10 +173,13 @@ def build_module(spec, seed):
 
 # ------------------------------------------------------------------ variants
 
-def make_variant(variant, src, dst):
+def make_variant(variant, src, dst, spec=None, opset=None):
     """'ok', or the reason the variant does not exist."""
     import onnx
-    if variant == "fp16":
+    if spec is not None and variant in spec.variant_builds:
+        m = spec.variant_builds[variant](opset)
+        onnx.checker.check_model(m)
+    elif variant == "fp16":
         import to_fp16
         m = to_fp16.convert(onnx.load(src))
         to_fp16.check(m)
@@ -278,7 +281,7 @@ def generate(spec, cache, opsets, variants, force):
                 continue
             st.setdefault("ver", {})[v] = ver[v]
             try:
-                st[v] = make_variant(v, fp32, os.path.join(od, v + ".onnx"))
+                st[v] = make_variant(v, fp32, os.path.join(od, v + ".onnx"), spec, opset)
             except Exception as e:  # noqa: BLE001
                 st[v] = "converter failed: " + one_line(e)
                 log("%s opset %d %s: %s" % (spec.name, opset, v, st[v]))

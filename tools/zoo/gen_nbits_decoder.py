@@ -140,7 +140,7 @@ def build(a):
     return m
 
 
-def main():
+def parser():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("out")
     ap.add_argument("--vocab", type=int, default=512)
@@ -151,7 +151,16 @@ def main():
     ap.add_argument("--block-size", type=int, default=32)
     ap.add_argument("--accuracy-level", type=int, default=0)
     ap.add_argument("--seed", type=int, default=19)
-    a = ap.parse_args()
+    return ap
+
+
+def model(accuracy_level=0):
+    """The zoo's nbits_decoder (tools/zoo/zoo_models.py): the defaults above."""
+    return build(parser().parse_args(["-", "--accuracy-level", str(accuracy_level)]))
+
+
+def main():
+    a = parser().parse_args()
     m = build(a)
     onnx.checker.check_model(m)
     onnx.save(m, a.out)

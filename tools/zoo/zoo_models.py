@@ -23,7 +23,7 @@ CLASSIC = (9, 13, 17)
 class Spec:
     def __init__(self, name, build, inputs, outputs, opsets=(17,), dynamic=None, kind="tensor",
                  big=False, note="", calib=None, export_module=None, onnx_build=None,
-                 post_calib=None):
+                 post_calib=None, variant_builds=None):
         self.name = name
         self.build = build            # () -> nn.Module (called after seeding)
         self.inputs = inputs          # rng -> (OrderedDict a, OrderedDict b or None)
@@ -37,6 +37,9 @@ class Spec:
         self.post_calib = post_calib  # (module, rng) -> None: after calibration, in eval()
         self.export_module = export_module  # module -> module to export (e.g. jit.script)
         self.onnx_build = onnx_build  # opset -> ModelProto, for graphs built with onnx.helper
+        # {variant: opset -> ModelProto}: a variant written by its own
+        # builder instead of to_fp16.py / to_int8.py
+        self.variant_builds = variant_builds or {}
 
 
 def od(**kw):
@@ -337,6 +340,24 @@ def stft17():
                 onnx_build=build, note="onnx.helper: HannWindow, STFT, MelWeightMatrix")
 
 
+def nbits_decoder():
+    """A GPT-style decoder whose projections are com.microsoft MatMulNBits
+    (4-bit weights, ONNX Runtime's int4 weight-only layout).  Its int8
+    variant is the same graph with accuracy_level 4 (A quantized to int8
+    per block inside each MatMulNBits), judged with the int8 tolerance."""
+    def inputs(rng):
+        return (od(ids=D.tokens(rng, (1, 16), 512)), od(ids=D.tokens(rng, (2, 24), 512)))
+
+    def build(acc):
+        def make(opset):
+            import gen_nbits_decoder
+            return gen_nbits_decoder.model(acc)
+        return make
+    return Spec("nbits_decoder", None, inputs, ["logits"], (17,), kind="tensor",
+                onnx_build=build(0), variant_builds={"int8": build(4)},
+                note="onnx.helper: MatMulNBits 4-bit; int8 = accuracy_level 4")
+
+
 SPECS = [
     classifier("resnet18", "resnet18", opsets=CLASSIC),
     classifier("resnet50", "resnet50", big=True),
@@ -381,5 +402,6 @@ SPECS = [
     script_loop(),
     yolo(),
     stft17(),
+    nbits_decoder(),
 ]
 BY_NAME = OrderedDict((s.name, s) for s in SPECS)
