@@ -80,6 +80,17 @@ def nbits_cases(b):
     nbits_case(b, "nbits 4b accuracy_level 4 decode", 1, 256, 64, acc=4)
     nbits_case(b, "nbits 4b accuracy_level 4 u8 zp M=33", 33, 192, 48, zp="u8", acc=4)
     nbits_case(b, "nbits 4b accuracy_level 4 float zp", 4, 128, 32, zp="float", acc=4)
+    # the integer decode path (nbits_q8.c on VNNI CPUs): u8 zero points,
+    # rows 1-4, N not a multiple of its 4 columns, blocks of 32-128, a
+    # partial last block, bias
+    nbits_case(b, "nbits 4b accuracy_level 4 u8 zp decode N=61", 1, 256, 61, zp="u8", acc=4)
+    nbits_case(b, "nbits 4b accuracy_level 4 u8 zp 3 rows bias", 3, 192, 50, zp="u8", acc=4,
+               bias=True)
+    nbits_case(b, "nbits 4b accuracy_level 4 bs64 K=200 M=2", 2, 200, 33, bs=64, zp="u8",
+               acc=4)
+    nbits_case(b, "nbits 4b accuracy_level 4 bs128 M=4 3-D", 2, 512, 70, bs=128, acc=4,
+               lead=[2])
+    nbits_case(b, "nbits 4b accuracy_level 4 bs16 decode", 1, 96, 20, bs=16, zp="u8", acc=4)
     nbits_case(b, "nbits 8b bs32", 2, 128, 24, bits=8)
     nbits_case(b, "nbits 8b bs64 u8 zp M=20", 20, 192, 40, bits=8, bs=64, zp="u8")
     nbits_case(b, "nbits 8b accuracy_level 4", 3, 128, 24, bits=8, zp="u8", acc=4)

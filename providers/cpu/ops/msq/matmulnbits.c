@@ -18,8 +18,9 @@
  * accuracy_level 4 lets ONNX Runtime quantize A to int8 per block
  * (scale max|a| / 127, rounding half to even) and it does so on x86 for 4-
  * and 8-bit weights with uint8 or no zero points; the result is then A's
- * quantized values times W, so ortmk quantizes A the same way, then
- * multiplies in float (the same products, rounded differently).
+ * quantized values times W, so ortmk quantizes A the same way: for a few
+ * rows of 4-bit weights in integers where the CPU has VNNI (nbits_q8.c),
+ * otherwise in float (the same products, rounded differently).
  */
 #include <math.h>
 #include <stdio.h>
@@ -263,6 +264,9 @@ static int nb_compute(cpu_ctx *ctx)
 	if (M == 0)
 		return 0;
 	a = A->data;
+	if (s->acc_level == 4 && s->bits != 2 && (!zp || zp->dtype == CPU_UINT8) &&
+	    M <= NBITS_GEMV_ROWS && nbits_q8_available(&w))
+		return nbits_gemv_q8(ctx, &w, a, s->K, M, bias ? bias->data : NULL, Y->data, s->N);
 	if (s->acc_level == 4 && s->bits != 2 && (!zp || zp->dtype == CPU_UINT8)) {
 		float *aq = cpu_scratch(ctx, (size_t)(M * s->K) * sizeof(float));
 		if (!aq)
