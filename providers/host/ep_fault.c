@@ -97,7 +97,7 @@ static void fault_forbidden(enum fault_action a)
 		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	else
 		execve("/nonexistent/ortmk-sandbox-probe", argv, envp);
-	ipc_log(IPC_LOG_ERROR, "fault injection: %s was not stopped (%s): the process is not sandboxed",
+	ipc_log(IPC_LOG_ERROR, "fault injection: %s was not stopped (%s): no filter refused it",
 		what[i], fd >= 0 ? "it succeeded" : strerror(errno));
 	if (fd >= 0)
 		close(fd);

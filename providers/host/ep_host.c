@@ -319,10 +319,6 @@ static void sandbox(host *h)
 	int mode = ep_sandbox_mode();
 	char err[256] = "", why[400];
 
-	if (mode != EP_SANDBOX_OFF && p && p->off_reason) {
-		ipc_log(IPC_LOG_INFO, "no system-call sandbox: %s", p->off_reason);
-		return;
-	}
 	if (mode == EP_SANDBOX_OFF)
 		ipc_log(IPC_LOG_INFO, "system-call sandbox off (ORTMK_SANDBOX=0)");
 	if (ep_sandbox_enter(p, mode, err, sizeof(err)) == 0)

@@ -184,13 +184,17 @@ enum ep_status {
  * without one gets the common list alone (cpu).
  */
 typedef struct ep_sandbox_policy {
-	/* Non-NULL: this provider runs without the filter, for this reason
-	 * (logged at start). */
-	const char *off_reason;
-	/* mmap/mprotect with PROT_EXEC: a driver that compiles code at load
-	 * (lavapipe's LLVM). */
+	/* 1: the driver filter.  A GPU driver opens device nodes, caches and
+	 * its own files lazily, drives the device with ioctl and may compile
+	 * into executable memory, so the filter allows every call but the
+	 * ones no driver needs: programs run, forks, ptrace, network sockets,
+	 * kernel administration (ep_sandbox.c's denied list). */
+	int driver;
+	/* mmap/mprotect with PROT_EXEC (allow-list filter only): a driver
+	 * that compiles code at load. */
 	int exec_memory;
-	/* More system calls by name (ioctl for a device node), NULL-terminated. */
+	/* More system calls by name (ioctl for a device node), NULL-terminated
+	 * (allow-list filter only). */
 	const char *const *extra;
 } ep_sandbox_policy;
 

@@ -8,6 +8,11 @@
  * on its channel, and start threads, and nothing else.  It cannot open a
  * path, make a socket, run a program, trace a process or fork.
  *
+ * GPU providers get the driver filter instead (ep_sandbox_policy.driver):
+ * everything allowed but the calls in `denied` and a fork, a network
+ * socket or a signal to another process; their drivers open files and
+ * drive devices after start, which an allow list cannot foresee.
+ *
  * A call outside the list kills the whole process (SIGSYS), which the core
  * reports as a sandbox violation and restarts like any other crash.  The
  * filter is libseccomp's, loaded with TSYNC so nng's threads, started by
@@ -30,6 +35,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -112,6 +118,19 @@ static const char *const allowed[] = {
 	"rt_sigprocmask", "rt_sigaction", "rt_sigreturn", "sigaltstack", "pause",
 	/* identity and facts */
 	"getpid", "gettid", "getppid", "sysinfo", "getrandom",
+};
+
+/* What the driver filter refuses: running a program, forking (a clone
+ * without thread flags, below), tracing or reading other processes, and
+ * kernel administration no driver does. */
+static const char *const denied[] = {
+	"execve", "execveat", "fork", "vfork", "ptrace", "process_vm_readv", "process_vm_writev",
+	"pidfd_getfd", "kexec_load", "kexec_file_load", "init_module", "finit_module",
+	"delete_module", "mount", "umount2", "pivot_root", "chroot", "setns", "unshare", "bpf",
+	"userfaultfd", "keyctl", "add_key", "request_key", "reboot", "swapon", "swapoff", "acct",
+	"iopl", "ioperm", "open_by_handle_at", "name_to_handle_at", "syslog", "personality",
+	"setuid", "setgid", "setreuid", "setregid", "setresuid", "setresgid", "setgroups",
+	"settimeofday", "clock_settime", "adjtimex", "quotactl",
 };
 
 /* fcntl commands: descriptor flags, status flags (nng's non-blocking
@@ -219,12 +238,40 @@ static int sanitizer_rules(scmp_filter_ctx f, char *err, size_t n)
 }
 #endif
 
-static int build(scmp_filter_ctx f, const ep_sandbox_policy *p, char *err, size_t n)
+/* The driver filter's rules on top of "allow by default". */
+static int driver_rules(scmp_filter_ctx f, uint32_t deny, char *err, size_t n)
+{
+	struct scmp_arg_cmp fork = SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0);
+	struct scmp_arg_cmp inet = SCMP_A0(SCMP_CMP_NE, AF_UNIX);
+	struct scmp_arg_cmp other = SCMP_A0(SCMP_CMP_NE, (scmp_datum_t)getpid());
+	int rc = 0;
+
+	for (size_t i = 0; rc == 0 && i < sizeof(denied) / sizeof(denied[0]); i++)
+		rc = rule(f, deny, denied[i], 0, NULL, err, n);
+	if (rc == 0)
+		rc = rule(f, deny, "clone", 1, &fork, err, n);
+	if (rc == 0)
+		rc = rule(f, SCMP_ACT_ERRNO(ENOSYS), "clone3", 0, NULL, err, n);
+	if (rc == 0)
+		rc = rule(f, deny, "socket", 1, &inet, err, n);
+	if (rc == 0)
+		rc = rule(f, deny, "socketpair", 1, &inet, err, n);
+	if (rc == 0)
+		rc = rule(f, deny, "kill", 1, &other, err, n);
+	if (rc == 0)
+		rc = rule(f, deny, "tgkill", 1, &other, err, n);
+	return rc;
+}
+
+static int build(scmp_filter_ctx f, const ep_sandbox_policy *p, uint32_t deny, char *err,
+		 size_t n)
 {
 	int rc = seccomp_attr_set(f, SCMP_FLTATR_CTL_TSYNC, 1);
 
 	if (rc < 0)
 		return snprintf(err, n, "cannot ask for thread sync: %s", strerror(-rc)), rc;
+	if (p && p->driver)
+		return driver_rules(f, deny, err, n);
 	for (size_t i = 0; rc == 0 && i < sizeof(allowed) / sizeof(allowed[0]); i++)
 		rc = rule(f, SCMP_ACT_ALLOW, allowed[i], 0, NULL, err, n);
 	for (size_t i = 0; rc == 0 && p && p->extra && p->extra[i]; i++)
@@ -297,12 +344,12 @@ int ep_sandbox_enter(const ep_sandbox_policy *p, int mode, char *err, size_t n)
 	rc = harden(err, n);
 	if (rc == 0 && mode == EP_SANDBOX_REPORT && (rc = report_handler()) != 0)
 		snprintf(err, n, "ORTMK_SANDBOX=report is not supported on this architecture");
-	if (rc == 0 && !(f = seccomp_init(deflt))) {
+	if (rc == 0 && !(f = seccomp_init(p && p->driver ? SCMP_ACT_ALLOW : deflt))) {
 		snprintf(err, n, "seccomp_init failed");
 		rc = -ENOMEM;
 	}
 	if (rc == 0)
-		rc = build(f, p, err, n);
+		rc = build(f, p, deflt, err, n);
 	if (rc == 0)
 		sanitizer_prepare();
 	if (rc == 0 && (rc = seccomp_load(f)) < 0)
