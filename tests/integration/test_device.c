@@ -148,11 +148,35 @@ static int provider_pid(ortmk_env *env, const char *name)
 	return -1;
 }
 
+/* 1 once pid has exited (gone, or a zombie the core has not reaped). */
+static int exited(int pid)
+{
+	char path[64], buf[256], *p;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (!(f = fopen(path, "r")))
+		return 1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	return !p || p[1] == 0 || p[2] == 'Z' || p[2] == 'X';
+}
+
+/* SIGKILL, then up to 5 s for the process to be gone: on a loaded machine
+ * its exit can lag the signal, and a request sent meanwhile fails instead
+ * of restarting the provider. */
 static int kill_provider(ortmk_env *env, const char *name)
 {
 	int pid = provider_pid(env, name);
 
-	return pid > 0 ? kill(pid, SIGKILL) : -1;
+	if (pid <= 0 || kill(pid, SIGKILL))
+		return -1;
+	for (int i = 0; i < 500 && !exited(pid); i++)
+		usleep(10000);
+	return 0;
 }
 
 /* host -> device -> host, bit-exact, on a stream with a fence, and

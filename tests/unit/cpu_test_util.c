@@ -28,7 +28,7 @@ void tn(tnode *t, const char *op, int n_in, int n_out)
 	t->p.op_type = (char *)op;
 	t->p.name = "t";
 	for (int i = 0; i < n_in + n_out; i++)
-		snprintf(t->names[i], sizeof(t->names[i]), "%c%d", i < n_in ? 'i' : 'o', i);
+		snprintf(t->names[i], sizeof(t->names[i]), "%c%d", i < n_in ? 'i' : 'o', i % 1000);
 	for (int i = 0; i < n_in; i++)
 		t->in[i] = t->names[i];
 	for (int i = 0; i < n_out; i++)
@@ -141,7 +141,7 @@ int run_pool(tnode *t, int64_t opset, int n_in, const cpu_tensor **in, int n_out
 			   n_out, err, ERRLEN);
 	if (rc)
 		return rc;
-	rc = cpu_node_run(&node, &(cpu_run_env){NULL, NULL, pool, threads, NULL, NULL, 0}, in, planned, out,
+	rc = cpu_node_run(&node, &(cpu_run_env){.pool = pool, .threads = threads}, in, planned, out,
 			  heap, err, ERRLEN);
 	/* with nothing planned, every output the kernel wrote is its own */
 	for (int i = 0; rc == 0 && i < n_out; i++)
