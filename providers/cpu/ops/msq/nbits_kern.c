@@ -7,7 +7,9 @@
  *
  * The loops are written once on 8-lane vectors (vfloat.h) and compiled
  * per ISA (CPU_MULTIVERSION): the 4-bit unpack is a widening byte load,
- * a mask and a shift, then int-to-float conversions and FMAs.
+ * a mask and a shift, then int-to-float conversions and FMAs.  The gemv of
+ * 4-bit weights in blocks of a multiple of 32 has an AVX-512 kernel of its
+ * own (gemv4_avx512), chosen by cpuid.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -114,12 +116,129 @@ static float col_dot8(const uint8_t *q, const float *a, const float *scale, int6
 
 typedef struct gemv_job {
 	const nbits_w *w;
-	const float *a;           /* rows x (nb * bs), zero past K */
+	const float *a;           /* rows x (nb * bs), zero past K; permuted per 32 when wide */
 	const float *asum;        /* rows x nb */
 	int64_t rows, ldy;
 	const float *bias;
 	float *y;
+	int wide;                 /* the AVX-512 kernel (gemv4_avx512) */
 } gemv_job;
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define NB_WIDE_X86 1
+#include <immintrin.h>
+
+/* 4 bits, blocks of a multiple of 32, an AVX-512 CPU: 4 columns at a time,
+ * 32 values a step.  A step's 16 weight bytes widen to 16 lanes whose low
+ * nibbles are values 0-7 and 16-23 and high nibbles 8-15 and 24-31; A's
+ * copy is in that order (permute_a), so the weights are used as loaded.
+ * (gcc turns the generic loop's byte-to-int conversion into scalar
+ * inserts: 6x slower than ONNX Runtime at 4096 x 4096.) */
+__attribute__((target("avx512f,avx2,fma")))
+static void gemv4_avx512(const nbits_w *w, const float *a, const int64_t *col, int64_t cb,
+			 float *out)
+{
+	__m512 acc[4];
+	const __m512i lo4 = _mm512_set1_epi32(15);
+
+	for (int c = 0; c < 4; c++)
+		acc[c] = _mm512_setzero_ps();
+	for (int64_t b = 0; b < w->nb; b++) {
+		__m512 t[4];
+
+		for (int c = 0; c < 4; c++)
+			t[c] = _mm512_setzero_ps();
+		for (int64_t g = 0; g < w->bs; g += 32) {
+			const float *ap = a + b * w->bs + g;
+			__m512 a0 = _mm512_loadu_ps(ap), a1 = _mm512_loadu_ps(ap + 16);
+
+			for (int c = 0; c < 4; c++) {
+				const uint8_t *p = w->q + col[c] * cb + (b * w->bs + g) / 2;
+				__m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)p));
+
+				t[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_and_si512(v, lo4)), a0, t[c]);
+				t[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_srli_epi32(v, 4)), a1, t[c]);
+			}
+		}
+		for (int c = 0; c < 4; c++)
+			acc[c] = _mm512_fmadd_ps(t[c], _mm512_set1_ps(w->scale[col[c] * w->nb + b]), acc[c]);
+	}
+	for (int c = 0; c < 4; c++)
+		out[c] = _mm512_reduce_add_ps(acc[c]);
+}
+
+/* sum_b zs[b] * as[b]: the zero points' term of one column. */
+__attribute__((target("avx512f,avx2,fma")))
+static float zs_dot_avx512(const float *zs, const float *as, int64_t nb)
+{
+	__m512 acc = _mm512_setzero_ps();
+	int64_t b = 0;
+
+	for (; b + 16 <= nb; b += 16)
+		acc = _mm512_fmadd_ps(_mm512_loadu_ps(zs + b), _mm512_loadu_ps(as + b), acc);
+	if (b < nb) {
+		__mmask16 m = (__mmask16)((1u << (nb - b)) - 1);
+		acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, zs + b), _mm512_maskz_loadu_ps(m, as + b),
+				      acc);
+	}
+	return _mm512_reduce_add_ps(acc);
+}
+#endif
+
+static int wide_ok(const nbits_w *w)
+{
+#ifdef NB_WIDE_X86
+	return w->bits == 4 && w->bs % 32 == 0 && __builtin_cpu_supports("avx512f");
+#else
+	(void)w;
+	return 0;
+#endif
+}
+
+/* Values 0-7, 16-23, 8-15, 24-31 of every 32: the order gemv4_avx512's
+ * weights unpack in. */
+static void permute_a(float *a, int64_t n)
+{
+	float t[8];
+
+	for (int64_t g = 0; g + 32 <= n; g += 32) {
+		memcpy(t, a + g + 8, sizeof(t));
+		memcpy(a + g + 8, a + g + 16, sizeof(t));
+		memcpy(a + g + 16, t, sizeof(t));
+	}
+}
+
+/* Columns [g0, g1) * 4 through gemv4_avx512 (the last group repeats
+ * column N - 1 where N runs out). */
+static void gemv_cols_wide(const gemv_job *j, int64_t g0, int64_t g1)
+{
+#ifdef NB_WIDE_X86
+	const nbits_w *w = j->w;
+	int64_t kp = w->nb * w->bs, cb = nbits_col_bytes(w);
+
+	for (int64_t r = 0; r < j->rows; r++) {
+		const float *a = j->a + r * kp, *as = j->asum + r * w->nb;
+
+		for (int64_t g = g0; g < g1; g++) {
+			int64_t col[4];
+			float out[4];
+
+			for (int c = 0; c < 4; c++)
+				col[c] = g * 4 + c < w->N ? g * 4 + c : w->N - 1;
+			gemv4_avx512(w, a, col, cb, out);
+			for (int c = 0; c < 4 && g * 4 + c < w->N; c++) {
+				float v = out[c] - zs_dot_avx512(w->zs + col[c] * w->nb, as, w->nb);
+
+				j->y[r * j->ldy + col[c]] = j->bias ? v + j->bias[col[c]] : v;
+			}
+		}
+	}
+#else
+	(void)j;
+	(void)g0;
+	(void)g1;
+#endif
+}
 
 static void gemv_cols(void *arg, int64_t n0, int64_t n1, int member)
 {
@@ -128,6 +247,10 @@ static void gemv_cols(void *arg, int64_t n0, int64_t n1, int member)
 	int64_t kp = w->nb * w->bs, cb = nbits_col_bytes(w);
 
 	(void)member;
+	if (j->wide) {
+		gemv_cols_wide(j, n0, n1);
+		return;
+	}
 	for (int64_t r = 0; r < j->rows; r++) {
 		const float *a = j->a + r * kp, *as = j->asum + r * w->nb;
 		for (int64_t n = n0; n < n1; n++) {
@@ -149,7 +272,8 @@ int nbits_gemv(cpu_ctx *ctx, const nbits_w *w, const float *A, int64_t lda, int6
 {
 	int64_t kp = w->nb * w->bs;
 	float *a = cpu_scratch(ctx, (size_t)(rows * (kp + w->nb)) * sizeof(float));
-	gemv_job j = {w, a, a + rows * kp, rows, ldy, bias, Y};
+	gemv_job j = {w, a, a + rows * kp, rows, ldy, bias, Y, wide_ok(w)};
+	int64_t items = j.wide ? (w->N + 3) / 4 : w->N;
 
 	if (!a)
 		return CPU_E_NOMEM;
@@ -163,8 +287,12 @@ int nbits_gemv(cpu_ctx *ctx, const nbits_w *w, const float *A, int64_t lda, int6
 				s += ar[b * w->bs + k];
 			as[b] = s;
 		}
+		if (j.wide)
+			permute_a(ar, kp);
 	}
-	cpu_par_for(ctx, w->N, (double)rows * (double)kp * 0.06, 8, gemv_cols, &j);
+	/* items: columns, or groups of 4 of them for the wide kernel */
+	cpu_par_for(ctx, items, (double)rows * (double)kp * (j.wide ? 0.04 : 0.06), j.wide ? 2 : 8,
+		    gemv_cols, &j);
 	return 0;
 }
 
