@@ -41,6 +41,8 @@ void nbits_relayout(const nbits_w *w, const uint8_t *src, uint8_t *dst);
  * per column, or NULL), one column at a time: for a few rows. */
 int nbits_gemv(cpu_ctx *ctx, const nbits_w *w, const float *A, int64_t lda, int64_t rows,
 	       const float *bias, float *Y, int64_t ldy);
+/* sum x[i] * y[i], vectorized. */
+float nbits_dot(const float *x, const float *y, int64_t n);
 /* accuracy_level 4 in integers (nbits_q8.c): A quantized to int8 per
  * block, dot products in vpdpbusd.  Only where nbits_q8_available. */
 int nbits_q8_available(const nbits_w *w);

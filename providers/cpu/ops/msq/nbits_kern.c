@@ -114,6 +114,26 @@ static float col_dot8(const uint8_t *q, const float *a, const float *scale, int6
 	return vf_hsum(acc);
 }
 
+/* sum x[i] * y[i] in 4 independent sums: the zero points' term of a
+ * column (sum_b zs[b] * as[b]), a chain of nb dependent multiply-adds if
+ * written as a plain loop. */
+CPU_MULTIVERSION
+float nbits_dot(const float *x, const float *y, int64_t n)
+{
+	vf8 s[4] = {vf_splat(0.0f), vf_splat(0.0f), vf_splat(0.0f), vf_splat(0.0f)};
+	float t = 0.0f;
+	int64_t i = 0;
+
+	for (; i + 32 <= n; i += 32)
+		for (int k = 0; k < 4; k++)
+			s[k] += vf_load(x + i + 8 * k) * vf_load(y + i + 8 * k);
+	for (; i + 8 <= n; i += 8)
+		s[0] += vf_load(x + i) * vf_load(y + i);
+	for (; i < n; i++)
+		t += x[i] * y[i];
+	return vf_hsum((s[0] + s[1]) + (s[2] + s[3])) + t;
+}
+
 typedef struct gemv_job {
 	const nbits_w *w;
 	const float *a;           /* rows x (nb * bs), zero past K; permuted per 32 when wide */
@@ -167,22 +187,6 @@ static void gemv4_avx512(const nbits_w *w, const float *a, const int64_t *col, i
 		out[c] = _mm512_reduce_add_ps(acc[c]);
 }
 
-/* sum_b zs[b] * as[b]: the zero points' term of one column. */
-__attribute__((target("avx512f,avx2,fma")))
-static float zs_dot_avx512(const float *zs, const float *as, int64_t nb)
-{
-	__m512 acc = _mm512_setzero_ps();
-	int64_t b = 0;
-
-	for (; b + 16 <= nb; b += 16)
-		acc = _mm512_fmadd_ps(_mm512_loadu_ps(zs + b), _mm512_loadu_ps(as + b), acc);
-	if (b < nb) {
-		__mmask16 m = (__mmask16)((1u << (nb - b)) - 1);
-		acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, zs + b), _mm512_maskz_loadu_ps(m, as + b),
-				      acc);
-	}
-	return _mm512_reduce_add_ps(acc);
-}
 #endif
 
 static int wide_ok(const nbits_w *w)
@@ -227,7 +231,7 @@ static void gemv_cols_wide(const gemv_job *j, int64_t g0, int64_t g1)
 				col[c] = g * 4 + c < w->N ? g * 4 + c : w->N - 1;
 			gemv4_avx512(w, a, col, cb, out);
 			for (int c = 0; c < 4 && g * 4 + c < w->N; c++) {
-				float v = out[c] - zs_dot_avx512(w->zs + col[c] * w->nb, as, w->nb);
+				float v = out[c] - nbits_dot(w->zs + col[c] * w->nb, as, w->nb);
 
 				j->y[r * j->ldy + col[c]] = j->bias ? v + j->bias[col[c]] : v;
 			}
@@ -257,11 +261,9 @@ static void gemv_cols(void *arg, int64_t n0, int64_t n1, int member)
 			const float *sc = w->scale + n * w->nb, *zs = w->zs + n * w->nb;
 			const uint8_t *q = w->q + n * cb;
 			float v = w->bits == 4 ? col_dot4(q, a, sc, w->nb, w->bs) :
-				  col_dot8(q, a, sc, w->nb, w->bs), corr = 0.0f;
+				  col_dot8(q, a, sc, w->nb, w->bs);
 
-			for (int64_t b = 0; b < w->nb; b++)
-				corr += zs[b] * as[b];
-			v -= corr;
+			v -= nbits_dot(zs, as, w->nb);
 			j->y[r * j->ldy + n] = j->bias ? v + j->bias[n] : v;
 		}
 	}

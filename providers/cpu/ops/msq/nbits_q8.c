@@ -137,17 +137,6 @@ static void cols_avxvnni(const nbits_w *w, const int8_t *qa, const float *sa, co
 }
 #endif
 
-/* Column n's zero-point term for one row: sum_b zs[b] * sa[b] * sum(qa_b). */
-static float zp_term(const nbits_w *w, int64_t n, const float *ca)
-{
-	const float *zs = w->zs + n * w->nb;
-	float t = 0.0f;
-
-	for (int64_t b = 0; b < w->nb; b++)
-		t += zs[b] * ca[b];
-	return t;
-}
-
 static void q8_cols(void *arg, int64_t g0, int64_t g1, int member)
 {
 	const q8_job *j = arg;
@@ -182,7 +171,7 @@ static void q8_cols(void *arg, int64_t g0, int64_t g1, int member)
 			memset(out, 0, sizeof(out));
 #endif
 			for (int c = 0; c < NBQ8_COLS && n + c < w->N; c++) {
-				float v = out[c] - zp_term(w, n + c, ca);
+				float v = out[c] - nbits_dot(w->zs + (n + c) * w->nb, ca, w->nb);
 
 				j->y[r * j->ldy + n + c] = j->bias ? v + j->bias[n + c] : v;
 			}
