@@ -364,7 +364,7 @@ static void *worker(void *arg)
 		size_t live = 0;
 		for (size_t j = 0; j < n; j++) {
 			srv_stats_queue(m->stats, now - jobs[j]->t_enqueued);
-			if (__atomic_load_n(&jobs[j]->gone, __ATOMIC_SEQ_CST))
+			if (srv_cfg.drop_disconnected && srv_conn_gone(jobs[j]->hreq->conn))
 				srv_job_finish(jobs[j], SRV_GONE, NULL, NULL, NULL);
 			else if (m->cfg.timeout_ms && (now - jobs[j]->t_start) * 1000 > m->cfg.timeout_ms)
 				srv_job_finish(jobs[j], 503, NULL, NULL,
