@@ -138,6 +138,7 @@ typedef struct srv_instance {
 	pthread_mutex_t s_mu;     /* held to replace s and to read it elsewhere */
 	pthread_t thread;
 	int started;
+	int claimed;              /* a run holds it (its worker or an I/O thread); under m->mu */
 } srv_instance;
 
 /* An input or output of the model's signature, copied at load so that
@@ -211,7 +212,8 @@ int srv_model_start(srv_model *m, const char *model_path, char *err, size_t errl
 void srv_model_stop(srv_model *m);
 /* A place in the queue: 0, or 503 (err filled) when it is full. */
 int srv_model_reserve(srv_model *m, char *err, size_t errlen);
-/* Queues job in the place reserved (it takes the job). */
+/* Queues job in the place reserved (it takes the job); or, when the queue
+ * is empty and an instance idle, runs it at once on the calling thread. */
 void srv_model_enqueue(srv_model *m, srv_job *job);
 void srv_model_provider_counts(srv_model *m, unsigned *restarts, unsigned *failed);
 /* Answers job (status 200 with body, or an error; SRV_GONE: its client
