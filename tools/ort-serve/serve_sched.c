@@ -12,7 +12,8 @@
  * to the idle worker would cost a thread wakeup for nothing, tens of
  * microseconds on a busy 2-core machine (docs/SERVING.md, "Measured").
  * The instance is claimed meanwhile, so its worker leaves it alone; the
- * other I/O threads keep reading.  Called by serve_repo.c (start, stop)
+ * other I/O threads keep reading.  Requests queued while it runs are run
+ * by that thread too, until the queue is empty.  Called by serve_repo.c (start, stop)
  * and serve_http.c (submit). */
 #include "serve.h"
 
@@ -77,6 +78,8 @@ int srv_model_reserve(srv_model *m, char *err, size_t errlen)
 
 static ortmk_status run_batch(srv_instance *in, srv_job **jobs, size_t n);
 static void heal(srv_instance *in);
+static size_t take_batch(srv_instance *in, srv_job **jobs, int wait);
+static void run_taken(srv_instance *in, srv_job **jobs, size_t n);
 
 /* An instance for a run on the caller's thread, claimed; NULL when the
  * job has to queue (others wait, every instance busy, or a batch could
@@ -107,6 +110,13 @@ void srv_model_enqueue(srv_model *m, srv_job *job)
 		srv_stats_queue(m->stats, 0);
 		if (run_batch(in, &job, 1) != ORTMK_OK)
 			heal(in);
+		/* requests that came while it ran (the next one of a client that
+		 * got its answer, say) run here too: waking the worker for them
+		 * would cost the wakeup this path avoids */
+		srv_job *more[MAX_BATCH_JOBS];
+		size_t n;
+		while ((n = take_batch(in, more, 0)) > 0)
+			run_taken(in, more, n);
 		/* after this unlock m may be gone: srv_model_stop waits for claims */
 		pthread_mutex_lock(&m->mu);
 		in->claimed = 0;
@@ -120,7 +130,13 @@ void srv_model_enqueue(srv_model *m, srv_job *job)
 	else
 		m->head = job;
 	m->tail = job;
-	pthread_cond_signal(&m->cv);
+	/* a claimed instance takes the queue when its run ends: wake a worker
+	 * only when one is free to take it */
+	for (int i = 0; i < m->n_inst; i++)
+		if (!m->inst[i].claimed) {
+			pthread_cond_signal(&m->cv);
+			break;
+		}
 	pthread_mutex_unlock(&m->mu);
 }
 
@@ -147,18 +163,20 @@ static void deadline_after(struct timespec *ts, int us)
 }
 
 /* Takes the next job and, when batching, those that join it, for
- * instance `in` (claimed until release()).  Returns the number taken (0:
- * stopping). */
-static size_t take_batch(srv_instance *in, srv_job **jobs)
+ * instance `in`.  wait: its worker, which waits for a job and for the
+ * instance, then claims it until release(); else the caller holds the
+ * claim already and takes only what is queued.  Returns the number taken
+ * (0: stopping, or nothing queued). */
+static size_t take_batch(srv_instance *in, srv_job **jobs, int wait)
 {
 	srv_model *m = in->m;
 	struct timespec until;
 	size_t n = 0;
 	int64_t total = 0;
 	pthread_mutex_lock(&m->mu);
-	while ((!m->head || in->claimed) && !m->stopping)
+	while (wait && (!m->head || in->claimed) && !m->stopping)
 		pthread_cond_wait(&m->cv, &m->mu);
-	if (!m->head || in->claimed)
+	if (!m->head || (wait && in->claimed) || m->stopping)
 		goto out;
 	in->claimed = 1;
 	jobs[n++] = m->head;
@@ -406,27 +424,34 @@ static void release(srv_instance *in)
 	pthread_mutex_unlock(&in->m->mu);
 }
 
+/* Runs the jobs taken from the queue on instance `in` (claimed): those
+ * of clients gone or past their timeout are answered without running. */
+static void run_taken(srv_instance *in, srv_job **jobs, size_t n)
+{
+	srv_model *m = in->m;
+	double now = srv_now();
+	size_t live = 0;
+	for (size_t j = 0; j < n; j++) {
+		srv_stats_queue(m->stats, now - jobs[j]->t_enqueued);
+		if (srv_cfg.drop_disconnected && srv_conn_gone(jobs[j]->hreq->conn))
+			srv_job_finish(jobs[j], SRV_GONE, NULL, NULL, NULL);
+		else if (m->cfg.timeout_ms && (now - jobs[j]->t_start) * 1000 > m->cfg.timeout_ms)
+			srv_job_finish(jobs[j], 503, NULL, NULL,
+				       "the request timed out waiting in the queue");
+		else
+			jobs[live++] = jobs[j];
+	}
+	if (live && run_batch(in, jobs, live) != ORTMK_OK)
+		heal(in);
+}
+
 static void *worker(void *arg)
 {
 	srv_instance *in = arg;
-	srv_model *m = in->m;
 	srv_job *jobs[MAX_BATCH_JOBS];
 	size_t n;
-	while ((n = take_batch(in, jobs)) > 0) {
-		double now = srv_now();
-		size_t live = 0;
-		for (size_t j = 0; j < n; j++) {
-			srv_stats_queue(m->stats, now - jobs[j]->t_enqueued);
-			if (srv_cfg.drop_disconnected && srv_conn_gone(jobs[j]->hreq->conn))
-				srv_job_finish(jobs[j], SRV_GONE, NULL, NULL, NULL);
-			else if (m->cfg.timeout_ms && (now - jobs[j]->t_start) * 1000 > m->cfg.timeout_ms)
-				srv_job_finish(jobs[j], 503, NULL, NULL,
-					       "the request timed out waiting in the queue");
-			else
-				jobs[live++] = jobs[j];
-		}
-		if (live && run_batch(in, jobs, live) != ORTMK_OK)
-			heal(in);
+	while ((n = take_batch(in, jobs, 1)) > 0) {
+		run_taken(in, jobs, n);
 		release(in);
 	}
 	return NULL;
