@@ -5,9 +5,11 @@ concurrency 1, 4 and 16 for the example CNN (1x3x32x32) and the test MLP
 then ort-run's median on the same input, for the server's overhead.
 Not run in CI (wrk, tens of seconds per model).
 
-usage: serve_bench.py [--build-dir build] [--duration 10] [--threads T] [--json OUT]
+usage: serve_bench.py [--build-dir build] [--duration 10] [--threads T]
+                      [--batch-instances N] [--json OUT]
        serve_bench.py --floors [--rounds 5] [--duration 5] [--build-dir build]
-(--threads: the provider threads of every model, and ort-run's)
+(--threads: the provider threads of every model, and ort-run's;
+--batch-instances: instances of the batched models, 1 by default)
 
 --floors: where a request's time goes at concurrency 1, interleaved round
 by round so that a machine's changing load hits every row alike: wrk's p50
@@ -149,6 +151,7 @@ def main():
     ap.add_argument("--duration", type=int, default=10)
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--json")
+    ap.add_argument("--batch-instances", type=int, default=1)
     ap.add_argument("--floors", action="store_true")
     ap.add_argument("--rounds", type=int, default=5)
     a = ap.parse_args()
@@ -170,8 +173,8 @@ def main():
     for name, (src, _, _) in models.items():
         # batch_delay_us 0: a run takes what is queued when it starts (requests
         # queue up while the previous run computes), it never waits for more
-        for suffix, cfg in (("", {}), ("_batched", {"max_batch_size": 16,
-                                                     "batch_delay_us": 0})):
+        for suffix, cfg in (("", {}), ("_batched", {"max_batch_size": 16, "batch_delay_us": 0,
+                                                     "instances": a.batch_instances})):
             d = os.path.join(repo, name + suffix, "1")
             os.makedirs(d)
             shutil.copy(src, os.path.join(d, "model.onnx"))

@@ -400,6 +400,7 @@ static void conn_writable(srv_conn *c)
 			return;
 		}
 		c->out_off += (size_t)w;
+		__atomic_store_n(&c->mark_ms, now_ms(), __ATOMIC_RELEASE);
 	}
 	free(c->out);
 	c->out = NULL;
@@ -504,7 +505,8 @@ void srv_conn_counts(int *open, unsigned long *refused)
 	pthread_mutex_unlock(&io.mu);
 }
 
-/* Shuts down connections past their timeout: idle keep-alive ones after
+/* Shuts down connections past their timeout: idle keep-alive ones, and
+ * those whose client stopped reading an answer, after
  * --idle-timeout-s, those whose head (or body) stalls after
  * --header-timeout-s (answered 408 first), lingering ones after
  * --header-timeout-s.  The owner sees the EOF. */
@@ -522,7 +524,8 @@ void srv_conn_sweep(void)
 			continue;
 		int ph = __atomic_load_n(&c->phase, __ATOMIC_ACQUIRE);
 		int64_t age = now - __atomic_load_n(&c->mark_ms, __ATOMIC_ACQUIRE);
-		if ((ph == PH_IDLE && age > idle) || (ph == PH_LINGER && age > head)) {
+		if (((ph == PH_IDLE || ph == PH_WRITE) && age > idle) ||
+		    (ph == PH_LINGER && age > head)) {
 			shutdown(c->fd, SHUT_RDWR);
 		} else if ((ph == PH_HEAD || ph == PH_BODY) && age > head) {
 			if (send(c->fd, buf, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
