@@ -108,6 +108,7 @@ void srv_model_enqueue(srv_model *m, srv_job *job)
 		m->queued--;              /* the place reserved is not needed */
 		pthread_mutex_unlock(&m->mu);
 		srv_stats_queue(m->stats, 0);
+		heal(in);                 /* as in run_taken */
 		if (run_batch(in, &job, 1) != ORTMK_OK)
 			heal(in);
 		/* requests that came while it ran (the next one of a client that
@@ -382,7 +383,10 @@ static int all_disabled(ortmk_session *s)
 }
 
 /* Replaces the instance's session after a crash loop disabled it (the
- * model reads not ready meanwhile); its counters go to the statistics. */
+ * model reads not ready meanwhile); its counters go to the statistics.
+ * Called after a failed run and before every run: providers killed while
+ * no request ran (a crash loop ortmk saw on its own restarts) would
+ * otherwise fail the next request. */
 static void heal(srv_instance *in)
 {
 	srv_model *m = in->m;
@@ -441,7 +445,10 @@ static void run_taken(srv_instance *in, srv_job **jobs, size_t n)
 		else
 			jobs[live++] = jobs[j];
 	}
-	if (live && run_batch(in, jobs, live) != ORTMK_OK)
+	if (!live)
+		return;
+	heal(in);                 /* a crash loop the last run did not see */
+	if (run_batch(in, jobs, live) != ORTMK_OK)
 		heal(in);
 }
 
