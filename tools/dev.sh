@@ -13,7 +13,7 @@ PACKAGES="gcc pkg-config cmake meson ninja-build protobuf-c-compiler libprotobuf
 libnng-dev libcjson-dev libcmocka-dev libonnx-dev libonnx-testdata python3 python3-numpy python3-onnx
 python3-torch python3-torchvision
 python3-dev python3-venv python3-pip python3-mesonpy python3-pytest
-clang-14 libfuzzer-14-dev python3-sklearn python3-xgboost python3-yaml
+clang-14 libfuzzer-14-dev python3-sklearn python3-xgboost python3-yaml wrk
 mesa-vulkan-drivers libvulkan-dev glslc vulkan-tools libseccomp-dev"
 
 install_missing() {
@@ -43,7 +43,7 @@ install_ort_node() {
 		echo "dev.sh: npm could not install onnxruntime-node; the tests that compare with it skip"
 }
 
-FUZZ_TARGETS="envelope value_codec npy prepack trace external_path model"
+FUZZ_TARGETS="envelope value_codec npy prepack trace external_path model http_head"
 
 build() {
 	if [ ! -f "$BUILD_DIR/build.ninja" ]; then

@@ -6,7 +6,7 @@
 # regression case once fixed: the next run replays it first) and makes the
 # script fail.  Prints executions/s and coverage per target.
 #   CC=clang meson setup build-fuzz -Dfuzz=true -Db_sanitize=address,undefined -Db_lundef=false -Dtests=false
-#   ninja -C build-fuzz $(for t in envelope value_codec npy prepack trace external_path model; do echo tests/fuzz/fuzz_$t; done)
+#   ninja -C build-fuzz $(for t in envelope value_codec npy prepack trace external_path model http_head; do echo tests/fuzz/fuzz_$t; done)
 #   tests/fuzz/run.sh build-fuzz 30
 set -eu
 
@@ -14,7 +14,7 @@ build=$1
 secs=$2
 shift 2
 here=$(cd "$(dirname "$0")" && pwd)
-targets=${*:-envelope value_codec npy prepack trace external_path model}
+targets=${*:-envelope value_codec npy prepack trace external_path model http_head}
 work=$(mktemp -d "${TMPDIR:-/tmp}/ortmk-fuzz-XXXXXX")
 trap 'rm -rf "$work"' EXIT INT TERM
 export ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:allocator_may_return_null=1

@@ -18,7 +18,7 @@ mkdir -p "$3"
 out=$(cd "$3" && pwd)
 fork=${4:-2}
 here=$(cd "$(dirname "$0")" && pwd)
-targets=${FUZZ_TARGETS:-envelope value_codec npy prepack trace external_path model}
+targets=${FUZZ_TARGETS:-envelope value_codec npy prepack trace external_path model http_head}
 work=$(mktemp -d "${TMPDIR:-/tmp}/ortmk-fuzz-XXXXXX")
 trap 'rm -rf "$work"' EXIT INT TERM
 export ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:allocator_may_return_null=1

@@ -214,7 +214,7 @@ def test_errors(srv):
     st, _, data = http(srv, "POST", "/v2/models/cnn/infer", good,
                        {"Inference-Header-Content-Length": str(len(good) + 10)})
     check(error_is(st, data, 400), "Inference-Header-Content-Length past the body: 400")
-    # nng answers from the Content-Length and closes: read before sending
+    # answered from the Content-Length, then closed: read before sending
     # the body (a client still sending would see its pipe broken instead)
     with socket.create_connection(("127.0.0.1", srv.port), timeout=30) as s:
         s.sendall(b"POST /v2/models/cnn/infer HTTP/1.1\r\nHost: x\r\n"
@@ -225,11 +225,11 @@ def test_errors(srv):
             if not chunk:
                 break
             data += chunk
-    check(data.startswith(b"HTTP/1.1 400") and b'{"error":' in data,
-          "a body over --max-body-mb 2: 400 with an error body (%r)" % data[:60])
+    check(data.startswith(b"HTTP/1.1 413") and b'{"error":' in data,
+          "a body over --max-body-mb 2: 413 with an error body (%r)" % data[:60])
     mid = b" " * (1536 << 10) + good
     st, data = raw_request(srv, "POST", "/v2/models/cnn/infer", mid)
-    check(st == 200, "a body over nng's 1 MB default but under the limit: 200 (got %d)" % st)
+    check(st == 200, "a body of 1.5 MB, under the limit: 200 (got %d)" % st)
     st, _, _ = http(srv, "GET", "/v2/health/live")
     check(st == 200, "the server is alive after the errors")
 

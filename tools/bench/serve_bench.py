@@ -5,8 +5,19 @@ concurrency 1, 4 and 16 for the example CNN (1x3x32x32) and the test MLP
 then ort-run's median on the same input, for the server's overhead.
 Not run in CI (wrk, tens of seconds per model).
 
-usage: serve_bench.py [--build-dir build] [--duration 10] [--threads T] [--json OUT]
-(--threads: the provider threads of every model, and ort-run's)
+usage: serve_bench.py [--build-dir build] [--duration 10] [--threads T]
+                      [--batch-instances N] [--json OUT]
+       serve_bench.py --floors [--rounds 5] [--duration 5] [--build-dir build]
+(--threads: the provider threads of every model, and ort-run's;
+--batch-instances: instances of the batched models, 1 by default)
+
+--floors: where a request's time goes at concurrency 1, interleaved round
+by round so that a machine's changing load hits every row alike: wrk's p50
+against a minimal epoll HTTP server (build/tools/http-floor epoll), nng's
+HTTP server with a handler that answers at once (http-floor nng),
+ort-serve's GET /v2/health/live (its HTTP layer and routing), and
+ort-serve's binary infer of the example CNN (unbatched); then ort-run's
+median on the same input.  Prints the median over rounds of each p50.
 Needs Debian's wrk.  The server listens on 127.0.0.1 on a free port and is
 stopped by its pid."""
 import argparse
@@ -79,14 +90,82 @@ def ort_run_median(ort_run, model, name, x, work, threads):
     return json.loads(out)["median_ms"]
 
 
+GET_LUA = 'wrk.method = "GET"\n'
+
+
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def floors(a, b, work, lua):
+    """The --floors run (see the module's doc)."""
+    repo = os.path.join(work, "repo")
+    src = b + "/examples/cnn_example.onnx"
+    os.makedirs(os.path.join(repo, "cnn", "1"))
+    shutil.copy(src, os.path.join(repo, "cnn", "1", "model.onnx"))
+    get_lua = os.path.join(work, "get.lua")
+    with open(get_lua, "w") as f:
+        f.write(GET_LUA)
+    x = ((np.arange(3 * 32 * 32) % 7) / 7).astype(np.float32).reshape(1, 3, 32, 32)
+    body, hlen = body_for("image", x)
+    bpath = os.path.join(work, "cnn.bin")
+    with open(bpath, "wb") as f:
+        f.write(body)
+    procs = []
+    try:
+        urls = {}
+        for mode in ("epoll", "nng"):
+            port = free_port()
+            procs.append(subprocess.Popen([b + "/tools/http-floor", mode, str(port)]))
+            urls["floor " + mode] = ("http://127.0.0.1:%d/v2/health/live" % port, get_lua)
+        log = open(os.path.join(work, "serve.log"), "w")
+        proc, port = start(os.path.join(b, "tools/ort-serve"), repo, log, a.threads)
+        procs.append(proc)
+        urls["ort-serve live"] = ("http://127.0.0.1:%d/v2/health/live" % port, get_lua)
+        urls["ort-serve infer"] = ("http://127.0.0.1:%d/v2/models/cnn/infer" % port, lua)
+        time.sleep(0.5)
+        p50 = {k: [] for k in urls}
+        for r in range(a.rounds):
+            for k, (url, script) in urls.items():
+                p50[k].append(wrk(url, 1, a.duration, script, bpath, hlen)["p50_ms"] * 1e3)
+            print("round %d: " % (r + 1) + ", ".join("%s %.0f us" % (k, v[-1])
+                                                     for k, v in p50.items()), flush=True)
+        med = ort_run_median(b + "/tools/ort-run", src, "image", x, work, a.threads) * 1e3
+        mid = {k: sorted(v)[len(v) // 2] for k, v in p50.items()}
+        for k, v in mid.items():
+            print("%-16s wrk p50 at c=1, median of %d rounds: %6.0f us" % (k, a.rounds, v))
+        print("ort-run median %.0f us; ort-serve's overhead (infer p50 - that) %.0f us"
+              % (med, mid["ort-serve infer"] - med))
+    finally:
+        for p in procs:
+            p.send_signal(signal.SIGTERM)
+            p.wait(60)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build-dir", default="build")
     ap.add_argument("--duration", type=int, default=10)
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--json")
+    ap.add_argument("--batch-instances", type=int, default=1)
+    ap.add_argument("--floors", action="store_true")
+    ap.add_argument("--rounds", type=int, default=5)
     a = ap.parse_args()
     b = os.path.abspath(a.build_dir)
+    if a.floors:
+        work = tempfile.mkdtemp(prefix="serve-bench.")
+        lua = os.path.join(work, "post.lua")
+        with open(lua, "w") as f:
+            f.write(LUA)
+        try:
+            floors(a, b, work, lua)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        return
     models = {"cnn": (b + "/examples/cnn_example.onnx", "image", (1, 3, 32, 32)),
               "mlp": (b + "/tests/integration/models/mlp/model.onnx", "x", (1, 64))}
     work = tempfile.mkdtemp(prefix="serve-bench.")
@@ -94,8 +173,8 @@ def main():
     for name, (src, _, _) in models.items():
         # batch_delay_us 0: a run takes what is queued when it starts (requests
         # queue up while the previous run computes), it never waits for more
-        for suffix, cfg in (("", {}), ("_batched", {"max_batch_size": 16,
-                                                     "batch_delay_us": 0})):
+        for suffix, cfg in (("", {}), ("_batched", {"max_batch_size": 16, "batch_delay_us": 0,
+                                                     "instances": a.batch_instances})):
             d = os.path.join(repo, name + suffix, "1")
             os.makedirs(d)
             shutil.copy(src, os.path.join(d, "model.onnx"))

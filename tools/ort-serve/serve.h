@@ -1,21 +1,20 @@
-/* ort-serve: the Open Inference Protocol (KServe v2 REST) over nng's HTTP
- * server, on top of libortmk's public API.  This header is what the files
- * of tools/ort-serve/ share:
- *   serve_main.c     arguments, the HTTP server, SIGTERM drain
+/* ort-serve: the Open Inference Protocol (KServe v2 REST) over its own
+ * HTTP/1.1 server, on top of libortmk's public API.  This header is what
+ * the files of tools/ort-serve/ share:
+ *   serve_main.c     arguments, the timeouts' sweep, SIGTERM drain
+ *   serve_conn.c     connections: epoll, keep-alive, limits, timeouts
+ *   serve_hparse.c   the HTTP/1.1 request head parser (serve_hparse.h)
  *   serve_http.c     routing, endpoints, error bodies, the access log
  *   serve_tensor.c   request tensors in (JSON or binary), outputs out
  *   serve_repo.c     the model repository: names, config.json, load/unload
  *   serve_sched.c    per-model queue, instances, dynamic batching
  *   serve_metrics.c  counters and the Prometheus text of GET /metrics
- *   serve_watch.c    --drop-disconnected: queued work of a client that left
  * Internal names carry the prefix srv_. */
 #ifndef ORT_SERVE_H
 #define ORT_SERVE_H
 
 #include <ortmk/ortmk.h>
 
-#include <nng/nng.h>
-#include <nng/supplemental/http/http.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stddef.h>
@@ -34,6 +33,17 @@ void srv_buf_printf(srv_buf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* Appends s as a JSON string literal (quoted, escaped). */
 void srv_buf_json_str(srv_buf *b, const char *s);
+
+/* One HTTP request (serve_conn.c fills it): valid until it is answered. */
+typedef struct srv_conn srv_conn;
+typedef struct srv_hreq {
+	srv_conn *conn;
+	const char *method, *uri;
+	const void *body;
+	size_t body_len;
+	int64_t infer_hlen;       /* Inference-Header-Content-Length; -1: none */
+	double t0;                /* when it was complete */
+} srv_hreq;
 
 /* ---- tensors (serve_tensor.c) ---- */
 
@@ -128,6 +138,7 @@ typedef struct srv_instance {
 	pthread_mutex_t s_mu;     /* held to replace s and to read it elsewhere */
 	pthread_t thread;
 	int started;
+	int claimed;              /* a run holds it (its worker or an I/O thread); under m->mu */
 } srv_instance;
 
 /* An input or output of the model's signature, copied at load so that
@@ -162,12 +173,8 @@ struct srv_model {
 struct srv_job {
 	srv_job *next;
 	srv_model *m;
-	nng_aio *aio;             /* the server's; NULL once the connection is ours */
-	nng_http_conn *conn;      /* --drop-disconnected: the hijacked connection */
-	nng_http_req *hreq;       /* and its request, ours to free */
-	nng_aio *watch;           /* a 1-byte read that fails when the client leaves */
-	char watch_byte;
-	int gone;                 /* set (atomically) when it failed */
+	srv_hreq *hreq;           /* its HTTP request; the connection goes with it */
+	int gone;                 /* its client left (--drop-disconnected) */
 	srv_request req;
 	int64_t batch;            /* dim 0 of every input; -1: not batchable */
 	double t_start, t_enqueued;
@@ -180,6 +187,10 @@ typedef struct srv_settings {
 	size_t max_body;
 	int access_log;
 	int drop_disconnected;
+	int max_connections;      /* open at once; past it: 503 and close */
+	int idle_timeout_s;       /* a keep-alive connection with no request */
+	int header_timeout_s;     /* a request's head, or a pause in its body */
+	int http_threads;         /* I/O threads */
 } srv_settings;
 extern srv_settings srv_cfg;
 
@@ -201,7 +212,8 @@ int srv_model_start(srv_model *m, const char *model_path, char *err, size_t errl
 void srv_model_stop(srv_model *m);
 /* A place in the queue: 0, or 503 (err filled) when it is full. */
 int srv_model_reserve(srv_model *m, char *err, size_t errlen);
-/* Queues job in the place reserved (it takes the job). */
+/* Queues job in the place reserved (it takes the job); or, when the queue
+ * is empty and an instance idle, runs it at once on the calling thread. */
 void srv_model_enqueue(srv_model *m, srv_job *job);
 void srv_model_provider_counts(srv_model *m, unsigned *restarts, unsigned *failed);
 /* Answers job (status 200 with body, or an error; SRV_GONE: its client
@@ -209,25 +221,36 @@ void srv_model_provider_counts(srv_model *m, unsigned *restarts, unsigned *faile
 #define SRV_GONE (-1)
 void srv_job_finish(srv_job *job, int status, srv_buf *hdr, srv_buf *bin, const char *err);
 
-/* ---- --drop-disconnected (serve_watch.c) ---- */
-/* Takes the job's connection from the server (answering the server's aio)
- * and watches it; job->gone is set when the client leaves. */
-void srv_watch_begin(srv_job *job);
-/* Writes res (NULL: nothing) on the job's own connection and closes it. */
-void srv_watch_send(srv_job *job, nng_http_res *res);
-/* Stops watching and frees what the watch holds (no-op without one). */
-void srv_watch_end(srv_job *job);
+/* ---- connections (serve_conn.c) ---- */
+/* Listens on host:port and starts `threads` I/O threads: the port bound,
+ * or -1 with err filled. */
+int srv_conn_start(const char *host, int port, int threads, char *err, size_t errlen);
+void srv_conn_sweep(void);        /* timeouts; a few times a second */
+void srv_conn_stop(void);         /* no more I/O; busy connections stay */
+void srv_conn_free(void);         /* once no worker holds a connection */
+/* Writes the answer: status, Content-Type, the body a then b;
+ * infer_hlen is the Inference-Header-Content-Length (SIZE_MAX: none).
+ * The connection then reads the next request, or closes. */
+void srv_conn_answer(srv_conn *c, int status, const char *ctype, size_t infer_hlen,
+		     const void *a, size_t na, const void *b, size_t nb);
+/* Whether the client closed its connection (or it failed). */
+int srv_conn_gone(srv_conn *c);
+void srv_conn_drop(srv_conn *c);  /* closes without an answer */
+void srv_conn_counts(int *open, unsigned long *refused);
 
 /* ---- http (serve_http.c) ---- */
 double srv_now(void);
-int srv_http_register(nng_http_server *s);
+/* Routes and answers r (at once, or later from a worker); called on the
+ * I/O thread that read it. */
+void srv_handle(srv_hreq *r);
 /* Requests accepted and not answered yet (the drain waits for 0). */
 int srv_inflight(void);
 void srv_set_draining(void);
 int srv_draining(void);
-nng_http_res *srv_res_build(int status, const char *ctype, srv_buf *hdr, srv_buf *bin,
-			   size_t header_len, const char *method, const char *uri, double t0);
-void srv_respond(nng_aio *aio, int status, const char *ctype, srv_buf *hdr, srv_buf *bin,
-		 size_t header_len, const char *method, const char *uri, double t0);
+/* The answer of r, with its access log line: a JSON header (hdr) and
+ * binary chunks (bin) after it; header_len for Inference-Header-Content-
+ * Length when bin holds any. */
+void srv_respond(srv_hreq *r, int status, const char *ctype, srv_buf *hdr, srv_buf *bin,
+		 size_t header_len);
 
 #endif

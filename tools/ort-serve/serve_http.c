@@ -1,10 +1,10 @@
-/* ort-serve: the HTTP side.  One handler on the tree "/" receives every
- * request (so unknown paths get the protocol's {"error": ...} body too),
- * routes it, answers health, metadata, repository and metrics requests at
- * once, and hands infer requests to their model's queue: a worker answers
- * them later through the same nng_aio (srv_job_finish), so nng's threads
- * never wait for a run.  Every answer goes through srv_respond, which also
- * writes the access log line.  Registered by serve_main.c. */
+/* ort-serve: the HTTP side.  srv_handle receives every request that
+ * serve_conn.c read (so unknown paths get the protocol's {"error": ...}
+ * body too), routes it, answers health, metadata, repository and metrics
+ * requests at once, and hands infer requests to their model's queue: the
+ * worker that runs one answers it on its connection (srv_job_finish), so
+ * an I/O thread never waits for a run.  Every answer goes through
+ * srv_respond, which also writes the access log line. */
 #include "serve.h"
 
 #include <inttypes.h>
@@ -16,6 +16,7 @@
 #include <time.h>
 
 #define MAX_SEGS 8
+#define SRV_URI_MAX_ROUTE 4096
 
 static atomic_int inflight;
 static atomic_int draining;
@@ -92,104 +93,55 @@ void srv_buf_json_str(srv_buf *b, const char *s)
 	srv_buf_put(b, "\"", 1);
 }
 
-nng_http_res *srv_res_build(int status, const char *ctype, srv_buf *hdr, srv_buf *bin,
-			   size_t header_len, const char *method, const char *uri, double t0)
+void srv_respond(srv_hreq *r, int status, const char *ctype, srv_buf *hdr, srv_buf *bin,
+		 size_t header_len)
 {
-	nng_http_res *res = NULL;
-	size_t total = (hdr ? hdr->len : 0) + (bin ? bin->len : 0);
-	if (nng_http_res_alloc(&res) != 0)
-		return NULL;
-	nng_http_res_set_status(res, (uint16_t)status);
-	nng_http_res_set_header(res, "Content-Type", ctype);
-	if (bin && bin->len) {
-		char n[32];
-		snprintf(n, sizeof(n), "%zu", header_len);
-		nng_http_res_set_header(res, "Inference-Header-Content-Length", n);
-		srv_buf_put(hdr, bin->p, bin->len);
-	}
-	if (hdr && hdr->len && nng_http_res_copy_data(res, hdr->p, hdr->len) != 0) {
-		nng_http_res_set_status(res, 500);
-		total = 0;
-	}
+	size_t na = hdr ? hdr->len : 0, nb = bin ? bin->len : 0;
 	if (srv_cfg.access_log)
-		fprintf(stderr, "ort-serve: %s %s %d %zu %.3fms\n", method, uri, status, total,
-			(srv_now() - t0) * 1e3);
-	return res;
-}
-
-void srv_respond(nng_aio *aio, int status, const char *ctype, srv_buf *hdr, srv_buf *bin,
-		 size_t header_len, const char *method, const char *uri, double t0)
-{
-	nng_http_res *res = srv_res_build(status, ctype, hdr, bin, header_len, method, uri, t0);
-	if (!res) {
-		nng_aio_finish(aio, NNG_ENOMEM);
-		return;
-	}
-	nng_aio_set_output(aio, 0, res);
-	nng_aio_finish(aio, 0);
+		fprintf(stderr, "ort-serve: %s %s %d %zu %.3fms\n", r->method, r->uri, status,
+			na + nb, (srv_now() - r->t0) * 1e3);
+	srv_conn_answer(r->conn, status, ctype, nb ? header_len : SIZE_MAX, na ? hdr->p : NULL,
+			na, nb ? bin->p : NULL, nb);
 }
 
 /* A reply whose body is {"error": msg}. */
-static void respond_error(nng_aio *aio, int status, const char *msg, const char *method,
-			  const char *uri, double t0)
+static void respond_error(srv_hreq *r, int status, const char *msg)
 {
 	srv_buf b = { 0 };
 	srv_buf_put(&b, "{\"error\":", 9);
 	srv_buf_json_str(&b, msg);
 	srv_buf_put(&b, "}", 1);
-	srv_respond(aio, status, "application/json", &b, NULL, 0, method, uri, t0);
+	if (b.oom)
+		srv_respond(r, status, "application/json", NULL, NULL, 0);
+	else
+		srv_respond(r, status, "application/json", &b, NULL, 0);
 	free(b.p);
 }
 
-static void respond_json(nng_aio *aio, int status, srv_buf *b, const char *method,
-			 const char *uri, double t0)
+static void respond_json(srv_hreq *r, int status, srv_buf *b)
 {
 	if (b->oom)
-		respond_error(aio, 500, "out of memory", method, uri, t0);
+		respond_error(r, 500, "out of memory");
 	else
-		srv_respond(aio, status, "application/json", b, NULL, 0, method, uri, t0);
+		srv_respond(r, status, "application/json", b, NULL, 0);
 	free(b->p);
-}
-
-/* The answer of a job: by the server's aio, or on the connection taken
- * from the server (--drop-disconnected, serve_watch.c). */
-static void job_deliver(srv_job *job, int status, const char *ctype, srv_buf *hdr,
-			srv_buf *bin, const char *method, const char *uri)
-{
-	size_t hl = hdr ? hdr->len : 0;
-	nng_http_res *res = srv_res_build(status, ctype, hdr, bin, hl, method, uri, job->t_start);
-	if (job->conn) {
-		srv_watch_send(job, res);
-	} else if (!res) {
-		nng_aio_finish(job->aio, NNG_ENOMEM);
-	} else {
-		nng_aio_set_output(job->aio, 0, res);
-		nng_aio_finish(job->aio, 0);
-	}
 }
 
 void srv_job_finish(srv_job *job, int status, srv_buf *hdr, srv_buf *bin, const char *err)
 {
-	nng_http_req *req = job->conn ? job->hreq : nng_aio_get_input(job->aio, 0);
-	const char *method = nng_http_req_get_method(req), *uri = nng_http_req_get_uri(req);
+	srv_hreq *r = job->hreq;
 	srv_stats_request(job->m->stats, status == 200, srv_now() - job->t_start);
 	if (status == SRV_GONE) {
 		srv_stats_dropped(job->m->stats);
 		if (srv_cfg.access_log)
-			fprintf(stderr, "ort-serve: %s %s dropped: the client disconnected\n", method,
-				uri);
-		srv_watch_send(job, NULL);
+			fprintf(stderr, "ort-serve: %s %s dropped: the client disconnected\n",
+				r->method, r->uri);
+		srv_conn_drop(r->conn);
 	} else if (status != 200 || hdr->oom || (bin && bin->oom)) {
-		srv_buf b = { 0 };
-		srv_buf_put(&b, "{\"error\":", 9);
-		srv_buf_json_str(&b, err ? err : "out of memory");
-		srv_buf_put(&b, "}", 1);
-		job_deliver(job, status == 200 ? 500 : status, "application/json", &b, NULL, method,
-			    uri);
-		free(b.p);
+		respond_error(r, status == 200 ? 500 : status, err ? err : "out of memory");
 	} else {
-		job_deliver(job, 200, bin->len ? "application/octet-stream" : "application/json", hdr,
-			    bin, method, uri);
+		srv_respond(r, 200, bin->len ? "application/octet-stream" : "application/json", hdr,
+			    bin, hdr->len);
 	}
 	if (hdr)
 		free(hdr->p);
@@ -197,7 +149,6 @@ void srv_job_finish(srv_job *job, int status, srv_buf *hdr, srv_buf *bin, const 
 		free(bin->p);
 	srv_request_free(&job->req);
 	srv_model_put(job->m);
-	srv_watch_end(job);
 	free(job);
 	atomic_fetch_sub(&inflight, 1);
 }
@@ -283,49 +234,43 @@ static const char *check_inputs(srv_model *m, const srv_request *r, char *err, s
 	return NULL;
 }
 
-static void do_infer(nng_aio *aio, nng_http_req *req, srv_model *m, double t0)
+static void do_infer(srv_hreq *h, srv_model *m)
 {
-	const char *method = nng_http_req_get_method(req), *uri = nng_http_req_get_uri(req);
-	const char *hl = nng_http_req_get_header(req, "Inference-Header-Content-Length");
 	char err[600];
-	void *body;
-	size_t len;
 	srv_job *job = calloc(1, sizeof(*job));
-	nng_http_req_get_data(req, &body, &len);
 	atomic_fetch_add(&inflight, 1);
 	if (!job) {
 		snprintf(err, sizeof(err), "out of memory");
 		goto fail;
 	}
 	job->m = m;
-	job->aio = aio;
-	job->t_start = t0;
+	job->hreq = h;
+	job->t_start = h->t0;
 	int status = 400;
-	if (srv_request_parse(body, len, hl ? strtoull(hl, NULL, 10) : 0, &job->req, err,
-			      sizeof(err)) ||
+	if (srv_request_parse(h->body, h->body_len, h->infer_hlen > 0 ? (size_t)h->infer_hlen : 0,
+			      &job->req, err, sizeof(err)) ||
 	    check_inputs(m, &job->req, err, sizeof(err)))
 		goto fail;
 	if ((status = srv_model_reserve(m, err, sizeof(err))) != 0) {
 		srv_job_finish(job, status, NULL, NULL, err);
 		return;
 	}
-	if (srv_cfg.drop_disconnected)
-		srv_watch_begin(job);     /* the connection is ours from here */
 	srv_model_enqueue(m, job);        /* a worker answers */
 	return;
 fail:
-	srv_stats_request(m->stats, 0, srv_now() - t0);
+	srv_stats_request(m->stats, 0, srv_now() - h->t0);
 	if (job)
 		srv_request_free(&job->req);
 	free(job);
 	srv_model_put(m);
 	atomic_fetch_sub(&inflight, 1);
-	respond_error(aio, 400, err, method, uri, t0);
+	respond_error(h, 400, err);
 }
 
 /* ---- routing ---- */
 
 typedef struct route {
+	srv_hreq *h;
 	const char *method, *uri;
 	char *seg[MAX_SEGS];
 	int n;
@@ -352,16 +297,16 @@ static int is(const route *r, int i, const char *s)
 }
 
 /* /v2/models/{m}[/versions/{v}][/ready|/infer] */
-static void models_route(nng_aio *aio, nng_http_req *req, route *r)
+static void models_route(route *r)
 {
 	int tail = 3;
 	const char *version = NULL;
 	char err[256];
 	if (r->n < 3 || !srv_name_ok(r->seg[2]))
-		return respond_error(aio, 400, "invalid model name", r->method, r->uri, r->t0);
+		return respond_error(r->h, 400, "invalid model name");
 	if (is(r, 3, "versions")) {
 		if (r->n < 5)
-			return respond_error(aio, 404, "no version given", r->method, r->uri, r->t0);
+			return respond_error(r->h, 404, "no version given");
 		version = r->seg[4];
 		tail = 5;
 	}
@@ -369,19 +314,19 @@ static void models_route(nng_aio *aio, nng_http_req *req, route *r)
 	int post = strcmp(r->method, "POST") == 0;
 	if (r->n > tail + 1 || (op[0] && strcmp(op, "ready") && strcmp(op, "infer")) ||
 	    post != !strcmp(op, "infer"))
-		return respond_error(aio, 404, "no such endpoint", r->method, r->uri, r->t0);
+		return respond_error(r->h, 404, "no such endpoint");
 	srv_model *m = srv_model_get(r->seg[2], version);
 	if (!m) {
 		snprintf(err, sizeof(err), "model '%s'%s%s is not loaded", r->seg[2],
 			 version ? " version " : "", version ? version : "");
-		return respond_error(aio, 404, err, r->method, r->uri, r->t0);
+		return respond_error(r->h, 404, err);
 	}
 	if (!strcmp(op, "infer") && srv_draining()) {
 		srv_model_put(m);
-		return respond_error(aio, 503, "the server is shutting down", r->method, r->uri, r->t0);
+		return respond_error(r->h, 503, "the server is shutting down");
 	}
 	if (!strcmp(op, "infer"))
-		return do_infer(aio, req, m, r->t0);
+		return do_infer(r->h, m);
 	srv_buf b = { 0 };
 	int ready = model_ready(m);
 	if (!strcmp(op, "ready"))
@@ -391,31 +336,31 @@ static void models_route(nng_aio *aio, nng_http_req *req, route *r)
 		model_metadata(m, &b);
 	int status = !strcmp(op, "ready") && !ready ? 503 : 200;
 	srv_model_put(m);
-	respond_json(aio, status, &b, r->method, r->uri, r->t0);
+	respond_json(r->h, status, &b);
 }
 
 /* /v2/repository/index, /v2/repository/models/{m}/load|unload */
-static void repo_route(nng_aio *aio, route *r)
+static void repo_route(route *r)
 {
 	char err[600];
 	srv_buf b = { 0 };
 	if (strcmp(r->method, "POST") != 0)
-		return respond_error(aio, 405, "use POST", r->method, r->uri, r->t0);
+		return respond_error(r->h, 405, "use POST");
 	if (r->n == 3 && is(r, 2, "index")) {
 		srv_repo_index(&b);
-		return respond_json(aio, 200, &b, r->method, r->uri, r->t0);
+		return respond_json(r->h, 200, &b);
 	}
 	if (r->n != 5 || !is(r, 2, "models") || (!is(r, 4, "load") && !is(r, 4, "unload")))
-		return respond_error(aio, 404, "no such endpoint", r->method, r->uri, r->t0);
+		return respond_error(r->h, 404, "no such endpoint");
 	int rc = is(r, 4, "load") ? srv_repo_load(r->seg[3], err, sizeof(err)) :
 				    srv_repo_unload(r->seg[3], err, sizeof(err));
 	if (rc)
-		return respond_error(aio, rc, err, r->method, r->uri, r->t0);
+		return respond_error(r->h, rc, err);
 	srv_buf_put(&b, "{}", 2);
-	respond_json(aio, 200, &b, r->method, r->uri, r->t0);
+	respond_json(r->h, 200, &b);
 }
 
-static void get_route(nng_aio *aio, route *r)
+static void get_route(route *r)
 {
 	srv_buf b = { 0 };
 	int status = 200;
@@ -430,53 +375,32 @@ static void get_route(nng_aio *aio, route *r)
 		srv_buf_printf(&b, "{\"ready\":%s}", ready ? "true" : "false");
 		status = ready ? 200 : 503;
 	} else {
-		return respond_error(aio, 404, "no such endpoint", r->method, r->uri, r->t0);
+		return respond_error(r->h, 404, "no such endpoint");
 	}
-	respond_json(aio, status, &b, r->method, r->uri, r->t0);
+	respond_json(r->h, status, &b);
 }
 
-static void handle(nng_aio *aio)
+void srv_handle(srv_hreq *h)
 {
-	nng_http_req *req = nng_aio_get_input(aio, 0);
-	char path[1024];
-	route r = { .method = nng_http_req_get_method(req), .uri = nng_http_req_get_uri(req),
-		    .t0 = srv_now() };
+	char path[SRV_URI_MAX_ROUTE];
+	route r = { .h = h, .method = h->method, .uri = h->uri, .t0 = h->t0 };
 	snprintf(path, sizeof(path), "%s", r.uri);
 	if (split_path(path, &r) || (r.n > 0 && strcmp(r.seg[0], "v2") && strcmp(r.seg[0], "metrics")))
-		return respond_error(aio, 404, "no such endpoint", r.method, r.uri, r.t0);
+		return respond_error(h, 404, "no such endpoint");
 	if (r.n == 1 && is(&r, 0, "metrics")) {
 		srv_buf b = { 0 };
 		srv_metrics_text(&b);
-		srv_respond(aio, 200, "text/plain; version=0.0.4", &b, NULL, 0, r.method, r.uri,
-			    r.t0);
+		srv_respond(h, 200, "text/plain; version=0.0.4", &b, NULL, 0);
 		free(b.p);
 		return;
 	}
 	if (is(&r, 1, "models"))
-		return models_route(aio, req, &r);
+		return models_route(&r);
 	if (is(&r, 1, "repository"))
-		return repo_route(aio, &r);
+		return repo_route(&r);
 	int known = r.n == 1 || (r.n == 3 && is(&r, 1, "health") &&
 				 (is(&r, 2, "live") || is(&r, 2, "ready")));
 	if (known && strcmp(r.method, "GET") != 0 && strcmp(r.method, "HEAD") != 0)
-		return respond_error(aio, 405, "use GET", r.method, r.uri, r.t0);
-	get_route(aio, &r);
-}
-
-int srv_http_register(nng_http_server *s)
-{
-	static const char too_big[] = "{\"error\":\"bad request: malformed HTTP, or a body "
-				      "over the server's --max-body-mb\"}";
-	nng_http_handler *h;
-	int rv = nng_http_handler_alloc(&h, "/", handle);
-	if (rv)
-		return rv;
-	if ((rv = nng_http_handler_set_method(h, NULL)) ||
-	    (rv = nng_http_handler_set_tree(h)) ||
-	    (rv = nng_http_handler_collect_body(h, true, srv_cfg.max_body)) ||
-	    (rv = nng_http_server_add_handler(s, h))) {
-		nng_http_handler_free(h);
-		return rv;
-	}
-	return nng_http_server_set_error_page(s, 400, too_big);
+		return respond_error(h, 405, "use GET");
+	get_route(&r);
 }

@@ -1,11 +1,11 @@
 /* ort-serve: the Open Inference Protocol (KServe v2 REST) in front of
  * libortmk, so KServe, or anything else that speaks the protocol, can run
  * ortmk as its model runtime (docs/SERVING.md).  This file: arguments, the
- * nng HTTP server, and the drain on SIGTERM or SIGINT (stop taking infer
- * requests, answer those in flight, close the models, exit 0). */
+ * HTTP server's start (serve_conn.c) and its timeouts' sweep, and the drain
+ * on SIGTERM or SIGINT (stop taking infer requests, answer those in flight,
+ * close the models, exit 0). */
 #include "serve.h"
 
-#include <arpa/inet.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +18,10 @@ srv_settings srv_cfg = {
 		      .batch_delay_us = 500, .timeout_ms = 0, .max_queue = 64 },
 	.max_body = (size_t)64 << 20,
 	.access_log = 1,
+	.max_connections = 1024,
+	.idle_timeout_s = 60,
+	.header_timeout_s = 10,
+	.http_threads = 4,
 };
 
 static const char usage[] =
@@ -25,6 +29,8 @@ static const char usage[] =
 	"                 [--threads N] [--providers LIST] [--instances N]\n"
 	"                 [--max-batch-size N] [--batch-delay-us US] [--timeout-ms MS]\n"
 	"                 [--max-queue N] [--max-body-mb MB] [--drain-timeout-s S]\n"
+	"                 [--max-connections N] [--idle-timeout-s S]\n"
+	"                 [--header-timeout-s S] [--http-threads N]\n"
 	"                 [--no-access-log] [--drop-disconnected]\n"
 	"Serves DIR/<model>/<version>/model.onnx over the Open Inference Protocol\n"
 	"(defaults: /mnt/models, port 8080, 0.0.0.0).  DIR/<model>/config.json\n"
@@ -53,11 +59,14 @@ static int int_opt(const char *a, const char *v, opts *o)
 		{ "--max-batch-size", 0, 1 << 20 }, { "--batch-delay-us", 0, 10000000 },
 		{ "--timeout-ms", 0, 3600000 }, { "--max-queue", 1, 1 << 20 },
 		{ "--max-body-mb", 1, 1 << 16 }, { "--drain-timeout-s", 0, 3600 },
+		{ "--max-connections", 1, 1 << 20 }, { "--idle-timeout-s", 1, 86400 },
+		{ "--header-timeout-s", 1, 3600 }, { "--http-threads", 1, 64 },
 	};
 	int *dst[] = { &o->port, &srv_cfg.defaults.threads, &srv_cfg.defaults.instances,
 		       &srv_cfg.defaults.max_batch_size, &srv_cfg.defaults.batch_delay_us,
 		       &srv_cfg.defaults.timeout_ms, &srv_cfg.defaults.max_queue, NULL,
-		       &o->drain_s };
+		       &o->drain_s, &srv_cfg.max_connections, &srv_cfg.idle_timeout_s,
+		       &srv_cfg.header_timeout_s, &srv_cfg.http_threads };
 	long n;
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
 		if (strcmp(a, t[i].name) != 0)
@@ -103,43 +112,39 @@ static int parse_args(int argc, char **argv, opts *o)
 	return 0;
 }
 
-/* Waits for SIGTERM/SIGINT, then for the requests in flight (at most
- * drain_s seconds). */
+/* Sweeps the connections' timeouts until SIGTERM/SIGINT, then waits for
+ * the requests in flight (at most drain_s seconds). */
 static void wait_and_drain(const sigset_t *set, int drain_s)
 {
-	int sig = 0;
-	sigwait(set, &sig);
+	const struct timespec tick = { 0, 250 * 1000 * 1000 };
+	int sig;
+	do {
+		srv_conn_sweep();
+		sig = sigtimedwait(set, NULL, &tick);
+	} while (sig < 0);
 	fprintf(stderr, "ort-serve: %s: draining %d requests in flight\n",
 		sig == SIGTERM ? "SIGTERM" : "SIGINT", srv_inflight());
 	srv_set_draining();
-	for (int ms = 0; srv_inflight() > 0 && ms < drain_s * 1000; ms += 10)
+	for (int ms = 0; srv_inflight() > 0 && ms < drain_s * 1000; ms += 10) {
+		if (ms % 250 == 0)
+			srv_conn_sweep();
 		usleep(10000);
+	}
 }
 
 static int serve(const opts *o, const sigset_t *set)
 {
-	char url[300];
-	nng_url *u = NULL;
-	nng_http_server *s = NULL;
-	nng_sockaddr sa;
-	int rv, rc = 1;
-	snprintf(url, sizeof(url), "http://%s:%d", o->host, o->port);
-	if ((rv = nng_url_parse(&u, url)) || (rv = nng_http_server_hold(&s, u)) ||
-	    (rv = srv_http_register(s)) || (rv = nng_http_server_start(s))) {
-		fprintf(stderr, "ort-serve: cannot serve %s: %s\n", url, nng_strerror(rv));
-		goto out;
+	char err[300];
+	int port = srv_conn_start(o->host, o->port, srv_cfg.http_threads, err, sizeof(err));
+	if (port < 0) {
+		fprintf(stderr, "ort-serve: cannot serve on %s port %d: %s\n", o->host, o->port, err);
+		srv_conn_stop();
+		return 1;
 	}
-	if (nng_http_server_get_addr(s, &sa) == 0 && sa.s_family == NNG_AF_INET)
-		fprintf(stderr, "ort-serve: listening on %s port %d\n", o->host,
-			ntohs(sa.s_in.sa_port));
+	fprintf(stderr, "ort-serve: listening on %s port %d\n", o->host, port);
 	wait_and_drain(set, o->drain_s);
-	nng_http_server_stop(s);
-	rc = 0;
-out:
-	if (s)
-		nng_http_server_release(s);
-	nng_url_free(u);
-	return rc;
+	srv_conn_stop();
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -161,6 +166,7 @@ int main(int argc, char **argv)
 	}
 	int rc = serve(&o, &set);
 	srv_repo_shutdown();
+	srv_conn_free();
 	fprintf(stderr, "ort-serve: stopped\n");
 	return rc;
 }

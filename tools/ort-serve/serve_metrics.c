@@ -174,4 +174,10 @@ void srv_metrics_text(srv_buf *b)
 	if (!copy)
 		b->oom = 1;
 	free(copy);
+	int open;
+	unsigned long refused;
+	srv_conn_counts(&open, &refused);
+	srv_buf_printf(b, "# TYPE ortserve_connections gauge\nortserve_connections %d\n"
+		       "# TYPE ortserve_connections_refused_total counter\n"
+		       "ortserve_connections_refused_total %lu\n", open, refused);
 }

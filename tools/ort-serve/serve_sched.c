@@ -5,8 +5,16 @@
  * time, core/run.c).  With max_batch_size > 1 a worker that takes a request
  * waits up to batch_delay_us for more whose inputs concatenate on dim 0,
  * runs them as one and splits the outputs back.  Requests past their
- * timeout in the queue are answered 503 without running.  Called by
- * serve_repo.c (start, stop) and serve_http.c (submit). */
+ * timeout in the queue are answered 503 without running.
+ *
+ * A request that finds the queue empty and an instance idle (and no batch
+ * to wait for) is run at once on the I/O thread that read it: handing it
+ * to the idle worker would cost a thread wakeup for nothing, tens of
+ * microseconds on a busy 2-core machine (docs/SERVING.md, "Measured").
+ * The instance is claimed meanwhile, so its worker leaves it alone; the
+ * other I/O threads keep reading.  Requests queued while it runs are run
+ * by that thread too, until the queue is empty.  Called by serve_repo.c (start, stop)
+ * and serve_http.c (submit). */
 #include "serve.h"
 
 #include <errno.h>
@@ -68,18 +76,68 @@ int srv_model_reserve(srv_model *m, char *err, size_t errlen)
 	return full ? 503 : 0;
 }
 
+static ortmk_status run_batch(srv_instance *in, srv_job **jobs, size_t n);
+static void heal(srv_instance *in);
+static size_t take_batch(srv_instance *in, srv_job **jobs, int wait);
+static void run_taken(srv_instance *in, srv_job **jobs, size_t n);
+
+/* An instance for a run on the caller's thread, claimed; NULL when the
+ * job has to queue (others wait, every instance busy, or a batch could
+ * still form).  Under m->mu. */
+static srv_instance *claim_idle(srv_model *m, const srv_job *job)
+{
+	if (m->head || m->stopping || (job->batch >= 0 && m->cfg.batch_delay_us > 0 &&
+				       job->batch < m->cfg.max_batch_size))
+		return NULL;
+	for (int i = 0; i < m->n_inst; i++)
+		if (!m->inst[i].claimed) {
+			m->inst[i].claimed = 1;
+			return &m->inst[i];
+		}
+	return NULL;
+}
+
 void srv_model_enqueue(srv_model *m, srv_job *job)
 {
 	job->batch = m->cfg.max_batch_size > 1 ? batch_dim(&job->req) : -1;
 	job->t_enqueued = srv_now();
 	job->next = NULL;
 	pthread_mutex_lock(&m->mu);
+	srv_instance *in = claim_idle(m, job);
+	if (in) {
+		m->queued--;              /* the place reserved is not needed */
+		pthread_mutex_unlock(&m->mu);
+		srv_stats_queue(m->stats, 0);
+		heal(in);                 /* as in run_taken */
+		if (run_batch(in, &job, 1) != ORTMK_OK)
+			heal(in);
+		/* requests that came while it ran (the next one of a client that
+		 * got its answer, say) run here too: waking the worker for them
+		 * would cost the wakeup this path avoids */
+		srv_job *more[MAX_BATCH_JOBS];
+		size_t n;
+		while ((n = take_batch(in, more, 0)) > 0)
+			run_taken(in, more, n);
+		/* after this unlock m may be gone: srv_model_stop waits for claims */
+		pthread_mutex_lock(&m->mu);
+		in->claimed = 0;
+		if (m->head || m->stopping)   /* its worker may be the one to take them */
+			pthread_cond_broadcast(&m->cv);
+		pthread_mutex_unlock(&m->mu);
+		return;
+	}
 	if (m->tail)
 		m->tail->next = job;
 	else
 		m->head = job;
 	m->tail = job;
-	pthread_cond_signal(&m->cv);
+	/* a claimed instance takes the queue when its run ends: wake a worker
+	 * only when one is free to take it */
+	for (int i = 0; i < m->n_inst; i++)
+		if (!m->inst[i].claimed) {
+			pthread_cond_signal(&m->cv);
+			break;
+		}
 	pthread_mutex_unlock(&m->mu);
 }
 
@@ -105,18 +163,23 @@ static void deadline_after(struct timespec *ts, int us)
 	ts->tv_nsec %= 1000000000;
 }
 
-/* Takes the next job and, when batching, those that join it.  Returns the
- * number taken (0: stopping). */
-static size_t take_batch(srv_model *m, srv_job **jobs)
+/* Takes the next job and, when batching, those that join it, for
+ * instance `in`.  wait: its worker, which waits for a job and for the
+ * instance, then claims it until release(); else the caller holds the
+ * claim already and takes only what is queued.  Returns the number taken
+ * (0: stopping, or nothing queued). */
+static size_t take_batch(srv_instance *in, srv_job **jobs, int wait)
 {
+	srv_model *m = in->m;
 	struct timespec until;
 	size_t n = 0;
 	int64_t total = 0;
 	pthread_mutex_lock(&m->mu);
-	while (!m->head && !m->stopping)
+	while (wait && (!m->head || in->claimed) && !m->stopping)
 		pthread_cond_wait(&m->cv, &m->mu);
-	if (!m->head)
+	if (!m->head || (wait && in->claimed) || m->stopping)
 		goto out;
+	in->claimed = 1;
 	jobs[n++] = m->head;
 	unlink_job(m, m->head);
 	total = jobs[0]->batch;
@@ -320,7 +383,10 @@ static int all_disabled(ortmk_session *s)
 }
 
 /* Replaces the instance's session after a crash loop disabled it (the
- * model reads not ready meanwhile); its counters go to the statistics. */
+ * model reads not ready meanwhile); its counters go to the statistics.
+ * Called after a failed run and before every run: providers killed while
+ * no request ran (a crash loop ortmk saw on its own restarts) would
+ * otherwise fail the next request. */
 static void heal(srv_instance *in)
 {
 	srv_model *m = in->m;
@@ -353,27 +419,47 @@ static void heal(srv_instance *in)
 	__atomic_sub_fetch(&m->healing, 1, __ATOMIC_SEQ_CST);
 }
 
+static void release(srv_instance *in)
+{
+	pthread_mutex_lock(&in->m->mu);
+	in->claimed = 0;
+	if (in->m->stopping)
+		pthread_cond_broadcast(&in->m->cv);
+	pthread_mutex_unlock(&in->m->mu);
+}
+
+/* Runs the jobs taken from the queue on instance `in` (claimed): those
+ * of clients gone or past their timeout are answered without running. */
+static void run_taken(srv_instance *in, srv_job **jobs, size_t n)
+{
+	srv_model *m = in->m;
+	double now = srv_now();
+	size_t live = 0;
+	for (size_t j = 0; j < n; j++) {
+		srv_stats_queue(m->stats, now - jobs[j]->t_enqueued);
+		if (srv_cfg.drop_disconnected && srv_conn_gone(jobs[j]->hreq->conn))
+			srv_job_finish(jobs[j], SRV_GONE, NULL, NULL, NULL);
+		else if (m->cfg.timeout_ms && (now - jobs[j]->t_start) * 1000 > m->cfg.timeout_ms)
+			srv_job_finish(jobs[j], 503, NULL, NULL,
+				       "the request timed out waiting in the queue");
+		else
+			jobs[live++] = jobs[j];
+	}
+	if (!live)
+		return;
+	heal(in);                 /* a crash loop the last run did not see */
+	if (run_batch(in, jobs, live) != ORTMK_OK)
+		heal(in);
+}
+
 static void *worker(void *arg)
 {
 	srv_instance *in = arg;
-	srv_model *m = in->m;
 	srv_job *jobs[MAX_BATCH_JOBS];
 	size_t n;
-	while ((n = take_batch(m, jobs)) > 0) {
-		double now = srv_now();
-		size_t live = 0;
-		for (size_t j = 0; j < n; j++) {
-			srv_stats_queue(m->stats, now - jobs[j]->t_enqueued);
-			if (__atomic_load_n(&jobs[j]->gone, __ATOMIC_SEQ_CST))
-				srv_job_finish(jobs[j], SRV_GONE, NULL, NULL, NULL);
-			else if (m->cfg.timeout_ms && (now - jobs[j]->t_start) * 1000 > m->cfg.timeout_ms)
-				srv_job_finish(jobs[j], 503, NULL, NULL,
-					       "the request timed out waiting in the queue");
-			else
-				jobs[live++] = jobs[j];
-		}
-		if (live && run_batch(in, jobs, live) != ORTMK_OK)
-			heal(in);
+	while ((n = take_batch(in, jobs, 1)) > 0) {
+		run_taken(in, jobs, n);
+		release(in);
 	}
 	return NULL;
 }
@@ -444,13 +530,24 @@ int srv_model_start(srv_model *m, const char *path, char *err, size_t errlen)
 	return copy_signature(m, 0, err, errlen) || copy_signature(m, 1, err, errlen) ? -1 : 0;
 }
 
-/* Stops the workers (the queue is empty: no reference is left), closes
- * the sessions and frees m. */
+static int any_claimed(const srv_model *m)
+{
+	for (int i = 0; i < m->n_inst; i++)
+		if (m->inst[i].claimed)
+			return 1;
+	return 0;
+}
+
+/* Stops the workers (the queue is empty: no reference is left), waits for
+ * a run on an I/O thread to let go of its instance (its job's answer may
+ * have dropped the last reference), closes the sessions and frees m. */
 void srv_model_stop(srv_model *m)
 {
 	pthread_mutex_lock(&m->mu);
 	m->stopping = 1;
 	pthread_cond_broadcast(&m->cv);
+	while (any_claimed(m))
+		pthread_cond_wait(&m->cv, &m->mu);
 	pthread_mutex_unlock(&m->mu);
 	for (int i = 0; i < m->n_inst; i++) {
 		srv_instance *in = &m->inst[i];
