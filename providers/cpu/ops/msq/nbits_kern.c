@@ -58,18 +58,6 @@ void nbits_relayout(const nbits_w *w, const uint8_t *src, uint8_t *dst)
 		}
 }
 
-/* Value k of column n, re-laid out. */
-static inline float w_q(const nbits_w *w, int64_t n, int64_t k)
-{
-	const uint8_t *col = w->q + n * nbits_col_bytes(w);
-
-	if (w->bits != 4)
-		return (float)col[k];
-	int64_t c = k >> 4, j = k & 15;
-	uint8_t byte = col[c * 8 + (j & 7)];
-	return (float)(j < 8 ? byte & 15 : byte >> 4);
-}
-
 /* sum_b scale[b] * dot(a_b, q_b) for one column, a padded to nb * bs. */
 CPU_MULTIVERSION
 static float col_dot4(const uint8_t *q, const float *a, const float *scale, int64_t nb,
@@ -189,14 +177,18 @@ static void gemv4_avx512(const nbits_w *w, const float *a, const int64_t *col, i
 
 #endif
 
-static int wide_ok(const nbits_w *w)
+static int wide_avx512(void)
 {
 #ifdef NB_WIDE_X86
-	return w->bits == 4 && w->bs % 32 == 0 && __builtin_cpu_supports("avx512f");
+	return __builtin_cpu_supports("avx512f");
 #else
-	(void)w;
 	return 0;
 #endif
+}
+
+static int wide_ok(const nbits_w *w)
+{
+	return w->bits == 4 && w->bs % 32 == 0 && wide_avx512();
 }
 
 /* Values 0-7, 16-23, 8-15, 24-31 of every 32: the order gemv4_avx512's
@@ -298,26 +290,146 @@ int nbits_gemv(cpu_ctx *ctx, const nbits_w *w, const float *A, int64_t lda, int6
 	return 0;
 }
 
-/* gemm_pack_fn: rows [k0, k0 + rows) x panels [p0, p1) of W, dequantized. */
+/* Values [k0, k0 + n) of column `col` (4 bits, re-laid out), dequantized
+ * with their blocks' scale and zs, into out (n <= 16, within one run of 16
+ * and one block). */
+static void col_run4(const nbits_w *w, const uint8_t *col, int64_t k0, int64_t n, float *out)
+{
+	int64_t b = k0 / w->bs;
+	const uint8_t *run = col + (k0 >> 4) * 8;
+	float sc = w->scale[b], zs = w->zs[b];
+	int64_t j0 = k0 & 15;
+
+	for (int64_t j = 0; j < n; j++) {
+		int64_t jj = j0 + j;
+		uint8_t byte = run[jj & 7];
+		out[j] = (float)(jj < 8 ? byte & 15 : byte >> 4) * sc - zs;
+	}
+}
+
+#ifdef NB_WIDE_X86
+/* Column n's run of 16 values from k0 (a multiple of 16), dequantized. */
+__attribute__((target("avx512f,avx2,fma")))
+static inline __m512 run16_avx512(const nbits_w *w, int64_t n, int64_t k0)
+{
+	int64_t b = n * w->nb + k0 / w->bs;
+	uint64_t raw;
+	__m512i v;
+
+	memcpy(&raw, w->q + n * nbits_col_bytes(w) + (k0 >> 4) * 8, 8);
+	/* bytes 0-7 as lanes 0-7 and again as lanes 8-15: low nibbles, then high */
+	v = _mm512_cvtepu8_epi32(_mm_set_epi64x((long long)raw, (long long)raw));
+	v = _mm512_mask_srli_epi32(v, 0xff00, v, 4);
+	v = _mm512_and_si512(v, _mm512_set1_epi32(15));
+	return _mm512_fmsub_ps(_mm512_cvtepi32_ps(v), _mm512_set1_ps(w->scale[b]),
+			       _mm512_set1_ps(w->zs[b]));
+}
+
+/* r[0..16) (a column each) -> r[m] = element m of every one (a row). */
+__attribute__((target("avx512f,avx2,fma")))
+static inline void transpose16(__m512 r[16])
+{
+	__m512 t[16], u[16];
+
+	for (int i = 0; i < 8; i++) {
+		t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+		t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+	}
+	for (int i = 0; i < 4; i++) {
+		__m512d a = _mm512_castps_pd(t[4 * i]), b = _mm512_castps_pd(t[4 * i + 1]);
+		__m512d c = _mm512_castps_pd(t[4 * i + 2]), d = _mm512_castps_pd(t[4 * i + 3]);
+
+		u[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+		u[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+		u[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+		u[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+	}
+	for (int j = 0; j < 4; j++) {
+		__m512 x0 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0x44);
+		__m512 x1 = _mm512_shuffle_f32x4(u[j], u[4 + j], 0xee);
+		__m512 y0 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0x44);
+		__m512 y1 = _mm512_shuffle_f32x4(u[8 + j], u[12 + j], 0xee);
+
+		r[j] = _mm512_shuffle_f32x4(x0, y0, 0x88);
+		r[4 + j] = _mm512_shuffle_f32x4(x0, y0, 0xdd);
+		r[8 + j] = _mm512_shuffle_f32x4(x1, y1, 0x88);
+		r[12 + j] = _mm512_shuffle_f32x4(x1, y1, 0xdd);
+	}
+}
+
+/* Columns [n0, n0 + 16) x rows [k0, k0 + 16) (k0 a multiple of 16) into
+ * dst (16 floats a row, stride nr): 16 column runs, transposed. */
+__attribute__((target("avx512f,avx2,fma")))
+static void tile16_avx512(const nbits_w *w, int64_t n0, int64_t k0, int64_t nr, float *dst)
+{
+	__m512 r[16];
+
+	for (int c = 0; c < 16; c++)
+		r[c] = n0 + c < w->N ? run16_avx512(w, n0 + c, k0) : _mm512_setzero_ps();
+	transpose16(r);
+	for (int m = 0; m < 16; m++)
+		_mm512_storeu_ps(dst + m * nr, r[m]);
+}
+#endif
+
+/* Column n's dequantized values [k0, k0 + rows) into dst with stride nr. */
+static void pack_col(const nbits_w *w, int64_t n, int64_t k0, int64_t rows, int64_t nr,
+		     float *dst)
+{
+	const uint8_t *col = w->q + n * nbits_col_bytes(w);
+	const float *sc = w->scale + n * w->nb, *zs = w->zs + n * w->nb;
+	nbits_w cw = *w;
+	float run[16];
+
+	cw.scale = sc;
+	cw.zs = zs;
+	if (w->bits != 4) {
+		for (int64_t r = 0; r < rows; r++) {
+			int64_t k = k0 + r, b = k / w->bs;
+			dst[r * nr] = (float)col[k] * sc[b] - zs[b];
+		}
+		return;
+	}
+	for (int64_t r = 0; r < rows;) {
+		int64_t k = k0 + r, n16 = 16 - (k & 15);
+
+		n16 = n16 < rows - r ? n16 : rows - r;
+		col_run4(&cw, col, k, n16, run);
+		for (int64_t j = 0; j < n16; j++)
+			dst[(r + j) * nr] = run[j];
+		r += n16;
+	}
+}
+
+/* gemm_pack_fn: rows [k0, k0 + rows) x panels [p0, p1) of W, dequantized
+ * a run of 16 values of a column at a time (blocks are at least 16 long,
+ * so a run never straddles two). */
 static void pack_w(void *arg, int64_t k0, int64_t rows, int64_t p0, int64_t p1, int64_t nr,
 		   float *dst)
 {
 	const nbits_w *w = arg;
+	/* whole 16 x 16 tiles transposed in registers (AVX-512), else column
+	 * by column with strided stores */
+	int64_t tiled = w->bits == 4 && nr % 16 == 0 && k0 % 16 == 0 && wide_avx512() ?
+			rows / 16 * 16 : 0;
 
-	for (int64_t p = p0; p < p1; p++, dst += rows * nr)
-		for (int64_t jj = 0; jj < nr; jj++) {
+	for (int64_t p = p0; p < p1; p++, dst += rows * nr) {
+#ifdef NB_WIDE_X86
+		for (int64_t r = 0; r < tiled; r += 16)
+			for (int64_t c = 0; c < nr; c += 16)
+				tile16_avx512(w, p * nr + c, k0 + r, nr, dst + r * nr + c);
+#endif
+		for (int64_t jj = 0; jj < nr && tiled < rows; jj++) {
 			int64_t n = p * nr + jj;
-			if (n >= w->N) {
-				for (int64_t r = 0; r < rows; r++)
-					dst[r * nr + jj] = 0.0f;
+
+			if (n < w->N) {
+				pack_col(w, n, k0 + tiled, rows - tiled, nr, dst + tiled * nr + jj);
 				continue;
 			}
-			const float *sc = w->scale + n * w->nb, *zs = w->zs + n * w->nb;
-			for (int64_t r = 0; r < rows; r++) {
-				int64_t k = k0 + r, b = k / w->bs;
-				dst[r * nr + jj] = w_q(w, n, k) * sc[b] - zs[b];
-			}
+			for (int64_t r = tiled; r < rows; r++)
+				dst[r * nr + jj] = 0.0f;
 		}
+	}
 }
 
 int nbits_gemm(cpu_ctx *ctx, const nbits_w *w, const float *A, int64_t M, const float *bias,
