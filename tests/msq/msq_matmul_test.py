@@ -91,6 +91,8 @@ def nbits_cases(b):
     nbits_case(b, "nbits 4b accuracy_level 4 bs128 M=4 3-D", 2, 512, 70, bs=128, acc=4,
                lead=[2])
     nbits_case(b, "nbits 4b accuracy_level 4 bs16 decode", 1, 96, 20, bs=16, zp="u8", acc=4)
+    nbits_case(b, "nbits 4b accuracy_level 4 K=160 (odd blocks of 32) 2 rows", 2, 160, 37,
+               zp="u8", acc=4)
     nbits_case(b, "nbits 8b bs32", 2, 128, 24, bits=8)
     nbits_case(b, "nbits 8b bs64 u8 zp M=20", 20, 192, 40, bits=8, bs=64, zp="u8")
     nbits_case(b, "nbits 8b accuracy_level 4", 3, 128, 24, bits=8, zp="u8", acc=4)

@@ -15,8 +15,8 @@
  * are stored in that order when quantized and the weights are used as
  * they unpack.
  *
- * The kernel is compiled for AVX-512 VNNI (ymm through AVX512VL) and for
- * AVX-VNNI, chosen at run time by the int8 GEMM's cpuid check
+ * The kernel is compiled for AVX-512 VNNI (64 values a step in zmm) and for
+ * AVX-VNNI (32 in ymm), chosen at run time by the int8 GEMM's cpuid check
  * (igemm_isa_best, which ORTMK_IGEMM_ISA lowers); nbits_q8_available says
  * whether either runs here.  Block sizes that are multiples of 32.
  */
@@ -87,6 +87,19 @@ static void quantize_row(const float *a, int64_t K, int64_t bs, int64_t nb, int8
 	}
 }
 
+/* From the ymm step's order to cols_avx512vnni's: in every whole 64, the
+ * second and third 16 bytes trade places. */
+static void zmm_order(int8_t *qa, int64_t n)
+{
+	int8_t t[16];
+
+	for (int64_t k = 0; k + 64 <= n; k += 64) {
+		memcpy(t, qa + k + 16, 16);
+		memcpy(qa + k + 16, qa + k + 32, 16);
+		memcpy(qa + k + 32, t, 16);
+	}
+}
+
 #ifdef NBQ8_X86
 /* The loop of one kernel: columns col[0..NBQ8_COLS), one row.  DPBUSD is
  * the ISA's 256-bit vpdpbusd. */
@@ -122,11 +135,65 @@ static void quantize_row(const float *a, int64_t K, int64_t bs, int64_t nb, int8
 		out[c] = _mm_cvtss_f32(h);                                                         \
 	}
 
+/* AVX-512 VNNI: 64 values a step.  The 32 weight bytes of two groups of
+ * 32 become [group 0's low nibbles, group 1's low, group 0's high, group
+ * 1's high] (16 bytes each), and A's 64 bytes are stored in that order
+ * (zmm_order): int32 lanes 0-3 and 8-11 then hold sums of group 0, lanes
+ * 4-7 and 12-15 of group 1, whose blocks may differ (blocks of 32), so
+ * each lane is scaled by its group's block.  A last lone group of 32 goes
+ * through the ymm step. */
 __attribute__((target("avx2,fma,avx512f,avx512vl,avx512bw,avx512vnni")))
 static void cols_avx512vnni(const nbits_w *w, const int8_t *qa, const float *sa,
 			    const int64_t *col, int64_t cb, float *out)
 {
-	NBQ8_BODY(_mm256_dpbusd_epi32)
+	const __m512i pair = _mm512_set_epi32(1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0);
+	const __m256i lo4 = _mm256_set1_epi8(0x0f);
+	int64_t kp = w->nb * w->bs, k = 0;
+	__m512 acc[NBQ8_COLS];
+
+	for (int c = 0; c < NBQ8_COLS; c++)
+		acc[c] = _mm512_setzero_ps();
+	for (; k + 64 <= kp; k += 64) {
+		int64_t b0 = k / w->bs, b1 = (k + 32) / w->bs;
+		__m512i av = _mm512_loadu_si512(qa + k);
+		__m512 sav = _mm512_permutexvar_ps(pair, _mm512_castps128_ps512(
+			_mm_unpacklo_ps(_mm_set_ss(sa[b0]), _mm_set_ss(sa[b1]))));
+
+		for (int c = 0; c < NBQ8_COLS; c++) {
+			const float *sc = w->scale + col[c] * w->nb;
+			__m256i x = _mm256_loadu_si256((const __m256i *)(w->q + col[c] * cb + k / 2));
+			__m256i lo = _mm256_and_si256(x, lo4);
+			__m256i hi = _mm256_and_si256(_mm256_srli_epi16(x, 4), lo4);
+			__m512i d = _mm512_dpbusd_epi32(_mm512_setzero_si512(),
+							_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1),
+							av);
+			__m512 s = _mm512_permutexvar_ps(pair, _mm512_castps128_ps512(
+				_mm_unpacklo_ps(_mm_set_ss(sc[b0]), _mm_set_ss(sc[b1]))));
+
+			acc[c] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(s, sav), acc[c]);
+		}
+	}
+	for (int c = 0; c < NBQ8_COLS; c++)
+		out[c] = _mm512_reduce_add_ps(acc[c]);
+	if (k < kp) {
+		int64_t b = k / w->bs;
+		__m256i av = _mm256_loadu_si256((const __m256i *)(qa + k));
+		const __m128i lo4x = _mm_set1_epi8(0x0f);
+
+		for (int c = 0; c < NBQ8_COLS; c++) {
+			__m128i x = _mm_loadu_si128((const __m128i *)(w->q + col[c] * cb + k / 2));
+			__m128i lo = _mm_and_si128(x, lo4x);
+			__m128i hi = _mm_and_si128(_mm_srli_epi16(x, 4), lo4x);
+			__m256i d = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_set_m128i(hi, lo),
+							av);
+			__m256 f = _mm256_cvtepi32_ps(d);
+			__m128 h = _mm_add_ps(_mm256_castps256_ps128(f), _mm256_extractf128_ps(f, 1));
+
+			h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+			h = _mm_add_ss(h, _mm_movehdup_ps(h));
+			out[c] += _mm_cvtss_f32(h) * sa[b] * w->scale[col[c] * w->nb + b];
+		}
+	}
 }
 
 __attribute__((target("avx2,fma,avxvnni")))
@@ -191,9 +258,12 @@ int nbits_gemv_q8(cpu_ctx *ctx, const nbits_w *w, const float *A, int64_t lda, i
 		return CPU_E_NOMEM;
 	j.sa = (float *)(scratch + qbytes);
 	j.ca = j.sa + rows * w->nb;
-	for (int64_t r = 0; r < rows; r++)
+	for (int64_t r = 0; r < rows; r++) {
 		quantize_row(A + r * lda, w->K, w->bs, w->nb, (int8_t *)scratch + r * kp,
 			     (float *)j.sa + r * w->nb, (float *)j.ca + r * w->nb);
+		if (igemm_isa_best() == IGEMM_ISA_AVX512VNNI)
+			zmm_order((int8_t *)scratch + r * kp, kp);
+	}
 	cpu_par_for(ctx, groups, (double)rows * (double)kp * NBQ8_COLS * 0.02, 4, q8_cols, &j);
 	return 0;
 }
