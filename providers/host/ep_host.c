@@ -347,6 +347,7 @@ static int handshake(host *h)
 	rc = ipc_recv_bytes(h->chan.fd_sock, token, sizeof(token), HANDSHAKE_TIMEOUT_MS);
 	if (rc == 0)
 		rc = h->vt->init(&h->self, detail, sizeof(detail));
+	h->inited = rc == 0;
 	if (rc == 0)
 		rc = ipc_chan_dial(&h->chan, url);
 	if (rc)
@@ -397,7 +398,13 @@ int ep_host_main(const ep_vtable *vt, int argc, char **argv)
 	ep_dev_init(&h);
 	rc = handshake(&h);
 	if (rc) {
+		/* the core went away or refused us: what init made is freed
+		 * (LeakSanitizer found the CPU provider's state left behind) */
 		ipc_log(IPC_LOG_ERROR, "handshake failed: %s", strerror(-rc));
+		ep_dev_fini(&h);
+		if (vt->fini && h.inited)
+			vt->fini(h.self);
+		ipc_chan_close(&h.chan);
 		return 1;
 	}
 	for (;;) {

@@ -74,6 +74,7 @@ typedef struct host {
 	const ep_vtable *vt;
 	fault fault;
 	void *self;
+	int inited;               /* vt->init succeeded: vt->fini owes a call */
 	ipc_chan chan;
 	ipc_segtab segs;
 	host_file *files;
