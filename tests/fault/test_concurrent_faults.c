@@ -89,12 +89,20 @@ static ortmk_session *open_session(ortmk_env *env, const char *model, const char
 	return s;
 }
 
-static int refs_of(ortmk_env *env, ortmk_session *s)
+/* Before the environment they belong to goes. */
+static void free_refs(void)
 {
 	for (int k = 0; k < THREADS; k++) {
 		ortmk_value_destroy(inputs[k]);
 		ortmk_value_destroy(refs[k]);
 		inputs[k] = refs[k] = NULL;
+	}
+}
+
+static int refs_of(ortmk_env *env, ortmk_session *s)
+{
+	free_refs();
+	for (int k = 0; k < THREADS; k++) {
 		if (cu_input(env, s, 1 + k % 2, 7u + (uint32_t)k, &inputs[k]) ||
 		    cu_run(s, inputs[k], &refs[k]))
 			return -1;
@@ -228,6 +236,7 @@ static void hang_test(const char *cnn)
 	CHECK(sum.bad == 0, "hang: %d outputs differ", sum.bad);
 	CHECK(sum.worst_ms < 500 + 2000, "hang: a failed run took %.0f ms (deadline 500)", sum.worst_ms);
 	ortmk_session_destroy(s);
+	free_refs();
 	ortmk_env_destroy(env);
 	unsetenv("ORTMK_EP_FAULT");
 }
@@ -246,12 +255,9 @@ int main(int argc, char **argv)
 	}
 	kill_test(env, argv[1]);
 	swap_test(env, argv[2]);
+	free_refs();
 	ortmk_env_destroy(env);
 	hang_test(argv[2]);
-	for (int k = 0; k < THREADS; k++) {
-		ortmk_value_destroy(inputs[k]);
-		ortmk_value_destroy(refs[k]);
-	}
 	printf("%s\n", failures ? "FAILED" : "ok");
 	return failures != 0;
 }
