@@ -179,6 +179,12 @@ ortmk_status ortmk_session_options_set(ortmk_session_options *o, const char *key
 			return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "threads: '%s' is not 0..1024", value);
 		return ORTMK_OK;
 	}
+	if (strcmp(key, "max_concurrent_runs") == 0) {
+		if (parse_int(value, 1, CORE_MAX_RUN_SLOTS, &o->max_concurrent_runs))
+			return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "max_concurrent_runs: '%s' is not 1..%d",
+					 value, CORE_MAX_RUN_SLOTS);
+		return ORTMK_OK;
+	}
 	if (strcmp(key, "run_timeout_ms") == 0) {
 		if (parse_int(value, 0, 86400000, &o->run_timeout_ms))
 			return core_fail(ORTMK_ERR_INVALID_ARGUMENT, "run_timeout_ms: bad value '%s'", value);

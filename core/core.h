@@ -58,6 +58,18 @@
 
 /* ---- types ---------------------------------------------------------------- */
 
+/* A shared-memory ring to a provider process (docs/PROTOCOL.md, "Lanes"):
+ * one request outstanding on it at a time; a process serves several, so
+ * that runs on different lanes proceed at once. */
+#define CORE_MAX_LANES 8
+#define CORE_LANES 4              /* lanes per process unless ORTMK_LANES says */
+
+typedef struct core_lane {
+	shm_segment seg;
+	ipc_ring_pair ring;
+	int busy;                 /* taken (core_ep.lane_mu) */
+} core_lane;
+
 /* One running provider process: what a restart or a swap replaces. */
 typedef struct core_proc {
 	pid_t pid;
@@ -73,10 +85,11 @@ typedef struct core_proc {
 	uint64_t next_fd_tag;
 	uint64_t exec_id;         /* distinguishes socket paths of successive processes */
 	/* fast path (ipc/ring.h): RUN and its reply, when negotiated */
-	int ring_on;
-	shm_segment ring_seg;
-	ipc_ring_pair ring;
-	int reply_in_ring;        /* the last reply lives in the ring's arena */
+	int ring_on;              /* n_lanes > 0 */
+	int run_lanes;            /* from HELLO: lanes it serves (1 when absent) */
+	core_lane lanes[CORE_MAX_LANES];
+	int n_lanes;
+	int reply_lane;           /* the last control reply lives in this lane, -1: none */
 } core_proc;
 
 /* State replayed into every new process of a provider. */
@@ -102,10 +115,24 @@ typedef struct core_ep {
 	char binary[4096];
 	ortmk_env *env;
 	core_proc p;
-	pthread_mutex_t lock;     /* one request at a time; held across a run */
-	/* How long the wait for a ring reply spins (0: IPC_RING_SPIN_NS); a
-	 * run sets it for its own RUN requests (run.c). */
-	uint64_t reply_spin_ns;
+	/* Locks, taken in this order (docs/ARCHITECTURE.md, "Concurrent runs"):
+	 *  lock    the control path: the nng channel (one request at a time),
+	 *          what is replayed, the segment table, restarts and swaps;
+	 *          held across a run only by runs with device values;
+	 *  plock   the process's life: RUNs on lanes hold it for reading from
+	 *          request to reply; replacing p (restart, swap) holds it for
+	 *          writing, with lock;
+	 *  lane_mu the lanes' busy flags (lane_cv: one came free);
+	 *  fail_mu recording a failure of the process, once however many
+	 *          runs in flight notice it;
+	 *  segs_lock the processes' segment tables: changed (under lock) for
+	 *          writing, read by a lane checking a RESULT. */
+	pthread_mutex_t lock;
+	pthread_rwlock_t plock;
+	pthread_mutex_t lane_mu;
+	pthread_cond_t lane_cv;
+	pthread_mutex_t fail_mu;
+	pthread_rwlock_t segs_lock;
 	core_file_rec *files;
 	size_t n_files;
 	core_sg_rec *sgs;
@@ -232,6 +259,7 @@ struct ortmk_session_options {
 	int opt_level;            /* 0, 1, 2 (2: the default) */
 	int strict_placement;
 	int profile;              /* "enable_profiling" */
+	int max_concurrent_runs;  /* 0: CORE_RUN_SLOTS */
 };
 
 /* A run of consecutive nodes (topological order) on one provider. */
@@ -255,7 +283,18 @@ typedef struct core_plan {
 	uint64_t *offset;         /* arena offset per value, PLAN_NONE if not planned */
 	uint64_t *nbytes;
 	uint64_t arena_size;
+	unsigned refs;            /* runs using it, + 1 while cached (session lock) */
 } core_plan;
+
+/* The memory of one run in flight: its arena (the plan's offsets) and its
+ * dynamic region, kept for the next run that takes the slot. */
+#define CORE_RUN_SLOTS 4          /* default "max_concurrent_runs" */
+#define CORE_MAX_RUN_SLOTS 64
+typedef struct core_slot {
+	shm_segment *arena;
+	shm_segment *dyn;
+	int busy;
+} core_slot;
 
 struct ortmk_session {
 	ortmk_env *env;
@@ -288,11 +327,18 @@ struct ortmk_session {
 	uint64_t *file_ids;       /* per graph file */
 	core_plan **plans;
 	size_t n_plans;
-	shm_segment *arena;
-	shm_segment *dyn;
-	uint64_t next_run;
+	/* Runs in flight: each holds a slot (made on first use, up to
+	 * n_slots); a run finding none free waits on slot_cv. */
+	core_slot slots[CORE_MAX_RUN_SLOTS];
+	int n_slots;
+	pthread_cond_t slot_cv;
+	uint64_t next_run;        /* atomic */
 	int *last_step;           /* last step naming each value, -1 if none */
+	/* lock: plans, slots, counters (short sections, never across a
+	 * request).  steps_lock: runs read the steps and the providers'
+	 * places for reading; re-partitioning writes them. */
 	pthread_mutex_t lock;
+	pthread_rwlock_t steps_lock;
 	int64_t (*io_dims)[GRAPH_MAX_RANK];  /* inputs then outputs, -1 = dynamic */
 	const char *(*io_dim_names)[GRAPH_MAX_RANK];  /* symbolic names, NULL: none */
 	const char **meta_keys, **meta_values;       /* metadata_props */
@@ -376,6 +422,34 @@ ortmk_status core_ep_ensure(core_ep *ep);
 void core_ep_healthy(core_ep *ep);
 /* Failures of this provider within the last window_ms. */
 unsigned core_ep_recent_failures(const core_ep *ep, unsigned window_ms);
+/* A RUN on a lane (run.c): the reply and what to release once read. */
+typedef struct core_call {
+	core_ep *ep;
+	Ortmk__Envelope *rep;
+	int lane;                 /* -1: none taken */
+	int rd;                   /* ep->plock held for reading */
+	int locked_here;          /* ep->lock taken by the call (nng fallback) */
+} core_call;
+
+/* Sends a RUN to ep's current process (restarted first when it died) on a
+ * free lane, waiting for one when all are taken, and waits for its reply
+ * (timeout_ms -1: none; spin_ns: how long the wait spins first, 0:
+ * IPC_RING_SPIN_NS).  `locked`: the caller holds ep->lock (runs with
+ * device values).  Without lanes the request goes over nng under
+ * ep->lock.  call->rep (may be set on failure too) stays valid until
+ * core_ep_call_done, which every call needs. */
+ortmk_status core_ep_run_request(core_ep *ep, Ortmk__Envelope *req, int timeout_ms,
+				 uint64_t spin_ns, int locked, core_call *call);
+void core_ep_call_done(core_call *call);
+/* env.c: a free lane of ep's current process (-1: it has none), taken
+ * until core_lane_put; waits while all are busy.  ep->plock or ep->lock
+ * held. */
+int core_lane_take(core_ep *ep);
+void core_lane_put(core_ep *ep, int lane);
+/* env.c: one request on a lane taken by the caller (ring_request). */
+ortmk_status core_lane_request(core_ep *ep, core_proc *p, int lane, Ortmk__Envelope *req,
+			       int timeout_ms, uint64_t spin_ns, Ortmk__Envelope **rep);
+
 /* core_proc_request and core_proc_add_segment on ep's current process,
  * restarted first when it died. */
 ortmk_status core_ep_request(core_ep *ep, Ortmk__Envelope *req, int timeout_ms,

@@ -97,12 +97,12 @@ void core_proc_stop(core_ep *ep, core_proc *p)
 		proc_reap(p, 1);
 	}
 	p->alive = 0;
-	if (p->ring_on) {
-		ipc_ring_detach(&p->ring);
-		p->ring_on = 0;
+	for (int i = 0; i < p->n_lanes; i++) {
+		ipc_ring_detach(&p->lanes[i].ring);
+		shm_segment_destroy(&p->lanes[i].seg);
 	}
-	if (p->ring_seg.base)
-		shm_segment_destroy(&p->ring_seg);
+	p->n_lanes = p->ring_on = 0;
+	p->reply_lane = -1;
 	ipc_chan_close(&p->chan);
 	if (p->fd_sock >= 0)
 		close(p->fd_sock);
@@ -128,6 +128,11 @@ static void ep_destroy(core_ep *ep)
 	free(ep->sgs);
 	free(ep->files);
 	pthread_mutex_destroy(&ep->lock);
+	pthread_rwlock_destroy(&ep->plock);
+	pthread_mutex_destroy(&ep->lane_mu);
+	pthread_cond_destroy(&ep->lane_cv);
+	pthread_mutex_destroy(&ep->fail_mu);
+	pthread_rwlock_destroy(&ep->segs_lock);
 	free(ep);
 }
 
@@ -369,6 +374,7 @@ static ortmk_status accept_hello(core_ep *ep, core_proc *p, const char *binary,
 	snprintf(p->unavailable, sizeof(p->unavailable), "%s",
 		 ok && hello->hello->unavailable ? hello->hello->unavailable : "");
 	p->device_memory = ok && hello->hello->has_device_memory && hello->hello->device_memory;
+	p->run_lanes = ok && hello->hello->has_run_lanes ? (int)hello->hello->run_lanes : 1;
 	ack.accepted = ok;
 	ack.reason = ok ? "" : "token, pid, version or provider mismatch";
 	e.kind = ORTMK__KIND__HELLO_ACK;
@@ -391,42 +397,76 @@ static void proc_init(core_proc *p)
 	p->chan.segs = &p->segs;
 	p->pidfd = -1;
 	p->fd_sock = -1;
+	p->reply_lane = -1;
 }
 
 static ortmk_status expect_ack(core_ep *ep, core_proc *p, Ortmk__Envelope *req);
 
-/* Negotiates the shared-memory fast path unless ORTMK_RING=0.  A provider
- * that refuses it (ERROR) stays on nng; only a dead one is a failure. */
-static ortmk_status ring_setup(core_ep *ep, core_proc *p)
+/* Lanes to open to a process: what it serves, at most CORE_LANES or
+ * ORTMK_LANES (1..CORE_MAX_LANES). */
+static int lanes_wanted(const core_proc *p)
 {
-	const char *env = getenv("ORTMK_RING");
+	const char *env = getenv("ORTMK_LANES");
+	int n = env && atoi(env) > 0 ? atoi(env) : CORE_LANES;
+
+	if (n > CORE_MAX_LANES)
+		n = CORE_MAX_LANES;
+	return p->run_lanes < n ? (p->run_lanes > 0 ? p->run_lanes : 1) : n;
+}
+
+/* Opens one lane: a ring segment handed over and announced (RING_SETUP).
+ * 1 when the provider took it, 0 when it refused or none could be made,
+ * <0 (a status) when the process died. */
+static int lane_open(core_ep *ep, core_proc *p)
+{
+	core_lane *l = &p->lanes[p->n_lanes];
 	Ortmk__Envelope e = ORTMK__ENVELOPE__INIT;
 	Ortmk__RingSetup body = ORTMK__RING_SETUP__INIT;
 	ortmk_status st;
 
-	if (env && strcmp(env, "0") == 0)
-		return ORTMK_OK;
-	if (shm_segment_create("ortmk-ring", IPC_RING_SEGMENT, core_env_next_id(ep->env), &p->ring_seg))
-		return ORTMK_OK;
-	ipc_ring_format(p->ring_seg.base);
-	if (ipc_ring_attach(&p->ring, p->ring_seg.base, p->ring_seg.size)) {
-		shm_segment_destroy(&p->ring_seg);
-		return ORTMK_OK;
+	if (shm_segment_create("ortmk-ring", IPC_RING_SEGMENT, core_env_next_id(ep->env), &l->seg))
+		return 0;
+	ipc_ring_format(l->seg.base);
+	if (ipc_ring_attach(&l->ring, l->seg.base, l->seg.size)) {
+		shm_segment_destroy(&l->seg);
+		return 0;
 	}
-	p->ring.trace = &p->chan;
-	st = core_proc_add_segment(ep, p, &p->ring_seg);
+	l->ring.trace = &p->chan;
+	st = core_proc_add_segment(ep, p, &l->seg);
 	/* The ring is the fast path's, not a tensor's: keep it out of replay. */
-	ipc_segtab_remove(&p->segs, p->ring_seg.id, NULL);
-	body.segment_id = p->ring_seg.id;
+	pthread_rwlock_wrlock(&ep->segs_lock);
+	ipc_segtab_remove(&p->segs, l->seg.id, NULL);
+	pthread_rwlock_unlock(&ep->segs_lock);
+	body.segment_id = l->seg.id;
 	e.kind = ORTMK__KIND__RING_SETUP;
 	e.body_case = ORTMK__ENVELOPE__BODY_RING_SETUP;
 	e.ring_setup = &body;
 	if (st == ORTMK_OK)
 		st = expect_ack(ep, p, &e);
-	p->ring_on = st == ORTMK_OK;
-	if (!p->ring_on)
-		ipc_ring_detach(&p->ring);
-	return p->alive ? ORTMK_OK : st;
+	if (st != ORTMK_OK) {
+		ipc_ring_detach(&l->ring);
+		shm_segment_destroy(&l->seg);
+		return p->alive ? 0 : -(int)st;
+	}
+	l->busy = 0;
+	p->n_lanes++;
+	return 1;
+}
+
+/* Negotiates the shared-memory fast path unless ORTMK_RING=0: as many
+ * lanes as lanes_wanted.  A provider that refuses one (ERROR) is served
+ * on the lanes it took, or on nng; only a dead one is a failure. */
+static ortmk_status ring_setup(core_ep *ep, core_proc *p)
+{
+	const char *env = getenv("ORTMK_RING");
+	int want = lanes_wanted(p), rc = 1;
+
+	if (env && strcmp(env, "0") == 0)
+		return ORTMK_OK;
+	while (rc == 1 && p->n_lanes < want)
+		rc = lane_open(ep, p);
+	p->ring_on = p->n_lanes > 0;
+	return rc < 0 ? (ortmk_status)-rc : ORTMK_OK;
 }
 
 /* Spawns `binary` as a new process of `ep` and completes the handshake.
@@ -477,8 +517,8 @@ ortmk_status core_proc_start(core_ep *ep, core_proc *p, const char *binary)
 		core_proc_stop(ep, p);
 		return st;
 	}
-	ipc_log(IPC_LOG_INFO, "provider %s started: pid %d (%s), %s%s", ep->name, (int)p->pid, binary,
-		p->detail, p->ring_on ? ", shared-memory fast path" : "");
+	ipc_log(IPC_LOG_INFO, "provider %s started: pid %d (%s), %s, %d shared-memory lanes", ep->name,
+		(int)p->pid, binary, p->detail, p->n_lanes);
 	return ORTMK_OK;
 }
 
@@ -503,6 +543,19 @@ ortmk_status core_env_get_ep(ortmk_env *env, const char *name, core_ep **out)
 	ep->env = env;
 	proc_init(&ep->p);
 	pthread_mutex_init(&ep->lock, NULL);
+	{
+		/* A waiting restart or swap goes before new runs. */
+		pthread_rwlockattr_t attr;
+
+		pthread_rwlockattr_init(&attr);
+		pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+		pthread_rwlock_init(&ep->plock, &attr);
+		pthread_rwlockattr_destroy(&attr);
+	}
+	pthread_mutex_init(&ep->lane_mu, NULL);
+	pthread_cond_init(&ep->lane_cv, NULL);
+	pthread_mutex_init(&ep->fail_mu, NULL);
+	pthread_rwlock_init(&ep->segs_lock, NULL);
 	snprintf(ep->name, sizeof(ep->name), "%s", name);
 	st = find_binary(name, ep->binary, sizeof(ep->binary)) ?
 		core_fail(core_known_provider(name) ? ORTMK_ERR_UNAVAILABLE : ORTMK_ERR_INVALID_ARGUMENT,
@@ -524,14 +577,24 @@ ortmk_status core_env_get_ep(ortmk_env *env, const char *name, core_ep **out)
 
 /* ---- requests ----------------------------------------------------------- */
 
-/* Records a failure of the current process and makes sure it is gone. */
+/* Records a failure of the current process and makes sure it is gone.
+ * Several runs in flight may notice one death at once: the first records
+ * it (one failure, one restart later), the others fail with its message. */
 static ortmk_status proc_failed(core_ep *ep, core_proc *p, ortmk_status st)
 {
-	int pid = (int)p->pid;
+	int pid, first;
 	char msg[1024];
 
 	snprintf(msg, sizeof(msg), "%s", ortmk_last_error());
-	p->alive = 0;
+	pthread_mutex_lock(&ep->fail_mu);
+	pid = (int)p->pid;
+	first = __atomic_exchange_n(&p->alive, 0, __ATOMIC_ACQ_REL);
+	if (!first) {
+		if (p == &ep->p && ep->last_failure[0])
+			snprintf(msg, sizeof(msg), "%s", ep->last_failure);
+		pthread_mutex_unlock(&ep->fail_mu);
+		return core_fail(st, "%s", msg);
+	}
 	/* A provider that broke the protocol or a deadline is not trusted to be
 	 * idle: end it.  One that died is reaped to learn how. */
 	proc_reap(p, 0);
@@ -549,6 +612,7 @@ static ortmk_status proc_failed(core_ep *ep, core_proc *p, ortmk_status st)
 	}
 	/* Work it had not finished never will: wake its fences' waiters. */
 	core_dev_proc_lost(ep, p);
+	pthread_mutex_unlock(&ep->fail_mu);
 	ipc_log(IPC_LOG_WARN, "%s", msg);
 	ipc_trace_event(ep->name, pid, "died", msg);
 	return core_fail(st, "%s", msg);
@@ -556,7 +620,7 @@ static ortmk_status proc_failed(core_ep *ep, core_proc *p, ortmk_status st)
 
 ortmk_status core_ep_broke_protocol(core_ep *ep)
 {
-	if (!ep->p.alive)
+	if (!__atomic_load_n(&ep->p.alive, __ATOMIC_ACQUIRE))
 		return ORTMK_ERR_PROTOCOL;
 	return proc_failed(ep, &ep->p, ORTMK_ERR_PROTOCOL);
 }
@@ -564,9 +628,10 @@ ortmk_status core_ep_broke_protocol(core_ep *ep)
 int core_proc_check_dead(core_ep *ep, core_proc *p)
 {
 	struct pollfd pf = {.fd = p->pidfd, .events = POLLIN};
+	int alive = __atomic_load_n(&p->alive, __ATOMIC_ACQUIRE);
 
-	if (!p->alive || p->pidfd < 0 || poll(&pf, 1, 0) != 1)
-		return !p->alive;
+	if (!alive || p->pidfd < 0 || poll(&pf, 1, 0) != 1)
+		return !alive;
 	proc_failed(ep, p, ORTMK_ERR_PROVIDER_DIED);
 	core_clear_error();
 	return 1;
@@ -594,8 +659,53 @@ static int left_ms(uint64_t deadline)
 	return now >= deadline ? 0 : (int)((deadline - now) / 1000000u);
 }
 
-static ortmk_status ring_request(core_ep *ep, core_proc *p, Ortmk__Envelope *req,
-				 uint64_t deadline, int timeout_ms, Ortmk__Envelope **rep);
+static ortmk_status ring_request(core_ep *ep, core_proc *p, core_lane *l, Ortmk__Envelope *req,
+				 uint64_t deadline, int timeout_ms, uint64_t spin_ns,
+				 Ortmk__Envelope **rep);
+
+int core_lane_take(core_ep *ep)
+{
+	core_proc *p = &ep->p;
+	int lane = -1;
+
+	if (!p->ring_on)
+		return -1;
+	pthread_mutex_lock(&ep->lane_mu);
+	for (;;) {
+		for (int i = 0; i < p->n_lanes && lane < 0; i++)
+			if (!p->lanes[i].busy)
+				lane = i;
+		if (lane >= 0)
+			break;
+		pthread_cond_wait(&ep->lane_cv, &ep->lane_mu);
+	}
+	p->lanes[lane].busy = 1;
+	pthread_mutex_unlock(&ep->lane_mu);
+	return lane;
+}
+
+void core_lane_put(core_ep *ep, int lane)
+{
+	if (lane < 0)
+		return;
+	pthread_mutex_lock(&ep->lane_mu);
+	ep->p.lanes[lane].busy = 0;
+	pthread_cond_signal(&ep->lane_cv);
+	pthread_mutex_unlock(&ep->lane_mu);
+}
+
+ortmk_status core_lane_request(core_ep *ep, core_proc *p, int lane, Ortmk__Envelope *req,
+			       int timeout_ms, uint64_t spin_ns, Ortmk__Envelope **rep)
+{
+	uint64_t deadline = timeout_ms < 0 ? UINT64_MAX :
+		ipc_now_ns() + (uint64_t)timeout_ms * 1000000u;
+
+	*rep = NULL;
+	if (!__atomic_load_n(&p->alive, __ATOMIC_ACQUIRE))
+		return core_fail(ORTMK_ERR_PROVIDER_DIED, "provider '%s' is not running (%s)",
+				 ep->name, p->death[0] ? p->death : "stopped");
+	return ring_request(ep, p, &p->lanes[lane], req, deadline, timeout_ms, spin_ns, rep);
+}
 
 ortmk_status core_proc_request(core_ep *ep, core_proc *p, Ortmk__Envelope *req,
 			       int timeout_ms, Ortmk__Envelope **rep)
@@ -607,7 +717,10 @@ ortmk_status core_proc_request(core_ep *ep, core_proc *p, Ortmk__Envelope *req,
 	int rc;
 
 	*rep = NULL;
-	p->reply_in_ring = 0;
+	/* The last control reply on a lane is not read any more. */
+	if (p->reply_lane >= 0 && p == &ep->p)
+		core_lane_put(ep, p->reply_lane);
+	p->reply_lane = -1;
 	if (!p->alive)
 		return core_fail(ORTMK_ERR_PROVIDER_DIED, "provider '%s' is not running (%s)",
 				 ep->name, p->death[0] ? p->death : "stopped");
@@ -616,8 +729,13 @@ ortmk_status core_proc_request(core_ep *ep, core_proc *p, Ortmk__Envelope *req,
 	if (p->ring_on && (req->kind == ORTMK__KIND__RUN || req->kind == ORTMK__KIND__ALLOC ||
 			   req->kind == ORTMK__KIND__COPY ||
 			   (req->kind == ORTMK__KIND__RELEASE && req->release->has_buffer_id))) {
-		ortmk_status st = ring_request(ep, p, req, deadline, timeout_ms, rep);
+		int lane = p == &ep->p ? core_lane_take(ep) : 0;
+		ortmk_status st = ring_request(ep, p, &p->lanes[lane], req, deadline, timeout_ms, 0, rep);
 
+		if (*rep && p == &ep->p)
+			p->reply_lane = lane;
+		else if (p == &ep->p)
+			core_lane_put(ep, lane);
 		if (st != ORTMK_ERR_INTERNAL || *rep)
 			return st;
 	}
@@ -662,33 +780,48 @@ ortmk_status core_proc_request(core_ep *ep, core_proc *p, Ortmk__Envelope *req,
 void core_proc_moved(core_proc *p)
 {
 	p->chan.segs = &p->segs;
-	p->ring.trace = &p->chan;
-	p->ring.alloc.allocator_data = &p->ring;
+	for (int i = 0; i < p->n_lanes; i++) {
+		p->lanes[i].ring.trace = &p->chan;
+		p->lanes[i].ring.alloc.allocator_data = &p->lanes[i].ring;
+	}
 }
 
 void core_ep_reply_free(core_ep *ep, Ortmk__Envelope *rep)
 {
-	if (rep && !ep->p.reply_in_ring)
+	if (ep->p.reply_lane >= 0) {
+		core_lane_put(ep, ep->p.reply_lane);
+		ep->p.reply_lane = -1;
+		return;
+	}
+	if (rep)
 		ipc_envelope_free(rep);
 }
 
-/* The fast path: RUN over the ring.  The wait is sliced so the peer's
+/* The fast path: one request on lane l.  The wait is sliced so the peer's
  * pidfd is checked every few milliseconds: a ring knows nothing of a dead
  * process. */
-static ortmk_status ring_request(core_ep *ep, core_proc *p, Ortmk__Envelope *req,
-				 uint64_t deadline, int timeout_ms, Ortmk__Envelope **rep)
+static ortmk_status ring_request(core_ep *ep, core_proc *p, core_lane *l, Ortmk__Envelope *req,
+				 uint64_t deadline, int timeout_ms, uint64_t spin_ns,
+				 Ortmk__Envelope **rep)
 {
 	char err[512] = "";
-	int rc = ipc_ring_send(&p->ring, &p->ring.req, req, &p->chan.next_seq);
+	int rc = ipc_ring_send(&l->ring, &l->ring.req, req, &p->chan.next_seq);
 
 	if (rc)
 		return ORTMK_ERR_INTERNAL;  /* caller falls back to nng */
 	for (int slice = 0;; slice++) {
 		int left = left_ms(deadline);
 
-		rc = ipc_ring_recv(&p->ring, &p->ring.rep, left < 0 || left > 5 ? 5 : left,
-				   slice ? 0 : ep->reply_spin_ns ? ep->reply_spin_ns : IPC_RING_SPIN_NS,
-				   &p->segs, rep, err, sizeof(err));
+		/* Wait unlocked; decode and check the reply against the
+		 * segment table under segs_lock: the control path may add to
+		 * it meanwhile (another run's segments). */
+		rc = ipc_ring_wait(&l->ring.rep, left < 0 || left > 5 ? 5 : left,
+				   slice ? 0 : spin_ns ? spin_ns : IPC_RING_SPIN_NS);
+		if (rc == 0) {
+			pthread_rwlock_rdlock(&ep->segs_lock);
+			rc = ipc_ring_recv(&l->ring, &l->ring.rep, 0, 0, &p->segs, rep, err, sizeof(err));
+			pthread_rwlock_unlock(&ep->segs_lock);
+		}
 		if (rc == 0)
 			break;
 		if (rc == -EPROTO)
@@ -707,7 +840,6 @@ static ortmk_status ring_request(core_ep *ep, core_proc *p, Ortmk__Envelope *req
 				"provider '%s' (pid %d): no reply to %s within %d ms; killed",
 				ep->name, (int)p->pid, ipc_kind_name(req->kind), timeout_ms));
 	}
-	p->reply_in_ring = 1;
 	/* reply_to 0: the provider could not read what we sent. */
 	if ((*rep)->reply_to == 0 && (*rep)->kind == ORTMK__KIND__ERROR)
 		return error_reply(ep, (*rep)->error);
@@ -757,8 +889,15 @@ ortmk_status core_proc_add_segment(core_ep *ep, core_proc *p, shm_segment *s)
 	st = send_fd(ep, p, s->fd, body.fd_tag);
 	if (st == ORTMK_OK)
 		st = expect_ack(ep, p, &e);
-	if (st == ORTMK_OK && ipc_segtab_add(&p->segs, s))
-		st = core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
+	if (st == ORTMK_OK) {
+		int rc;
+
+		pthread_rwlock_wrlock(&ep->segs_lock);
+		rc = ipc_segtab_add(&p->segs, s);
+		pthread_rwlock_unlock(&ep->segs_lock);
+		if (rc)
+			st = core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
+	}
 	return st;
 }
 
@@ -767,7 +906,9 @@ ortmk_status core_ep_release_segment(core_ep *ep, uint64_t id)
 	Ortmk__Envelope e = ORTMK__ENVELOPE__INIT;
 	Ortmk__Release body = ORTMK__RELEASE__INIT;
 
+	pthread_rwlock_wrlock(&ep->segs_lock);
 	ipc_segtab_remove(&ep->p.segs, id, NULL);
+	pthread_rwlock_unlock(&ep->segs_lock);
 	if (!ep->p.alive)
 		return ORTMK_OK;
 	body.has_segment_id = 1;

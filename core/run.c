@@ -1,12 +1,20 @@
 /*
  * run: one inference.  Inputs are checked against the model's signature,
- * the plan for their shapes is found (or built and cached), the arena and
- * the dynamic region are made known to the providers, and each step is sent
- * as one RUN whose bindings say where every tensor it touches lives.  A
- * provider that dies fails the run with ORTMK_ERR_PROVIDER_DIED; dynamic
- * outputs that did not fit make the region grow and the step run again.
- * ortmk_session_run binds by name and returns new host outputs; IO binding
- * (binding.c) enters at core_session_run_outs.
+ * the plan for their shapes is found (or built and cached), the run takes
+ * a slot of the session (its own arena and dynamic region, so several runs
+ * can be in flight), they are made known to the providers, and each step
+ * is sent as one RUN whose bindings say where every tensor it touches
+ * lives.  A provider that dies fails the run with ORTMK_ERR_PROVIDER_DIED;
+ * dynamic outputs that did not fit make the region grow and the step run
+ * again.  ortmk_session_run binds by name and returns new host outputs;
+ * IO binding (binding.c) enters at core_session_run_outs.
+ *
+ * Locking (docs/ARCHITECTURE.md, "Concurrent runs"): a run holds the
+ * session's steps_lock for reading and a slot; it holds its providers'
+ * locks while it prepares and while it collects its outputs, not while
+ * its steps run: a RUN goes on a lane of the provider (core_ep_run_request)
+ * beside the runs of other threads and sessions.  A run with device values
+ * or a stream (run_device.c) holds the providers' locks throughout.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -126,6 +134,7 @@ static ortmk_status get_plan(ortmk_session *s, const ortmk_value **bound, core_p
 	for (size_t i = 0; i < s->n_plans; i++) {
 		if (sig_equal(s->plans[i], bound, n_in)) {
 			*out = s->plans[i];
+			s->plans[i]->refs++;
 			return ORTMK_OK;
 		}
 	}
@@ -148,13 +157,63 @@ static ortmk_status get_plan(ortmk_session *s, const ortmk_value **bound, core_p
 		return core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
 	}
 	if (s->n_plans == MAX_PLANS) {
-		core_plan_free(s->plans[0]);
+		/* A run still using the oldest frees it when done. */
+		if (--s->plans[0]->refs == 0)
+			core_plan_free(s->plans[0]);
 		memmove(s->plans, s->plans + 1, (MAX_PLANS - 1) * sizeof(*s->plans));
 		s->n_plans--;
 	}
+	p->refs = 2;   /* the cache's and this run's */
 	s->plans[s->n_plans++] = p;
 	*out = p;
 	return ORTMK_OK;
+}
+
+/* ---- slots: the memory of the runs in flight -------------------------- */
+
+/* A free slot of the session, waiting while all are taken (session lock
+ * held). */
+static core_slot *slot_take(ortmk_session *s)
+{
+	for (;;) {
+		for (int i = 0; i < s->n_slots; i++) {
+			if (!s->slots[i].busy) {
+				s->slots[i].busy = 1;
+				return &s->slots[i];
+			}
+		}
+		pthread_cond_wait(&s->slot_cv, &s->lock);
+	}
+}
+
+/* The plan and a slot for a run (the plan built on a new signature). */
+static ortmk_status run_begin(run_ctx *c, const ortmk_value **bound)
+{
+	ortmk_session *s = c->s;
+	ortmk_status st;
+
+	pthread_mutex_lock(&s->lock);
+	st = get_plan(s, bound, &c->plan);
+	if (st == ORTMK_OK)
+		c->slot = slot_take(s);
+	pthread_mutex_unlock(&s->lock);
+	return st;
+}
+
+static void run_end(run_ctx *c)
+{
+	ortmk_session *s = c->s;
+
+	pthread_mutex_lock(&s->lock);
+	if (c->plan && --c->plan->refs == 0)
+		core_plan_free(c->plan);
+	if (c->slot) {
+		c->slot->busy = 0;
+		pthread_cond_signal(&s->slot_cv);
+	}
+	pthread_mutex_unlock(&s->lock);
+	c->plan = NULL;
+	c->slot = NULL;
 }
 
 /* *out = a new segment of `size` bytes. */
@@ -178,7 +237,7 @@ static ortmk_status segment_new(ortmk_session *s, uint64_t size, const char *nam
 	return ORTMK_OK;
 }
 
-/* Providers that hold seg drop it; then it goes. */
+/* Providers that hold seg drop it; then it goes (their locks held). */
 static void segment_drop(ortmk_session *s, shm_segment *seg)
 {
 	for (int e = 0; e < s->n_eps; e++)
@@ -246,7 +305,7 @@ static int make_ref(run_ctx *c, size_t step, int v, Ortmk__TensorRef *r)
 	if (gv->is_tensor && c->plan->offset[v] != PLAN_NONE) {
 		r->n_dims = (size_t)c->plan->tinfo[v].rank;
 		r->dims = c->plan->tinfo[v].dims;
-		r->segment_id = s->arena->id;
+		r->segment_id = c->slot->arena->id;
 		r->offset = c->plan->offset[v];
 		r->nbytes = c->plan->nbytes[v];
 		return 1;
@@ -256,15 +315,16 @@ static int make_ref(run_ctx *c, size_t step, int v, Ortmk__TensorRef *r)
 		return 0;
 	r->dynamic = 1;
 	r->has_dynamic = 1;
-	r->segment_id = s->dyn->id;
+	r->segment_id = c->slot->dyn->id;
 	return 1;
 }
 
 /* ---- cancellation (ortmk_run_options) --------------------------------- */
 
 /* The provider's cancel word, its segment made and handed over on first
- * use (a restarted process gets it back with the other segments). */
-static _Atomic uint64_t *cancel_word(ortmk_session *s, core_ep *ep)
+ * use (a restarted process gets it back with the other segments); ep's
+ * lock held. */
+static _Atomic uint64_t *cancel_word_locked(ortmk_session *s, core_ep *ep)
 {
 	if (!ep->cancel_seg.base &&
 	    shm_segment_create("ortmk-cancel", sizeof(uint64_t), core_env_next_id(s->env), &ep->cancel_seg))
@@ -277,6 +337,18 @@ static _Atomic uint64_t *cancel_word(ortmk_session *s, core_ep *ep)
 		return NULL;
 	}
 	return (_Atomic uint64_t *)ep->cancel_seg.base;
+}
+
+static _Atomic uint64_t *cancel_word(run_ctx *c, core_ep *ep)
+{
+	_Atomic uint64_t *w;
+
+	if (c->exclusive)
+		return cancel_word_locked(c->s, ep);
+	pthread_mutex_lock(&ep->lock);
+	w = cancel_word_locked(c->s, ep);
+	pthread_mutex_unlock(&ep->lock);
+	return w;
 }
 
 /* Records that a step with `token` runs where `word` is read; a terminate
@@ -371,14 +443,16 @@ void ortmk_run_options_set_terminate(ortmk_run_options *ro, int terminate)
 	pthread_mutex_unlock(&ro->lock);
 }
 
-static ortmk_status send_run(run_ctx *c, size_t i, Ortmk__Envelope **rep)
+/* Sends step i's RUN and waits for the reply: in call until
+ * core_ep_call_done. */
+static ortmk_status send_run(run_ctx *c, size_t i, core_call *call)
 {
 	ortmk_session *s = c->s;
 	core_step *st = &s->steps[i];
 	core_ep *ep = s->eps[st->ep];
 	Ortmk__Envelope e = ORTMK__ENVELOPE__INIT;
 	Ortmk__Run run = ORTMK__RUN__INIT;
-	_Atomic uint64_t *word = c->ro ? cancel_word(s, ep) : NULL;
+	_Atomic uint64_t *word = c->ro ? cancel_word(c, ep) : NULL;
 	int timeout = c->ro && c->ro->timeout_ms ? c->ro->timeout_ms : s->run_timeout_ms;
 	int slot = -1;
 	ortmk_status rc;
@@ -392,14 +466,14 @@ static ortmk_status send_run(run_ctx *c, size_t i, Ortmk__Envelope **rep)
 		}
 	}
 	run.subgraph_id = st->subgraph_id;
-	run.run_id = ++s->next_run;
+	run.run_id = c->run_id = __atomic_add_fetch(&s->next_run, 1, __ATOMIC_RELAXED);
 	run.n_bindings = n;
 	run.bindings = c->prefs;
 	c->n_refs = n;
 	run.has_dyn_segment = run.has_dyn_offset = run.has_dyn_size = 1;
-	run.dyn_segment = s->dyn->id;
+	run.dyn_segment = c->slot->dyn->id;
 	run.dyn_offset = c->dyn_used;
-	run.dyn_size = s->dyn->size - c->dyn_used;
+	run.dyn_size = c->slot->dyn->size - c->dyn_used;
 	run.has_profile = run.profile = s->profile && ipc_trace_on();
 	e.kind = ORTMK__KIND__RUN;
 	e.body_case = ORTMK__ENVELOPE__BODY_RUN;
@@ -417,14 +491,15 @@ static ortmk_status send_run(run_ctx *c, size_t i, Ortmk__Envelope **rep)
 	 * caller's, blocked in ortmk_run either way, as an in-process runtime
 	 * would keep it computing.  With every CPU computing it sleeps after
 	 * IPC_RING_SPIN_NS. */
-	ep->reply_spin_ns = s->threads < s->cpus ? RUN_SPIN_NS : 0;
+	uint64_t spin = s->threads < s->cpus ? RUN_SPIN_NS : 0;
+
 	if (word) {
 		run.has_cancel_segment = run.has_cancel_token = 1;
 		run.cancel_segment = ep->cancel_seg.id;
 		run.cancel_token = core_env_next_id(s->env);
 		slot = ro_enter(c->ro, word, run.cancel_token);
 	}
-	rc = core_ep_request(ep, &e, timeout ? timeout : -1, rep);
+	rc = core_ep_run_request(ep, &e, timeout ? timeout : -1, spin, c->exclusive, call);
 	if (word)
 		ro_leave(c->ro, slot);
 	return rc;
@@ -452,7 +527,7 @@ static ortmk_status take_dynamic(run_ctx *c, size_t i, const Ortmk__TensorRef *t
 	int kind = t->has_kind ? (int)t->kind : 0;
 	int v;
 
-	if (!b || t->segment_id != c->s->dyn->id || t->offset < c->dyn_used)
+	if (!b || t->segment_id != c->slot->dyn->id || t->offset < c->dyn_used)
 		return core_fail(ORTMK_ERR_PROTOCOL, "provider '%s': result names a tensor it was not given",
 				 ep);
 	v = st->values[t->value];
@@ -467,7 +542,7 @@ static ortmk_status take_dynamic(run_ctx *c, size_t i, const Ortmk__TensorRef *t
 				 ep, gv->name, kind == ORTMK_VALUE_SEQUENCE ? "a sequence" :
 				 kind == ORTMK_VALUE_NONE ? "an empty optional" :
 				 kind == ORTMK_VALUE_MAP ? "a map" : "a tensor");
-	core_run_set_loc(&c->locs[v], c->s->dyn, t->offset, t->nbytes, kind, t->dtype, (int)t->n_dims,
+	core_run_set_loc(&c->locs[v], c->slot->dyn, t->offset, t->nbytes, kind, t->dtype, (int)t->n_dims,
 			 t->dims);
 	return ORTMK_OK;
 }
@@ -497,6 +572,8 @@ static ortmk_status take_result(run_ctx *c, size_t i, uint64_t run_id, const Ort
 	return ORTMK_OK;
 }
 
+static void lock_eps(ortmk_env *env, unsigned mask, int lock);
+
 /* Grows the dynamic region of a run to `size` bytes, keeping what earlier
  * steps put there: their bytes are copied into the new segment and their
  * locations moved to it, and every provider of the session is given it
@@ -504,7 +581,7 @@ static ortmk_status take_result(run_ctx *c, size_t i, uint64_t run_id, const Ort
 static ortmk_status grow_dyn(run_ctx *c, uint64_t size)
 {
 	ortmk_session *s = c->s;
-	shm_segment *old = s->dyn, *n;
+	shm_segment *old = c->slot->dyn, *n;
 	ortmk_status st = segment_new(s, size, "ortmk-dynamic", &n);
 
 	if (st != ORTMK_OK)
@@ -513,11 +590,15 @@ static ortmk_status grow_dyn(run_ctx *c, uint64_t size)
 	for (size_t v = 0; v < s->g->n_values; v++)
 		if (c->locs[v].seg == old)
 			c->locs[v].seg = n;
+	if (!c->exclusive)
+		lock_eps(s->env, c->mask, 1);
 	segment_drop(s, old);
-	s->dyn = n;
+	c->slot->dyn = n;
 	for (int e = 0; e < s->n_eps && st == ORTMK_OK; e++)
 		if (s->nodes_per_ep[e])
 			st = core_ep_add_segment(s->eps[e], n);
+	if (!c->exclusive)
+		lock_eps(s->env, c->mask, 0);
 	return st;
 }
 
@@ -530,24 +611,28 @@ static ortmk_status run_step(run_ctx *c, size_t i)
 		return core_fail(ORTMK_ERR_CANCELLED, "run cancelled before step %zu of %zu", i + 1,
 				 s->n_steps);
 	for (int attempt = 0; attempt < 4; attempt++) {
-		Ortmk__Envelope *rep = NULL;
-		ortmk_status st = send_run(c, i, &rep);
+		core_call call;
+		ortmk_status st = send_run(c, i, &call);
+		Ortmk__Envelope *rep = call.rep;
 		uint64_t need;
 
 		if (st == ORTMK_OK) {
-			st = rep->kind == ORTMK__KIND__RESULT ? take_result(c, i, s->next_run, rep->result) :
+			st = rep->kind == ORTMK__KIND__RESULT ? take_result(c, i, c->run_id, rep->result) :
 				core_fail(ORTMK_ERR_PROTOCOL, "provider '%s': expected RESULT, got %s",
 					  ep->name, ipc_kind_name(rep->kind));
-			core_ep_reply_free(ep, rep);
-			return st == ORTMK_ERR_PROTOCOL ? core_ep_broke_protocol(ep) : st;
+			/* Still on the process the RESULT came from (plock). */
+			if (st == ORTMK_ERR_PROTOCOL)
+				st = core_ep_broke_protocol(ep);
+			core_ep_call_done(&call);
+			return st;
 		}
 		if (!rep || rep->kind != ORTMK__KIND__ERROR ||
 		    rep->error->code != ORTMK__ERROR_CODE__E_DYN_OVERFLOW || !rep->error->has_needed) {
-			core_ep_reply_free(ep, rep);
+			core_ep_call_done(&call);
 			return st;
 		}
 		need = c->dyn_used + rep->error->needed;
-		core_ep_reply_free(ep, rep);
+		core_ep_call_done(&call);
 		st = grow_dyn(c, need * 2);
 		if (st)
 			return st;
@@ -558,16 +643,16 @@ static ortmk_status run_step(run_ctx *c, size_t i)
 static ortmk_status prepare_memory(run_ctx *c, const ortmk_value **bound)
 {
 	ortmk_session *s = c->s;
-	ortmk_status st = grow_segment(s, &s->arena, c->plan->arena_size, "ortmk-arena");
+	ortmk_status st = grow_segment(s, &c->slot->arena, c->plan->arena_size, "ortmk-arena");
 
-	if (st == ORTMK_OK && !s->dyn)
-		st = grow_segment(s, &s->dyn, DYN_INITIAL, "ortmk-dynamic");
+	if (st == ORTMK_OK && !c->slot->dyn)
+		st = grow_segment(s, &c->slot->dyn, DYN_INITIAL, "ortmk-dynamic");
 	for (int e = 0; e < s->n_eps && st == ORTMK_OK; e++) {
 		if (!s->nodes_per_ep[e])
 			continue;
-		st = core_ep_add_segment(s->eps[e], s->arena);
+		st = core_ep_add_segment(s->eps[e], c->slot->arena);
 		if (st == ORTMK_OK)
-			st = core_ep_add_segment(s->eps[e], s->dyn);
+			st = core_ep_add_segment(s->eps[e], c->slot->dyn);
 		for (size_t i = 0; i < s->g->n_inputs && st == ORTMK_OK; i++)
 			if (!bound[i]->dev)
 				st = core_ep_add_segment(s->eps[e], (shm_segment *)&bound[i]->seg);
@@ -622,7 +707,30 @@ static void lock_eps(ortmk_env *env, unsigned mask, int lock)
 	}
 }
 
-static ortmk_status run_locked(run_ctx *c, const ortmk_value **bound)
+/* A run needs its providers' locks throughout when it has device values
+ * or a stream (run_device.c, device.c), or a provider of the session has
+ * device memory: their buffers and streams are ordered by those locks. */
+static int needs_exclusive(const run_ctx *c, const ortmk_value **bound)
+{
+	const ortmk_session *s = c->s;
+
+	if (c->stream)
+		return 1;
+	for (int e = 0; e < s->n_eps; e++)
+		if (s->eps[e]->p.device_memory)
+			return 1;
+	for (size_t i = 0; i < s->g->n_inputs; i++)
+		if (bound[i]->dev)
+			return 1;
+	for (size_t i = 0; i < c->n_out; i++)
+		if (c->outs[i].mode != CORE_OUT_HOST_NEW)
+			return 1;
+	return 0;
+}
+
+/* One attempt: plan and slot, memory made known (providers locked), the
+ * steps (locked only when exclusive), the outputs (locked). */
+static ortmk_status run_attempt(run_ctx *c, const ortmk_value **bound)
 {
 	ortmk_session *s = c->s;
 	size_t nv = s->g->n_values;
@@ -634,20 +742,32 @@ static ortmk_status run_locked(run_ctx *c, const ortmk_value **bound)
 	c->prefs = calloc(nv + 1, sizeof(*c->prefs));
 	c->staged = calloc(s->g->n_inputs + 1, sizeof(*c->staged));
 	if (!c->locs || !c->refs || !c->prefs || !c->staged)
-		st = core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
-	else
-		st = get_plan(s, bound, &c->plan);
-	if (st == ORTMK_OK)
-		st = prepare_memory(c, bound);
+		return core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
+	/* The slot first: a run waiting for one holds no provider's lock. */
+	st = run_begin(c, bound);
+	if (st)
+		return st;
+	c->mask = run_ep_mask(c, bound);
+	c->exclusive = needs_exclusive(c, bound);
+	lock_eps(s->env, c->mask, 1);
+	st = prepare_memory(c, bound);
+	if (!c->exclusive)
+		lock_eps(s->env, c->mask, 0);
 	for (size_t i = 0; i < s->n_steps && st == ORTMK_OK; i++)
 		st = run_step(c, i);
+	if (!c->exclusive)
+		lock_eps(s->env, c->mask, 1);
 	if (st == ORTMK_OK)
 		st = core_run_finish_outputs(c);
+	if (st == ORTMK_OK)
+		for (int e = 0; e < s->n_eps; e++)
+			core_ep_healthy(s->eps[e]);
+	lock_eps(s->env, c->mask, 0);
 	return st;
 }
 
 /* After the providers' locks are released: what the run made and did not
- * hand out (destroying a value may talk to providers). */
+ * hand out (destroying a value may talk to providers), its slot and plan. */
 static void run_release(run_ctx *c)
 {
 	if (c->locs)
@@ -656,6 +776,7 @@ static void run_release(run_ctx *c)
 	free(c->refs);
 	free(c->prefs);
 	free(c->staged);
+	run_end(c);
 }
 
 /* Failures that restarting the provider can cure. */
@@ -738,29 +859,30 @@ static ortmk_status run_with_recovery(ortmk_session *s, ortmk_run_options *ro,
 
 	for (int attempt = 0; attempt < 2; attempt++) {
 		run_ctx c = {.s = s, .outs = outs, .n_out = n_out, .stream = stream, .ro = ro};
-		unsigned mask;
 		char keep[1024];
+		ortmk_status cl;
 
-		if (s->broken[0])
-			return core_fail(ORTMK_ERR_PROVIDER, "%s", s->broken);
 		st = settle_inputs(s, bound, stream);
 		if (st)
 			return st;
-		mask = run_ep_mask(&c, bound);
-		lock_eps(s->env, mask, 1);
-		st = run_locked(&c, bound);
-		if (st == ORTMK_OK)
-			for (int e = 0; e < s->n_eps; e++)
-				core_ep_healthy(s->eps[e]);
-		lock_eps(s->env, mask, 0);
+		pthread_rwlock_rdlock(&s->steps_lock);
+		st = s->broken[0] ? core_fail(ORTMK_ERR_PROVIDER, "%s", s->broken) : run_attempt(&c, bound);
 		run_release(&c);
+		pthread_rwlock_unlock(&s->steps_lock);
 		if (st == ORTMK_OK || !provider_failure(st))
 			return st;
 		clear_results(outs, n_out);
 		snprintf(keep, sizeof(keep), "%s", ortmk_last_error());
-		if (check_crash_loop(s) || !s->retry || attempt == 1)
+		/* Re-partitioning changes the steps: no run of the session in
+		 * flight meanwhile. */
+		pthread_rwlock_wrlock(&s->steps_lock);
+		cl = check_crash_loop(s);
+		pthread_rwlock_unlock(&s->steps_lock);
+		if (cl || !s->retry || attempt == 1)
 			return core_fail(st, "%s", keep);
+		pthread_mutex_lock(&s->lock);
 		s->retried_runs++;
+		pthread_mutex_unlock(&s->lock);
 		ipc_log(IPC_LOG_INFO, "retrying a run: %s", keep);
 	}
 	return st;
@@ -777,7 +899,6 @@ ortmk_status core_session_run_outs(ortmk_session *s, ortmk_run_options *ro,
 		outs[i].result = NULL;
 	if (ro && ro->tag[0])
 		ipc_trace_event("core", (int)getpid(), "run", ro->tag);
-	pthread_mutex_lock(&s->lock);
 	st = run_with_recovery(s, ro, bound, outs, n_out, stream);
 	/* A death noticed only by a request: name the device values it cost. */
 	for (size_t i = 0; i < s->g->n_inputs && st == ORTMK_ERR_PROVIDER_DIED; i++)
@@ -786,6 +907,7 @@ ortmk_status core_session_run_outs(ortmk_session *s, ortmk_run_options *ro,
 	for (size_t i = 0; i < n_out && st == ORTMK_ERR_PROVIDER_DIED; i++)
 		if (outs[i].value && core_dev_value_check(outs[i].value))
 			break;
+	pthread_mutex_lock(&s->lock);
 	s->runs++;
 	s->failed_runs += st != ORTMK_OK;
 	pthread_mutex_unlock(&s->lock);

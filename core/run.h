@@ -40,6 +40,10 @@ typedef struct run_ctx {
 	ortmk_stream *stream;
 	ortmk_value **staged;     /* per graph input: its host copy, or NULL */
 	ortmk_run_options *ro;    /* NULL: not cancellable, no tag */
+	core_slot *slot;          /* the run's arena and dynamic region */
+	uint64_t run_id;          /* of the RUN in flight */
+	unsigned mask;            /* the providers it touches (env index bits) */
+	int exclusive;            /* their locks held across the whole run */
 } run_ctx;
 
 void core_run_set_loc(loc *l, shm_segment *seg, uint64_t off, uint64_t nbytes, int kind,

@@ -319,7 +319,7 @@ static ortmk_status host_source(run_ctx *c, int v)
 	const char *name = c->s->g->values[v].name;
 
 	if (!l->seg && !l->dev && c->plan->offset[v] != PLAN_NONE)
-		core_run_set_loc(l, c->s->arena, c->plan->offset[v], c->plan->nbytes[v], 0,
+		core_run_set_loc(l, c->slot->arena, c->plan->offset[v], c->plan->nbytes[v], 0,
 				 c->plan->tinfo[v].elem_type, c->plan->tinfo[v].rank, c->plan->tinfo[v].dims);
 	if (!l->seg && !l->dev)
 		return core_fail(ORTMK_ERR_INTERNAL, "output '%s' was not produced", name);

@@ -417,6 +417,9 @@ static ortmk_session *session_new(ortmk_env *env, const ortmk_session_options *o
 	s->id = core_env_next_id(env);
 	s->weights.fd = -1;
 	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->slot_cv, NULL);
+	pthread_rwlock_init(&s->steps_lock, NULL);
+	s->n_slots = opts && opts->max_concurrent_runs ? opts->max_concurrent_runs : CORE_RUN_SLOTS;
 	s->cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
 	s->threads = opts && opts->threads > 0 ? opts->threads : s->cpus;
 	s->run_timeout_ms = opts ? opts->run_timeout_ms : 0;
@@ -496,12 +499,15 @@ static void release_provider_state(ortmk_session *s)
 	}
 	for (int e = 0; e < s->n_eps; e++) {
 		core_ep *ep = s->eps[e];
-		shm_segment *segs[3] = {&s->weights, s->arena, s->dyn};
 
 		pthread_mutex_lock(&ep->lock);
-		for (int i = 0; i < 3; i++)
-			if (segs[i] && segs[i]->fd >= 0 && ipc_segtab_find(&ep->p.segs, segs[i]->id))
-				core_ep_release_segment(ep, segs[i]->id);
+		for (int i = -1; i < 2 * s->n_slots; i++) {
+			core_slot *sl = &s->slots[i < 0 ? 0 : i / 2];
+			shm_segment *seg = i < 0 ? &s->weights : i % 2 ? sl->dyn : sl->arena;
+
+			if (seg && seg->fd >= 0 && ipc_segtab_find(&ep->p.segs, seg->id))
+				core_ep_release_segment(ep, seg->id);
+		}
 		for (size_t f = 0; s->file_ids && f < s->g->n_files; f++)
 			core_ep_forget_file(ep, s->file_ids[f]);
 		pthread_mutex_unlock(&ep->lock);
@@ -553,13 +559,14 @@ void ortmk_session_destroy(ortmk_session *s)
 		core_plan_free(s->plans[i]);
 	free(s->plans);
 	free_steps(s);
-	if (s->arena) {
-		shm_segment_destroy(s->arena);
-		free(s->arena);
-	}
-	if (s->dyn) {
-		shm_segment_destroy(s->dyn);
-		free(s->dyn);
+	for (int i = 0; i < s->n_slots; i++) {
+		shm_segment *segs[2] = {s->slots[i].arena, s->slots[i].dyn};
+
+		for (int k = 0; k < 2; k++) {
+			if (segs[k])
+				shm_segment_destroy(segs[k]);
+			free(segs[k]);
+		}
 	}
 	if (s->weights.fd >= 0)
 		shm_segment_destroy(&s->weights);
@@ -574,5 +581,7 @@ void ortmk_session_destroy(ortmk_session *s)
 	free(s->tinfo0);
 	graph_free(s->g);
 	pthread_mutex_destroy(&s->lock);
+	pthread_cond_destroy(&s->slot_cv);
+	pthread_rwlock_destroy(&s->steps_lock);
 	free(s);
 }

@@ -6,8 +6,10 @@
  * failures, and replays that state: segments and files are handed over
  * again as descriptors (weights are mapped again, not copied) and every
  * subgraph is loaded again.  A hot swap starts a process of another binary,
- * replays into it while the old one still holds the provider's lock (so it
- * happens between runs), then stops the old one.  The requests the layers
+ * replays into it while the old one still serves, waits (up to a deadline)
+ * for the runs in flight on the old one, switches and stops the old one.
+ * Runs on lanes (core_ep_run_request) hold the process's plock for
+ * reading, so a restart or a swap replaces it only between them.  The requests the layers
  * above send (core_ep_request, core_ep_add_segment, core_ep_load...) go
  * through here so that a dead process is restarted before them; env.c
  * below knows processes, not their replacement.
@@ -223,12 +225,20 @@ ortmk_status core_ep_ensure(core_ep *ep)
 	 * to a new process instead of failing. */
 	if (!core_proc_check_dead(ep, &ep->p))
 		return ORTMK_OK;
+	/* A control reply still held would keep a lane a run may wait for. */
+	if (ep->p.reply_lane >= 0) {
+		core_lane_put(ep, ep->p.reply_lane);
+		ep->p.reply_lane = -1;
+	}
 	/* Back-off: consecutive failures wait 0, 10, 20, 40 ... ms (capped). */
 	if (ep->backoff_ms)
 		sleep_ms(ep->backoff_ms);
 	ep->backoff_ms = ep->backoff_ms ? ep->backoff_ms * 2 : 10;
 	if (ep->backoff_ms > BACKOFF_MAX_MS)
 		ep->backoff_ms = BACKOFF_MAX_MS;
+	/* Runs in flight on the dead process notice it within a few ms (their
+	 * waits are sliced) and leave; then it can be replaced. */
+	pthread_rwlock_wrlock(&ep->plock);
 	/* The dead process's segment table is the list to replay. */
 	segs = ep->p.segs;
 	memset(&ep->p.segs, 0, sizeof(ep->p.segs));
@@ -237,10 +247,12 @@ ortmk_status core_ep_ensure(core_ep *ep)
 	ipc_segtab_fini(&segs);
 	if (st) {
 		ep->p.alive = 0;
+		pthread_rwlock_unlock(&ep->plock);
 		return st;
 	}
 	ep->p = np;
 	core_proc_moved(&ep->p);
+	pthread_rwlock_unlock(&ep->plock);
 	ep->restarts++;
 	ep->last_restart_ms = ep->died_ns ? (double)(ipc_now_ns() - ep->died_ns) / 1e6 : 0;
 	ipc_trace_event(ep->name, (int)ep->p.pid, "restart", NULL);
@@ -270,7 +282,78 @@ ortmk_status core_ep_add_segment(core_ep *ep, shm_segment *s)
 /* A run that completes resets the back-off. */
 void core_ep_healthy(core_ep *ep)
 {
-	ep->backoff_ms = 0;
+	__atomic_store_n(&ep->backoff_ms, 0, __ATOMIC_RELAXED);
+}
+
+/* ---- runs on lanes: not under ep->lock -------------------------------- */
+
+/* Holds ep->plock for reading on a live process: a dead one is restarted
+ * first (under ep->lock, which `locked` says the caller holds). */
+static ortmk_status hold_live(core_ep *ep, int locked)
+{
+	for (int attempt = 0;; attempt++) {
+		ortmk_status st;
+
+		pthread_rwlock_rdlock(&ep->plock);
+		if (!core_proc_check_dead(ep, &ep->p) || attempt == 1)
+			return ORTMK_OK;   /* a second death: the request fails */
+		pthread_rwlock_unlock(&ep->plock);
+		if (!locked)
+			pthread_mutex_lock(&ep->lock);
+		st = core_ep_ensure(ep);
+		if (!locked)
+			pthread_mutex_unlock(&ep->lock);
+		if (st)
+			return st;
+	}
+}
+
+ortmk_status core_ep_run_request(core_ep *ep, Ortmk__Envelope *req, int timeout_ms,
+				 uint64_t spin_ns, int locked, core_call *call)
+{
+	ortmk_status st = hold_live(ep, locked);
+
+	*call = (core_call){.ep = ep, .lane = -1};
+	if (st)
+		return st;
+	call->rd = 1;
+	call->lane = core_lane_take(ep);
+	if (call->lane >= 0) {
+		st = core_lane_request(ep, &ep->p, call->lane, req, timeout_ms, spin_ns, &call->rep);
+		if (st != ORTMK_ERR_INTERNAL || call->rep)
+			return st;
+		/* Too large for a ring: over nng. */
+		core_lane_put(ep, call->lane);
+		call->lane = -1;
+	}
+	/* nng: one request at a time on the channel, under ep->lock (taken
+	 * after plock is let go: the lock order). */
+	pthread_rwlock_unlock(&ep->plock);
+	call->rd = 0;
+	if (!locked) {
+		pthread_mutex_lock(&ep->lock);
+		call->locked_here = 1;
+	}
+	st = core_ep_request(ep, req, timeout_ms, &call->rep);
+	/* A ring reply from the control path's lane: released in done. */
+	return st;
+}
+
+void core_ep_call_done(core_call *call)
+{
+	core_ep *ep = call->ep;
+
+	if (!ep)
+		return;
+	if (call->lane >= 0)
+		core_lane_put(ep, call->lane);
+	else
+		core_ep_reply_free(ep, call->rep);
+	if (call->rd)
+		pthread_rwlock_unlock(&ep->plock);
+	if (call->locked_here)
+		pthread_mutex_unlock(&ep->lock);
+	*call = (core_call){.lane = -1};
 }
 
 /* ---- hot swap ------------------------------------------------------------- */
@@ -289,14 +372,30 @@ ortmk_status ortmk_env_swap_provider(ortmk_env *env, const char *provider, const
 	st = core_env_get_ep(env, provider, &ep);
 	if (st)
 		return st;
-	/* Holding the lock waits for the run in progress: the switch happens
-	 * between runs, and the old process keeps serving until then. */
+	/* The new process is started and given the state while the old one
+	 * serves; then the switch waits for the runs in flight on it (plock),
+	 * up to a deadline (CORE_CONTROL_MS): past it the swap fails and the
+	 * old process stays. */
 	pthread_mutex_lock(&ep->lock);
 	st = start_and_replay(ep, &np, binary, &ep->p.segs);
 	if (st == ORTMK_OK) {
+		struct timespec until;
+
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += CORE_CONTROL_MS / 1000;
+		if (pthread_rwlock_timedwrlock(&ep->plock, &until)) {
+			core_proc_stop(ep, &np);
+			st = core_fail(ORTMK_ERR_TIMEOUT, "swap of provider '%s': runs in flight did not end within %d ms",
+				       ep->name, CORE_CONTROL_MS);
+		}
+	}
+	if (st == ORTMK_OK) {
+		if (ep->p.reply_lane >= 0)
+			core_lane_put(ep, ep->p.reply_lane);
 		core_proc_stop(ep, &ep->p);
 		ep->p = np;
 		core_proc_moved(&ep->p);
+		pthread_rwlock_unlock(&ep->plock);
 		if (binary != ep->binary)
 			snprintf(ep->binary, sizeof(ep->binary), "%s", binary);
 		ep->swaps++;

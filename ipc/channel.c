@@ -121,7 +121,7 @@ int ipc_send(ipc_chan *c, Ortmk__Envelope *e)
 	int rv;
 
 	e->version = IPC_PROTOCOL_VERSION;
-	e->seq = c->next_seq++;
+	e->seq = __atomic_fetch_add(&c->next_seq, 1, __ATOMIC_RELAXED);   /* shared with rings */
 	e->has_send_ns = 1;
 	e->send_ns = ipc_now_ns();
 	n = ortmk__envelope__get_packed_size(e);

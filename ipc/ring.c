@@ -121,7 +121,9 @@ int ipc_ring_send(ipc_ring_pair *p, ipc_ring *r, Ortmk__Envelope *e, uint64_t *s
 	size_t n;
 
 	e->version = IPC_PROTOCOL_VERSION;
-	e->seq = seq ? (*seq)++ : p->next_seq++;
+	/* Several rings of one peer (and its nng channel) share a numbering,
+	 * each sending from its own thread. */
+	e->seq = __atomic_fetch_add(seq ? seq : &p->next_seq, 1, __ATOMIC_RELAXED);
 	e->has_send_ns = 1;
 	e->send_ns = ipc_now_ns();
 	n = ortmk__envelope__get_packed_size(e);
@@ -152,7 +154,7 @@ int ipc_ring_send(ipc_ring_pair *p, ipc_ring *r, Ortmk__Envelope *e, uint64_t *s
 	return 0;
 }
 
-/* Waits until head moves past tail; 0, -ETIMEDOUT or -EPIPE.  The wait
+/* Waits until head moves past tail (see ring.h).  The wait
  * spins PAUSE_NS, then spins yielding the CPU until spin_ns, then sleeps
  * on the doorbell.  The yield matters when the waiter shares two CPUs
  * with a provider computing on two threads (the application waiting for
@@ -160,7 +162,7 @@ int ipc_ring_send(ipc_ring_pair *p, ipc_ring *r, Ortmk__Envelope *e, uint64_t *s
  * threads: 0.24 -> 0.18 ms median, see docs/PERFORMANCE.md), while
  * sched_yield returns at once when nothing else wants the CPU, so an idle
  * machine still answers in microseconds. */
-static int ring_wait(ipc_ring *r, int timeout_ms, uint64_t spin_ns)
+int ipc_ring_wait(ipc_ring *r, int timeout_ms, uint64_t spin_ns)
 {
 	ipc_ring_hdr *h = r->hdr;
 	uint64_t tail = atomic_load_explicit(&h->tail, memory_order_relaxed);
@@ -207,7 +209,7 @@ int ipc_ring_recv(ipc_ring_pair *p, ipc_ring *r, int timeout_ms, uint64_t spin_n
 	int rc;
 
 	*out = NULL;
-	rc = ring_wait(r, timeout_ms, spin_ns);
+	rc = ipc_ring_wait(r, timeout_ms, spin_ns);
 	if (rc)
 		return rc;
 	tail = atomic_load_explicit(&h->tail, memory_order_relaxed);

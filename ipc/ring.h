@@ -8,8 +8,10 @@
  * here is bounded, and the caller checks the peer (pidfd) between slices.
  *
  * Messages too large for a ring, and everything when the fast path is off,
- * go over nng; with one request outstanding per provider the two paths
- * cannot reorder anything.
+ * go over nng.  A provider process may serve several rings ("lanes", one
+ * request outstanding on each, docs/PROTOCOL.md): runs on different lanes
+ * proceed at once; a request and its reply stay on one lane, so nothing
+ * on a lane is reordered.
  */
 #ifndef ORTMK_RING_H
 #define ORTMK_RING_H
@@ -79,5 +81,9 @@ int ipc_ring_send(ipc_ring_pair *p, ipc_ring *r, Ortmk__Envelope *e, uint64_t *s
 int ipc_ring_recv(ipc_ring_pair *p, ipc_ring *r, int timeout_ms, uint64_t spin_ns,
 		  const ipc_segtab *segs, Ortmk__Envelope **out, char *err, size_t errlen);
 void ipc_ring_close(ipc_ring *r);
+/* Waits as ipc_ring_recv does, without taking the message: 0 once one is
+ * there, -ETIMEDOUT, -EPIPE.  A caller that must hold a lock to decode
+ * (the segment table the check reads) waits first, unlocked. */
+int ipc_ring_wait(ipc_ring *r, int timeout_ms, uint64_t spin_ns);
 
 #endif

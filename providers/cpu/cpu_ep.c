@@ -10,6 +10,7 @@
  * and those that are graph outputs are copied into the run's dynamic region
  * for the core.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,17 +27,20 @@
 #include "threadpool.h"
 
 /* One run's state: the executor's frame and the arena of its strings and
- * sequences.  One per loaded subgraph today (ep_host runs one request at a
- * time); nothing of it lives in the plan. */
+ * sequences; nothing of it lives in the plan.  Concurrent runs of a
+ * subgraph (ep_host serves one per lane) each take one from the
+ * subgraph's free list, made on demand: as many as ever ran at once. */
 typedef struct cpu_sg_run {
 	cpu_frame *frame;
 	cpu_arena *arena;
 	cpu_prof prof;            /* profiled runs: spans allocated on the first */
+	struct cpu_sg_run *next;  /* in the free list */
 } cpu_sg_run;
 
 typedef struct cpu_sg {
 	cpu_plan plan;
-	cpu_sg_run run;
+	pthread_mutex_t runs_mu;  /* the free list */
+	cpu_sg_run *free_runs;
 	cpu_load_env env;         /* op table, pre-pack cache, opsets */
 	cpu_pack_cache *pack;     /* pre-packed weights of this subgraph */
 	cpu_opsets opsets;        /* the model's, for ops with subgraphs */
@@ -82,6 +86,48 @@ static int cpu_supported(void *self, const Onnx__NodeProto *node, int64_t opset,
 	return cpu_node_supported(&cpu_optable_all, node, opset, in_dtypes, n_in, why, n);
 }
 
+static void run_state_free(cpu_sg_run *r)
+{
+	if (!r)
+		return;
+	cpu_frame_free(r->frame);
+	cpu_arena_free(r->arena);
+	free(r->prof.spans);
+	free(r);
+}
+
+static cpu_sg_run *run_state_new(const cpu_plan *p)
+{
+	cpu_sg_run *r = calloc(1, sizeof(*r));
+
+	if (r && (!(r->frame = cpu_frame_new(p)) || !(r->arena = cpu_arena_new()))) {
+		run_state_free(r);
+		r = NULL;
+	}
+	return r;
+}
+
+/* A free run state of c, or a new one (NULL: out of memory). */
+static cpu_sg_run *run_state_take(cpu_sg *c)
+{
+	cpu_sg_run *r;
+
+	pthread_mutex_lock(&c->runs_mu);
+	r = c->free_runs;
+	if (r)
+		c->free_runs = r->next;
+	pthread_mutex_unlock(&c->runs_mu);
+	return r ? r : run_state_new(&c->plan);
+}
+
+static void run_state_put(cpu_sg *c, cpu_sg_run *r)
+{
+	pthread_mutex_lock(&c->runs_mu);
+	r->next = c->free_runs;
+	c->free_runs = r;
+	pthread_mutex_unlock(&c->runs_mu);
+}
+
 static void cpu_sg_free(cpu_sg *c)
 {
 	size_t n_nodes;
@@ -89,9 +135,13 @@ static void cpu_sg_free(cpu_sg *c)
 	if (!c)
 		return;
 	n_nodes = c->plan.n_nodes;
-	cpu_frame_free(c->run.frame);
-	cpu_arena_free(c->run.arena);
-	free(c->run.prof.spans);
+	while (c->free_runs) {
+		cpu_sg_run *r = c->free_runs;
+
+		c->free_runs = r->next;
+		run_state_free(r);
+	}
+	pthread_mutex_destroy(&c->runs_mu);
 	cpu_plan_free(&c->plan);     /* the nodes first: they read the folded constants */
 	cpu_fuse_free(c->fuse, n_nodes);
 	cpu_fold_free(&c->fold);
@@ -359,8 +409,10 @@ static int cpu_load(void *self, ep_subgraph *sg, char *err, size_t n)
 	cpu_sg *c = calloc(1, sizeof(*c));
 	int rc;
 
+	if (c)
+		pthread_mutex_init(&c->runs_mu, NULL);
 	if (!c || cpu_plan_alloc(&c->plan, sg->n_values, sg->graph->n_node) ||
-	    load_opsets(c, sg) || !(c->run.arena = cpu_arena_new())) {
+	    load_opsets(c, sg)) {
 		cpu_sg_free(c);
 		return snprintf(err, n, "out of memory"), EP_E_NOMEM;
 	}
@@ -382,7 +434,8 @@ static int cpu_load(void *self, ep_subgraph *sg, char *err, size_t n)
 	if (ep->profile)
 		c->plan.node_ns = calloc(c->plan.n_nodes + 1, sizeof(uint64_t));
 	rc = build_plan(c, sg, err, n);
-	if (rc == 0 && !(c->run.frame = cpu_frame_new(&c->plan)))
+	/* The first run's state now, as before runs could overlap. */
+	if (rc == 0 && !(c->free_runs = run_state_new(&c->plan)))
 		rc = (snprintf(err, n, "out of memory"), EP_E_NOMEM);
 	if (rc) {
 		cpu_sg_free(c);
@@ -400,9 +453,10 @@ static int cpu_load(void *self, ep_subgraph *sg, char *err, size_t n)
 
 /* Every binding is pinned (the core reads it after the run); one the core
  * planned (not dynamic) is where its producer writes. */
-static int bind_values(cpu_sg *c, const ep_subgraph *sg, ep_run *r, char *err, size_t n)
+static int bind_values(cpu_sg *c, cpu_sg_run *rs, const ep_subgraph *sg, ep_run *r, char *err,
+		       size_t n)
 {
-	cpu_frame *f = c->run.frame;
+	cpu_frame *f = rs->frame;
 
 	cpu_frame_begin(f);
 	for (size_t i = 0; i < r->n_bindings; i++) {
@@ -420,7 +474,7 @@ static int bind_values(cpu_sg *c, const ep_subgraph *sg, ep_run *r, char *err, s
 		if (c->plan.consts[b->value].data)
 			continue;   /* folded at load: the constant is the value */
 		if (cpu_io_special(b)) {
-			int rc = cpu_io_decode(c->run.arena, b, &t, err, n);
+			int rc = cpu_io_decode(rs->arena, b, &t, err, n);
 
 			if (rc)
 				return rc;
@@ -438,9 +492,9 @@ static int bind_values(cpu_sg *c, const ep_subgraph *sg, ep_run *r, char *err, s
 }
 
 /* Copies the values the core could not plan into the dynamic region. */
-static int publish_dynamic(cpu_sg *c, const ep_subgraph *sg, ep_run *r, char *err, size_t n)
+static int publish_dynamic(const cpu_frame *f, const ep_subgraph *sg, ep_run *r, char *err,
+			   size_t n)
 {
-	const cpu_frame *f = c->run.frame;
 	int overflow = 0;
 
 	for (size_t i = 0; i < r->n_bindings; i++) {
@@ -496,35 +550,46 @@ static void take_spans(const cpu_sg *c, const cpu_prof *prof, ep_profile *out)
 	out->n_dropped += (uint32_t)(prof->n - n);
 }
 
+/* Runs of one subgraph may overlap (ep_host's lanes): each takes a run
+ * state of its own; the plan, the pre-packed weights and the intra-op pool
+ * are shared (a kernel that finds the pool busy computes on its own
+ * thread, threadpool.h). */
 static int cpu_run(void *self, ep_subgraph *sg, ep_run *r, char *err, size_t n)
 {
 	cpu_sg *c = sg->impl;
-	cpu_prof *prof = &c->run.prof;
-	cpu_run_env env = {c->run.arena, NULL, c->pool, sg->threads, NULL, r->cancel, r->cancel_token,
+	cpu_sg_run *rs = run_state_take(c);
+	cpu_prof *prof;
+	cpu_run_env env = {NULL, NULL, c->pool, sg->threads, NULL, r->cancel, r->cancel_token,
 			   NULL, -1, 0};
 	int rc;
 
 	(void)self;
+	if (!rs)
+		return snprintf(err, n, "out of memory"), EP_E_NOMEM;
+	prof = &rs->prof;
+	env.arena = rs->arena;
 	if (r->profile && !prof->spans && (prof->spans = calloc(r->profile->cap + 1, sizeof(cpu_span))))
 		prof->cap = r->profile->cap;
 	if (r->profile) {
 		prof->n = 0;
 		env.prof = prof;
 	}
-	rc = bind_values(c, sg, r, err, n);
+	rc = bind_values(c, rs, sg, r, err, n);
 	if (rc == 0)
-		rc = cpu_exec_run(c->run.frame, &env, err, n);
+		rc = cpu_exec_run(rs->frame, &env, err, n);
 	if (rc == 0)
-		rc = publish_dynamic(c, sg, r, err, n);
+		rc = publish_dynamic(rs->frame, sg, r, err, n);
 	if (rc == 0 && r->profile)
 		take_spans(c, prof, r->profile);
-	cpu_frame_end(c->run.frame);
-	cpu_arena_reset(c->run.arena);
+	cpu_frame_end(rs->frame);
+	cpu_arena_reset(rs->arena);
+	run_state_put(c, rs);
 	return rc;
 }
 
 static const ep_vtable cpu_vtable = {
 	.name = "cpu",
+	.concurrent_runs = 1,
 	.init = cpu_init,
 	.supported = cpu_supported,
 	.load = cpu_load,

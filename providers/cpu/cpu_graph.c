@@ -29,6 +29,7 @@ struct cpu_graph {
 	int n_in, n_out;
 	int *in_idx, *out_idx;
 	cpu_frame *frame;             /* reused by every run that finds it free */
+	int frame_taken;              /* atomic: frame is in use */
 };
 
 /* ---- names ---------------------------------------------------------------- */
@@ -309,8 +310,10 @@ int cpu_graph_run(cpu_graph *g, cpu_ctx *ctx, const cpu_tensor *const *in, cpu_t
 		  int *out_heap)
 {
 	/* A frame of its own when this graph is already running (a body that
-	 * runs itself, or runs in flight together). */
-	cpu_frame *f = g->frame->busy ? cpu_frame_new(&g->plan) : g->frame;
+	 * runs itself, or concurrent runs of the provider): taking the kept
+	 * one is atomic, as two runs' threads may get here at once. */
+	int mine = !__atomic_exchange_n(&g->frame_taken, 1, __ATOMIC_ACQUIRE);
+	cpu_frame *f = mine ? g->frame : cpu_frame_new(&g->plan);
 	cpu_run_env env = {ctx->arena, ctx->scope, ctx->pool, ctx->threads, NULL, ctx->cancel,
 			   ctx->cancel_token, ctx->prof, ctx->prof_parent, ctx->prof_depth};
 	int rc;
@@ -323,7 +326,9 @@ int cpu_graph_run(cpu_graph *g, cpu_ctx *ctx, const cpu_tensor *const *in, cpu_t
 	if (rc == 0)
 		rc = take_outputs(g, f, ctx, out, out_heap);
 	cpu_frame_end(f);
-	if (f != g->frame)
+	if (mine)
+		__atomic_store_n(&g->frame_taken, 0, __ATOMIC_RELEASE);
+	else
 		cpu_frame_free(f);
 	return rc;
 }

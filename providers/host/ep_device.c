@@ -259,13 +259,13 @@ int ep_dev_on_copy(host *h, const Ortmk__Envelope *req, int never_signal)
 	return ep_host_reply_ack(h, req);
 }
 
-int ep_dev_bind(host *h, const Ortmk__TensorRef *t, ep_tensor *b)
+int ep_dev_bind(host *h, const Ortmk__TensorRef *t, ep_tensor *b, char *err, size_t n)
 {
 	host_buf *buf;
 	char what[48];
 
 	if (!ep_dev_has_memory(h))
-		return snprintf(h->err, sizeof(h->err), "binding %u: device buffer %llu, but provider '%s' has no device memory",
+		return snprintf(err, n, "binding %u: device buffer %llu, but provider '%s' has no device memory",
 				t->value, (unsigned long long)t->buffer_id, h->vt->name), -EINVAL;
 	b->buffer_id = t->buffer_id;
 	b->buffer_offset = t->offset;
@@ -273,7 +273,7 @@ int ep_dev_bind(host *h, const Ortmk__TensorRef *t, ep_tensor *b)
 	if (t->dynamic) {
 		/* The provider allocates it: the id must be new. */
 		if (find_buf(h, t->buffer_id))
-			return snprintf(h->err, sizeof(h->err), "binding %u: dynamic output into existing buffer %llu",
+			return snprintf(err, n, "binding %u: dynamic output into existing buffer %llu",
 					t->value, (unsigned long long)t->buffer_id), -EINVAL;
 		b->buffer_offset = 0;
 		return 0;
@@ -281,7 +281,7 @@ int ep_dev_bind(host *h, const Ortmk__TensorRef *t, ep_tensor *b)
 	snprintf(what, sizeof(what), "binding %u", t->value);
 	buf = check_range(h, t->buffer_id, t->offset, t->nbytes, what);
 	if (!buf)
-		return -EINVAL;
+		return snprintf(err, n, "%s", h->err), -EINVAL;
 	if (h->dev.emulate)
 		b->data = (uint8_t *)buf->emu + t->offset;
 	return 0;

@@ -59,7 +59,7 @@ void ep_fault_parse(fault *f, const char *provider)
 		f->action = FAULT_NONE;
 }
 
-static void fault_badref(host *h, const Ortmk__Envelope *req)
+static void fault_badref(host *h, host_lane *lane, const Ortmk__Envelope *req)
 {
 	Ortmk__Envelope e = ORTMK__ENVELOPE__INIT;
 	Ortmk__Result body = ORTMK__RESULT__INIT;
@@ -78,7 +78,7 @@ static void fault_badref(host *h, const Ortmk__Envelope *req)
 	e.kind = ORTMK__KIND__RESULT;
 	e.body_case = ORTMK__ENVELOPE__BODY_RESULT;
 	e.result = &body;
-	ep_host_reply(h, req, &e);
+	ep_host_reply_lane(h, lane, req, &e);
 }
 
 /* What the sandbox must stop (docs/SECURITY.md): a file opened by path, a
@@ -104,14 +104,16 @@ static void fault_forbidden(enum fault_action a)
 }
 
 /* Returns 1 when the fault replaced the normal handling of `req`. */
-int ep_fault_fire(host *h, const Ortmk__Envelope *req)
+int ep_fault_fire(host *h, host_lane *lane, const Ortmk__Envelope *req)
 {
 	fault *f = &h->fault;
 	uint8_t junk[64];
 
-	if (f->action == FAULT_NONE || (int)req->kind != f->kind || ++f->seen < f->after)
+	long seen;
+
+	if (f->action == FAULT_NONE || (int)req->kind != f->kind || (seen = ++f->seen) < f->after)
 		return 0;
-	ipc_log(IPC_LOG_WARN, "fault injection fires on %s #%ld", ipc_kind_name(f->kind), f->seen);
+	ipc_log(IPC_LOG_WARN, "fault injection fires on %s #%ld", ipc_kind_name(f->kind), seen);
 	switch (f->action) {
 	case FAULT_CRASH:
 		raise(SIGSEGV);
@@ -124,14 +126,14 @@ int ep_fault_fire(host *h, const Ortmk__Envelope *req)
 	case FAULT_GARBAGE:
 		for (size_t i = 0; i < sizeof(junk); i++)
 			junk[i] = (uint8_t)rand();
-		if (h->cur_ring) {
+		if (lane) {
 			/* On the ring, garbage is an envelope of an unknown kind. */
 			Ortmk__Envelope bad = ORTMK__ENVELOPE__INIT;
 
 			bad.kind = 99;
 			bad.has_reply_to = 1;
 			bad.reply_to = req->seq;
-			ipc_ring_send(&h->ring, &h->ring.rep, &bad, &h->chan.next_seq);
+			ipc_ring_send(&lane->ring, &lane->ring.rep, &bad, &h->chan.next_seq);
 			return 1;
 		}
 		nng_send(h->chan.sock, junk, sizeof(junk), 0);
@@ -139,12 +141,18 @@ int ep_fault_fire(host *h, const Ortmk__Envelope *req)
 	case FAULT_BADSEQ: {
 		Ortmk__Envelope other = *req;
 
+		Ortmk__Envelope ack = ORTMK__ENVELOPE__INIT;
+		Ortmk__Ack body = ORTMK__ACK__INIT;
+
 		other.seq += 1000;
-		ep_host_reply_ack(h, &other);
+		ack.kind = ORTMK__KIND__ACK;
+		ack.body_case = ORTMK__ENVELOPE__BODY_ACK;
+		ack.ack = &body;
+		ep_host_reply_lane(h, lane, &other, &ack);
 		return 1;
 	}
 	case FAULT_BADREF:
-		fault_badref(h, req);
+		fault_badref(h, lane, req);
 		return 1;
 	case FAULT_OPEN:
 	case FAULT_SOCKET:

@@ -4,8 +4,11 @@
  * Start-up: close every inherited descriptor but the socketpair, read the
  * 32-byte token the core wrote on it, let the provider initialise, dial
  * the core's ipc:// socket, enter the sandbox (ep_sandbox.c), say HELLO
- * with the token and our pid, wait for HELLO_ACK.  Then serve one request at a time, replying
- * to each with the reply_to set to its sequence number.  Everything a
+ * with the token and our pid, wait for HELLO_ACK.  Then serve requests,
+ * replying to each with the reply_to set to its sequence number: those on
+ * the nng channel from this thread, those on each shared-memory lane from
+ * the lane's thread; one at a time, except runs of a provider that runs
+ * concurrently (ep_vtable.concurrent_runs), which overlap each other.  Everything a
  * request names (segments, files, value indexes, byte ranges) is checked
  * here before the provider's vtable sees it.
  */
@@ -88,15 +91,16 @@ static ep_subgraph *find_subgraph(host *h, uint32_t id)
 
 /* Resolves the run's references to pointers; the envelope check already
  * proved every non-dynamic byte range lies inside its segment. */
-static int bind_run(host *h, const Ortmk__Run *r, const ep_subgraph *sg, ep_run *run)
+static int bind_run(host *h, const Ortmk__Run *r, const ep_subgraph *sg, ep_run *run, char *err,
+		    size_t n)
 {
 	for (size_t i = 0; i < r->n_bindings; i++) {
 		const Ortmk__TensorRef *t = r->bindings[i];
 		ep_tensor *b = &run->bindings[i];
 
 		if (t->value >= sg->n_values)
-			return snprintf(h->err, sizeof(h->err), "binding %zu: value %u out of range",
-					i, t->value), -EINVAL;
+			return snprintf(err, n, "binding %zu: value %u out of range", i, t->value),
+				-EINVAL;
 		b->value = t->value;
 		b->dtype = t->dtype;
 		b->dynamic = t->dynamic;
@@ -106,7 +110,7 @@ static int bind_run(host *h, const Ortmk__Run *r, const ep_subgraph *sg, ep_run 
 			memcpy(b->dims, t->dims, t->n_dims * sizeof(int64_t));
 		b->nbytes = t->nbytes;
 		if (t->has_buffer_id) {
-			int rc = ep_dev_bind(h, t, b);
+			int rc = ep_dev_bind(h, t, b, err, n);
 
 			if (rc)
 				return rc;
@@ -123,7 +127,21 @@ static int bind_run(host *h, const Ortmk__Run *r, const ep_subgraph *sg, ep_run 
 	return 0;
 }
 
-static int on_run(host *h, const Ortmk__Envelope *req)
+/* Where a profiled run's spans go: the lane's buffer, or the host's for
+ * a run that came over nng (allocated on the first). */
+static ep_span *span_buffer(host *h, host_lane *lane)
+{
+	ep_span **buf = lane ? &lane->spans : &h->spans;
+
+	if (!*buf)
+		*buf = calloc(EP_PROFILE_MAX_SPANS, sizeof(**buf));
+	return *buf;
+}
+
+/* A RUN.  Served under the read lock when the provider runs concurrently
+ * (then nothing here may touch what another run uses: the error text,
+ * the spans and the reply are the run's or its lane's). */
+static int on_run(host *h, host_lane *lane, const Ortmk__Envelope *req)
 {
 	const Ortmk__Run *r = req->run;
 	ep_subgraph *sg = find_subgraph(h, r->subgraph_id);
@@ -133,14 +151,15 @@ static int on_run(host *h, const Ortmk__Envelope *req)
 	Ortmk__Error body = ORTMK__ERROR__INIT;
 	ep_profile profile = {0};
 	uint64_t t0 = ipc_now_ns();
+	char err[1024] = "";
 	int rc;
 
-	h->err[0] = 0;
 	if (!sg)
-		return ep_host_reply_error(h, req, ORTMK__ERROR_CODE__E_INVALID, "run of an unknown subgraph");
+		return ep_host_reply_error_lane(h, lane, req, ORTMK__ERROR_CODE__E_INVALID,
+						"run of an unknown subgraph");
 	run.bindings = calloc(r->n_bindings + 1, sizeof(*run.bindings));
 	if (!run.bindings)
-		return ep_host_reply_error(h, req, ORTMK__ERROR_CODE__E_NOMEM, "out of memory");
+		return ep_host_reply_error_lane(h, lane, req, ORTMK__ERROR_CODE__E_NOMEM, "out of memory");
 	if (r->has_cancel_segment && r->has_cancel_token) {
 		const shm_segment *cs = ipc_segtab_find(&h->segs, r->cancel_segment);
 
@@ -149,27 +168,24 @@ static int on_run(host *h, const Ortmk__Envelope *req)
 			run.cancel_token = r->cancel_token;
 		}
 	}
-	if (r->has_profile && r->profile && !h->spans)
-		h->spans = calloc(EP_PROFILE_MAX_SPANS, sizeof(*h->spans));
-	if (r->has_profile && r->profile && h->spans) {
-		profile.spans = h->spans;
+	if (r->has_profile && r->profile && (profile.spans = span_buffer(h, lane))) {
 		profile.cap = EP_PROFILE_MAX_SPANS;
 		run.profile = &profile;
 	}
-	rc = bind_run(h, r, sg, &run);
+	rc = bind_run(h, r, sg, &run, err, sizeof(err));
 	if (rc == 0)
-		rc = h->vt->run(h->self, sg, &run, h->err, sizeof(h->err));
-	if (rc == 0)
-		rc = ep_dev_after_run(h, &run);
+		rc = h->vt->run(h->self, sg, &run, err, sizeof(err));
+	if (rc == 0 && (rc = ep_dev_after_run(h, &run)))
+		snprintf(err, sizeof(err), "%s", h->err);
 	if (rc == 0) {
-		rc = ep_host_reply_result(h, req, &run, t0, ipc_now_ns() - t0);
+		rc = ep_host_reply_result(h, lane, req, &run, t0, ipc_now_ns() - t0);
 		free(run.bindings);
 		return rc;
 	}
 	free(run.bindings);
 	body.code = rc == -EINVAL ? ORTMK__ERROR_CODE__E_INVALID :
 		rc == -ENOMEM ? ORTMK__ERROR_CODE__E_NOMEM : ep_host_code(rc);
-	body.message = h->err[0] ? h->err : "run failed";
+	body.message = err[0] ? err : "run failed";
 	if (rc == EP_E_DYN_OVERFLOW) {
 		body.has_needed = 1;
 		body.needed = run.dyn_needed;
@@ -177,7 +193,7 @@ static int on_run(host *h, const Ortmk__Envelope *req)
 	e.kind = ORTMK__KIND__ERROR;
 	e.body_case = ORTMK__ENVELOPE__BODY_ERROR;
 	e.error = &body;
-	return ep_host_reply(h, req, &e);
+	return ep_host_reply_lane(h, lane, req, &e);
 }
 
 /* ---- release and the loop --------------------------------------------- */
@@ -217,16 +233,17 @@ static int on_release(host *h, const Ortmk__Envelope *req)
 	return ep_host_reply_ack(h, req);
 }
 
-/* Handles one request; 1 to stop serving. */
 static int on_ring_setup(host *h, const Ortmk__Envelope *req);
 
-/* Handles one request; 1 to stop serving.  Ring requests live in the
- * ring's arena and are not freed here. */
-static int dispatch(host *h, Ortmk__Envelope *req)
+/* Handles one request that came by `lane` (NULL: nng); 1 to stop serving.
+ * Ring requests live in the lane's arena and are not freed here.  Every
+ * request but a concurrent RUN is handled under the write lock with
+ * h->cur_lane == lane. */
+static int dispatch(host *h, host_lane *lane, Ortmk__Envelope *req)
 {
-	int kept = h->cur_ring, rc;
+	int kept = lane != NULL, rc;
 
-	if (ep_fault_fire(h, req)) {
+	if (ep_fault_fire(h, lane, req)) {
 		if (!kept)
 			ipc_envelope_free(req);
 		return 0;
@@ -236,7 +253,7 @@ static int dispatch(host *h, Ortmk__Envelope *req)
 	case ORTMK__KIND__ADD_FILE: rc = ep_host_on_add_file(h, req); break;
 	case ORTMK__KIND__CAPABILITY_QUERY: rc = on_capability(h, req); break;
 	case ORTMK__KIND__LOAD_SUBGRAPH: rc = ep_host_on_load(h, req, &kept); break;
-	case ORTMK__KIND__RUN: rc = on_run(h, req); break;
+	case ORTMK__KIND__RUN: rc = on_run(h, lane, req); break;
 	case ORTMK__KIND__RELEASE: rc = on_release(h, req); break;
 	case ORTMK__KIND__RING_SETUP: rc = on_ring_setup(h, req); break;
 	case ORTMK__KIND__ALLOC: rc = ep_dev_on_alloc(h, req); break;
@@ -250,57 +267,114 @@ static int dispatch(host *h, Ortmk__Envelope *req)
 	return rc;
 }
 
-static void *ring_main(void *arg)
+/* Runs that may overlap: the provider said so, and no device buffer table
+ * is touched by a run (a provider with device memory, or emulating it). */
+static int runs_concurrently(const host *h)
 {
-	host *h = arg;
-	char err[512];
+	return h->vt->concurrent_runs && !ep_dev_has_memory(h);
+}
 
+/* Handles what arrived on a lane (rc from ipc_ring_recv) under the write
+ * lock; 1 to stop serving. */
+static int lane_exclusive(host *h, host_lane *lane, int rc, Ortmk__Envelope *req,
+			  const char *err)
+{
+	int stop = 0;
+
+	pthread_rwlock_wrlock(&h->mu);
+	h->cur_lane = lane;
+	if (rc == 0) {
+		stop = dispatch(h, lane, req);
+	} else {
+		/* The core waits on the ring for an answer: give it one. */
+		Ortmk__Envelope unknown = ORTMK__ENVELOPE__INIT;
+		char msg[600];
+
+		snprintf(msg, sizeof(msg), "provider rejected a message: %s", err);
+		ipc_log(IPC_LOG_ERROR, "%s", msg);
+		ep_host_reply_error(h, &unknown, ORTMK__ERROR_CODE__E_INVALID, msg);
+	}
+	h->cur_lane = NULL;
+	pthread_rwlock_unlock(&h->mu);
+	return stop;
+}
+
+/* A lane's thread: waits unlocked, decodes (the check reads the segment
+ * table) under the read lock, and runs a RUN there when runs may overlap. */
+static void *lane_main(void *arg)
+{
+	host_lane *lane = arg;
+	host *h = lane->h;
 	int idle = 0;
 
 	while (!atomic_load(&h->stopping)) {
 		Ortmk__Envelope *req = NULL;
-		int rc = ipc_ring_recv(&h->ring, &h->ring.req, 1000, idle ? 0 : IPC_RING_SPIN_NS,
-				       &h->segs, &req, err, sizeof(err));
+		char err[512] = "";
+		int rc = ipc_ring_wait(&lane->ring.req, 1000, idle ? 0 : IPC_RING_SPIN_NS);
 
 		idle = rc == -ETIMEDOUT;
 		if (idle)
 			continue;
 		if (rc == -EPIPE)
 			break;
-		pthread_mutex_lock(&h->mu);
-		if (rc == 0) {
-			h->cur_ring = 1;
-			if (dispatch(h, req))
+		pthread_rwlock_rdlock(&h->mu);
+		rc = ipc_ring_recv(&lane->ring, &lane->ring.req, 0, 0, &h->segs, &req, err, sizeof(err));
+		if (rc == 0 && req->kind == ORTMK__KIND__RUN && runs_concurrently(h)) {
+			if (dispatch(h, lane, req))
 				atomic_store(&h->stopping, 1);
-			h->cur_ring = 0;
-		} else {
-			/* The core waits on the ring for an answer: give it one. */
-			Ortmk__Envelope unknown = ORTMK__ENVELOPE__INIT;
-			char msg[600];
-
-			snprintf(msg, sizeof(msg), "provider rejected a message: %s", err);
-			ipc_log(IPC_LOG_ERROR, "%s", msg);
-			h->cur_ring = 1;
-			ep_host_reply_error(h, &unknown, ORTMK__ERROR_CODE__E_INVALID, msg);
-			h->cur_ring = 0;
+			pthread_rwlock_unlock(&h->mu);
+			continue;
 		}
-		pthread_mutex_unlock(&h->mu);
+		pthread_rwlock_unlock(&h->mu);
+		/* The message stays in the lane's arena: the check above holds,
+		 * as the core releases nothing a request in flight names. */
+		if (lane_exclusive(h, lane, rc, req, err))
+			atomic_store(&h->stopping, 1);
 	}
 	return NULL;
+}
+
+/* How many lanes this provider serves (HELLO's run_lanes). */
+static int max_lanes(const host *h)
+{
+	return runs_concurrently(h) ? EP_MAX_LANES : 1;
 }
 
 static int on_ring_setup(host *h, const Ortmk__Envelope *req)
 {
 	const shm_segment *s = ipc_segtab_find(&h->segs, req->ring_setup->segment_id);
+	host_lane *lane;
 
-	if (h->ring_on || !s || ipc_ring_attach(&h->ring, s->base, s->size))
+	if (h->n_lanes >= max_lanes(h) || !s)
 		return ep_host_reply_error(h, req, ORTMK__ERROR_CODE__E_INVALID, "ring segment unusable");
-	if (pthread_create(&h->ring_thread, NULL, ring_main, h)) {
-		ipc_ring_detach(&h->ring);
+	if (!(lane = calloc(1, sizeof(*lane))))
+		return ep_host_reply_error(h, req, ORTMK__ERROR_CODE__E_NOMEM, "out of memory");
+	lane->h = h;
+	if (ipc_ring_attach(&lane->ring, s->base, s->size)) {
+		free(lane);
+		return ep_host_reply_error(h, req, ORTMK__ERROR_CODE__E_INVALID, "ring segment unusable");
+	}
+	if (pthread_create(&lane->thread, NULL, lane_main, lane)) {
+		ipc_ring_detach(&lane->ring);
+		free(lane);
 		return ep_host_reply_error(h, req, ORTMK__ERROR_CODE__E_INTERNAL, "cannot start the ring thread");
 	}
-	h->ring_on = 1;
+	h->lanes[h->n_lanes++] = lane;
 	return ep_host_reply_ack(h, req);
+}
+
+static void lanes_stop(host *h)
+{
+	atomic_store(&h->stopping, 1);
+	for (int i = 0; i < h->n_lanes; i++)
+		ipc_ring_close(&h->lanes[i]->ring.req);
+	for (int i = 0; i < h->n_lanes; i++) {
+		pthread_join(h->lanes[i]->thread, NULL);
+		ipc_ring_detach(&h->lanes[i]->ring);
+		free(h->lanes[i]->spans);
+		free(h->lanes[i]);
+	}
+	h->n_lanes = 0;
 }
 
 static char unavailable[256];
@@ -361,6 +435,8 @@ static int handshake(host *h)
 	body.has_device_memory = 1;
 	body.device_memory = ep_dev_has_memory(h);
 	body.unavailable = unavailable[0] ? unavailable : NULL;
+	body.has_run_lanes = 1;
+	body.run_lanes = (uint32_t)max_lanes(h);
 	e.kind = ORTMK__KIND__HELLO;
 	e.body_case = ORTMK__ENVELOPE__BODY_HELLO;
 	e.hello = &body;
@@ -375,7 +451,8 @@ static int handshake(host *h)
 
 int ep_host_main(const ep_vtable *vt, int argc, char **argv)
 {
-	host h = {.vt = vt, .mu = PTHREAD_MUTEX_INITIALIZER};
+	host h = {.vt = vt};
+	pthread_rwlockattr_t attr;
 	int rc, status = 0;
 
 	(void)argc;
@@ -385,6 +462,12 @@ int ep_host_main(const ep_vtable *vt, int argc, char **argv)
 		if (getenv("ORTMK_EP_FD"))
 			ep_sandbox_close_fds(atoi(getenv("ORTMK_EP_FD")));
 	}
+	/* A waiting load or release goes before new runs, or a steady stream
+	 * of runs would keep it waiting for ever. */
+	pthread_rwlockattr_init(&attr);
+	pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&h.mu, &attr);
+	pthread_rwlockattr_destroy(&attr);
 	ipc_chan_init(&h.chan);
 	ipc_log_set_role(vt->name);
 	/* The core is our reason to exist: watch it and leave with it.  Not
@@ -431,18 +514,13 @@ int ep_host_main(const ep_vtable *vt, int argc, char **argv)
 			status = 1;
 			break;
 		}
-		pthread_mutex_lock(&h.mu);
-		rc = dispatch(&h, req);
-		pthread_mutex_unlock(&h.mu);
+		pthread_rwlock_wrlock(&h.mu);
+		rc = dispatch(&h, NULL, req);
+		pthread_rwlock_unlock(&h.mu);
 		if (rc || atomic_load(&h.stopping))
 			break;
 	}
-	if (h.ring_on) {
-		atomic_store(&h.stopping, 1);
-		ipc_ring_close(&h.ring.req);
-		pthread_join(h.ring_thread, NULL);
-		ipc_ring_detach(&h.ring);
-	}
+	lanes_stop(&h);
 	while (h.n_sgs)
 		ep_host_subgraph_free(&h, h.sgs[--h.n_sgs]);
 	free(h.sgs);
@@ -457,5 +535,6 @@ int ep_host_main(const ep_vtable *vt, int argc, char **argv)
 	if (vt->fini)
 		vt->fini(h.self);
 	ipc_chan_close(&h.chan);
+	pthread_rwlock_destroy(&h.mu);
 	return status;
 }

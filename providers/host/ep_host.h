@@ -201,6 +201,11 @@ typedef struct ep_sandbox_policy {
 typedef struct ep_vtable {
 	const char *name;        /* "cpu" */
 	const ep_sandbox_policy *sandbox;   /* NULL: the common filter */
+	/* 1: `run` may be called from several threads at once (each run on
+	 * the thread of the lane it came by, docs/PROTOCOL.md), on one
+	 * subgraph or several; load, unload and everything else never
+	 * overlap a run.  0: one request at a time. */
+	int concurrent_runs;
 	/* Once at start; writes a description (ISA, device) into detail.  A
 	 * provider that finds no device calls ep_host_unavailable() here. */
 	int (*init)(void **self, char *detail, size_t n);

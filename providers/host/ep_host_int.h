@@ -53,7 +53,8 @@ enum fault_action {
 typedef struct fault {
 	enum fault_action action;
 	int kind;
-	long after, seen;
+	long after;
+	_Atomic long seen;         /* lanes count from their own threads */
 } fault;
 
 /* A device buffer the core allocated (ALLOC) or a run produced (a dynamic
@@ -70,6 +71,18 @@ typedef struct host_dev {
 	int emulate;
 } host_dev;
 
+/* Lanes (docs/PROTOCOL.md, "Lanes"): each RING_SETUP adds a shared-memory
+ * ring served by a thread of its own, so runs that came on different lanes
+ * execute at once when the provider allows it (ep_vtable.concurrent_runs). */
+#define EP_MAX_LANES 8
+
+typedef struct host_lane {
+	struct host *h;
+	ipc_ring_pair ring;
+	pthread_t thread;
+	ep_span *spans;           /* profiled runs on this lane: on the first */
+} host_lane;
+
 typedef struct host {
 	const ep_vtable *vt;
 	fault fault;
@@ -82,25 +95,32 @@ typedef struct host {
 	ep_subgraph **sgs;
 	size_t n_sgs;
 	host_dev dev;
-	char err[1024];
-	/* fast path: a second thread serves RUN from the shared-memory ring */
-	pthread_mutex_t mu;           /* one request handled at a time */
-	ipc_ring_pair ring;
-	int ring_on, cur_ring;        /* cur_ring: the request came by ring */
-	pthread_t ring_thread;
+	char err[1024];           /* the requests served under the write lock */
+	/* A RUN the provider may run concurrently is served under the read
+	 * lock, every other request (and every RUN of a provider that may
+	 * not) under the write lock: a load, a release or a new segment waits
+	 * for the runs in flight, and no run sees the tables change. */
+	pthread_rwlock_t mu;
+	host_lane *lanes[EP_MAX_LANES];
+	int n_lanes;
+	host_lane *cur_lane;      /* under the write lock: the request's lane, NULL: nng */
 	atomic_int stopping;
-	ep_span *spans;               /* profiled runs: EP_PROFILE_MAX_SPANS, on the first */
+	ep_span *spans;           /* profiled runs over nng: EP_PROFILE_MAX_SPANS, on the first */
 } host;
 
-/* ep_reply.c: replies to `req` */
+/* ep_reply.c: replies to `req`, on the lane it came by (h->cur_lane, or
+ * `lane` for the _lane forms; NULL: nng) */
 int ep_host_reply(host *h, const Ortmk__Envelope *req, Ortmk__Envelope *e);
+int ep_host_reply_lane(host *h, host_lane *lane, const Ortmk__Envelope *req, Ortmk__Envelope *e);
+int ep_host_reply_error_lane(host *h, host_lane *lane, const Ortmk__Envelope *req, int code,
+			     const char *msg);
 int ep_host_reply_error(host *h, const Ortmk__Envelope *req, int code, const char *msg);
 int ep_host_reply_ack(host *h, const Ortmk__Envelope *req);
 /* RESULT of a run that took ns since t0 (ipc_now_ns()): its dynamic
  * outputs, transfers and, when profiled, its spans (as many as fit the
  * ring's largest message when the request came by ring). */
-int ep_host_reply_result(host *h, const Ortmk__Envelope *req, const ep_run *run, uint64_t t0,
-			 uint64_t ns);
+int ep_host_reply_result(host *h, host_lane *lane, const Ortmk__Envelope *req, const ep_run *run,
+			 uint64_t t0, uint64_t ns);
 /* EP_E_* -> Ortmk__ErrorCode */
 int ep_host_code(int st);
 
@@ -112,9 +132,9 @@ int ep_host_on_load(host *h, Ortmk__Envelope *req, int *kept);
 void ep_host_subgraph_free(host *h, ep_subgraph *sg);
 
 /* ep_fault.c: ORTMK_EP_FAULT for this provider; 1 when the fault replaced
- * the normal handling of `req` */
+ * the normal handling of `req` (which came by `lane`, NULL: nng) */
 void ep_fault_parse(fault *f, const char *provider);
-int ep_fault_fire(host *h, const Ortmk__Envelope *req);
+int ep_fault_fire(host *h, host_lane *lane, const Ortmk__Envelope *req);
 
 /* ep_sandbox.c: the system-call filter (docs/SECURITY.md) */
 enum { EP_SANDBOX_OFF, EP_SANDBOX_ON, EP_SANDBOX_REPORT };
@@ -140,12 +160,13 @@ int ep_dev_on_alloc(host *h, const Ortmk__Envelope *req);
 int ep_dev_on_copy(host *h, const Ortmk__Envelope *req, int never_signal);
 void ep_dev_release_buffer(host *h, uint64_t id);
 void ep_dev_release_stream(host *h, uint32_t stream);
-/* A RUN binding naming a device buffer: checks it (h->err, -EINVAL) and
+/* A RUN binding naming a device buffer: checks it (err, -EINVAL) and
  * fills b's buffer fields (data too, when emulated). */
-int ep_dev_bind(host *h, const Ortmk__TensorRef *t, ep_tensor *b);
+int ep_dev_bind(host *h, const Ortmk__TensorRef *t, ep_tensor *b, char *err, size_t n);
 /* After a successful run: records the buffers dynamic device outputs got
  * (copying them out of the dynamic region when emulated).  0, or -ENOMEM /
- * -EINVAL with h->err. */
+ * -EINVAL with h->err.  Runs of a provider with device memory are served
+ * under the write lock, so h->err and the buffer table are theirs. */
 int ep_dev_after_run(host *h, ep_run *run);
 
 #endif

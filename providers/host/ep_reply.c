@@ -65,11 +65,11 @@ static size_t decoded_size(Ortmk__NodeSpan *const *s, size_t n)
 /* On the ring a reply has to fit one message and, decoded, the core's
  * arena (with room for the rest): the latest spans go first, so every
  * parent left is still there. */
-static void fit_ring(host *h, Ortmk__Envelope *e)
+static void fit_ring(const host_lane *lane, Ortmk__Envelope *e)
 {
 	Ortmk__Result *r = e->result;
 
-	while (h->cur_ring && r->n_spans &&
+	while (lane && r->n_spans &&
 	       (ortmk__envelope__get_packed_size(e) > IPC_RING_MAX_MESSAGE - 64 ||
 		decoded_size(r->spans, r->n_spans) > IPC_RING_ARENA_BYTES / 2)) {
 		size_t keep = r->n_spans * 3 / 4;
@@ -80,8 +80,8 @@ static void fit_ring(host *h, Ortmk__Envelope *e)
 }
 
 /* Run.profile: the run's start and thread, and the provider's spans. */
-static int profile_spans(host *h, Ortmk__Envelope *e, const ep_profile *p, uint64_t t0,
-			 span_buf *sp)
+static int profile_spans(const host_lane *lane, Ortmk__Envelope *e, const ep_profile *p,
+			 uint64_t t0, span_buf *sp)
 {
 	Ortmk__Result *r = e->result;
 
@@ -115,13 +115,13 @@ static int profile_spans(host *h, Ortmk__Envelope *e, const ep_profile *p, uint6
 	}
 	r->n_spans = p->n;
 	r->spans = sp->pspans;
-	fit_ring(h, e);
+	fit_ring(lane, e);
 	return 0;
 }
 
 /* ---- replies ---------------------------------------------------------- */
 
-static int reply_small_error(host *h, const Ortmk__Envelope *req, const char *msg)
+static int reply_small_error(host *h, host_lane *lane, const Ortmk__Envelope *req, const char *msg)
 {
 	Ortmk__Envelope e = ORTMK__ENVELOPE__INIT;
 	Ortmk__Error body = ORTMK__ERROR__INIT;
@@ -133,24 +133,43 @@ static int reply_small_error(host *h, const Ortmk__Envelope *req, const char *ms
 	e.error = &body;
 	e.has_reply_to = 1;
 	e.reply_to = req->seq;
-	return ipc_ring_send(&h->ring, &h->ring.rep, &e, &h->chan.next_seq);
+	return ipc_ring_send(&lane->ring, &lane->ring.rep, &e, &h->chan.next_seq);
 }
 
-int ep_host_reply(host *h, const Ortmk__Envelope *req, Ortmk__Envelope *e)
+int ep_host_reply_lane(host *h, host_lane *lane, const Ortmk__Envelope *req, Ortmk__Envelope *e)
 {
 	e->has_reply_to = 1;
 	e->reply_to = req->seq;
 	e->has_session = req->has_session;
 	e->session = req->session;
-	if (h->cur_ring) {
-		int rc = ipc_ring_send(&h->ring, &h->ring.rep, e, &h->chan.next_seq);
+	if (lane) {
+		int rc = ipc_ring_send(&lane->ring, &lane->ring.rep, e, &h->chan.next_seq);
 
 		if (rc == 0)
 			return 0;
 		/* The core waits on the ring: say why there, in a few bytes. */
-		return reply_small_error(h, req, "reply too large for the ring");
+		return reply_small_error(h, lane, req, "reply too large for the ring");
 	}
 	return ipc_send(&h->chan, e);
+}
+
+int ep_host_reply(host *h, const Ortmk__Envelope *req, Ortmk__Envelope *e)
+{
+	return ep_host_reply_lane(h, h->cur_lane, req, e);
+}
+
+int ep_host_reply_error_lane(host *h, host_lane *lane, const Ortmk__Envelope *req, int code,
+			     const char *msg)
+{
+	Ortmk__Envelope e = ORTMK__ENVELOPE__INIT;
+	Ortmk__Error body = ORTMK__ERROR__INIT;
+
+	body.code = code;
+	body.message = (char *)msg;
+	e.kind = ORTMK__KIND__ERROR;
+	e.body_case = ORTMK__ENVELOPE__BODY_ERROR;
+	e.error = &body;
+	return ep_host_reply_lane(h, lane, req, &e);
 }
 
 int ep_host_reply_error(host *h, const Ortmk__Envelope *req, int code, const char *msg)
@@ -177,8 +196,8 @@ int ep_host_reply_ack(host *h, const Ortmk__Envelope *req)
 	return ep_host_reply(h, req, &e);
 }
 
-int ep_host_reply_result(host *h, const Ortmk__Envelope *req, const ep_run *run, uint64_t t0,
-			 uint64_t ns)
+int ep_host_reply_result(host *h, host_lane *lane, const Ortmk__Envelope *req, const ep_run *run,
+			 uint64_t t0, uint64_t ns)
 {
 	const Ortmk__Run *r = req->run;
 	Ortmk__Envelope e = ORTMK__ENVELOPE__INIT;
@@ -192,7 +211,7 @@ int ep_host_reply_result(host *h, const Ortmk__Envelope *req, const ep_run *run,
 	if (!refs || !prefs) {
 		free(refs);
 		free(prefs);
-		return ep_host_reply_error(h, req, ORTMK__ERROR_CODE__E_NOMEM, "out of memory");
+		return ep_host_reply_error_lane(h, lane, req, ORTMK__ERROR_CODE__E_NOMEM, "out of memory");
 	}
 	for (size_t i = 0; i < run->n_bindings; i++) {
 		const ep_tensor *b = &run->bindings[i];
@@ -232,10 +251,10 @@ int ep_host_reply_result(host *h, const Ortmk__Envelope *req, const ep_run *run,
 	e.kind = ORTMK__KIND__RESULT;
 	e.body_case = ORTMK__ENVELOPE__BODY_RESULT;
 	e.result = &body;
-	if (run->profile && profile_spans(h, &e, run->profile, t0, &sp) < 0)
-		rc = ep_host_reply_error(h, req, ORTMK__ERROR_CODE__E_NOMEM, "out of memory");
+	if (run->profile && profile_spans(lane, &e, run->profile, t0, &sp) < 0)
+		rc = ep_host_reply_error_lane(h, lane, req, ORTMK__ERROR_CODE__E_NOMEM, "out of memory");
 	else
-		rc = ep_host_reply(h, req, &e);
+		rc = ep_host_reply_lane(h, lane, req, &e);
 	free(sp.spans);
 	free(sp.pspans);
 	free(prefs);

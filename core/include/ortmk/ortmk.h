@@ -18,9 +18,10 @@
  * Threads
  *  - An environment, a session and a value may be used from any thread.
  *  - ortmk_session_run / ortmk_session_run_binding may be called on one
- *    session from several threads at once; runs on one provider process
- *    are served one after another (each run's nodes use the session's
- *    intra-op threads).
+ *    session from several threads at once, and several sessions may share
+ *    a provider process: up to "max_concurrent_runs" runs of a session
+ *    are in flight at once, each on a thread of the provider (runs with
+ *    device values or a stream take turns per provider).
  *  - Creating and destroying sessions and values is safe concurrently with
  *    runs of other sessions.  Destroying a handle while another thread uses
  *    it is not.
@@ -171,7 +172,10 @@ size_t ortmk_available_providers(const char **names, size_t cap);
 
 /* Session options.  Keys:
  *   "providers"     comma-separated list in priority order ("cpu")
- *   "threads"       intra-op threads per provider (default: cores)
+ *   "threads"       intra-op threads per provider (default: cores); runs
+ *                   in flight at once share them (docs/ARCHITECTURE.md)
+ *   "max_concurrent_runs"  runs of this session in flight at once
+ *                   (1..64, default 4); more wait for one to end
  *   "run_timeout_ms" deadline of one run (default 0: none); a provider past
  *                   it is killed (and restarted on next use)
  *   "retry"         "1": a run that failed because its provider died, hung
@@ -315,9 +319,9 @@ ortmk_status ortmk_session_get_stats(const ortmk_session *s, ortmk_session_stats
 /* Runs the model.  outputs[i] receives a new value the caller destroys.
  * A run whose provider dies returns ORTMK_ERR_PROVIDER_DIED; the session
  * stays usable (later issues restart the provider).
- * Thread-safe: several threads may run one session; its runs take turns
- * (one at a time per session), sessions on one provider take turns per
- * provider process. */
+ * Thread-safe: several threads may run one session; up to
+ * "max_concurrent_runs" of its runs are in flight at once, sessions on
+ * one provider too (docs/ARCHITECTURE.md, "Concurrent runs"). */
 ortmk_status ortmk_session_run(ortmk_session *s,
 			       const char *const *input_names,
 			       const ortmk_value *const *inputs, size_t n_inputs,
