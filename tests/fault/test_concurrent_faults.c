@@ -35,6 +35,7 @@ static atomic_int started;
 struct worker {
 	ortmk_session *s;
 	int id, runs;
+	atomic_int finished;      /* runs returned, whatever their status */
 	int ok, bad, timeouts, died, other;
 	double worst_ms;          /* slowest failed run */
 	char err[256];
@@ -69,6 +70,7 @@ static void *work(void *arg)
 				snprintf(w->err, sizeof(w->err), "%s", ortmk_last_error());
 		}
 		ortmk_value_destroy(y);
+		atomic_fetch_add(&w->finished, 1);
 	}
 	return NULL;
 }
@@ -115,6 +117,7 @@ static void start(struct worker *w, pthread_t *t, ortmk_session *s, int runs)
 	atomic_store(&started, 0);
 	for (int i = 0; i < THREADS; i++) {
 		w[i] = (struct worker){.s = s, .id = i, .runs = runs};
+		atomic_init(&w[i].finished, 0);
 		pthread_create(&t[i], NULL, work, &w[i]);
 	}
 }
@@ -151,7 +154,7 @@ static void kill_test(ortmk_env *env, const char *slow)
 	struct worker w[THREADS], sum;
 	pthread_t t[THREADS];
 	unsigned r0;
-	int kills = 0;
+	int kills = 0, mark[THREADS] = {0};
 
 	if (!s || refs_of(env, s)) {
 		CHECK(0, "kill: setup");
@@ -162,10 +165,19 @@ static void kill_test(ortmk_env *env, const char *slow)
 	for (int k = 0; k < 3; k++) {
 		int pid = -1, target = (k + 1) * THREADS + 2;
 
-		/* Kill while runs are in flight: after some have started. */
+		/* Kill while runs are in flight: after some have started, and
+		 * once every run the last kill hit has returned (a run is
+		 * retried once: two kills within one run's retry would fail it
+		 * by design, which a slow machine made happen). */
 		for (int i = 0; i < 2000 && atomic_load(&started) < target; i++)
 			usleep(1000);
+		for (int i = 0; k && i < THREADS; i++)
+			for (int j = 0; j < 5000 && atomic_load(&w[i].finished) <= mark[i] &&
+			     atomic_load(&w[i].finished) < w[i].runs; j++)
+				usleep(1000);
 		usleep(15000);
+		for (int i = 0; i < THREADS; i++)
+			mark[i] = atomic_load(&w[i].finished);
 		ortmk_session_provider_pid(s, 0, &pid);
 		if (pid > 0 && kill(pid, SIGKILL) == 0)
 			kills++;
