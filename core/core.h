@@ -174,6 +174,9 @@ struct ortmk_env {
 	core_ep *eps[CORE_MAX_EPS];
 	int n_eps;
 	uint64_t next_id;         /* segments, files, subgraphs, sessions */
+	/* RUN requests waiting for their reply, over every session: a wait
+	 * spins only while the runs in flight leave a CPU free (run.c). */
+	_Atomic int runs_waiting;
 	/* Segments of destroyed values, kept for the next values: creating a
 	 * memfd and mapping it costs more than a small run.  Providers keep
 	 * them mapped, so a recycled input needs no ADD_SEGMENT either. */

@@ -299,8 +299,29 @@ static int lane_exclusive(host *h, host_lane *lane, int rc, Ortmk__Envelope *req
 	return stop;
 }
 
-/* A lane's thread: waits unlocked, decodes (the check reads the segment
- * table) under the read lock, and runs a RUN there when runs may overlap. */
+/* One request that lane_main found waiting on the lane: decoded (the
+ * check reads the segment table) under the read lock, a RUN run there
+ * when runs may overlap, anything else under the write lock.  1: stop. */
+static int lane_serve(host *h, host_lane *lane)
+{
+	Ortmk__Envelope *req = NULL;
+	char err[512] = "";
+	int rc, stop;
+
+	pthread_rwlock_rdlock(&h->mu);
+	rc = ipc_ring_recv(&lane->ring, &lane->ring.req, 0, 0, &h->segs, &req, err, sizeof(err));
+	if (rc == 0 && req->kind == ORTMK__KIND__RUN && runs_concurrently(h)) {
+		stop = dispatch(h, lane, req) != 0;
+		pthread_rwlock_unlock(&h->mu);
+		return stop;
+	}
+	pthread_rwlock_unlock(&h->mu);
+	/* The message stays in the lane's arena: the check above holds, as
+	 * the core releases nothing a request in flight names. */
+	return lane_exclusive(h, lane, rc, req, err) != 0;
+}
+
+/* A lane's thread: waits for requests unlocked and serves them. */
 static void *lane_main(void *arg)
 {
 	host_lane *lane = arg;
@@ -308,28 +329,21 @@ static void *lane_main(void *arg)
 	int idle = 0;
 
 	while (!atomic_load(&h->stopping)) {
-		Ortmk__Envelope *req = NULL;
-		char err[512] = "";
-		int rc = ipc_ring_wait(&lane->ring.req, 1000, idle ? 0 : IPC_RING_SPIN_NS);
+		/* Spinning for the next request saves its sender a wake-up of
+		 * this thread, but while another lane computes it takes that
+		 * lane's CPU (2 concurrent runs on 2 cores): then sleep. */
+		int rc = ipc_ring_wait(&lane->ring.req, 1000,
+				       idle || atomic_load(&h->busy_lanes) ? 0 : IPC_RING_SPIN_NS);
 
 		idle = rc == -ETIMEDOUT;
 		if (idle)
 			continue;
 		if (rc == -EPIPE)
 			break;
-		pthread_rwlock_rdlock(&h->mu);
-		rc = ipc_ring_recv(&lane->ring, &lane->ring.req, 0, 0, &h->segs, &req, err, sizeof(err));
-		if (rc == 0 && req->kind == ORTMK__KIND__RUN && runs_concurrently(h)) {
-			if (dispatch(h, lane, req))
-				atomic_store(&h->stopping, 1);
-			pthread_rwlock_unlock(&h->mu);
-			continue;
-		}
-		pthread_rwlock_unlock(&h->mu);
-		/* The message stays in the lane's arena: the check above holds,
-		 * as the core releases nothing a request in flight names. */
-		if (lane_exclusive(h, lane, rc, req, err))
+		atomic_fetch_add(&h->busy_lanes, 1);
+		if (lane_serve(h, lane))
 			atomic_store(&h->stopping, 1);
+		atomic_fetch_sub(&h->busy_lanes, 1);
 	}
 	return NULL;
 }

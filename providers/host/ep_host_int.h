@@ -105,6 +105,9 @@ typedef struct host {
 	int n_lanes;
 	host_lane *cur_lane;      /* under the write lock: the request's lane, NULL: nng */
 	atomic_int stopping;
+	/* Lanes serving a request now: a lane that finished one spins for
+	 * the next only when no other lane computes (lane_main). */
+	atomic_int busy_lanes;
 	ep_span *spans;           /* profiled runs over nng: EP_PROFILE_MAX_SPANS, on the first */
 } host;
 
