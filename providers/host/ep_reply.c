@@ -121,16 +121,22 @@ static int profile_spans(const host_lane *lane, Ortmk__Envelope *e, const ep_pro
 
 /* ---- replies ---------------------------------------------------------- */
 
+/* e (and its body) say ERROR code: msg. */
+static void error_envelope(Ortmk__Envelope *e, Ortmk__Error *body, int code, const char *msg)
+{
+	body->code = code;
+	body->message = (char *)msg;
+	e->kind = ORTMK__KIND__ERROR;
+	e->body_case = ORTMK__ENVELOPE__BODY_ERROR;
+	e->error = body;
+}
+
 static int reply_small_error(host *h, host_lane *lane, const Ortmk__Envelope *req, const char *msg)
 {
 	Ortmk__Envelope e = ORTMK__ENVELOPE__INIT;
 	Ortmk__Error body = ORTMK__ERROR__INIT;
 
-	body.code = ORTMK__ERROR_CODE__E_INTERNAL;
-	body.message = (char *)msg;
-	e.kind = ORTMK__KIND__ERROR;
-	e.body_case = ORTMK__ENVELOPE__BODY_ERROR;
-	e.error = &body;
+	error_envelope(&e, &body, ORTMK__ERROR_CODE__E_INTERNAL, msg);
 	e.has_reply_to = 1;
 	e.reply_to = req->seq;
 	return ipc_ring_send(&lane->ring, &lane->ring.rep, &e, &h->chan.next_seq);
@@ -164,11 +170,7 @@ int ep_host_reply_error_lane(host *h, host_lane *lane, const Ortmk__Envelope *re
 	Ortmk__Envelope e = ORTMK__ENVELOPE__INIT;
 	Ortmk__Error body = ORTMK__ERROR__INIT;
 
-	body.code = code;
-	body.message = (char *)msg;
-	e.kind = ORTMK__KIND__ERROR;
-	e.body_case = ORTMK__ENVELOPE__BODY_ERROR;
-	e.error = &body;
+	error_envelope(&e, &body, code, msg);
 	return ep_host_reply_lane(h, lane, req, &e);
 }
 
