@@ -187,9 +187,18 @@ def test_kills(srv):
                                      [c for c in codes if c != 200][:3]))
     check(srv.proc.poll() is None and http(srv, "GET", "/v2/health/live")[0] == 200,
           "the server survived the kills")
+    # Recovered within 5 s: after 30 deaths in 3 s the provider's restart
+    # backs off (up to 2 s, docs/SUPERVISION.md) and a crash loop may have
+    # a new session made; a request meanwhile may fail with a clear 500.
     body, h = infer_request({"image": np.ones((1, 3, 32, 32), np.float32)})
-    check(http(srv, "POST", "/v2/models/cnn/infer", body, h)[0] == 200,
-          "the model serves after the kills")
+    last, deadline = None, time.time() + 5
+    while time.time() < deadline:
+        last = http(srv, "POST", "/v2/models/cnn/infer", body, h)
+        if last[0] == 200:
+            break
+        time.sleep(0.1)
+    check(last[0] == 200, "the model serves again within 5 s of the kills (last %r)"
+          % ((last[0], last[2][:200]),))
     restarts = metric(srv, 'ortserve_provider_restarts_total{model="cnn"}')
     check(restarts is not None and restarts >= 1, "metrics count provider restarts (%s)"
           % restarts)
