@@ -75,6 +75,8 @@ def nbits_cases(b):
     nbits_case(b, "nbits 4b bs64 K=200 (partial block) u8 zp", 2, 200, 33, bs=64, zp="u8")
     nbits_case(b, "nbits 4b bs128 batched 3-D A", 7, 256, 70, bs=128, lead=[2], bias=True)
     nbits_case(b, "nbits 4b bs32 M=64 u8 zp", 64, 320, 130, zp="u8")
+    # the GEMM path's packer past the last whole 16 rows of K (K=200)
+    nbits_case(b, "nbits 4b bs32 M=6 K=200 u8 zp", 6, 200, 40, zp="u8")
     nbits_case(b, "nbits 4b B fed at run time", 5, 96, 24, zp="u8", const=False)
     nbits_case(b, "nbits 4b g_idx (plain order)", 2, 128, 16, gidx=True)
     nbits_case(b, "nbits 4b accuracy_level 4 decode", 1, 256, 64, acc=4)

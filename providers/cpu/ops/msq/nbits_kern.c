@@ -290,20 +290,18 @@ int nbits_gemv(cpu_ctx *ctx, const nbits_w *w, const float *A, int64_t lda, int6
 	return 0;
 }
 
-/* Values [k0, k0 + n) of column `col` (4 bits, re-laid out), dequantized
- * with their blocks' scale and zs, into out (n <= 16, within one run of 16
- * and one block). */
-static void col_run4(const nbits_w *w, const uint8_t *col, int64_t k0, int64_t n, float *out)
+/* Values [k0, k0 + n) of a 4-bit column (re-laid out), all in one run of
+ * 16 and one block (scale sc, zs), dequantized into dst with stride nr. */
+static void col_run4(const uint8_t *col, int64_t k0, int64_t n, float sc, float zs, float *dst,
+		     int64_t nr)
 {
-	int64_t b = k0 / w->bs;
 	const uint8_t *run = col + (k0 >> 4) * 8;
-	float sc = w->scale[b], zs = w->zs[b];
 	int64_t j0 = k0 & 15;
 
 	for (int64_t j = 0; j < n; j++) {
 		int64_t jj = j0 + j;
 		uint8_t byte = run[jj & 7];
-		out[j] = (float)(jj < 8 ? byte & 15 : byte >> 4) * sc - zs;
+		dst[j * nr] = (float)(jj < 8 ? byte & 15 : byte >> 4) * sc - zs;
 	}
 }
 
@@ -378,11 +376,7 @@ static void pack_col(const nbits_w *w, int64_t n, int64_t k0, int64_t rows, int6
 {
 	const uint8_t *col = w->q + n * nbits_col_bytes(w);
 	const float *sc = w->scale + n * w->nb, *zs = w->zs + n * w->nb;
-	nbits_w cw = *w;
-	float run[16];
 
-	cw.scale = sc;
-	cw.zs = zs;
 	if (w->bits != 4) {
 		for (int64_t r = 0; r < rows; r++) {
 			int64_t k = k0 + r, b = k / w->bs;
@@ -394,9 +388,7 @@ static void pack_col(const nbits_w *w, int64_t n, int64_t k0, int64_t rows, int6
 		int64_t k = k0 + r, n16 = 16 - (k & 15);
 
 		n16 = n16 < rows - r ? n16 : rows - r;
-		col_run4(&cw, col, k, n16, run);
-		for (int64_t j = 0; j < n16; j++)
-			dst[(r + j) * nr] = run[j];
+		col_run4(col, k, n16, sc[k / w->bs], zs[k / w->bs], dst + r * nr, nr);
 		r += n16;
 	}
 }
