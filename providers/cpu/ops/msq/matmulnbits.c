@@ -223,13 +223,10 @@ static void quantize_a(float *a, int64_t rows, int64_t K, int64_t bs)
 {
 	for (int64_t r = 0; r < rows; r++)
 		for (int64_t k0 = 0; k0 < K; k0 += bs) {
-			float *x = a + r * K + k0, amax = 0.0f, scale, inv;
+			float *x = a + r * K + k0, scale, inv;
 			int64_t len = K - k0 < bs ? K - k0 : bs;
 
-			for (int64_t k = 0; k < len; k++)
-				amax = fabsf(x[k]) > amax ? fabsf(x[k]) : amax;
-			scale = amax / 127.0f;
-			inv = amax != 0.0f ? 127.0f / amax : 0.0f;
+			inv = nbits_q8_factor(x, len, &scale);
 			for (int64_t k = 0; k < len; k++)
 				x[k] = nearbyintf(x[k] * inv) * scale;
 		}

@@ -41,6 +41,19 @@ void nbits_relayout(const nbits_w *w, const uint8_t *src, uint8_t *dst);
  * per column, or NULL), one column at a time: for a few rows. */
 int nbits_gemv(cpu_ctx *ctx, const nbits_w *w, const float *A, int64_t lda, int64_t rows,
 	       const float *bias, float *Y, int64_t ldy);
+/* ONNX Runtime's int8 quantization of a block of A (accuracy_level 4):
+ * *scale = max|a| / 127; returns the factor q = nearbyintf(a * factor)
+ * uses (0 for an all-zero block). */
+static inline float nbits_q8_factor(const float *a, int64_t len, float *scale)
+{
+	float amax = 0.0f;
+
+	for (int64_t k = 0; k < len; k++)
+		amax = __builtin_fabsf(a[k]) > amax ? __builtin_fabsf(a[k]) : amax;
+	*scale = amax / 127.0f;
+	return amax != 0.0f ? 127.0f / amax : 0.0f;
+}
+
 /* sum x[i] * y[i], vectorized. */
 float nbits_dot(const float *x, const float *y, int64_t n);
 /* accuracy_level 4 in integers (nbits_q8.c): A quantized to int8 per

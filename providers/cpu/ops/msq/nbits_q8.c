@@ -67,12 +67,9 @@ static void quantize_row(const float *a, int64_t K, int64_t bs, int64_t nb, int8
 
 	for (int64_t b = 0; b < nb; b++) {
 		int64_t k0 = b * bs, len = K - k0 < bs ? K - k0 : bs;
-		float amax = 0.0f, inv;
+		float inv = nbits_q8_factor(a + k0, len, &sa[b]);
 		int32_t sum = 0;
 
-		for (int64_t k = 0; k < len; k++)
-			amax = fabsf(a[k0 + k]) > amax ? fabsf(a[k0 + k]) : amax;
-		inv = amax != 0.0f ? 127.0f / amax : 0.0f;
 		for (int64_t g = 0; g < bs; g += 32)
 			for (int p = 0; p < 4; p++)
 				for (int j = 0; j < 8; j++) {
@@ -82,7 +79,6 @@ static void quantize_row(const float *a, int64_t K, int64_t bs, int64_t nb, int8
 					qa[k0 + g + p * 8 + j] = q;
 					sum += q;
 				}
-		sa[b] = amax / 127.0f;
 		ca[b] = sa[b] * (float)sum;
 	}
 }
