@@ -3,13 +3,16 @@ against numpy (tools/models/common.py's conv2d, float64).
 
 usage: depthwise_test.py ORT_RUN
 
-conv_dw.c computes a plane over its padded geometry flattened, with the
-padded plane split into stride x stride phases, vectors of 32 outputs run
-past the row ends and rows copied out with overlapping or partial vectors:
-each case below hits one of those edges (planes narrower than a vector,
-odd widths at stride 2, strides 3 and 4, dilation, asymmetric and zero
-pads, 1-D images, a batch) and the fused tails (Relu, a residual Add, an
-activation applied per plane).  Each case is a small model run by ort-run;
+conv_dw.c interleaves eight planes (a pixel's eight channels one vector),
+transposes image rows into a ring of zero-padded rows, computes eight
+pixels at a time past the row ends and transposes the results back with
+overlapping or partial vectors: each case below hits one of those edges
+(planes narrower than a vector, odd widths at stride 2, strides 3 to 5 and
+unequal ones, dilation, asymmetric and zero pads, large kernels, 1-D
+images, channel counts that leave a last group of fewer than eight planes,
+groups that span two images of a batch) and the fused tails (Relu, a
+residual Add from the input or in place over an intermediate, an activation
+applied over the strip or after a residual).  Each case is a small model run by ort-run;
 prints one line per case, exit 1 on any mismatch.
 """
 import os
@@ -25,7 +28,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
                                 "tools", "models"))
 import common as C  # noqa: E402
 
-# name: (N, C, H, W, kh, kw, stride, dilation, pads (t, l, b, r), tail)
+# name: (N, C, H, W, kh, kw, stride (one, or rows and columns), dilation,
+#        pads (t, l, b, r), tail)
 CASES = {
     "k3s1_14": (1, 24, 14, 14, 3, 3, 1, 1, (1, 1, 1, 1), None),
     "k3s1_7": (1, 40, 7, 7, 3, 3, 1, 1, (1, 1, 1, 1), None),
@@ -63,31 +67,43 @@ CASES = {
     # second one pads in: every pad must be written, never assumed zero
     "after_unpadded": (1, 8, 20, 22, 3, 3, 1, 1, (1, 1, 1, 1), "after_unpadded"),
     "after_unpadded_s2": (1, 8, 20, 22, 3, 3, 2, 1, (1, 1, 1, 1), "after_unpadded"),
+    "c13_batch2": (2, 13, 14, 14, 3, 3, 1, 1, (1, 1, 1, 1), "clip"),
+    "c5_7": (1, 5, 7, 7, 3, 3, 1, 1, (1, 1, 1, 1), None),
+    "c3_3x5_s2": (3, 3, 3, 5, 3, 3, 2, 1, (1, 1, 1, 1), "relu"),
+    "s2x1": (1, 9, 15, 17, 3, 3, (2, 1), 1, (1, 1, 1, 1), None),
+    "s1x3": (1, 9, 15, 17, 3, 3, (1, 3), 1, (1, 1, 1, 1), None),
+    "k5s5": (1, 8, 23, 24, 5, 5, 5, 1, (1, 2, 1, 0), None),
+    "k9": (1, 10, 20, 21, 9, 9, 1, 1, (4, 4, 4, 4), None),
+    "add_inplace": (1, 12, 9, 11, 3, 3, 1, 1, (1, 1, 1, 1), "add_inplace"),
+    "add_inplace_7": (1, 11, 7, 7, 3, 3, 1, 1, (1, 1, 1, 1), "add_inplace"),
+    "add_hardswish": (1, 16, 9, 10, 3, 3, 1, 1, (1, 1, 1, 1), "add_hardswish"),
 }
 
 
 def geometry(case):
     n, c, h, w, kh, kw, s, d, pads, _ = case
     pt, pl, pb, pr = pads
-    oh = (h + pt + pb - d * (kh - 1) - 1) // s + 1
-    ow = (w + pl + pr - d * (kw - 1) - 1) // s + 1
+    sh, sw = s if isinstance(s, tuple) else (s, s)
+    oh = (h + pt + pb - d * (kh - 1) - 1) // sh + 1
+    ow = (w + pl + pr - d * (kw - 1) - 1) // sw + 1
     return oh, ow
 
 
 def build(case, rng):
     """The model, its feeds and the numpy reference."""
     n, c, h, w, kh, kw, s, d, pads, tail = case
+    s = s if isinstance(s, tuple) else (s, s)
     one_d = h == 1 and kh == 1
     x = rng.standard_normal((n, c, h, w)).astype(np.float32)
     wt = (rng.standard_normal((c, 1, kh, kw)) * 0.5).astype(np.float32)
     b = rng.standard_normal(c).astype(np.float32)
     ref = C.conv2d(x.astype(np.float64), wt.astype(np.float64), b.astype(np.float64),
-                   strides=(s, s), pads=pads, dilations=(d, d), group=c)
+                   strides=s, pads=pads, dilations=(d, d), group=c)
     oh, ow = geometry(case)
-    attrs = dict(group=c, kernel_shape=[kh, kw], strides=[s, s], dilations=[d, d],
+    attrs = dict(group=c, kernel_shape=[kh, kw], strides=list(s), dilations=[d, d],
                  pads=[pads[0], pads[1], pads[2], pads[3]])
     if one_d:
-        attrs = dict(group=c, kernel_shape=[kw], strides=[s], dilations=[d],
+        attrs = dict(group=c, kernel_shape=[kw], strides=[s[1]], dilations=[d],
                      pads=[pads[1], pads[3]])
     xs, ys = list(x.shape), [n, c, oh, ow]
     if one_d:
@@ -102,13 +118,23 @@ def build(case, rng):
         w0 = (rng.standard_normal((c, 1, 1, 1)) + 1.0).astype(np.float32)
         b0 = rng.standard_normal(c).astype(np.float32)
         x0 = x.astype(np.float64) * w0.reshape(1, c, 1, 1) + b0.reshape(1, c, 1, 1)
-        ref = C.conv2d(x0, wt.astype(np.float64), b.astype(np.float64), strides=(s, s),
+        ref = C.conv2d(x0, wt.astype(np.float64), b.astype(np.float64), strides=s,
                        pads=pads, dilations=(d, d), group=c)
         nodes = [helper.make_node("Conv", ["x", "w0", "b0"], ["x0"], group=c,
                                   kernel_shape=[1, 1]),
                  helper.make_node("Conv", ["x0", "w", "b"], ["conv"], **attrs)]
         inits = [numpy_helper.from_array(w0, "w0"), numpy_helper.from_array(b0, "b0")]
     out = "conv"
+    if tail in ("add_inplace", "add_hardswish"):
+        # the residual an intermediate (Neg of an input) the sum may be
+        # written over
+        r = rng.standard_normal(ys).astype(np.float32)
+        feeds["r"] = r
+        inputs.append(helper.make_tensor_value_info("r", TensorProto.FLOAT, ys))
+        nodes.append(helper.make_node("Neg", ["r"], ["nr"]))
+        nodes.append(helper.make_node("Add", ["conv", "nr"], ["sum"]))
+        ref = ref - r.astype(np.float64).reshape(ref.shape)
+        out = "sum"
     if tail in ("add", "add_relu", "add_clip"):
         r = rng.standard_normal(ys).astype(np.float32)
         feeds["r"] = r
@@ -127,7 +153,7 @@ def build(case, rng):
         nodes.append(helper.make_node("Clip", [out, "lo", "hi"], ["y"]))
         ref = np.clip(ref, lo, hi)
         out = "y"
-    if tail == "hardswish":
+    if tail in ("hardswish", "add_hardswish"):
         nodes.append(helper.make_node("HardSwish", [out], ["y"]))
         ref = ref * np.clip(ref / 6.0 + 0.5, 0.0, 1.0)
         out = "y"

@@ -1,29 +1,30 @@
 /*
  * conv_dw: the depthwise convolution of 1-D and 2-D images (one input and
  * one output channel per group: MobileNet's and EfficientNet's 3x3 and 5x5
- * layers), for conv.c.
+ * layers), for conv.c and qconv_dw.c.
  *
- * Each plane is first copied into a zero-padded buffer (one per pool
- * member), so every output pixel reads its whole window without bounds
- * checks: the pad is what ONNX's zero padding means.  With stride s the
- * copy also splits the padded plane into s x s phase planes (padded row r
- * and column c go to phase (r % s, c % s) at (r / s, c / s)), so that in
- * every phase a tap reads consecutive floats for consecutive outputs.
+ * NCHW keeps each channel in its own plane, and a plane makes a poor
+ * vector: a 7x7 or 14x14 plane is a few partial vectors a row, and even a
+ * 112x112 one needs its padded copy, its row ends and its stores each
+ * handled apart (the kernel that worked plane by plane ran 2.5x to 8x
+ * behind ONNX Runtime's channel-blocked one on MobileNetV2's layers).
+ * So eight planes at a time are interleaved, a pixel's eight channels one
+ * vector, as a channel-blocked layout has them: every tap is then one
+ * vector multiply-add for eight outputs whatever the plane's size, a
+ * pixel's neighbours are whole vectors (no unaligned row arithmetic), and
+ * the interleaving costs one 8x8 transpose per eight pixels in and out.
  *
- * The outputs are then computed over the padded geometry flattened: output
- * (oh, ow) is flat index oh * P + ow of a row pitch P a little wider than
- * the output row, and tap (kh, kw) of every output reads its phase plane at
- * a fixed offset from that index.  The whole plane is one long run of
- * vectors, 64 outputs an iteration in eight independent sums (fewer, and
- * the multiply-add chains wait on each other's latency), the last outputs
- * a vector at a time; 3x3 and 5x5 at stride 1 take two output rows at once
- * (dw_pairs), each input vector loaded once for both.  There are
- * no row ends and no partial vectors: the columns past OW are computed and
- * dropped.  That is what makes the small planes of late layers (14x14,
- * 7x7: two to six vectors a row before) run at the speed of the large ones.
- * A strip of rows at a time lands in a small buffer kept in the L1 cache;
- * the epilogue copies each row's OW valid outputs to Y with the residual,
- * Relu or fused activation.  Planes are split over the pool.
+ * The input rows go through a ring of padded rows (the window's height),
+ * each row transposed into it once: padding is the ring's zero columns and
+ * zero rows, so no output checks bounds.  Output rows are computed eight
+ * pixels at a time (eight independent sums, each tap's weight vector loaded
+ * once for all eight) into a strip kept in L1, whose pixels are then
+ * transposed back into the eight planes as runs of the flat plane, with
+ * the residual and the clamp (Relu, a fused Clip) on the way; another
+ * fused activation runs over the strip before it, or over the planes after
+ * when a residual comes first.  Groups of eight planes are split over the
+ * pool; a last group of fewer planes computes the missing ones' lanes
+ * from a present plane with zero weights and stores nothing of them.
  */
 #include <math.h>
 #include <string.h>
@@ -32,409 +33,274 @@
 #include "par.h"
 #include "vfloat.h"
 
-/* Outputs one iteration of the flat loop computes. */
-#define DW_STEP 64
-/* Flat outputs a strip computes at most (16 KiB of results). */
-#define DW_STRIP 4096
+/* Planes interleaved (the vector width). */
+#define DW_L 8
+/* Output pixels a strip holds at most, roughly (8 KiB of results). */
+#define DW_STRIP_PX 256
 
 typedef struct dw_job {
 	const conv_job *j;
-	const float *x, *w, *b;
+	const float *x, *x_end, *w, *b;
 	float *y;
-	int64_t channels;
-	int64_t s;               /* stride of both axes (phases per axis) */
-	int64_t R2, P2;          /* rows and pitch of one phase plane */
-	int64_t strip;           /* output rows per strip */
-	int64_t taps;
-	int pairs;               /* K of dw_pairs' K x K, or 0 */
-	int clamp;               /* clamp to [lo, hi] as rows are stored */
+	int64_t planes, channels, taps;
+	int64_t IH, IW, OH, OW, sh, sw, dh, dw, KH, KW, pt, pl;
+	int64_t PW;              /* padded row width in pixels */
+	int64_t ring;            /* padded rows the ring holds */
+	int64_t srows;           /* output rows per strip */
+	int clamp;               /* clamp to [lo, hi] as pixels are stored */
 	float lo, hi;
-	const cpu_fusion *act;   /* another activation, over each plane after */
-	int64_t *off;            /* taps: offset of each tap in the phase buffer */
+	const cpu_fusion *act;   /* another activation, or NULL */
 	float *buf;              /* per member: buf_floats each */
-	int64_t buf_floats, phase_floats;
+	int64_t buf_floats, ring_floats, strip_floats;
 } dw_job;
 
-/* Rows are short (7 to 120 floats): vector loops here cost a fraction of
- * a memset or memcpy call each.  Both may write up to 8 floats past p + n
- * (a whole last vector): the buffer has the slack, and the rows are
- * written in increasing order, so what spills into the next row is
- * overwritten when that row is written. */
-static inline __attribute__((always_inline)) void dw_zero(float *p, int64_t n)
+/* r[i][j] -> r[j][i] of the 8 x 8 block r holds. */
+static inline __attribute__((always_inline)) void dw_tr8(vf8 *r)
 {
-	int32_t zero = 0;
+	const vi8 lo = {0, 8, 1, 9, 4, 12, 5, 13}, hi = {2, 10, 3, 11, 6, 14, 7, 15};
+	const vi8 s10 = {0, 1, 8, 9, 4, 5, 12, 13}, s32 = {2, 3, 10, 11, 6, 7, 14, 15};
+	const vi8 h0 = {0, 1, 2, 3, 8, 9, 10, 11}, h1 = {4, 5, 6, 7, 12, 13, 14, 15};
+	vf8 t[8], u[8];
 
-	/* a zero gcc cannot see, or it turns the loop into a memset call (a
-	 * third of the kernel's time on 14x14 planes) */
-	__asm__("" : "+r"(zero));
-	vf8 z = (vf8)((vi8){0} + zero);
-
-	for (int64_t i = 0; i < n; i += 8)
-		vf_store(p + i, z);
-}
-
-/* n floats from x to d; n >= 8 takes an overlapping last vector. */
-static inline __attribute__((always_inline)) void dw_copy(float *d, const float *x, int64_t n)
-{
-	int64_t i = 0;
-
-	if (n < 8) {
-		for (; i < n; i++)
-			d[i] = x[i];
-		return;
+	for (int i = 0; i < 8; i += 2) {
+		t[i] = __builtin_shuffle(r[i], r[i + 1], lo);
+		t[i + 1] = __builtin_shuffle(r[i], r[i + 1], hi);
 	}
-	for (; i + 8 <= n; i += 8)
-		vf_store(d + i, vf_load(x + i));
-	if (i < n)
-		vf_store(d + n - 8, vf_load(x + n - 8));
-}
-
-/* Row r of the padded plane (r in [0, s * R2)) into its phase rows at
- * base (phase (r % s, 0), row r / s): the image row x (or zeros outside
- * the image), split by column phase. */
-static inline __attribute__((always_inline)) void dw_copy_row(const dw_job *d, const float *x,
-							      int64_t r, float *base)
-{
-	const cpu_geom *g = &d->j->g;
-	int64_t s = d->s, P2 = d->P2, IW = g->in[2], pl = g->pb[2];
-	int64_t ir = r - g->pb[1];
-
-	if (ir < 0 || ir >= g->in[1]) {
-		for (int64_t q = 0; q < s; q++)
-			dw_zero(base + q * d->phase_floats, P2);
-		return;
+	for (int i = 0; i < 8; i += 4) {
+		u[i] = __builtin_shuffle(t[i], t[i + 2], s10);
+		u[i + 1] = __builtin_shuffle(t[i], t[i + 2], s32);
+		u[i + 2] = __builtin_shuffle(t[i + 1], t[i + 3], s10);
+		u[i + 3] = __builtin_shuffle(t[i + 1], t[i + 3], s32);
 	}
-	x += ir * IW;
-	if (s == 1) {
-		if (IW >= 8) {
-			dw_zero(base, pl);
-			dw_copy(base + pl, x, IW);
-			dw_zero(base + pl + IW, P2 - pl - IW);
-		} else {
-			dw_zero(base, P2);
-			dw_copy(base + pl, x, IW);
-		}
-		return;
-	}
-	for (int64_t q = 0; q < s; q++)
-		dw_zero(base + q * d->phase_floats, P2);
-	/* Image column i is padded column pl + i: phase (pl + i) % s at
-	 * (pl + i) / s. */
-	int64_t i = 0;
-
-	if (s == 2) {
-		float *ev = base + ((pl & 1) ? d->phase_floats : 0) + pl / 2;
-		float *od = base + ((pl & 1) ? 0 : d->phase_floats) + (pl + 1) / 2;
-
-		for (; i + 16 <= IW; i += 16) {
-			vf8 a = vf_load(x + i), b = vf_load(x + i + 8);
-
-			vf_store(ev + i / 2, __builtin_shuffle(a, b, (vi8){0, 2, 4, 6, 8, 10, 12, 14}));
-			vf_store(od + i / 2, __builtin_shuffle(a, b, (vi8){1, 3, 5, 7, 9, 11, 13, 15}));
-		}
-	}
-	/* the rest (all of a row narrower than 16, or any stride above 2)
-	 * with the phase and column carried along: no division per float */
-	for (int64_t q = (pl + i) % s, c = (pl + i) / s; i < IW; i++) {
-		base[q * d->phase_floats + c] = x[i];
-		if (++q == s) {
-			q = 0;
-			c++;
-		}
+	for (int i = 0; i < 4; i++) {
+		r[i] = __builtin_shuffle(u[i], u[i + 4], h0);
+		r[i + 4] = __builtin_shuffle(u[i], u[i + 4], h1);
 	}
 }
 
-/* n flat outputs (a multiple of 8) from xp into t: bias plus the taps,
- * DW_STEP at a time, the rest a vector at a time (the planes of late
- * layers hold a few dozen outputs: rounding them up to DW_STEP wasted a
- * third of the work at 2x6).  T is the tap count (at most DW_TAPS); the
- * weights are splat into registers once. */
-#define DW_TAPS 49
-static inline __attribute__((always_inline)) void
-dw_flat(const float *xp, const int64_t *off, const float *w, float bias, float *t, int64_t n,
-	int T)
+/* Padded row r into its ring slot: the image row of each plane (src[q]
+ * points at the plane, or at zeros for a missing one) transposed into
+ * pixels pl .. pl + IW, or zeros outside the image.  The pad columns are
+ * zero from the start and never written, except by the zero lanes of a
+ * row narrower than a vector, which land on them. */
+static inline __attribute__((always_inline)) void dw_fill(const dw_job *d, const float *const *src,
+							  int64_t r, float *ring)
 {
-	vf8 wv[DW_TAPS];
+	float *dst = ring + (r % d->ring) * d->PW * DW_L + d->pl * DW_L;
+	int64_t ir = r - d->pt, IW = d->IW;
+	vf8 v[8];
 
-	int64_t f = 0;
+	if (ir < 0 || ir >= d->IH) {
+		for (int64_t i = 0; i < IW; i++)
+			vf_store(dst + i * DW_L, vf_splat(0.0f));
+		return;
+	}
+	if (IW < 8) {
+		/* a whole vector, the lanes past the row zeroed, where it stays
+		 * inside x (all but the last plane's last rows) */
+		vi8 in = (vi8){0, 1, 2, 3, 4, 5, 6, 7} < (vi8)(vf8){0} + (int32_t)IW;
 
-	for (int k = 0; k < T; k++)
-		wv[k] = vf_splat(0.0f) + w[k];
-	for (; f + DW_STEP <= n; f += DW_STEP) {
+		for (int q = 0; q < DW_L; q++) {
+			const float *p = src[q] + ir * IW;
+
+			v[q] = p + 8 <= d->x_end ? vf_sel(in, vf_load(p), vf_splat(0.0f))
+						 : vf_load_part(p, IW, 0.0f);
+		}
+		dw_tr8(v);
+		for (int i = 0; i < 8; i++)
+			vf_store(dst + i * DW_L, v[i]);
+		return;
+	}
+	for (int64_t c = 0;; c += 8) {
+		if (c + 8 > IW)
+			c = IW - 8;   /* the last run overlaps: same values again */
+		for (int q = 0; q < DW_L; q++)
+			v[q] = vf_load(src[q] + ir * IW + c);
+		dw_tr8(v);
+		for (int i = 0; i < 8; i++)
+			vf_store(dst + (c + i) * DW_L, v[i]);
+		if (c + 8 >= IW)
+			break;
+	}
+}
+
+/* Output row oh's pixels (a multiple of 8 of them, the ones past OW
+ * spilling into the next row's place) into o: bias plus every tap, the
+ * window's rows at rows[kh].  KW, SW and DW are the kernel width, column
+ * stride and dilation when they are constants the loops can fold, else 0
+ * (left to the loop, the offsets of eight pixels by three taps outgrow
+ * the registers). */
+static inline __attribute__((always_inline)) void dw_row(const dw_job *d, const float *const *rows,
+							 const float *wt, vf8 bias, float *o,
+							 const int KW, const int SW, const int DW)
+{
+	int64_t kwn = KW ? KW : d->KW, sw = SW ? SW : d->sw, dw = DW ? DW : d->dw;
+
+	for (int64_t ow = 0; ow < d->OW; ow += 8) {
 		vf8 a[8];
 
-		for (int v = 0; v < 8; v++)
-			a[v] = vf_splat(0.0f) + bias;
-#pragma GCC unroll 49
-		for (int k = 0; k < T; k++) {
-			const float *p = xp + off[k] + f;
+		for (int i = 0; i < 8; i++)
+			a[i] = bias;
+		for (int64_t kh = 0; kh < d->KH; kh++) {
+			const float *row = rows[kh] + ow * sw * DW_L;
+			const float *wk = wt + kh * kwn * DW_L;
+
+#pragma GCC unroll 5
+			for (int64_t kw = 0; kw < kwn; kw++) {
+				const float *p = row + kw * dw * DW_L;
+				vf8 wv = vf_load(wk + kw * DW_L);
 
 #pragma GCC unroll 8
-			for (int v = 0; v < 8; v++)
-				a[v] += wv[k] * vf_load(p + 8 * v);
-		}
-		for (int v = 0; v < 8; v++)
-			vf_store(t + f + 8 * v, a[v]);
-	}
-	for (; f < n; f += 8) {
-		vf8 a0 = vf_splat(0.0f) + bias;
-
-#pragma GCC unroll 49
-		for (int k = 0; k < T; k++)
-			a0 += wv[k] * vf_load(xp + off[k] + f);
-		vf_store(t + f, a0);
-	}
-}
-
-/* The same for any tap count, weights read from memory. */
-static void dw_flat_any(const float *xp, const int64_t *off, const float *w, int64_t taps,
-			float bias, float *t, int64_t n)
-{
-	n = (n + 31) / 32 * 32;
-	for (int64_t f = 0; f < n; f += 32) {
-		vf8 a0 = vf_splat(0.0f) + bias, a1 = a0, a2 = a0, a3 = a0;
-
-		for (int64_t k = 0; k < taps; k++) {
-			const float *p = xp + off[k] + f;
-			vf8 wk = vf_splat(0.0f) + w[k];
-
-			a0 += wk * vf_load(p);
-			a1 += wk * vf_load(p + 8);
-			a2 += wk * vf_load(p + 16);
-			a3 += wk * vf_load(p + 24);
-		}
-		vf_store(t + f, a0);
-		vf_store(t + f + 8, a1);
-		vf_store(t + f + 16, a2);
-		vf_store(t + f + 24, a3);
-	}
-}
-
-/* One pair of rows of dw_pairs, 8 x V columns an iteration: 2 x V
- * independent sums, enough multiply-add chains in flight to hide their
- * latency (with 2 x 2 the loop waited on it: 2.4x slower than the FMA
- * throughput on 112x112 planes). */
-static inline __attribute__((always_inline)) void
-dw_pair_row(const float *x0, int64_t P, const vf8 *wv, float bias, float *t0, int K, const int V)
-{
-	for (int64_t f = 0; f < P; f += 8 * V) {
-		vf8 a[4], b[4];
-
-		for (int v = 0; v < V; v++)
-			a[v] = b[v] = vf_splat(0.0f) + bias;
-#pragma GCC unroll 6
-		for (int i = 0; i <= K; i++)
-#pragma GCC unroll 5
-			for (int c = 0; c < K; c++)
-#pragma GCC unroll 4
-				for (int v = 0; v < V; v++) {
-					vf8 l = vf_load(x0 + i * P + c + f + 8 * v);
-
-					if (i < K)
-						a[v] += wv[i * K + c] * l;
-					if (i >= 1)
-						b[v] += wv[(i - 1) * K + c] * l;
-				}
-		for (int v = 0; v < V; v++) {
-			vf_store(t0 + f + 8 * v, a[v]);
-			vf_store(t0 + P + f + 8 * v, b[v]);
-		}
-	}
-}
-
-/* Stride 1, K x K taps without dilation, on rows of at least 16: two
- * output rows at a time share K - 1 of their K + 1 input rows, so each
- * input vector is loaded once for both ((K + 1) x K loads for 2 x K x K
- * multiply-adds, against 2 x K x K one row at a time: on the large
- * planes of early layers the loads, half of them split across cache
- * lines, were the bound).  Each sum takes its taps in dw_flat's order, so
- * the bits are the same; the last vector of a row runs into the next row,
- * whose outputs those are in the flat layout, computed the same way.  An
- * odd last row goes through dw_flat. */
-static inline __attribute__((always_inline)) void
-dw_pairs(const float *xp, int64_t P, int64_t rows, const int64_t *off, const float *w, float bias,
-	 float *t, int K)
-{
-	vf8 wv[DW_TAPS];
-	int64_t r = 0;
-
-	for (int k = 0; k < K * K; k++)
-		wv[k] = vf_splat(0.0f) + w[k];
-	for (; r + 2 <= rows; r += 2) {
-		const float *x0 = xp + r * P;
-		float *t0 = t + r * P;
-
-		if (P >= 32)
-			dw_pair_row(x0, P, wv, bias, t0, K, 4);
-		else
-			dw_pair_row(x0, P, wv, bias, t0, K, 2);
-	}
-	if (r < rows)
-		dw_flat(xp + r * P, off, w, bias, t + r * P, (P + 7) / 8 * 8, K * K);
-}
-
-/* Rows of t (pitch P) into y (pitch OW) with the residual and the clamp
- * (Relu: [0, inf], a fused Clip: its bounds; NaN kept, as the separate
- * ops keep it).
- * Without a residual a row's last vector may overlap the one before (the
- * same values stored twice), and a row shorter than a vector is stored
- * whole, spilling into the next row, which is written after it, except in
- * the plane's last row (last: whether these rows end the plane).  With a
- * residual neither (y may be the residual itself): the tail is done a
- * float at a time. */
-static inline __attribute__((always_inline)) void
-dw_store_rows(const float *t, int64_t P, int64_t rows, int64_t OW, const float *res,
-	      const dw_job *d, float *y, int last)
-{
-	int clamp = d->clamp;
-	vf8 lo = vf_splat(d->lo), hi = vf_splat(d->hi);
-
-	for (int64_t r = 0; r < rows; r++, t += P, y += OW, res = res ? res + OW : NULL) {
-		int64_t i = 0;
-
-		if (!res && (OW >= 8 || r + 1 < rows || !last)) {
-			for (;; i += 8) {
-				if (i + 8 > OW)
-					i = OW >= 8 ? OW - 8 : 0;
-				vf8 v = vf_load(t + i);
-
-				if (clamp) {
-					v = vf_sel(v < lo, lo, v);
-					v = vf_sel(v > hi, hi, v);
-				}
-				vf_store(y + i, v);
-				if (i + 8 >= OW)
-					break;
+				for (int i = 0; i < 8; i++)
+					a[i] += wv * vf_load(p + i * sw * DW_L);
 			}
-			continue;
 		}
-		for (; i + 8 <= OW; i += 8) {
-			vf8 v = vf_load(t + i);
-
-			if (res)
-				v += vf_load(res + i);
-			if (clamp) {
-				v = vf_sel(v < lo, lo, v);
-				v = vf_sel(v > hi, hi, v);
-			}
-			vf_store(y + i, v);
-		}
-		for (; i < OW; i++) {
-			float v = t[i] + (res ? res[i] : 0.0f);
-
-			y[i] = !clamp ? v : v < d->lo ? d->lo : v > d->hi ? d->hi : v;
-		}
+		for (int i = 0; i < 8; i++)
+			vf_store(o + (ow + i) * DW_L, a[i]);
 	}
 }
 
-/* One plane: the padded phases are in buf, the strips' results go through
- * t (DW_STRIP + DW_STEP floats). */
-CPU_MULTIVERSION
-static void dw_plane(const dw_job *d, const float *x, float *buf, const float *w, float bias,
-		     const float *res, float *y, float *t)
+/* One transposed vector of a plane: residual, clamp to [lo, hi] (when
+ * clamp), store of m pixels.  The bounds come in registers: read through
+ * the job, each store to y (a float, as they are) would reload them. */
+static inline __attribute__((always_inline)) void dw_put(vf8 v, float *y, const float *res,
+							 int64_t m, int clamp, vf8 lo, vf8 hi)
 {
-	const cpu_geom *g = &d->j->g;
-	int64_t OH = g->out[1], OW = g->out[2], P = d->P2;
-
-	if (d->s == 1)
-		for (int64_t r = 0; r < d->R2; r++)
-			dw_copy_row(d, x, r, buf + r * P);
+	if (res)
+		v += m == 8 ? vf_load(res) : vf_load_part(res, m, 0.0f);
+	if (clamp) {
+		v = vf_sel(v < lo, lo, v);
+		v = vf_sel(v > hi, hi, v);
+	}
+	if (m == 8)
+		vf_store(y, v);
 	else
-		for (int64_t r = 0; r < d->s * d->R2; r++)
-			dw_copy_row(d, x, r,
-				    buf + (r % d->s) * d->s * d->phase_floats + (r / d->s) * P);
-
-	for (int64_t oh = 0; oh < OH; oh += d->strip) {
-		int64_t rows = OH - oh < d->strip ? OH - oh : d->strip;
-		int64_t n = (rows * P + 7) / 8 * 8;
-		const float *xp = buf + oh * P;
-
-		if (d->pairs == 3)
-			dw_pairs(xp, P, rows, d->off, w, bias, t, 3);
-		else if (d->pairs == 5)
-			dw_pairs(xp, P, rows, d->off, w, bias, t, 5);
-		else if (d->taps == 9)
-			dw_flat(xp, d->off, w, bias, t, n, 9);
-		else if (d->taps == 25)
-			dw_flat(xp, d->off, w, bias, t, n, 25);
-		else if (d->taps == 49)
-			dw_flat(xp, d->off, w, bias, t, n, 49);
-		else if (d->taps == 3)
-			dw_flat(xp, d->off, w, bias, t, n, 3);
-		else if (d->taps == 5)
-			dw_flat(xp, d->off, w, bias, t, n, 5);
-		else
-			dw_flat_any(xp, d->off, w, d->taps, bias, t, n);
-		dw_store_rows(t, P, rows, OW, res ? res + oh * OW : NULL, d, y + oh * OW,
-			      oh + rows == OH);
-	}
+		vf_store_part(y, v, m);
 }
 
-static void dw_range(void *arg, int64_t p0, int64_t p1, int member)
+/* The strip's n pixels (flat f0 .. f0 + n of each plane) from o into the
+ * planes: transposed back, then residual, clamp and store; lanes past
+ * `lanes` are dropped.  A whole group takes the loop without a runtime
+ * lane count, so the vectors stay in registers. */
+static inline __attribute__((always_inline)) void dw_store(const dw_job *d, const float *o,
+							   int64_t f0, int64_t n, float *const *dst,
+							   const float *const *res, int lanes)
+{
+	const int clamp = d->clamp;
+	const vf8 lo = vf_splat(d->lo), hi = vf_splat(d->hi);
+	int64_t f = 0;
+
+	for (; f + 8 <= n; f += 8) {
+		vf8 v[8];
+
+		for (int i = 0; i < 8; i++)
+			v[i] = vf_load(o + (f + i) * DW_L);
+		dw_tr8(v);
+		if (lanes == DW_L)
+			for (int q = 0; q < DW_L; q++)
+				dw_put(v[q], dst[q] + f0 + f, res ? res[q] + f0 + f : NULL, 8, clamp,
+				       lo, hi);
+		else
+			for (int q = 0; q < lanes; q++)
+				dw_put(v[q], dst[q] + f0 + f, res ? res[q] + f0 + f : NULL, 8, clamp,
+				       lo, hi);
+	}
+	if (f == n)
+		return;
+	/* The tail: a whole vector ending at n stores some pixels twice with
+	 * the same values, unless the residual is y itself (it would be added
+	 * twice); else the last pixels alone. */
+	int64_t m = n - f;
+
+	if (n >= 8 && !(res && (const float *)res[0] == dst[0])) {
+		f = n - 8;
+		m = 8;
+	}
+	vf8 v[8];
+
+	for (int i = 0; i < 8; i++)
+		v[i] = vf_load(o + (f + i) * DW_L);
+	dw_tr8(v);
+	for (int q = 0; q < lanes; q++)
+		dw_put(v[q], dst[q] + f0 + f, res ? res[q] + f0 + f : NULL, m, clamp, lo, hi);
+}
+
+/* One group of up to eight planes starting at plane p0. */
+CPU_MULTIVERSION
+static void dw_group(const dw_job *d, int64_t p0, float *buf)
+{
+	const conv_job *j = d->j;
+	int64_t isz = d->IH * d->IW, osz = j->osz;
+	int lanes = d->planes - p0 < DW_L ? (int)(d->planes - p0) : DW_L;
+	float *ring = buf, *o = buf + d->ring_floats, *wt = o + d->strip_floats;
+	const float **win = (const float **)(wt + d->taps * DW_L);
+	const float *src[DW_L], *res[DW_L];
+	float *dst[DW_L];
+	float bias[DW_L];
+	int64_t next = 0;   /* the first padded row not yet in the ring */
+
+	for (int q = 0; q < DW_L; q++) {
+		int64_t p = p0 + (q < lanes ? q : 0), c = p % d->channels;
+
+		/* a missing plane repeats the first one with zero weights:
+		 * its lane is computed and dropped */
+		src[q] = d->x + p * isz;
+		dst[q] = d->y + p * osz;
+		res[q] = j->res ? (const float *)j->res->data + p * osz : NULL;
+		bias[q] = d->b ? d->b[c] : 0.0f;
+		for (int64_t t = 0; t < d->taps; t++)
+			wt[t * DW_L + q] = q < lanes ? d->w[c * d->taps + t] : 0.0f;
+	}
+	vf8 bv = vf_load(bias);
+
+	for (int64_t oh0 = 0; oh0 < d->OH; oh0 += d->srows) {
+		int64_t rows = d->OH - oh0 < d->srows ? d->OH - oh0 : d->srows;
+
+		for (int64_t oh = oh0; oh < oh0 + rows; oh++) {
+			int64_t last = oh * d->sh + (d->KH - 1) * d->dh;
+
+			if (next < oh * d->sh)
+				next = oh * d->sh;
+			for (; next <= last; next++)
+				dw_fill(d, src, next, ring);
+			float *orow = o + (oh - oh0) * d->OW * DW_L;
+
+			for (int64_t kh = 0; kh < d->KH; kh++)
+				win[kh] = ring + ((oh * d->sh + kh * d->dh) % d->ring) * d->PW * DW_L;
+			if (d->KW == 3 && d->sw == 1 && d->dw == 1)
+				dw_row(d, win, wt, bv, orow, 3, 1, 1);
+			else if (d->KW == 3 && d->sw == 2 && d->dw == 1)
+				dw_row(d, win, wt, bv, orow, 3, 2, 1);
+			else if (d->KW == 5 && d->sw == 1 && d->dw == 1)
+				dw_row(d, win, wt, bv, orow, 5, 1, 1);
+			else if (d->KW == 5 && d->sw == 2 && d->dw == 1)
+				dw_row(d, win, wt, bv, orow, 5, 2, 1);
+			else
+				dw_row(d, win, wt, bv, orow, 0, 0, 0);
+		}
+		if (d->act && !j->res)
+			cpu_fuse_act_apply(d->act, o, rows * d->OW * DW_L);
+		dw_store(d, o, oh0 * d->OW, rows * d->OW, dst, j->res ? res : NULL, lanes);
+	}
+	if (d->act && j->res)
+		for (int q = 0; q < lanes; q++)
+			cpu_fuse_act_apply(d->act, dst[q], osz);
+}
+
+static void dw_range(void *arg, int64_t g0, int64_t g1, int member)
 {
 	const dw_job *d = arg;
-	const conv_job *j = d->j;
-	const cpu_geom *g = &j->g;
-	int64_t isz = g->in[1] * g->in[2];
 	float *buf = d->buf + member * d->buf_floats;
-	float *t = buf + d->s * d->s * d->phase_floats;
 
-	/* the slack after each phase plane: read for dropped outputs only,
-	 * zeroed so that no garbage (a denormal, a NaN) slows them down */
-	for (int64_t ph = 0; ph < d->s * d->s; ph++)
-		memset(buf + ph * d->phase_floats + d->R2 * d->P2, 0,
-		       (size_t)(d->phase_floats - d->R2 * d->P2) * sizeof(float));
-	for (int64_t p = p0; p < p1; p++) {
-		int64_t c = p % d->channels;
-		const float *res = j->res ? (const float *)j->res->data + p * j->osz : NULL;
-
-		dw_plane(d, d->x + p * isz, buf, d->w + c * d->taps, d->b ? d->b[c] : 0.0f, res, d->y + p * j->osz, t);
-		if (d->act)
-			cpu_fuse_act_apply(d->act, d->y + p * j->osz, j->osz);
-	}
+	/* the ring's pad columns and the zero rows stay zero from here on */
+	memset(buf, 0, (size_t)d->buf_floats * sizeof(float));
+	for (int64_t g = g0; g < g1; g++)
+		dw_group(d, g * DW_L, buf);
 }
 
 int conv_dw_fits(const conv_job *j)
 {
-	return j->g.k[0] == 1 && j->g.in[0] == 1 && j->g.out[0] == 1 && j->g.s[1] == j->g.s[2] &&
-	       j->g.s[1] <= 4;
-}
-
-/* The phase planes' rows and pitch: every padded row and column a valid
- * output reads, and the image. */
-static void dw_size(dw_job *d)
-{
-	const cpu_geom *g = &d->j->g;
-	int64_t s = d->s;
-	int64_t PH = (g->out[1] - 1) * s + (g->k[1] - 1) * g->d[1] + 1;
-	int64_t PW = (g->out[2] - 1) * s + (g->k[2] - 1) * g->d[2] + 1;
-
-	if (PH < g->pb[1] + g->in[1])
-		PH = g->pb[1] + g->in[1];
-	if (PW < g->pb[2] + g->in[2])
-		PW = g->pb[2] + g->in[2];
-	d->R2 = (PH + s - 1) / s;
-	d->P2 = (PW + s - 1) / s;
-	/* A flat run of a strip reads up to DW_STEP - 1 outputs past its last
-	 * row and a tap's column offset past that: the slack after each phase
-	 * plane keeps it inside the buffer (what it reads there is dropped). */
-	d->phase_floats = d->R2 * d->P2 + d->P2 + DW_STEP;
-}
-
-/* Tap (a, b) reads padded row s * oh + a * dh: phase row (a * dh) % s,
- * (a * dh) / s rows down; the same for columns. */
-static void dw_offsets(const dw_job *d, int64_t *off)
-{
-	const cpu_geom *g = &d->j->g;
-	int64_t s = d->s;
-
-	for (int64_t a = 0; a < g->k[1]; a++)
-		for (int64_t b = 0; b < g->k[2]; b++) {
-			int64_t r = a * g->d[1], c = b * g->d[2];
-
-			off[a * g->k[2] + b] = ((r % s) * s + c % s) * d->phase_floats +
-					       (r / s) * d->P2 + c / s;
-		}
+	return j->g.k[0] == 1 && j->g.in[0] == 1 && j->g.out[0] == 1;
 }
 
 int conv_dw_run(cpu_ctx *ctx, const conv_job *j, const float *x, const float *w,
@@ -442,16 +308,31 @@ int conv_dw_run(cpu_ctx *ctx, const conv_job *j, const float *x, const float *w,
 {
 	const cpu_geom *g = &j->g;
 	int members = cpu_par_members(ctx);
-	dw_job d = {.j = j, .x = x, .w = w, .b = b, .y = y, .channels = channels, .s = g->s[1]};
-	int64_t OH = g->out[1], OW = g->out[2];
+	dw_job d = {.j = j, .x = x, .w = w, .b = b, .y = y, .planes = planes, .channels = channels};
 
-	d.taps = g->k[1] * g->k[2];
-	d.off = cpu_scratch(ctx, (size_t)d.taps * sizeof(int64_t));
-	if (!d.off)
-		return CPU_E_NOMEM;
-	dw_size(&d);
-	dw_offsets(&d, d.off);
-	d.strip = DW_STRIP / d.P2 > 0 ? DW_STRIP / d.P2 : 1;
+	d.IH = g->in[1], d.IW = g->in[2], d.OH = g->out[1], d.OW = g->out[2];
+	d.sh = g->s[1], d.sw = g->s[2], d.dh = g->d[1], d.dw = g->d[2];
+	d.KH = g->k[1], d.KW = g->k[2], d.pt = g->pb[1], d.pl = g->pb[2];
+	d.taps = d.KH * d.KW;
+	d.x_end = x + planes * d.IH * d.IW;
+	/* every column an output of the rounded-up rows reads, and the image
+	 * with a whole vector of it (a row narrower than 8 stores 8 pixels) */
+	int64_t owr = (d.OW + 7) / 8 * 8;
+	int64_t need = (owr - 1) * d.sw + (d.KW - 1) * d.dw + 1;
+	int64_t img = d.pl + (d.IW > 8 ? d.IW : 8);
+
+	d.PW = need > img ? need : img;
+	d.ring = (d.KH - 1) * d.dh + 1;
+	d.srows = DW_STRIP_PX / d.OW > 0 ? DW_STRIP_PX / d.OW : 1;
+	if (d.srows > d.OH)
+		d.srows = d.OH;
+	/* a strip's pixels a multiple of 8 except the plane's last */
+	while ((d.srows * d.OW) % 8 && d.srows < d.OH)
+		d.srows++;
+	d.ring_floats = d.ring * d.PW * DW_L;
+	d.strip_floats = (d.srows * d.OW + 8) * DW_L;
+	/* the ring, the strip, the weights, then the window's row pointers */
+	d.buf_floats = (d.ring_floats + d.strip_floats + d.taps * DW_L + 2 * d.KH + 15) / 16 * 16;
 	d.act = j->act;
 	if (j->relu || (j->act && j->act->act == CPU_FUSE_ACT_CLIP)) {
 		d.clamp = 1;
@@ -459,17 +340,15 @@ int conv_dw_run(cpu_ctx *ctx, const conv_job *j, const float *x, const float *w,
 		d.hi = j->relu ? INFINITY : j->act->act_b;
 		d.act = NULL;
 	}
-	if (d.s == 1 && g->d[1] == 1 && g->d[2] == 1 && g->k[1] == g->k[2] &&
-	    (g->k[1] == 3 || g->k[1] == 5) && d.P2 >= 16)
-		d.pairs = (int)g->k[1];
-	/* the phases, then the strip's results */
-	d.buf_floats = (d.s * d.s * d.phase_floats + d.strip * d.P2 + 2 * DW_STEP + 15) / 16 * 16;
 	d.buf = cpu_scratch(ctx, (size_t)members * (size_t)d.buf_floats * sizeof(float));
 	if (!d.buf)
 		return CPU_E_NOMEM;
-	/* ~0.15 ns a multiply-add on one core, plus the copy */
-	cpu_par_for(ctx, planes,
-		    0.15 * (double)(OH * OW * d.taps) + 0.3 * (double)(d.s * d.s * d.phase_floats), 1,
-		    dw_range, &d);
+	int64_t groups = (planes + DW_L - 1) / DW_L;
+
+	/* ~0.07 ns a multiply-add of a group on one core, plus the transposes */
+	cpu_par_for(ctx, groups,
+		    0.07 * (double)(d.OH * owr * d.taps * DW_L) +
+			    0.15 * (double)(d.IH * d.IW + d.OH * d.OW) * DW_L,
+		    1, dw_range, &d);
 	return 0;
 }
