@@ -275,6 +275,13 @@ static const ccase conv_cases[] = {
 	{3, 33, 6, 6, 40, 1, 1, 1, 1, 0, 1},       /* 1x1 direct, packed form */
 	{4, 12, 16, 16, 24, 1, 1, 1, 1, 0, 1},     /* 1x1 direct, rows form */
 	{4, 20, 9, 7, 45, 1, 3, 3, 2, 1, 1},       /* strided rows form, im2col packer */
+	/* dilation past the image (DeepLabV3's atrous pyramid): the outer
+	 * taps read only padding and are dropped (conv_prune_taps) */
+	{1, 16, 5, 6, 8, 1, 3, 3, 1, 6, 6},        /* down to 1x1: the direct form */
+	{1, 12, 5, 12, 9, 1, 3, 3, 1, 6, 6},       /* rows dropped, columns kept: 1x3 */
+	{1, 6, 7, 7, 10, 1, 3, 3, 2, 8, 8},        /* down to 1x1 at stride 2 */
+	{1, 8, 4, 4, 8, 8, 3, 3, 1, 4, 4},         /* depthwise down to 1x1 */
+	{1, 16, 6, 6, 16, 2, 5, 5, 1, 8, 4},       /* grouped 5x5, the outer two of each side */
 };
 
 static void test_conv_forms(void **state)

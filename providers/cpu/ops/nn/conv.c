@@ -361,10 +361,75 @@ static void images_range(void *arg, int64_t b0, int64_t b1, int member)
 	conv_images_run(&ci->ctx1, ci, b0, b1, member);
 }
 
+/* Whether tap k of spatial slot i reads the image (not only padding) for
+ * at least one output. */
+static int tap_reads_image(const cpu_geom *g, int i, int64_t k)
+{
+	int64_t off = k * g->d[i] - g->pb[i];
+	int64_t o = off >= 0 ? 0 : (-off + g->s[i] - 1) / g->s[i];
+
+	return o < g->out[i] && o * g->s[i] + off < g->in[i];
+}
+
+/* Drops the kernel's outer taps that read only padding for every output:
+ * a dilated layer on a small image (DeepLabV3's atrous pyramid: dilation
+ * 24 and 36 on a 20x20 map, where every outer tap lands in the padding)
+ * is then the 1x1 or smaller convolution it computes, not nine times its
+ * work in zeros.  g is narrowed in place (kernel and leading pad; the
+ * outputs are the same); returns the filter of the narrowed kernel (a
+ * copy in the node's scratch), W's own data when nothing is dropped, or
+ * NULL without memory.  A slot whose narrowed pads would go negative keeps
+ * its taps. */
+static const float *conv_prune_taps(cpu_ctx *ctx, cpu_geom *g, const cpu_tensor *W)
+{
+	int64_t k0[3], k1[3], n = 1;
+	int pruned = 0;
+
+	for (int i = 0; i < 3; i++) {
+		k0[i] = 0;
+		k1[i] = g->k[i];
+		while (k0[i] < k1[i] && !tap_reads_image(g, i, k0[i]))
+			k0[i]++;
+		while (k1[i] > k0[i] && !tap_reads_image(g, i, k1[i] - 1))
+			k1[i]--;
+		int64_t pb = g->pb[i] - k0[i] * g->d[i];
+		int64_t pe = (g->out[i] - 1) * g->s[i] + (k1[i] - k0[i] - 1) * g->d[i] + 1 -
+			     g->in[i] - pb;
+
+		if (k0[i] == k1[i] || pb < 0 || pe < 0) {
+			k0[i] = 0;
+			k1[i] = g->k[i];
+		}
+		pruned |= k1[i] - k0[i] != g->k[i];
+		n *= k1[i] - k0[i];
+	}
+	if (!pruned)
+		return W->data;
+	int64_t outer = W->dims[0] * W->dims[1];
+	float *w = cpu_scratch(ctx, (size_t)(outer * n) * sizeof(float));
+	const float *src = W->data;
+
+	if (!w)
+		return NULL;
+	for (int64_t o = 0, t = 0; o < outer; o++)
+		for (int64_t a = k0[0]; a < k1[0]; a++)
+			for (int64_t b = k0[1]; b < k1[1]; b++)
+				for (int64_t c = k0[2]; c < k1[2]; c++)
+					w[t++] = src[((o * g->k[0] + a) * g->k[1] + b) * g->k[2] + c];
+	for (int i = 0; i < 3; i++) {
+		g->pb[i] -= k0[i] * g->d[i];
+		g->k[i] = k1[i] - k0[i];
+		g->pe[i] = (g->out[i] - 1) * g->s[i] + (g->k[i] - 1) * g->d[i] + 1 - g->in[i] -
+			   g->pb[i];
+	}
+	return w;
+}
+
 static int conv_compute(cpu_ctx *ctx)
 {
 	const conv_state *st = ctx->node->state;
 	const cpu_tensor *X, *W, *B = cpu_input(ctx, 2);
+	const float *wd;   /* the filter, narrowed by conv_prune_taps */
 	int64_t dims[CPU_MAX_RANK], N, M, G = st->group, isz = 1;
 	const void *packed = NULL;
 	int rc = 0, direct = 1, use_t;
@@ -379,6 +444,8 @@ static int conv_compute(cpu_ctx *ctx)
 			     ctx->errlen);
 	if (rc)
 		return rc;
+	if (!(wd = conv_prune_taps(ctx, &j.g, W)))
+		return CPU_E_NOMEM;
 	N = X->dims[0];
 	M = W->dims[0];
 	j.Cg = W->dims[1];
@@ -402,12 +469,12 @@ static int conv_compute(cpu_ctx *ctx)
 	j.res = fr.add_inline;
 	j.relu = fr.act_inline == CPU_FUSE_ACT_RELU;
 	j.act = fr.act_inline != CPU_FUSE_ACT_NONE && !j.relu ? ctx->node->fuse : NULL;
-	if (st->packed && W->data == st->w_src && st->Mg == j.Mg && st->ksz == j.ksz)
+	if (st->packed && wd == st->w_src && st->Mg == j.Mg && st->ksz == j.ksz)
 		packed = st->packed;
 	use_t = packed && j.osz < CONV_T_RATIO * j.Mg;
 	if (cpu_numel(fr.y) == 0)
 		return cpu_fuse_end(ctx, &fr, 1);
-	if (st->wino && W->data == st->wino_src && X->rank == 4 && G == 1 && j.g.k[1] == 3 &&
+	if (st->wino && wd == st->wino_src && X->rank == 4 && G == 1 && j.g.k[1] == 3 &&
 	    j.g.k[2] == 3 && j.g.s[1] == 1 && j.g.s[2] == 1 && j.g.d[1] == 1 && j.g.d[2] == 1 &&
 	    conv_wino_fits(&j)) {
 		for (int64_t b = 0; b < N; b++) {
@@ -422,14 +489,14 @@ static int conv_compute(cpu_ctx *ctx)
 	}
 	if (j.Cg == 1 && j.Mg == 1) {
 		if (conv_dw_fits(&j))
-			rc = conv_dw_run(ctx, &j, X->data, W->data, B ? B->data : NULL, fr.y->data,
+			rc = conv_dw_run(ctx, &j, X->data, wd, B ? B->data : NULL, fr.y->data,
 					 N * G, G);
 		else
-			conv_depthwise(&j, X->data, W->data, B ? B->data : NULL, fr.y->data, N * G, G);
+			conv_depthwise(&j, X->data, wd, B ? B->data : NULL, fr.y->data, N * G, G);
 		return rc ? rc : cpu_fuse_end(ctx, &fr, 1);
 	}
 	if (conv_grouped_fits(&j, G)) {
-		const float *wp = st->gpacked && W->data == st->gw_src ? st->gpacked : NULL;
+		const float *wp = st->gpacked && wd == st->gw_src ? st->gpacked : NULL;
 		int64_t taps = j.ksz / j.Cg;
 
 		if (!wp) {
@@ -437,7 +504,7 @@ static int conv_compute(cpu_ctx *ctx)
 
 			if (!s)
 				return CPU_E_NOMEM;
-			conv_grouped_pack(W->data, G, j.Mg, j.Cg, taps, s);
+			conv_grouped_pack(wd, G, j.Mg, j.Cg, taps, s);
 			wp = s;
 		}
 		rc = conv_grouped_run(ctx, &j, N, G, X->data, wp, B ? B->data : NULL, fr.y->data);
@@ -450,7 +517,7 @@ static int conv_compute(cpu_ctx *ctx)
 		 * over the pool, each GEMM on one thread (a per-image GEMM split
 		 * over two threads gained 1.2-1.4x at batch 8, images 2x) */
 		int members = cpu_par_members(ctx);
-		conv_images ci = {.j = &j, .st = st, .x = X->data, .w = W->data,
+		conv_images ci = {.j = &j, .st = st, .x = X->data, .w = wd,
 				  .b = B ? B->data : NULL, .y = fr.y->data, .packed = packed,
 				  .G = G, .M = M, .isz = isz, .direct = direct, .use_t = use_t};
 		int split = members > 1 && N >= members;
