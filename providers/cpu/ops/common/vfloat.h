@@ -128,6 +128,31 @@ VF_INLINE vf8 vf_copysign(vf8 v, vf8 s)
 	return (vf8)(((vi8)v & 0x7fffffff) | ((vi8)s & (int32_t)0x80000000));
 }
 
+/* r[i][j] -> r[j][i] of the 8 x 8 block r holds (unpack, shuffle, then
+ * 128-bit halves: 24 shuffles). */
+VF_INLINE void vf_transpose8(vf8 *r)
+{
+	const vi8 lo = {0, 8, 1, 9, 4, 12, 5, 13}, hi = {2, 10, 3, 11, 6, 14, 7, 15};
+	const vi8 s10 = {0, 1, 8, 9, 4, 5, 12, 13}, s32 = {2, 3, 10, 11, 6, 7, 14, 15};
+	const vi8 h0 = {0, 1, 2, 3, 8, 9, 10, 11}, h1 = {4, 5, 6, 7, 12, 13, 14, 15};
+	vf8 t[8], u[8];
+
+	for (int i = 0; i < 8; i += 2) {
+		t[i] = __builtin_shuffle(r[i], r[i + 1], lo);
+		t[i + 1] = __builtin_shuffle(r[i], r[i + 1], hi);
+	}
+	for (int i = 0; i < 8; i += 4) {
+		u[i] = __builtin_shuffle(t[i], t[i + 2], s10);
+		u[i + 1] = __builtin_shuffle(t[i], t[i + 2], s32);
+		u[i + 2] = __builtin_shuffle(t[i + 1], t[i + 3], s10);
+		u[i + 3] = __builtin_shuffle(t[i + 1], t[i + 3], s32);
+	}
+	for (int i = 0; i < 4; i++) {
+		r[i] = __builtin_shuffle(u[i], u[i + 4], h0);
+		r[i + 4] = __builtin_shuffle(u[i], u[i + 4], h1);
+	}
+}
+
 VF_INLINE float vf_hsum(vf8 v)
 {
 	return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));

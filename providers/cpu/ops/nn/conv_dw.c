@@ -54,30 +54,6 @@ typedef struct dw_job {
 	int64_t buf_floats, ring_floats, strip_floats;
 } dw_job;
 
-/* r[i][j] -> r[j][i] of the 8 x 8 block r holds. */
-static inline __attribute__((always_inline)) void dw_tr8(vf8 *r)
-{
-	const vi8 lo = {0, 8, 1, 9, 4, 12, 5, 13}, hi = {2, 10, 3, 11, 6, 14, 7, 15};
-	const vi8 s10 = {0, 1, 8, 9, 4, 5, 12, 13}, s32 = {2, 3, 10, 11, 6, 7, 14, 15};
-	const vi8 h0 = {0, 1, 2, 3, 8, 9, 10, 11}, h1 = {4, 5, 6, 7, 12, 13, 14, 15};
-	vf8 t[8], u[8];
-
-	for (int i = 0; i < 8; i += 2) {
-		t[i] = __builtin_shuffle(r[i], r[i + 1], lo);
-		t[i + 1] = __builtin_shuffle(r[i], r[i + 1], hi);
-	}
-	for (int i = 0; i < 8; i += 4) {
-		u[i] = __builtin_shuffle(t[i], t[i + 2], s10);
-		u[i + 1] = __builtin_shuffle(t[i], t[i + 2], s32);
-		u[i + 2] = __builtin_shuffle(t[i + 1], t[i + 3], s10);
-		u[i + 3] = __builtin_shuffle(t[i + 1], t[i + 3], s32);
-	}
-	for (int i = 0; i < 4; i++) {
-		r[i] = __builtin_shuffle(u[i], u[i + 4], h0);
-		r[i + 4] = __builtin_shuffle(u[i], u[i + 4], h1);
-	}
-}
-
 /* Padded row r into its ring slot: the image row of each plane (src[q]
  * points at the plane, or at zeros for a missing one) transposed into
  * pixels pl .. pl + IW, or zeros outside the image.  The pad columns are
@@ -106,7 +82,7 @@ static inline __attribute__((always_inline)) void dw_fill(const dw_job *d, const
 			v[q] = p + 8 <= d->x_end ? vf_sel(in, vf_load(p), vf_splat(0.0f))
 						 : vf_load_part(p, IW, 0.0f);
 		}
-		dw_tr8(v);
+		vf_transpose8(v);
 		for (int i = 0; i < 8; i++)
 			vf_store(dst + i * DW_L, v[i]);
 		return;
@@ -116,7 +92,7 @@ static inline __attribute__((always_inline)) void dw_fill(const dw_job *d, const
 			c = IW - 8;   /* the last run overlaps: same values again */
 		for (int q = 0; q < DW_L; q++)
 			v[q] = vf_load(src[q] + ir * IW + c);
-		dw_tr8(v);
+		vf_transpose8(v);
 		for (int i = 0; i < 8; i++)
 			vf_store(dst + (c + i) * DW_L, v[i]);
 		if (c + 8 >= IW)
@@ -195,7 +171,7 @@ static inline __attribute__((always_inline)) void dw_store(const dw_job *d, cons
 
 		for (int i = 0; i < 8; i++)
 			v[i] = vf_load(o + (f + i) * DW_L);
-		dw_tr8(v);
+		vf_transpose8(v);
 		if (lanes == DW_L)
 			for (int q = 0; q < DW_L; q++)
 				dw_put(v[q], dst[q] + f0 + f, res ? res[q] + f0 + f : NULL, 8, clamp,
@@ -220,7 +196,7 @@ static inline __attribute__((always_inline)) void dw_store(const dw_job *d, cons
 
 	for (int i = 0; i < 8; i++)
 		v[i] = vf_load(o + (f + i) * DW_L);
-	dw_tr8(v);
+	vf_transpose8(v);
 	for (int q = 0; q < lanes; q++)
 		dw_put(v[q], dst[q] + f0 + f, res ? res[q] + f0 + f : NULL, m, clamp, lo, hi);
 }
