@@ -16,6 +16,7 @@
 
 #include "cpu_ops.h"
 #include "gemm.h"
+#include "vfloat.h"
 
 static void scale_c(int64_t M, int64_t N, float beta, float *C, int64_t ldc)
 {
@@ -48,6 +49,37 @@ static inline float dot(const float *a, int64_t sa, const float *b, int64_t sb, 
 	return s;
 }
 
+/* C[j .. j + 8) += alpha * (A . B^T row j + q): eight dots at once, each
+ * in its own vector of partial sums, added across by one transpose (a dot
+ * at a time, each ending in its own horizontal sum, took 4 us a step of a
+ * GRU of 128 units, its 384 x 128 recurrent product). */
+static inline __attribute__((always_inline)) void dots8(const float *A, const float *B,
+							 int64_t ldb, int64_t K, float alpha,
+							 float *C)
+{
+	vf8 acc[8];
+	int64_t k = 0;
+
+	for (int q = 0; q < 8; q++)
+		acc[q] = vf_splat(0.0f);
+	for (; k + 8 <= K; k += 8) {
+		vf8 a = vf_load(A + k);
+
+		for (int q = 0; q < 8; q++)
+			acc[q] += a * vf_load(B + q * ldb + k);
+	}
+	vf_transpose8(acc);
+	vf8 s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+	float t[8];
+
+	vf_store(t, s);
+	for (int q = 0; q < 8; q++) {
+		for (int64_t r = k; r < K; r++)
+			t[q] += A[r] * B[q * ldb + r];
+		C[q] += alpha * t[q];
+	}
+}
+
 /* One row of C (M == 1): axpy over rows of B, or dots with rows of B^T. */
 CPU_MULTIVERSION
 static void gemv_row(int transA, int transB, int64_t N, int64_t K, float alpha,
@@ -55,7 +87,12 @@ static void gemv_row(int transA, int transB, int64_t N, int64_t K, float alpha,
 {
 	int64_t sa = transA ? lda : 1;
 	if (transB) {
-		for (int64_t j = 0; j < N; j++)
+		int64_t j = 0;
+
+		if (sa == 1)
+			for (; j + 8 <= N; j += 8)
+				dots8(A, B + j * ldb, ldb, K, alpha, C + j);
+		for (; j < N; j++)
 			C[j] += alpha * dot(A, sa, B + j * ldb, 1, K);
 		return;
 	}
