@@ -50,6 +50,7 @@ static void test_sgemm_ragged(void **state)
 	static const int64_t sizes[][3] = {
 		{1, 1, 1}, {1, 37, 19}, {23, 1, 41}, {5, 7, 3}, {6, 32, 256}, {7, 33, 257},
 		{13, 65, 300}, {121, 31, 17}, {130, 70, 513}, {64, 1030, 9},
+		{1, 384, 128}, {1, 8, 7},   /* a batch-1 RNN step; one block of 8 dots, K short of a vector */
 	};
 	(void)state;
 	for (size_t c = 0; c < sizeof(sizes) / sizeof(sizes[0]); c++)
