@@ -8,10 +8,12 @@
  *  - An Identity of an initializer becomes an initializer sharing those
  *    bytes (torch writes one Identity per reuse of a deduplicated weight;
  *    each copied the weight on every run).
- *  - An Identity of an activation, and a Dropout that passes its input
+ *  - An Identity of an activation, a Dropout that passes its input
  *    through (inference, or a constant ratio of 0 in training mode, mask
- *    unused), go: their readers read the input (NodeProto names
- *    rewritten), so nothing is copied and fusions see through them.
+ *    unused) and a Pad whose constant pads are all 0 (torch writes one
+ *    before each of DenseNet's average pools) go: their readers read the
+ *    input (NodeProto names rewritten), so nothing is copied and fusions
+ *    see through them.
  *
  * After the session's first type and shape inference, graph_fold_known
  * does the same for nodes whose outputs inference found to be known
@@ -287,6 +289,34 @@ static int dropout_passes(const graph *g, const graph_node *n)
 	return n->n_in >= 2 && init_is_zero(g, n->in[1]) == 1;
 }
 
+/* Pad that pads nothing: its pads (an attribute before opset 11, then a
+ * constant input) all 0, whatever its mode and value. */
+static int pad_passes(const graph *g, const graph_node *n)
+{
+	const graph_value *p;
+
+	if (n->opset < 11) {
+		for (size_t i = 0; i < n->proto->n_attribute; i++) {
+			const Onnx__AttributeProto *a = n->proto->attribute[i];
+
+			if (a->name && strcmp(a->name, "pads") == 0) {
+				for (size_t k = 0; k < a->n_ints; k++)
+					if (a->ints[k])
+						return 0;
+				return a->n_ints > 0;
+			}
+		}
+		return 0;
+	}
+	p = n->n_in >= 2 && n->in[1] >= 0 ? &g->values[n->in[1]] : NULL;
+	if (!p || p->kind != GRAPH_VALUE_INITIALIZER || !p->init.data || p->init.nbytes == 0)
+		return 0;
+	for (uint64_t i = 0; i < p->init.nbytes; i++)
+		if (((const unsigned char *)p->init.data)[i])
+			return 0;
+	return 1;
+}
+
 /* Identity of an activation, or a Dropout that passes it through: every
  * reader reads the input instead (its NodeProto's input name too, which
  * the providers resolve), unless the output is the user's or a subgraph
@@ -340,6 +370,8 @@ int graph_fold(graph *g, char *err, size_t errlen)
 		else if (strcmp(n->op_type, "Identity") == 0)
 			rc = fold_identity(g, n) ? 1 : fold_passthrough(g, n);
 		else if (strcmp(n->op_type, "Dropout") == 0 && dropout_passes(g, n))
+			rc = fold_passthrough(g, n);
+		else if (strcmp(n->op_type, "Pad") == 0 && pad_passes(g, n))
 			rc = fold_passthrough(g, n);
 		else
 			rc = 0;

@@ -989,13 +989,15 @@ static Onnx__TensorProto *const_value(gb *b, Onnx__NodeProto *n, const char *dim
  * initializers become initializers (an Identity of an Identity shares the
  * root's bytes; an initializer that is also an input is a weight); an
  * Identity of an activation and an inference Dropout go, their readers
- * reading the input (NodeProto names too); a training Dropout, a Constant
- * that is a graph output and an empty Constant stay nodes. */
+ * reading the input (NodeProto names too), as does a Pad of zero pads; a
+ * training Dropout, a Pad that pads, a Constant that is a graph output and
+ * an empty Constant stay nodes. */
 static void test_fold(void **state)
 {
 	mb *m = mb_new();
 	static const float w[4] = {1, 2, 3, 4}, c[2] = {5, 6}, ratio = 0.3f;
 	static const uint8_t yes = 1;
+	static const int64_t pz[2] = {0, 0}, pn[2] = {0, 1};
 	char err[256];
 	graph *g;
 	int vw, vw1, vw2, vk, vx;
@@ -1016,13 +1018,19 @@ static void test_fold(void **state)
 	tensor_raw(m->g, "train", DT(BOOL), "", &yes, sizeof(yes));
 	node(m->g, "do1", "Dropout", "x", "xd");
 	node(m->g, "do2", "Dropout", "x,ratio,train", "xt");
-	node(m->g, "sum", "Sum", "x1,w2,w3,xd,xt", "y");
+	tensor_raw(m->g, "pz", DT(INT64), "2", pz, sizeof(pz));
+	tensor_raw(m->g, "pn", DT(INT64), "2", pn, sizeof(pn));
+	node(m->g, "pad0", "Pad", "x,pz", "xp");
+	node(m->g, "pad1", "Pad", "x,pn", "xq");
+	node(m->g, "negq", "Neg", "xq", "q");
+	node(m->g, "sum", "Sum", "x1,w2,w3,xd,xt,xp", "y");
 	node(m->g, "cat", "Concat", "k,kempty", "z");
 	OUT(m->g, vi("y", DT(FLOAT), "4"));
 	OUT(m->g, vi("z", DT(FLOAT), "2"));
 	OUT(m->g, vi("kout", DT(FLOAT), "2"));
+	OUT(m->g, vi("q", DT(FLOAT), "5"));
 	assert_int_equal(load(m, &g, err), 0);
-	assert_int_equal(g->n_nodes, 5);   /* do2, cg, ce, sum, cat */
+	assert_int_equal(g->n_nodes, 7);   /* do2, cg, ce, pad1, negq, sum, cat */
 	for (size_t k = 0; k < g->n_nodes; k++) {
 		assert_string_not_equal(g->nodes[k].proto->name, "id1");
 		assert_string_not_equal(g->nodes[k].proto->name, "id2");
@@ -1030,6 +1038,7 @@ static void test_fold(void **state)
 		assert_string_not_equal(g->nodes[k].proto->name, "idx");
 		assert_string_not_equal(g->nodes[k].proto->name, "do1");
 		assert_string_not_equal(g->nodes[k].proto->name, "c");
+		assert_string_not_equal(g->nodes[k].proto->name, "pad0");
 		for (int o = 0; o < g->nodes[k].n_out; o++)
 			assert_int_equal(g->values[g->nodes[k].out[o]].producer, (int)k);
 	}
@@ -1058,6 +1067,7 @@ static void test_fold(void **state)
 			assert_string_equal(g->nodes[k].proto->input[0], "x");
 			assert_string_equal(g->nodes[k].proto->input[3], "x");
 			assert_int_equal(g->nodes[k].in[4], graph_find_value(g, "xt"));
+			assert_int_equal(g->nodes[k].in[5], vx);   /* xp: the zero Pad's */
 		}
 	assert_int_equal(g->values[graph_find_value(g, "kout")].kind, GRAPH_VALUE_ACTIVATION);
 	assert_int_equal(g->values[graph_find_value(g, "kempty")].kind, GRAPH_VALUE_ACTIVATION);
