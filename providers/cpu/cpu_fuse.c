@@ -557,9 +557,12 @@ static void plan_node(planner *pl, int k)
 	cpu_fuse_node *fn = &pl->f[k];
 	int conv = is_op(p, "Conv"), mm = is_op(p, "MatMul"), gemm = is_op(p, "Gemm");
 	int qconv = is_op(p, "ConvInteger"), qmm = is_op(p, "MatMulInteger");
+	int bn = is_op(p, "BatchNormalization");
 
-	if ((!conv && !mm && !gemm && !qconv && !qmm) || single_out(pl, k) < 0 ||
-	    p->n_input > CPU_FUSE_MAX_IN - 4)
+	/* room for the inputs a tail adds (an addend, a bias); an activation,
+	 * all BatchNormalization takes, adds none */
+	if ((!conv && !mm && !gemm && !qconv && !qmm && !bn) || single_out(pl, k) < 0 ||
+	    p->n_input > CPU_FUSE_MAX_IN - (bn ? 0 : 4))
 		return;
 	fn->n_in = (int)p->n_input;
 	memcpy(fn->in, pl->fg->node_in[k], sizeof(int) * p->n_input);
@@ -569,6 +572,10 @@ static void plan_node(planner *pl, int k)
 	fn->n_fused = 1;
 	if (qconv || qmm)
 		chain_quant(pl, k, qconv);
+	else if (bn)
+		/* BatchNormalization that no Conv before it took (DenseNet's
+		 * on each concatenation): its Relu in the same pass */
+		chain_act(pl, k, k, fn->out0, 0);
 	else if (conv)
 		chain_conv(pl, k);
 	else

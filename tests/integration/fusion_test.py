@@ -6,8 +6,9 @@ chains it fused.  Models: a ResNet block (Conv+BN+Relu, Conv+BN+Add+Relu,
 a 1x1/2 downsample with BN, one intermediate also a graph output, which
 must not be fused away), a transformer layer (MatMul+bias, Erf-form Gelu,
 residual Add, attention MatMul->Div->Softmax->MatMul), a Gemm transB
-MLP, a chain of every activation a Conv or Gemm takes into its tail, and
-an attention whose scale only constant folding (core and provider) shows
+MLP, a chain of every activation a Conv or Gemm takes into its tail,
+DenseNet's BatchNormalization+Relu on a concatenation, and an attention
+whose scale only constant folding (core and provider) shows
 (ORTMK_FOLD=0 and ORTMK_CPU_FOLD=0 for the plain runs).  Usage: fusion_test.py ORT_RUN WORK"""
 import json
 import os
@@ -92,6 +93,35 @@ def resnet_model():
     r2 = np.maximum(bn(conv(r1, w2, pad=1), p2) + x, 0)
     y = np.maximum(bn(conv(r2, w3, 2, 1), p3) + bn(conv(r2, wd, 2), pd), 0)
     return g, {"x": x}, {"y": y, "n1": n1}
+
+
+def densenet_model():
+    """DenseNet's pre-activation: BatchNormalization on a concatenation,
+    then Relu (one pass, cpu_fuse.c; the output planned over the
+    concatenation, which only the BN reads) and Clip, then a 1x1 Conv."""
+    c, hw = 12, 9
+    x = rng.standard_normal((1, c, hw, hw)).astype(np.float32)
+    w = rng.standard_normal((c, 2 * c, 1, 1)).astype(np.float32) * 0.2
+    inits = [numpy_helper.from_array(w, "w"),
+             numpy_helper.from_array(np.array(-0.3, np.float32), "lo"),
+             numpy_helper.from_array(np.array(0.8, np.float32), "hi")]
+    b1, p1 = bn_params(2 * c, "bn1", inits)
+    b2, p2 = bn_params(c, "bn2", inits)
+    nodes = [
+        helper.make_node("Neg", ["x"], ["nx"]),
+        helper.make_node("Concat", ["x", "nx"], ["cat"], axis=1),
+        helper.make_node("BatchNormalization", ["cat"] + b1, ["n1"]),
+        helper.make_node("Relu", ["n1"], ["r1"]),
+        helper.make_node("Conv", ["r1", "w"], ["c1"]),
+        helper.make_node("BatchNormalization", ["x"] + b2, ["n2"]),
+        helper.make_node("Clip", ["n2", "lo", "hi"], ["r2"]),
+        helper.make_node("Add", ["c1", "r2"], ["y"]),
+    ]
+    g = helper.make_graph(nodes, "densenet", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    r1 = np.maximum(bn(np.concatenate([x, -x], axis=1), p1), 0)
+    y = conv(r1, w) + np.clip(bn(x, p2), -0.3, 0.8)
+    return g, {"x": x}, {"y": y}
 
 
 def erf(v):
@@ -306,7 +336,7 @@ def main():
             ("resnet", resnet_model(), 4, 0), ("bert", bert_model(), 4, 1),
             ("attention", attention_model(), 1, 1), ("mlp", mlp_model(), 1, 0),
             ("activations", activations_model(), 7, 0), ("folding", folding_model(), 1, 1),
-            ("masked", masked_attention_model(), 1, 1)):
+            ("masked", masked_attention_model(), 1, 1), ("densenet", densenet_model(), 2, 0)):
         d = os.path.join(work, name)
         os.makedirs(d)
         model = os.path.join(d, "model.onnx")

@@ -606,6 +606,26 @@ static void test_fuse_plan(void **state)
 	assert_false(f[0].head);
 	cpu_fuse_free(f, 5);
 
+	/* BN(0, 1..4) -> 5 -> Relu -> 6: a BatchNormalization no Conv took
+	 * fuses its activation (DenseNet), not an Add. */
+	memset(&tg, 0, sizeof(tg));
+	{
+		static const int bn_in[5] = {0, 1, 2, 3, 4}, relu_in[1] = {5}, add_in[2] = {5, 0};
+
+		tg_node(&tg, 0, "BatchNormalization", 5, bn_in, 5);
+		tg_node(&tg, 1, "Relu", 1, relu_in, 6);
+		tg.exported[6] = 1;
+		f = tg_plan(&tg, 2);
+		assert_true(f[0].head && f[1].skip);
+		assert_int_equal(f[0].out0, 6);
+		assert_int_equal(f[0].fuse.act, CPU_FUSE_ACT_RELU);
+		cpu_fuse_free(f, 2);
+		tg_node(&tg, 1, "Add", 2, add_in, 6);
+		f = tg_plan(&tg, 2);
+		assert_false(f[0].head || f[1].skip);
+		cpu_fuse_free(f, 2);
+	}
+
 	/* MatMul(0, 1) -> 2 -> Div(2, 3 = 8) -> 4 -> Softmax: the scale fuses,
 	 * a Div by a non-constant does not. */
 	memset(&tg, 0, sizeof(tg));

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cpu_ops.h"
+#include "fuse_tail.h"
 #include "par.h"
 #include "vfloat.h"
 
@@ -148,19 +149,30 @@ static float bn_param(const cpu_tensor *t, int64_t C, int64_t c, int64_t sp, int
 	return ((const float *)t->data)[cpu_numel(t) == C ? c : c * sp + i];
 }
 
+/* relu: a fused Relu in the same pass (NaN kept, as the op keeps it). */
+CPU_MULTIVERSION
 static void bn_plane(const float *x, float *y, const cpu_tensor *const *t, int64_t C,
-		     int64_t c, int64_t sp, float eps, int per_channel)
+		     int64_t c, int64_t sp, float eps, int per_channel, int relu)
 {
 	if (per_channel) {
 		float g = bn_param(t[0], C, c, sp, 0) / sqrtf(bn_param(t[3], C, c, sp, 0) + eps);
 		float h = bn_param(t[1], C, c, sp, 0) - bn_param(t[2], C, c, sp, 0) * g;
-		for (int64_t i = 0; i < sp; i++)
-			y[i] = x[i] * g + h;
+		if (relu)
+			for (int64_t i = 0; i < sp; i++) {
+				float v = x[i] * g + h;
+
+				y[i] = v < 0.0f ? 0.0f : v;
+			}
+		else
+			for (int64_t i = 0; i < sp; i++)
+				y[i] = x[i] * g + h;
 		return;
 	}
 	for (int64_t i = 0; i < sp; i++) {
 		float g = bn_param(t[0], C, c, sp, i) / sqrtf(bn_param(t[3], C, c, sp, i) + eps);
-		y[i] = (x[i] - bn_param(t[2], C, c, sp, i)) * g + bn_param(t[1], C, c, sp, i);
+		float v = (x[i] - bn_param(t[2], C, c, sp, i)) * g + bn_param(t[1], C, c, sp, i);
+
+		y[i] = relu && v < 0.0f ? 0.0f : v;
 	}
 }
 
@@ -217,10 +229,38 @@ static int bn_training(cpu_ctx *ctx, const cpu_tensor *X, int64_t sp, const cpu_
 	return 0;
 }
 
+/* Planes [p0, p1) of BatchNormalization's (N, C) planes, for cpu_par_for. */
+typedef struct bn_job {
+	const float *x;
+	float *y;
+	const cpu_tensor *const *t;
+	int64_t C, sp;
+	float eps;
+	int per_channel;
+	const cpu_fusion *act;   /* a fused activation, or NULL */
+} bn_job;
+
+static void bn_range(void *arg, int64_t p0, int64_t p1, int member)
+{
+	const bn_job *j = arg;
+
+	(void)member;
+	for (int64_t p = p0; p < p1; p++)
+	{
+		int relu = j->act && j->act->act == CPU_FUSE_ACT_RELU;
+
+		bn_plane(j->x + p * j->sp, j->y + p * j->sp, j->t, j->C, p % j->C, j->sp, j->eps,
+			 j->per_channel, relu);
+		if (j->act && !relu)
+			cpu_fuse_act_apply(j->act, j->y + p * j->sp, j->sp);
+	}
+}
+
 static int batchnorm_compute(cpu_ctx *ctx)
 {
 	const cpu_tensor *X, *t[4];
-	cpu_tensor *Y, stats[2];
+	cpu_tensor stats[2];
+	cpu_fuse_run fr;
 	float eps = cpu_attr_float(ctx->node->proto, "epsilon", 1e-5f);
 	int64_t C, sp = 1;
 	int rc = 0, per_channel = 1;
@@ -244,14 +284,23 @@ static int batchnorm_compute(cpu_ctx *ctx)
 					"channels", i + 1, (long long)cpu_numel(t[i]), (long long)C);
 		per_channel &= cpu_numel(t[i]) == C;
 	}
-	if (!(Y = cpu_output(ctx, 0, CPU_FLOAT, X->rank, X->dims)))
-		return CPU_E_NOMEM;
+	/* a fused activation (cpu_fuse.c: a Relu after it) goes over each
+	 * plane as it is written */
+	if ((rc = cpu_fuse_begin(ctx, X->rank, X->dims, &fr)) != 0)
+		return rc;
+	/* The output planned over X itself (X dead after this node) is no
+	 * hazard here: each float is read before it is written, at the same
+	 * place.  Any other overlap keeps cpu_fuse_begin's scratch. */
+	if (fr.y != fr.out && fr.out->data == X->data && fr.out->nbytes == X->nbytes)
+		fr.y = fr.out;
 	if (training && (rc = bn_training(ctx, X, sp, t, stats)) != 0)
 		return rc;
-	for (int64_t p = 0; p < X->dims[0] * C; p++)
-		bn_plane((const float *)X->data + p * sp, (float *)Y->data + p * sp, t, C, p % C,
-			 sp, eps, per_channel);
-	return 0;
+	bn_job j = {X->data, fr.y->data, t, C, sp, eps, per_channel,
+		    fr.act_inline != CPU_FUSE_ACT_NONE ? fr.fu : NULL};
+
+	/* ~0.1 ns a float: a multiply-add on its way through memory */
+	cpu_par_for(ctx, X->dims[0] * C, 0.1 * (double)sp + 5.0, 1, bn_range, &j);
+	return cpu_fuse_end(ctx, &fr, 1);
 }
 
 const cpu_op cpu_op_layernorm = {
