@@ -67,6 +67,87 @@ static int topk_cmp(const void *ctx, int64_t a, int64_t b)
 					 s->X->data, s->base + b * s->stride);
 }
 
+/* float32 TopK without the generic sort: a binary heap of the k best so
+ * far (its root the last of them in the output's order), then those k
+ * sorted; the order is topk_cmp's (NaN after every number, equal values
+ * by index).  SSDlite's 90 per-class TopKs over 3234 scores took 39 ms a
+ * run through the merge sort of all n, a comparison through the generic
+ * dtype reader each. */
+typedef struct tk_item {
+	float v;
+	int64_t i;
+} tk_item;
+
+/* a before b in the output (largest: descending). */
+static inline int tk_before(tk_item a, tk_item b, int largest)
+{
+	int an = a.v != a.v, bn = b.v != b.v;
+
+	if (an || bn)
+		return an && bn ? a.i < b.i : largest ? an : bn;
+	if (a.v != b.v)
+		return largest ? a.v > b.v : a.v < b.v;
+	return a.i < b.i;
+}
+
+/* Heap order: the root is what every other item comes before. */
+static void tk_sift(tk_item *h, int64_t n, int64_t r, int largest)
+{
+	for (;;) {
+		int64_t c = 2 * r + 1, m = r;
+
+		if (c < n && tk_before(h[m], h[c], largest))
+			m = c;
+		if (c + 1 < n && tk_before(h[m], h[c + 1], largest))
+			m = c + 1;
+		if (m == r)
+			return;
+		tk_item t = h[r];
+
+		h[r] = h[m];
+		h[m] = t;
+		r = m;
+	}
+}
+
+/* The k first of the n floats x[i * stride] into h[0 .. k), in order. */
+static void topk_f32(const float *x, int64_t n, int64_t stride, int64_t k, int largest,
+		     tk_item *h)
+{
+	int64_t m = 0;
+
+	if (k == 0)
+		return;
+	for (int64_t i = 0; i < n; i++) {
+		tk_item it = {x[i * stride], i};
+
+		if (m < k) {
+			/* sift up */
+			int64_t c = m++;
+
+			h[c] = it;
+			while (c > 0 && tk_before(h[(c - 1) / 2], h[c], largest)) {
+				tk_item t = h[c];
+
+				h[c] = h[(c - 1) / 2];
+				h[(c - 1) / 2] = t;
+				c = (c - 1) / 2;
+			}
+		} else if (tk_before(it, h[0], largest)) {
+			h[0] = it;
+			tk_sift(h, k, 0, largest);
+		}
+	}
+	/* heap sort: the root (the last in order) to the end, k times */
+	for (int64_t e = k - 1; e > 0; e--) {
+		tk_item t = h[0];
+
+		h[0] = h[e];
+		h[e] = t;
+		tk_sift(h, e, 0, largest);
+	}
+}
+
 static int topk_k(cpu_ctx *ctx, int64_t *k)
 {
 	const cpu_tensor *K;
@@ -116,6 +197,24 @@ static int topk_compute(cpu_ctx *ctx)
 	s.X = X;
 	s.stride = inner;
 	s.sign = cpu_attr_int(ctx->node->proto, "largest", 1) ? -1 : 1;
+	if (X->dtype == CPU_FLOAT) {
+		tk_item *h = cpu_scratch(ctx, sizeof(tk_item) * (size_t)k + 1);
+
+		if (!h)
+			return CPU_E_NOMEM;
+		for (int64_t o = 0; o < outer; o++)
+			for (int64_t in = 0; in < inner; in++) {
+				topk_f32((const float *)X->data + o * n * inner + in, n, inner, k,
+					 s.sign < 0, h);
+				for (int64_t j = 0; j < k; j++) {
+					int64_t at = (o * k + j) * inner + in;
+
+					((int64_t *)I->data)[at] = h[j].i;
+					((float *)V->data)[at] = h[j].v;
+				}
+			}
+		return 0;
+	}
 	for (int64_t o = 0; o < outer; o++)
 		for (int64_t in = 0; in < inner; in++) {
 			s.base = o * n * inner + in;
