@@ -5,7 +5,7 @@ element for element (issue 17).  The spec leaves ties open; ONNX Runtime
 takes each class's boxes from a max-heap on the score alone, TopK breaks
 ties by the lower index.  Cases: every score 1.0, scores on a coarse grid
 (many ties), a score threshold, a max per class, two batches and three
-classes, boxes overlapping or not.
+classes, boxes overlapping or not, hundreds kept with some of zero area.
 
 Usage: nms_order_test.py ORT_RUN WORK [NODE_MODULES]
 Exits 77 (skip) when onnxruntime-node is not installed (tools/dev.sh
@@ -81,13 +81,22 @@ def main():
              ("grid, threshold", 2, 3, 200, 20, 0.25, lambda s: np.round(rng.uniform(0, 1, s), 1), 30),
              ("grid, spread out", 1, 2, 300, 300, None, lambda s: np.round(rng.uniform(0, 1, s) * 4) / 4, 50),
              ("saturated sigmoid", 2, 1, 150, 40, 0.05,
-              lambda s: 1 / (1 + np.exp(-rng.uniform(-30, 30, s).astype(np.float32))), 40)]
+              lambda s: 1 / (1 + np.exp(-rng.uniform(-30, 30, s).astype(np.float32))), 40),
+             # hundreds kept against each candidate (nms_overlaps' vectors of
+             # four), some boxes of zero width or height
+             ("many kept, degenerate", 1, 2, 600, 500, None, lambda s: rng.uniform(0, 1, s), 20)]
     for name, nb, nc, n, max_out, thr, gen, k in cases:
         d = os.path.join(work, name.replace(" ", "_").replace(",", ""))
         os.makedirs(d)
         path = os.path.join(d, "nms.onnx")
         model(path, nb, nc, n, max_out, thr, k)
-        b = boxes(nb, n, 20 if "spread" not in name else 200)
+        b = boxes(nb, n, 200 if "spread" in name or "many" in name else 20)
+        if "degenerate" in name:
+            flat = b.reshape(-1, 4)
+            z = rng.random(len(flat)) < 0.1
+            flat[z, 2] = flat[z, 0]   # zero height
+            z = rng.random(len(flat)) < 0.05
+            flat[z, 3] = flat[z, 1]   # zero width
         s = gen((nb, nc, n)).astype(np.float32)
         np.save(os.path.join(d, "boxes.npy"), b)
         np.save(os.path.join(d, "scores.npy"), s)
