@@ -1,7 +1,8 @@
 /*
  * binary: elementwise ops with numpy broadcasting — Add, Sub, Mul, Div, Pow,
  * Max, Min (variadic) and the comparisons Equal, Less, Greater, LessOrEqual,
- * GreaterOrEqual.  float32 runs a vectorizable loop per broadcast row (the
+ * GreaterOrEqual.  float32 (comparisons too) runs a vectorizable loop per
+ * broadcast row (the
  * broadcast iteration merges dims, so same shapes and a scalar make one
  * long row and a bias [N] over [M, N] rows of N), the elements split over
  * the intra-op pool when there are many; the
@@ -167,14 +168,46 @@ static void f32_row(int op, const float *a, int64_t sa, const float *b, int64_t 
 	}
 }
 
+/* A comparison of float32 rows into bools (NaN compares false, as
+ * f64_op has it): RetinaNet's score threshold over 1.3 M scores took 12 ms
+ * through the generic element access. */
+CPU_MULTIVERSION
+static void f32_cmp_row(int op, const float *a, int64_t sa, const float *b, int64_t sb,
+			uint8_t *y, int64_t n)
+{
+	switch (op) {
+	case OP_EQ:
+		for (int64_t i = 0; i < n; i++)
+			y[i] = a[i * sa] == b[i * sb];
+		break;
+	case OP_LT:
+		for (int64_t i = 0; i < n; i++)
+			y[i] = a[i * sa] < b[i * sb];
+		break;
+	case OP_GT:
+		for (int64_t i = 0; i < n; i++)
+			y[i] = a[i * sa] > b[i * sb];
+		break;
+	case OP_LE:
+		for (int64_t i = 0; i < n; i++)
+			y[i] = a[i * sa] <= b[i * sb];
+		break;
+	default:
+		for (int64_t i = 0; i < n; i++)
+			y[i] = a[i * sa] >= b[i * sb];
+		break;
+	}
+}
+
 /* The float32 case over a range of output elements, for cpu_par_for: the
  * range is cut at row boundaries of the broadcast iteration, each row's
- * operand offsets found from its index. */
+ * operand offsets found from its index.  A comparison writes bools to yb. */
 typedef struct f32_job {
 	const cpu_bcast *bc;
 	int op;
 	const float *a, *b;
 	float *y;
+	uint8_t *yb;
 } f32_job;
 
 static void row_offsets(const cpu_bcast *bc, int64_t r, int64_t *oa, int64_t *ob)
@@ -199,7 +232,12 @@ static void f32_range(void *arg, int64_t e0, int64_t e1, int member)
 		int64_t r = e0 / inner, c = e0 % inner, len = inner - c, oa, ob;
 		len = len < e1 - e0 ? len : e1 - e0;
 		row_offsets(bc, r, &oa, &ob);
-		f32_row(j->op, j->a + oa + c * sa, sa, j->b + ob + c * sb, sb, j->y + e0, len);
+		if (j->op >= OP_EQ)
+			f32_cmp_row(j->op, j->a + oa + c * sa, sa, j->b + ob + c * sb, sb, j->yb + e0,
+				    len);
+		else
+			f32_row(j->op, j->a + oa + c * sa, sa, j->b + ob + c * sb, sb, j->y + e0,
+				len);
 		e0 += len;
 	}
 }
@@ -279,8 +317,9 @@ static int bin_apply(cpu_ctx *ctx, int op, const cpu_tensor *A, const cpu_tensor
 	r.a = A->data;
 	r.b = B->data;
 	r.y = (*Y)->data;
-	if (A->dtype == CPU_FLOAT && B->dtype == CPU_FLOAT && ydt == CPU_FLOAT) {
-		f32_job j = {&bc, op, A->data, B->data, (*Y)->data};
+	if (A->dtype == CPU_FLOAT && B->dtype == CPU_FLOAT &&
+	    (ydt == CPU_FLOAT || (op >= OP_EQ && ydt == CPU_BOOL))) {
+		f32_job j = {&bc, op, A->data, B->data, (*Y)->data, (*Y)->data};
 		cpu_par_for(ctx, cpu_numel(*Y), op == OP_POW ? 5.0 : 0.08, 4096, f32_range, &j);
 		return 0;
 	}

@@ -4,6 +4,8 @@
  * the flattened input, where a bool condition is true) and OneHot (an
  * on/off tensor with one new axis).  NonZero and Compress move elements by
  * size, so every dtype works; a float is nonzero unless it is +0 or -0.
+ * NonZero of bytes (bool, int8) skips zero words of a sparse mask and
+ * takes a dense one row by row.
  */
 #include "tensor_ops.h"
 
@@ -34,13 +36,65 @@ static int nonzero_compute(cpu_ctx *ctx)
 		return rc;
 	n = cpu_numel(X);
 	es = cpu_dtype_size(X->dtype);
-	for (int64_t i = 0; i < n; i++)
-		count += is_nonzero(X->dtype, (const unsigned char *)X->data + (size_t)i * es, es);
+	int bytes = es == 1 && !cpu_dtype_is_float(X->dtype);   /* bool, (u)int8 */
+
+	if (bytes)
+		for (int64_t i = 0; i < n; i++)
+			count += ((const unsigned char *)X->data)[i] != 0;
+	else
+		for (int64_t i = 0; i < n; i++)
+			count += is_nonzero(X->dtype, (const unsigned char *)X->data + (size_t)i * es,
+					    es);
 	rank = X->rank ? X->rank : 1;   /* a scalar reads as one element of rank 1 */
 	dims[0] = rank;
 	dims[1] = count;
 	if (!(Y = cpu_output(ctx, 0, CPU_INT64, 2, dims)))
 		return CPU_E_NOMEM;
+	if (bytes && count * 8 < n) {
+		/* a sparse mask (RetinaNet's 1.3 M scores over a threshold): zero
+		 * words skipped eight bytes at a time, a hit's coordinates
+		 * divided out of its index */
+		const unsigned char *p = X->data;
+
+		for (int64_t i = 0; i < n; i++) {
+			uint64_t w;
+
+			if (i + 8 <= n && (memcpy(&w, p + i, 8), w == 0)) {
+				i += 7;
+				continue;
+			}
+			if (!p[i])
+				continue;
+			for (int64_t d = X->rank - 1, r = i; d >= 0; d--) {
+				((int64_t *)Y->data)[d * count + col] = r % X->dims[d];
+				r /= X->dims[d];
+			}
+			if (!X->rank)
+				((int64_t *)Y->data)[col] = 0;
+			col++;
+		}
+		return 0;
+	}
+	if (bytes && X->rank >= 1) {
+		/* row by row along the last axis: the row's other coordinates
+		 * written from pos, the last one from the column */
+		const unsigned char *p = X->data;
+		int64_t W = X->dims[X->rank - 1];
+
+		for (int64_t r = 0; W && r < n / W; r++) {
+			for (int64_t j = 0; j < W; j++) {
+				if (!p[r * W + j])
+					continue;
+				for (int d = 0; d < X->rank - 1; d++)
+					((int64_t *)Y->data)[d * count + col] = pos[d];
+				((int64_t *)Y->data)[(X->rank - 1) * count + col] = j;
+				col++;
+			}
+			for (int d = X->rank - 2; d >= 0 && ++pos[d] == X->dims[d]; d--)
+				pos[d] = 0;
+		}
+		return 0;
+	}
 	for (int64_t i = 0; i < n; i++) {
 		if (is_nonzero(X->dtype, (const unsigned char *)X->data + (size_t)i * es, es)) {
 			for (int d = 0; d < rank; d++)
