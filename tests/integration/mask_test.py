@@ -11,11 +11,14 @@ Prints one line per case, exit 1 on any mismatch.
 import os
 import subprocess
 import sys
-import tempfile
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
+
+sys.dont_write_bytecode = True   # case_runner beside this file: no __pycache__ in the tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from case_runner import run_cases  # noqa: E402
 
 OPS = {"Greater": np.greater, "Less": np.less, "Equal": np.equal,
        "GreaterOrEqual": np.greater_equal, "LessOrEqual": np.less_equal}
@@ -66,16 +69,7 @@ def run_case(ort_run, name, case, rng, tmp):
 
 
 def main():
-    ort_run = sys.argv[1]
-    rng = np.random.default_rng(5)
-    bad = 0
-    with tempfile.TemporaryDirectory() as tmp:
-        for name, case in CASES.items():
-            why = run_case(ort_run, name, case, rng, tmp)
-            print("%-12s %s" % (name, "ok" if why is None else "FAIL: " + why))
-            bad += why is not None
-    print("%d of %d cases failed" % (bad, len(CASES)) if bad else "all %d cases ok" % len(CASES))
-    return 1 if bad else 0
+    return run_cases(CASES, run_case, 5)
 
 
 if __name__ == "__main__":
