@@ -10,10 +10,10 @@
  * gcc 12 turns comparisons of 64-byte generic vectors into scalar code
  * (measured 13x slower than the 32-byte ones).  That has a price where the
  * CPU multiplies-adds zmm at twice ymm's rate (the Zen 4 VM of the fifth
- * session: 215-220 against 105-112 GFLOP/s on one core, independent
- * vfmadd chains): a kernel bound by its multiply-adds here (the depthwise
- * convolution) runs at half the core's peak; the GEMM's own kernels
- * (kern_avx512.c) are zmm.  Loads and stores go through memcpy (no alignment
+ * session: bench-gemm's peak line 240 GFLOP/s on one core, 119 with --isa
+ * avx2): a kernel bound by its multiply-adds there runs at half the
+ * core's peak (the depthwise convolution is not: a zmm variant measured
+ * no faster); the GEMM's own kernels (kern_avx512.c) are zmm.  Loads and stores go through memcpy (no alignment
  * assumed); a partial vector (the tail of a row) through a stack buffer, so
  * the tail is computed by the same code as the rest and gives the same
  * bits.  The vectors never cross a call, so the ABI note gcc prints for
