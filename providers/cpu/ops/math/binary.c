@@ -2,11 +2,10 @@
  * binary: elementwise ops with numpy broadcasting — Add, Sub, Mul, Div, Pow,
  * Max, Min (variadic) and the comparisons Equal, Less, Greater, LessOrEqual,
  * GreaterOrEqual.  float32 (comparisons too) runs a vectorizable loop per
- * broadcast row (the
- * broadcast iteration merges dims, so same shapes and a scalar make one
- * long row and a bias [N] over [M, N] rows of N), the elements split over
- * the intra-op pool when there are many; the
- * other types go through cpu_get_/cpu_set_ element access (int Div truncates
+ * broadcast row (the broadcast iteration merges dims, so same shapes and a
+ * scalar make one long row and a bias [N] over [M, N] rows of N), the
+ * elements split over the intra-op pool when there are many; the other
+ * types go through cpu_get_/cpu_set_ element access (int Div truncates
  * like C and refuses a zero divisor).  uint64 travels as int64 bits: the
  * wrapping +, -, * are the same, order and division are done unsigned.
  * Before opset 7 the `broadcast`/`axis` attributes decide how B lines up

@@ -415,7 +415,7 @@ static int tap_reads_image(const cpu_geom *g, int i, int64_t k)
  * its taps. */
 static const float *conv_prune_taps(cpu_ctx *ctx, cpu_geom *g, const cpu_tensor *W)
 {
-	int64_t k0[3], k1[3], n = 1;
+	int64_t k0[3], k1[3], pb[3], pe[3], n = 1;
 	int pruned = 0;
 
 	for (int i = 0; i < 3; i++) {
@@ -425,13 +425,14 @@ static const float *conv_prune_taps(cpu_ctx *ctx, cpu_geom *g, const cpu_tensor 
 			k0[i]++;
 		while (k1[i] > k0[i] && !tap_reads_image(g, i, k1[i] - 1))
 			k1[i]--;
-		int64_t pb = g->pb[i] - k0[i] * g->d[i];
-		int64_t pe = (g->out[i] - 1) * g->s[i] + (k1[i] - k0[i] - 1) * g->d[i] + 1 -
-			     g->in[i] - pb;
-
-		if (k0[i] == k1[i] || pb < 0 || pe < 0) {
+		pb[i] = g->pb[i] - k0[i] * g->d[i];
+		pe[i] = (g->out[i] - 1) * g->s[i] + (k1[i] - k0[i] - 1) * g->d[i] + 1 - g->in[i] -
+			pb[i];
+		if (k0[i] == k1[i] || pb[i] < 0 || pe[i] < 0) {
 			k0[i] = 0;
 			k1[i] = g->k[i];
+			pb[i] = g->pb[i];
+			pe[i] = g->pe[i];
 		}
 		pruned |= k1[i] - k0[i] != g->k[i];
 		n *= k1[i] - k0[i];
@@ -450,10 +451,9 @@ static const float *conv_prune_taps(cpu_ctx *ctx, cpu_geom *g, const cpu_tensor 
 				for (int64_t c = k0[2]; c < k1[2]; c++)
 					w[t++] = src[((o * g->k[0] + a) * g->k[1] + b) * g->k[2] + c];
 	for (int i = 0; i < 3; i++) {
-		g->pb[i] -= k0[i] * g->d[i];
 		g->k[i] = k1[i] - k0[i];
-		g->pe[i] = (g->out[i] - 1) * g->s[i] + (g->k[i] - 1) * g->d[i] + 1 - g->in[i] -
-			   g->pb[i];
+		g->pb[i] = pb[i];
+		g->pe[i] = pe[i];
 	}
 	return w;
 }

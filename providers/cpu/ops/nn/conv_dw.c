@@ -55,10 +55,10 @@ typedef struct dw_job {
 } dw_job;
 
 /* Padded row r into its ring slot: the image row of each plane (src[q]
- * points at the plane, or at zeros for a missing one) transposed into
- * pixels pl .. pl + IW, or zeros outside the image.  The pad columns are
- * zero from the start and never written, except by the zero lanes of a
- * row narrower than a vector, which land on them. */
+ * points at the plane) transposed into pixels pl .. pl + IW, or zeros
+ * outside the image.  The pad columns are zero from the start and never
+ * written, except by the zero lanes of a row narrower than a vector,
+ * which land on them. */
 static inline __attribute__((always_inline)) void dw_fill(const dw_job *d, const float *const *src,
 							  int64_t r, float *ring)
 {

@@ -243,12 +243,10 @@ typedef struct bn_job {
 static void bn_range(void *arg, int64_t p0, int64_t p1, int member)
 {
 	const bn_job *j = arg;
+	int relu = j->act && j->act->act == CPU_FUSE_ACT_RELU;
 
 	(void)member;
-	for (int64_t p = p0; p < p1; p++)
-	{
-		int relu = j->act && j->act->act == CPU_FUSE_ACT_RELU;
-
+	for (int64_t p = p0; p < p1; p++) {
 		bn_plane(j->x + p * j->sp, j->y + p * j->sp, j->t, j->C, p % j->C, j->sp, j->eps,
 			 j->per_channel, relu);
 		if (j->act && !relu)

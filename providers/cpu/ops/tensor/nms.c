@@ -183,6 +183,7 @@ static int nms_compute(cpu_ctx *ctx)
 	int64_t *order, *tmp, *sel, nsel = 0, cap, dims[2];
 	nms_kept kept;
 	double *kb;
+	size_t keep;   /* boxes kept per class at most */
 	nms_args a;
 	cpu_tensor *Y;
 	int rc = 0;
@@ -201,13 +202,14 @@ static int nms_compute(cpu_ctx *ctx)
 	cap = B->dims[0] * S->dims[1] * (a.max_out > 0 ? a.max_out : 0);
 	order = cpu_scratch(ctx, sizeof(int64_t) * (size_t)B->dims[1] + 1);
 	tmp = cpu_scratch(ctx, sizeof(int64_t) * (size_t)B->dims[1] + 1);
-	kb = cpu_scratch(ctx, sizeof(double) * 5 * (size_t)(a.max_out > 0 ? a.max_out : 0) + 1);
+	keep = a.max_out > 0 ? (size_t)a.max_out : 0;
+	kb = cpu_scratch(ctx, sizeof(double) * 5 * keep + 1);
 	sel = cpu_scratch(ctx, sizeof(int64_t) * 3 * (size_t)cap + 1);
 	if (!order || !tmp || !kb || !sel)
 		return CPU_E_NOMEM;
 	for (int i = 0; i < 4; i++)
-		kept.c[i] = kb + (size_t)i * (size_t)(a.max_out > 0 ? a.max_out : 0);
-	kept.area = kb + 4 * (size_t)(a.max_out > 0 ? a.max_out : 0);
+		kept.c[i] = kb + (size_t)i * keep;
+	kept.area = kb + 4 * keep;
 	for (int64_t b = 0; b < B->dims[0] && a.max_out > 0; b++)
 		for (int64_t c = 0; c < S->dims[1]; c++)
 			nsel = nms_class(B, S, &a, b, c, order, tmp, &kept, sel, nsel);

@@ -69,8 +69,6 @@ static int nonzero_compute(cpu_ctx *ctx)
 				((int64_t *)Y->data)[d * count + col] = r % X->dims[d];
 				r /= X->dims[d];
 			}
-			if (!X->rank)
-				((int64_t *)Y->data)[col] = 0;
 			col++;
 		}
 		return 0;

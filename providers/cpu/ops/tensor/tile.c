@@ -189,9 +189,7 @@ static int topk_compute(cpu_ctx *ctx)
 		inner *= d > axis ? X->dims[d] : 1;
 	}
 	if (!(V = cpu_output(ctx, 0, X->dtype, X->rank, dims)) ||
-	    !(I = cpu_output(ctx, 1, CPU_INT64, X->rank, dims)) ||
-	    !(idx = cpu_scratch(ctx, sizeof(int64_t) * (size_t)n + 1)) ||
-	    !(tmp = cpu_scratch(ctx, sizeof(int64_t) * (size_t)n + 1)))
+	    !(I = cpu_output(ctx, 1, CPU_INT64, X->rank, dims)))
 		return CPU_E_NOMEM;
 	es = cpu_dtype_size(X->dtype);
 	s.X = X;
@@ -215,6 +213,9 @@ static int topk_compute(cpu_ctx *ctx)
 			}
 		return 0;
 	}
+	if (!(idx = cpu_scratch(ctx, sizeof(int64_t) * (size_t)n + 1)) ||
+	    !(tmp = cpu_scratch(ctx, sizeof(int64_t) * (size_t)n + 1)))
+		return CPU_E_NOMEM;
 	for (int64_t o = 0; o < outer; o++)
 		for (int64_t in = 0; in < inner; in++) {
 			s.base = o * n * inner + in;
