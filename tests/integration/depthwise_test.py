@@ -16,16 +16,14 @@ applied over the strip or after a residual).  Each case is a small model run by 
 prints one line per case, exit 1 on any mismatch.
 """
 import os
-import subprocess
 import sys
 
 import numpy as np
-import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 sys.dont_write_bytecode = True   # case_runner beside this file: no __pycache__ in the tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from case_runner import run_cases  # noqa: E402
+from case_runner import run_cases, run_model  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                 "tools", "models"))
@@ -172,16 +170,9 @@ def build(case, rng):
 def run_case(ort_run, name, case, rng, tmp):
     model, feeds, ref, out = build(case, rng)
     d = os.path.join(tmp, name)
-    os.makedirs(d)
-    path = os.path.join(d, "model.onnx")
-    onnx.save(model, path)
-    cmd = [ort_run, path, "--output-dir", d, "--iters", "2", "--threads", "2"]
-    for k, v in feeds.items():
-        np.save(os.path.join(d, "in_" + k + ".npy"), v)
-        cmd += ["--input", "%s=%s" % (k, os.path.join(d, "in_" + k + ".npy"))]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    if p.returncode:
-        return "ort-run failed: " + (p.stderr.strip().splitlines() or ["?"])[-1]
+    why = run_model(ort_run, model, feeds, d, "--iters", "2", "--threads", "2")
+    if why:
+        return why
     got = np.load(os.path.join(d, out + ".npy"))
     if got.shape != ref.shape:
         return "shape %s, expected %s" % (list(got.shape), list(ref.shape))

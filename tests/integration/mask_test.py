@@ -9,16 +9,14 @@ Each case is a model Cmp(x, t) -> m -> NonZero; both outputs are checked.
 Prints one line per case, exit 1 on any mismatch.
 """
 import os
-import subprocess
 import sys
 
 import numpy as np
-import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 sys.dont_write_bytecode = True   # case_runner beside this file: no __pycache__ in the tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from case_runner import run_cases  # noqa: E402
+from case_runner import run_cases, run_model  # noqa: E402
 
 OPS = {"Greater": np.greater, "Less": np.less, "Equal": np.equal,
        "GreaterOrEqual": np.greater_equal, "LessOrEqual": np.less_equal}
@@ -51,13 +49,9 @@ def run_case(ort_run, name, case, rng, tmp):
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     m.ir_version = 7
     d = os.path.join(tmp, name)
-    os.makedirs(d)
-    onnx.save(m, os.path.join(d, "model.onnx"))
-    np.save(os.path.join(d, "x.npy"), x)
-    p = subprocess.run([ort_run, os.path.join(d, "model.onnx"), "--input", "x=" + os.path.join(d, "x.npy"),
-                        "--output-dir", d], capture_output=True, text=True, timeout=120)
-    if p.returncode:
-        return "ort-run failed: " + (p.stderr.strip().splitlines() or ["?"])[-1]
+    why = run_model(ort_run, m, {"x": x}, d)
+    if why:
+        return why
     want_m = OPS[op](x, t)
     want_nz = np.array(np.nonzero(want_m), np.int64)
     got_m, got_nz = np.load(os.path.join(d, "m.npy")), np.load(os.path.join(d, "nz.npy"))

@@ -9,16 +9,14 @@ Each case is a one-node model run by ort-run; prints one line per case,
 exit 1 on any mismatch.
 """
 import os
-import subprocess
 import sys
 
 import numpy as np
-import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 sys.dont_write_bytecode = True   # case_runner beside this file: no __pycache__ in the tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from case_runner import run_cases  # noqa: E402
+from case_runner import run_cases, run_model  # noqa: E402
 
 # name: (shape, axis, k, largest, values: "ties", "nan" or "normal")
 CASES = {
@@ -79,13 +77,9 @@ def run_case(ort_run, name, case, rng, tmp):
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 11)])
     m.ir_version = 7
     d = os.path.join(tmp, name)
-    os.makedirs(d)
-    onnx.save(m, os.path.join(d, "model.onnx"))
-    np.save(os.path.join(d, "x.npy"), x)
-    p = subprocess.run([ort_run, os.path.join(d, "model.onnx"), "--input", "x=" + os.path.join(d, "x.npy"),
-                        "--output-dir", d], capture_output=True, text=True, timeout=120)
-    if p.returncode:
-        return "ort-run failed: " + (p.stderr.strip().splitlines() or ["?"])[-1]
+    why = run_model(ort_run, m, {"x": x}, d)
+    if why:
+        return why
     gv, gi = np.load(os.path.join(d, "v.npy")), np.load(os.path.join(d, "i.npy"))
     rv, ri = reference(x, axis, k, largest)
     if gv.shape != rv.shape or gi.shape != ri.shape:
