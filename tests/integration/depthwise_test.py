@@ -82,7 +82,7 @@ CASES = {
 
 
 def geometry(case):
-    n, c, h, w, kh, kw, s, d, pads, _ = case
+    n, c, h, w, kh, kw, s, d, pads = case[:9]
     pt, pl, pb, pr = pads
     sh, sw = s if isinstance(s, tuple) else (s, s)
     oh = (h + pt + pb - d * (kh - 1) - 1) // sh + 1
@@ -91,24 +91,27 @@ def geometry(case):
 
 
 def build(case, rng):
-    """The model, its feeds and the numpy reference."""
-    n, c, h, w, kh, kw, s, d, pads, tail = case
+    """The model, its feeds and the numpy reference.  A case of 11 values
+    is a one-group convolution with case[10] output channels
+    (conv_direct_test.py); of 10, depthwise."""
+    n, c, h, w, kh, kw, s, d, pads, tail = case[:10]
+    m, group = (case[10], 1) if len(case) > 10 else (c, c)
     s = s if isinstance(s, tuple) else (s, s)
     one_d = h == 1 and kh == 1
     x = rng.standard_normal((n, c, h, w)).astype(np.float32)
-    wt = (rng.standard_normal((c, 1, kh, kw)) * 0.5).astype(np.float32)
-    b = rng.standard_normal(c).astype(np.float32)
+    wt = (rng.standard_normal((m, c // group, kh, kw)) * 0.5).astype(np.float32)
+    b = rng.standard_normal(m).astype(np.float32)
     ref = C.conv2d(x.astype(np.float64), wt.astype(np.float64), b.astype(np.float64),
-                   strides=s, pads=pads, dilations=(d, d), group=c)
+                   strides=s, pads=pads, dilations=(d, d), group=group)
     oh, ow = geometry(case)
-    attrs = dict(group=c, kernel_shape=[kh, kw], strides=list(s), dilations=[d, d],
+    attrs = dict(group=group, kernel_shape=[kh, kw], strides=list(s), dilations=[d, d],
                  pads=[pads[0], pads[1], pads[2], pads[3]])
     if one_d:
-        attrs = dict(group=c, kernel_shape=[kw], strides=[s[1]], dilations=[d],
+        attrs = dict(group=group, kernel_shape=[kw], strides=[s[1]], dilations=[d],
                      pads=[pads[1], pads[3]])
-    xs, ys = list(x.shape), [n, c, oh, ow]
+    xs, ys = list(x.shape), [n, m, oh, ow]
     if one_d:
-        xs, ys = [n, c, w], [n, c, ow]
+        xs, ys = [n, c, w], [n, m, ow]
     feeds = {"x": x.reshape(xs)}
     inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, xs)]
     nodes = [helper.make_node("Conv", ["x", "w", "b"], ["conv"], **attrs)]
@@ -120,7 +123,7 @@ def build(case, rng):
         b0 = rng.standard_normal(c).astype(np.float32)
         x0 = x.astype(np.float64) * w0.reshape(1, c, 1, 1) + b0.reshape(1, c, 1, 1)
         ref = C.conv2d(x0, wt.astype(np.float64), b.astype(np.float64), strides=s,
-                       pads=pads, dilations=(d, d), group=c)
+                       pads=pads, dilations=(d, d), group=group)
         nodes = [helper.make_node("Conv", ["x", "w0", "b0"], ["x0"], group=c,
                                   kernel_shape=[1, 1]),
                  helper.make_node("Conv", ["x0", "w", "b"], ["conv"], **attrs)]
@@ -158,7 +161,7 @@ def build(case, rng):
         nodes.append(helper.make_node("HardSwish", [out], ["y"]))
         ref = ref * np.clip(ref / 6.0 + 0.5, 0.0, 1.0)
         out = "y"
-    inits += [numpy_helper.from_array(wt.reshape([c, 1, kw]) if one_d else wt, "w"),
+    inits += [numpy_helper.from_array(wt.reshape(wt.shape[:2] + (kw,)) if one_d else wt, "w"),
               numpy_helper.from_array(b, "b")]
     g = helper.make_graph(nodes, "dw", inputs,
                           [helper.make_tensor_value_info(out, TensorProto.FLOAT, ys)], inits)

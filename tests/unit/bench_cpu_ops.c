@@ -78,6 +78,17 @@ static const bench_case cases[] = {
 	{"conv 1x1 1x960x7x7 -> 160", "Conv", 2, {4, 4}, {{1, 960, 7, 7}, {160, 960, 1, 1}}, {{0}}},
 	{"conv 3x3/2 stem 1x3x224x224 -> 32", "Conv", 2, {4, 4}, {{1, 3, 224, 224}, {32, 3, 3, 3}},
 	 {{"pads", 4, {1, 1, 1, 1}}, {"strides", 2, {2, 2}}}},
+	{"conv 7x7/2 stem 1x3x224x224 -> 64", "Conv", 2, {4, 4}, {{1, 3, 224, 224}, {64, 3, 7, 7}},
+	 {{"pads", 4, {3, 3, 3, 3}}, {"strides", 2, {2, 2}}}},
+	/* the example CNN's (examples/, docs/PERFORMANCE.md) */
+	{"conv cnn 1x3x32x32 -> 16 3x3", "Conv", 2, {4, 4}, {{1, 3, 32, 32}, {16, 3, 3, 3}},
+	 {{"pads", 4, {1, 1, 1, 1}}}},
+	{"conv cnn 1x16x16x16 -> 32 3x3", "Conv", 2, {4, 4}, {{1, 16, 16, 16}, {32, 16, 3, 3}},
+	 {{"pads", 4, {1, 1, 1, 1}}}},
+	{"maxpool cnn 16x16x32x32 k2 s2", "MaxPool", 1, {4}, {{16, 16, 32, 32}},
+	 {{"kernel_shape", 2, {2, 2}}, {"strides", 2, {2, 2}}}},
+	{"maxpool squeezenet 1x64x111x111 k3 s2", "MaxPool", 1, {4}, {{1, 64, 111, 111}},
+	 {{"kernel_shape", 2, {3, 3}}, {"strides", 2, {2, 2}}}},
 	{"mul 1x96x56x56 * 1x96x1x1 (SE)", "Mul", 2, {4, 4}, {{1, 96, 56, 56}, {1, 96, 1, 1}}, {{0}}},
 	{"globalaveragepool 1x96x112x112", "GlobalAveragePool", 1, {4}, {{1, 96, 112, 112}}, {{0}}},
 };

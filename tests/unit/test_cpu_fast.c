@@ -257,6 +257,8 @@ static void test_pool_common(void **state)
 	static const int64_t shapes[][5] = {   /* H W k s pad */
 		{112, 112, 3, 2, 1}, {57, 31, 3, 2, 1}, {64, 48, 2, 2, 0}, {33, 65, 2, 2, 0},
 		{56, 56, 3, 1, 1}, {17, 19, 3, 1, 0}, {30, 30, 5, 1, 2}, {29, 37, 3, 2, 0},
+		/* pool.c's pool_s2 (stride 2, no pads): vectors and a scalar tail */
+		{32, 32, 2, 2, 0}, {20, 70, 2, 2, 0}, {35, 111, 3, 2, 0}, {23, 34, 3, 2, 0},
 	};
 	(void)state;
 	for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
@@ -281,45 +283,57 @@ static void test_pool_common(void **state)
 		}
 }
 
-/* A NaN anywhere in a MaxPool window makes the output NaN, on both paths. */
+/* A NaN anywhere in a MaxPool window makes the output NaN, on every path:
+ * the separable one (padded), pool_s2's vectors and tail, with Indices. */
 static void test_pool_nan(void **state)
 {
-	pool_case pc;
-	int64_t xd[4] = {1, 1, 9, 9};
-	cpu_tensor x, y[1], yi[2];
-	const cpu_tensor *in[1] = {&x};
-	tnode t;
+	static const int64_t shapes[][4] = {{9, 3, 2, 1}, {34, 2, 2, 0}, {37, 3, 2, 0}};   /* H=W k s pad */
 	(void)state;
-	memset(&pc, 0, sizeof(pc));
-	pc.nsp = 2;
-	pc.is_max = 1;
-	for (int d = 0; d < 2; d++) {
-		pc.in[d] = 9;
-		pc.k[d] = 3;
-		pc.s[d] = 2;
-		pc.d[d] = 1;
-		pc.pb[d] = pc.pe[d] = 1;
-		ref_geom(&pc, d);
+	for (size_t c = 0; c < sizeof(shapes) / sizeof(shapes[0]); c++) {
+		int64_t n = shapes[c][0], xd[4] = {1, 1, n, n};
+		pool_case pc;
+		cpu_tensor x, y[1], yi[2];
+		const cpu_tensor *in[1] = {&x};
+		float *xv;
+		tnode t;
+
+		memset(&pc, 0, sizeof(pc));
+		pc.nsp = 2;
+		pc.is_max = 1;
+		for (int d = 0; d < 2; d++) {
+			pc.in[d] = n;
+			pc.k[d] = shapes[c][1];
+			pc.s[d] = shapes[c][2];
+			pc.d[d] = 1;
+			pc.pb[d] = pc.pe[d] = shapes[c][3];
+			ref_geom(&pc, d);
+		}
+		x = rtens(4, xd, -1.0f, 1.0f);
+		xv = x.data;
+		xv[0] = NAN;                /* a window's first tap */
+		xv[1 * n + 3] = NAN;        /* first tap of a row of windows */
+		xv[5 * n + 5] = NAN;        /* the middle of windows */
+		xv[8 * n + 8] = -INFINITY;
+		if (n > 30) {
+			xv[2 * n + 21] = NAN;   /* an odd column inside a vector */
+			xv[7 * n + 30] = NAN;   /* an even one, the third tap's load */
+			xv[(n - 1) * n + n - 2] = NAN;   /* in the scalar tail */
+		}
+		tn(&t, "MaxPool", 1, 1);
+		set_pool_attrs(&t, &pc);
+		run_alt(&t, 12, 1, in, 1, y);
+		tn(&t, "MaxPool", 1, 2);
+		set_pool_attrs(&t, &pc);
+		run_alt(&t, 12, 1, in, 2, yi);
+		for (int64_t i = 0; i < pc.out[0] * pc.out[1]; i++) {
+			float want = ref_pool_at(&pc, x.data, i / pc.out[1], i % pc.out[1]);
+			assert_true(same_float(((float *)y[0].data)[i], want));
+			assert_true(same_float(((float *)yi[0].data)[i], want));
+		}
+		free_outs(y, 1);
+		free_outs(yi, 2);
+		free(x.data);
 	}
-	x = rtens(4, xd, -1.0f, 1.0f);
-	((float *)x.data)[0] = NAN;            /* a window's first tap */
-	((float *)x.data)[1 * 9 + 3] = NAN;    /* first tap of a row of windows (0,1), (0,2) */
-	((float *)x.data)[5 * 9 + 5] = NAN;    /* the middle of (2,2)... (3,3) */
-	((float *)x.data)[8 * 9 + 8] = -INFINITY;
-	tn(&t, "MaxPool", 1, 1);
-	set_pool_attrs(&t, &pc);
-	run_alt(&t, 12, 1, in, 1, y);
-	tn(&t, "MaxPool", 1, 2);
-	set_pool_attrs(&t, &pc);
-	run_alt(&t, 12, 1, in, 2, yi);
-	for (int64_t i = 0; i < pc.out[0] * pc.out[1]; i++) {
-		float want = ref_pool_at(&pc, x.data, i / pc.out[1], i % pc.out[1]);
-		assert_true(same_float(((float *)y[0].data)[i], want));
-		assert_true(same_float(((float *)yi[0].data)[i], want));
-	}
-	free_outs(y, 1);
-	free_outs(yi, 2);
-	free(x.data);
 }
 
 static void test_global_pool(void **state)

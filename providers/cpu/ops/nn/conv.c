@@ -3,6 +3,9 @@
  * strides, dilations, auto_pad and an optional bias, on the packed GEMM and
  * the provider's thread pool.  Per (image, group), one of:
  *
+ *  - one group whose filter is short (input channels x taps <= 160, not
+ *    1x1, stride 1 or 2, rows of at least 8 pixels, an AVX-512 CPU): a
+ *    direct kernel, 16 pixels a vector (conv_direct.c): first layers;
  *  - grouped with at most 32 input and output channels a group: a direct
  *    kernel over padded planes, channels in blocks of 8 (conv_grouped.c);
  *  - depthwise (one input and one output channel per group): a direct
@@ -130,7 +133,7 @@ static int pack_grouped(cpu_node *node, conv_state *st, char *err, size_t n)
 	const cpu_tensor *W = cpu_node_const(node, 1);
 	gpack_arg a;
 
-	if (!W || W->dtype != CPU_FLOAT || (W->rank != 3 && W->rank != 4) || st->group < 2 ||
+	if (!W || W->dtype != CPU_FLOAT || (W->rank != 3 && W->rank != 4) ||
 	    W->dims[0] % st->group)
 		return 0;
 	a.w = W->data;
@@ -138,7 +141,10 @@ static int pack_grouped(cpu_node *node, conv_state *st, char *err, size_t n)
 	a.Mg = W->dims[0] / st->group;
 	a.Cg = W->dims[1];
 	a.taps = W->dims[2] * (W->rank == 4 ? W->dims[3] : 1);
-	if ((a.Mg == 1 && a.Cg == 1) || a.Mg > 32 || a.Cg > 32 || a.Mg < 1 || a.taps < 1)
+	if ((a.Mg == 1 && a.Cg == 1) || a.Mg < 1 || a.taps < 1)
+		return 0;
+	/* one group: for conv_direct.c, when its filter is short enough */
+	if (a.G == 1 ? !conv_direct_takes(a.Cg, a.taps) : a.Mg > 32 || a.Cg > 32)
 		return 0;
 	st->gpacked = cpu_prepack(node, 1, "conv-grouped-v1",
 				  conv_grouped_wsize(a.G, a.Mg, a.Cg, a.taps), gpack_fill, &a, err, n);
@@ -164,9 +170,9 @@ static int conv_prepare(cpu_node *node, char *err, size_t n)
 	}
 	st->win.ceil_mode = 0;   /* a pooling attribute, not Conv's */
 	if (!rc)
-		rc = conv_wino_prepare(node, st, err, n);
-	if (!rc && !st->wino)
 		rc = pack_grouped(node, st, err, n);
+	if (!rc && !st->gpacked)
+		rc = conv_wino_prepare(node, st, err, n);
 	if (!rc && !st->wino && !st->gpacked)
 		rc = pack_const_filter(node, st, err, n);
 	return rc;
@@ -507,6 +513,20 @@ static int conv_compute(cpu_ctx *ctx)
 	use_t = packed && j.osz < CONV_T_RATIO * j.Mg && j.osz < CONV_T_MAX;
 	if (cpu_numel(fr.y) == 0)
 		return cpu_fuse_end(ctx, &fr, 1);
+	if (conv_direct_fits(&j, G)) {
+		const float *wp = st->gpacked && wd == st->gw_src ? st->gpacked : NULL;
+
+		if (!wp) {
+			float *s = cpu_scratch(ctx, conv_grouped_wsize(1, j.Mg, j.Cg, j.ksz / j.Cg));
+
+			if (!s)
+				return CPU_E_NOMEM;
+			conv_grouped_pack(wd, 1, j.Mg, j.Cg, j.ksz / j.Cg, s);
+			wp = s;
+		}
+		rc = conv_direct_run(ctx, &j, N, X->data, wp, B ? B->data : NULL, fr.y->data);
+		return rc ? rc : cpu_fuse_end(ctx, &fr, 1);
+	}
 	if (st->wino && wd == st->wino_src && X->rank == 4 && G == 1 && j.g.k[1] == 3 &&
 	    j.g.k[2] == 3 && j.g.s[1] == 1 && j.g.s[2] == 1 && j.g.d[1] == 1 && j.g.d[2] == 1 &&
 	    conv_wino_fits(&j)) {

@@ -78,6 +78,16 @@ void conv_grouped_pack(const float *w, int64_t G, int64_t Mg, int64_t Cg, int64_
 int conv_grouped_run(cpu_ctx *ctx, const conv_job *j, int64_t N, int64_t G, const float *x,
 		     const float *wpacked, const float *b, float *y);
 
+/* conv_direct.c: one group whose filter has at most CONV_DIRECT_KMAX
+ * input channels x taps, 1-D and 2-D, stride 1 or 2, no dilation, on an
+ * AVX-512 CPU (ORTMK_CPU_CONV_DIRECT=0 turns it off).  The filter is laid
+ * out by conv_grouped_pack with G = 1. */
+#define CONV_DIRECT_KMAX 160
+int conv_direct_takes(int64_t Cg, int64_t taps);
+int conv_direct_fits(const conv_job *j, int64_t group);
+int conv_direct_run(cpu_ctx *ctx, const conv_job *j, int64_t N, const float *x,
+		    const float *wpacked, const float *b, float *y);
+
 /* conv_wino.c: packs the transformed filter when the node qualifies
  * (3x3, stride 1, no dilation, one group, constant W); 0 or a status. */
 int conv_wino_prepare(cpu_node *node, conv_state *st, char *err, size_t n);

@@ -1,0 +1,316 @@
+/*
+ * conv_direct: one-group convolutions whose filter is short (input
+ * channels x taps <= CONV_DIRECT_KMAX: a network's first layers, 3 to 16
+ * input channels), on 1-D and 2-D images, for conv.c, on CPUs with
+ * AVX-512.
+ *
+ * Through the GEMM such a layer is a product of few rows (K = 27 for a
+ * 3x3 filter on an RGB image) whose im2col costs as much as the product,
+ * and whose output is written and read back in blocks.  Here the input
+ * rows a band of output rows needs are copied into zero-padded rows (a
+ * stride-2 row split into its even and odd columns, so that every tap
+ * reads consecutive floats), and each output row is computed sixteen
+ * pixels a vector (two vectors when the row is wide enough) for blocks of
+ * eight output channels: all taps of all input channels accumulate in
+ * registers, each load of input pixels feeding eight multiply-adds whose
+ * filter value is broadcast.  Bias, a residual and Relu are applied in
+ * registers, another fused activation on the finished block.
+ *
+ * The filter is laid out as conv_grouped.c lays out one group:
+ * [channel block][input channel][kh][kw][8].  Work is split over the pool
+ * by (image, band of output rows).  The example CNN's two layers (3 -> 16
+ * at 32x32, 16 -> 32 at 16x16): 17 -> 6 and 29 -> 14 us an image (1
+ * thread, docs/PERFORMANCE.md).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "conv_impl.h"
+#include "gemm.h"
+#include "par.h"
+
+#define CD_BLOCK 8      /* output channels a block (conv_grouped.c's layout) */
+#define CD_VEC 16       /* pixels a vector */
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define CD_X86 1
+#include <immintrin.h>
+#endif
+
+int conv_direct_takes(int64_t Cg, int64_t taps)
+{
+#ifdef CD_X86
+	static int env = -1;
+
+	if (env < 0) {
+		const char *e = getenv("ORTMK_CPU_CONV_DIRECT");
+
+		env = !(e && e[0] == '0');
+	}
+	/* 1x1: the GEMM multiplies the input in place, faster (MobileNetV2's
+	 * 160 -> 960 at 7x7: 0.10 ms there, 0.40 here) */
+	return env && taps > 1 && Cg * taps <= CONV_DIRECT_KMAX &&
+	       gemm_isa_best() == GEMM_ISA_AVX512;
+#else
+	(void)Cg;
+	(void)taps;
+	return 0;
+#endif
+}
+
+int conv_direct_fits(const conv_job *j, int64_t group)
+{
+#ifdef CD_X86
+	const cpu_geom *g = &j->g;
+
+	/* rows of at least half a vector */
+	return group == 1 && conv_direct_takes(j->Cg, j->ksz / j->Cg) && g->k[0] == 1 &&
+	       2 * g->out[2] >= CD_VEC && g->out[2] * 2 >= (g->out[2] + CD_VEC - 1) / CD_VEC * CD_VEC &&
+	       g->in[0] == 1 && g->out[0] == 1 && g->d[1] == 1 && g->d[2] == 1 &&
+	       (g->s[1] == 1 || g->s[1] == 2) && (g->s[2] == 1 || g->s[2] == 2);
+#else
+	(void)j;
+	(void)group;
+	return 0;
+#endif
+}
+
+#ifdef CD_X86
+
+typedef struct cd_job {
+	const conv_job *j;
+	const float *x, *w, *b;   /* w: packed */
+	float *y;
+	int64_t bands, band_rows; /* output rows a band */
+	int64_t PW, half;         /* a padded row; its odd columns start at `half` (stride 2) */
+	int64_t rows_max;         /* padded rows a band reads */
+	float *pad;               /* per member: Cg x rows_max x PW */
+	int64_t member_floats;
+} cd_job;
+
+#define CD_TARGET __attribute__((target("avx512f,avx512vl,avx2,fma")))
+
+/* src[2t] to a[t], src[2t + 1] to b[t] (n values): strided loads gcc
+ * vectorizes with permutes. */
+CPU_MULTIVERSION
+static void cd_split(const float *src, int64_t n, float *a, float *b)
+{
+	for (int64_t t = 0; t < n / 2; t++) {
+		a[t] = src[2 * t];
+		b[t] = src[2 * t + 1];
+	}
+	if (n & 1)
+		a[n / 2] = src[n - 1];
+}
+
+/* Input rows [r0, r1) of the padded image (row r is input row r - pt) of
+ * every channel into xp: plain (stride 1) or split into even columns then
+ * odd ones at `half` (stride 2). */
+static void cd_pad_rows(const cd_job *d, const float *x, int64_t r0, int64_t r1, float *xp)
+{
+	const cpu_geom *g = &d->j->g;
+	int64_t IH = g->in[1], IW = g->in[2], pt = g->pb[1], pl = g->pb[2], sw = g->s[2];
+	int64_t rows = r1 - r0;
+
+	for (int64_t c = 0; c < d->j->Cg; c++)
+		for (int64_t r = 0; r < rows; r++) {
+			float *p = xp + (c * d->rows_max + r) * d->PW;
+			int64_t ir = r0 + r - pt;
+			const float *src = x + (c * IH + ir) * IW;
+
+			memset(p, 0, (size_t)d->PW * sizeof(float));
+			if (ir < 0 || ir >= IH)
+				continue;
+			if (sw == 1)
+				memcpy(p + pl, src, (size_t)IW * sizeof(float));
+			else if (pl % 2 == 0)   /* input column 2t is padded column pl + 2t: even */
+				cd_split(src, IW, p + pl / 2, p + d->half + pl / 2);
+			else                    /* ... odd */
+				cd_split(src, IW, p + d->half + pl / 2, p + pl / 2 + 1);
+		}
+}
+
+/* NV vectors of 16 pixels of one output row for a block of up to 8
+ * channels: y[m * osz + ow ...]. */
+static inline __attribute__((always_inline)) CD_TARGET void
+cd_tile(float *y, const float *res, int64_t osz, const float *xr, int64_t rstride,
+	int64_t PW, int64_t half, const float *w, const float *bias, int nm, int64_t Cg, int KH,
+	int KW, int S, int64_t left, int relu, int NV)
+{
+	__m512 acc[CD_BLOCK][2];
+
+	for (int m = 0; m < CD_BLOCK; m++)
+		for (int v = 0; v < NV; v++) {
+			acc[m][v] = _mm512_set1_ps(m < nm && bias ? bias[m] : 0.0f);
+			if (res && m < nm) {
+				int64_t n = left - v * CD_VEC;
+				__mmask16 k = n >= CD_VEC ? 0xffff : n <= 0 ? 0 : (__mmask16)((1u << n) - 1);
+
+				acc[m][v] = _mm512_add_ps(acc[m][v],
+					_mm512_maskz_loadu_ps(k, res + m * osz + v * CD_VEC));
+			}
+		}
+	for (int64_t c = 0; c < Cg; c++) {
+		const float *xc = xr + c * rstride;
+		const float *wc = w + c * KH * KW * CD_BLOCK;
+
+		for (int kh = 0; kh < KH; kh++)
+			for (int kw = 0; kw < KW; kw++) {
+				const float *xt = xc + kh * PW + (S == 1 ? kw : (kw & 1) * half + (kw >> 1));
+				const float *wt = wc + (kh * KW + kw) * CD_BLOCK;
+				__m512 xv[2];
+
+				for (int v = 0; v < NV; v++)
+					xv[v] = _mm512_loadu_ps(xt + v * CD_VEC);
+				for (int m = 0; m < CD_BLOCK; m++) {
+					__m512 wv = _mm512_set1_ps(wt[m]);
+
+					for (int v = 0; v < NV; v++)
+						acc[m][v] = _mm512_fmadd_ps(wv, xv[v], acc[m][v]);
+				}
+			}
+	}
+	/* constant bounds, unrolled, so that acc stays in registers */
+	__mmask16 k[2];
+
+	for (int v = 0; v < NV; v++) {
+		int64_t n = left - v * CD_VEC;
+
+		k[v] = n >= CD_VEC ? 0xffff : n <= 0 ? 0 : (__mmask16)((1u << n) - 1);
+	}
+#pragma GCC unroll 8
+	for (int m = 0; m < CD_BLOCK; m++)
+		if (m < nm)
+#pragma GCC unroll 2
+			for (int v = 0; v < NV; v++) {
+				/* max(0, x): the second operand, x, when x is NaN */
+				__m512 o = relu ? _mm512_max_ps(_mm512_setzero_ps(), acc[m][v]) : acc[m][v];
+
+				_mm512_mask_storeu_ps(y + m * osz + v * CD_VEC, k[v], o);
+			}
+}
+
+/* Output rows [oh0, oh1) of image n, every channel block of a row before
+ * the next row (its input rows stay in L1), from padded rows that start at
+ * padded row oh0 * sh (xp). */
+static inline __attribute__((always_inline)) CD_TARGET void
+cd_rows(const cd_job *d, const float *xp, int64_t n, int64_t oh0, int64_t oh1, int KH, int KW,
+	int S)
+{
+	const conv_job *j = d->j;
+	const cpu_geom *g = &j->g;
+	int64_t OW = g->out[2], osz = j->osz, sh = g->s[1], Cg = j->Cg;
+	int64_t rstride = d->rows_max * d->PW, wblock = Cg * KH * KW * CD_BLOCK;
+
+	for (int64_t oh = oh0; oh < oh1; oh++) {
+		const float *xr = xp + (oh - oh0) * sh * d->PW;
+
+		for (int64_t m0 = 0; m0 < j->Mg; m0 += CD_BLOCK) {
+			int nm = (int)(j->Mg - m0 < CD_BLOCK ? j->Mg - m0 : CD_BLOCK);
+			int64_t yoff = (n * j->Mg + m0) * osz + oh * OW, ow = 0;
+			const float *w = d->w + m0 / CD_BLOCK * wblock, *bias = d->b ? d->b + m0 : NULL;
+			const float *res = j->res ? (const float *)j->res->data + yoff : NULL;
+			float *y = d->y + yoff;
+
+			for (; ow + 2 * CD_VEC <= OW || (ow < OW && OW - ow > CD_VEC); ow += 2 * CD_VEC)
+				cd_tile(y + ow, res ? res + ow : NULL, osz, xr + ow, rstride, d->PW,
+					d->half, w, bias, nm, Cg, KH, KW, S, OW - ow, j->relu, 2);
+			if (ow < OW)
+				cd_tile(y + ow, res ? res + ow : NULL, osz, xr + ow, rstride, d->PW,
+					d->half, w, bias, nm, Cg, KH, KW, S, OW - ow, j->relu, 1);
+		}
+	}
+}
+
+#define CD_CASE(KH, KW, S) cd_rows(d, xp, n, oh0, oh1, KH, KW, S)
+
+static CD_TARGET void cd_band(const cd_job *d, const float *xp, int64_t n, int64_t oh0,
+			      int64_t oh1)
+{
+	const cpu_geom *g = &d->j->g;
+	int64_t kh = g->k[1], kw = g->k[2], sw = g->s[2];
+
+	if (kh == 3 && kw == 3 && sw == 1)
+		CD_CASE(3, 3, 1);
+	else if (kh == 3 && kw == 3 && sw == 2)
+		CD_CASE(3, 3, 2);
+	else if (kh == 5 && kw == 5 && sw == 1)
+		CD_CASE(5, 5, 1);
+	else if (kh == 7 && kw == 7 && sw == 2)
+		CD_CASE(7, 7, 2);
+	else if (sw == 1)
+		cd_rows(d, xp, n, oh0, oh1, (int)kh, (int)kw, 1);
+	else
+		cd_rows(d, xp, n, oh0, oh1, (int)kh, (int)kw, 2);
+}
+
+static void cd_range(void *arg, int64_t i0, int64_t i1, int member)
+{
+	const cd_job *d = arg;
+	const conv_job *j = d->j;
+	const cpu_geom *g = &j->g;
+	int64_t isz = g->in[1] * g->in[2], OH = g->out[1], sh = g->s[1], OW = g->out[2];
+	float *xp = d->pad + member * d->member_floats;
+
+	for (int64_t it = i0; it < i1; it++) {
+		int64_t n = it / d->bands, oh0 = it % d->bands * d->band_rows;
+		int64_t oh1 = oh0 + d->band_rows < OH ? oh0 + d->band_rows : OH;
+
+		cd_pad_rows(d, d->x + n * j->Cg * isz, oh0 * sh, (oh1 - 1) * sh + g->k[1], xp);
+		cd_band(d, xp, n, oh0, oh1);
+		for (int64_t m = 0; j->act && m < j->Mg; m++)
+			cpu_fuse_act_apply(j->act, d->y + (n * j->Mg + m) * j->osz + oh0 * OW,
+					   (oh1 - oh0) * OW);
+	}
+}
+
+int conv_direct_run(cpu_ctx *ctx, const conv_job *j, int64_t N, const float *x,
+		    const float *wpacked, const float *b, float *y)
+{
+	const cpu_geom *g = &j->g;
+	int64_t OH = g->out[1], OW = g->out[2], sw = g->s[2], sh = g->s[1];
+	int64_t owr = (OW + 2 * CD_VEC - 1) / (2 * CD_VEC) * (2 * CD_VEC);
+	int64_t cols = g->in[2] + g->pb[2] + g->pe[2], per_image, bands;
+	int members = cpu_par_members(ctx);
+	cd_job d = {.j = j, .x = x, .w = wpacked, .b = b, .y = y};
+
+	/* A padded row holds every column a tap reads, rounded up to whole
+	 * vectors (the last vector's lanes past OW read zeros, not stored). */
+	if (sw == 1) {
+		d.PW = owr + g->k[2] - 1 > cols ? owr + g->k[2] - 1 : cols;
+		d.half = 0;
+	} else {
+		int64_t need = owr + (g->k[2] - 1) / 2 + 1;
+
+		d.half = need > (cols + 1) / 2 ? need : (cols + 1) / 2;
+		d.PW = 2 * d.half;
+	}
+	d.PW += 16;   /* slack: keeps the rows' starts apart */
+	/* Bands: whole images when the batch feeds the pool; else about four
+	 * bands a member, so that one image splits over it. */
+	bands = N >= 2 * members ? 1 : (4 * members + N - 1) / N;
+	bands = bands < OH ? bands : OH;
+	d.band_rows = (OH + bands - 1) / bands;
+	d.bands = (OH + d.band_rows - 1) / d.band_rows;
+	d.rows_max = (d.band_rows - 1) * sh + g->k[1];
+	d.member_floats = j->Cg * d.rows_max * d.PW;
+	d.pad = cpu_scratch(ctx, (size_t)members * (size_t)d.member_floats * sizeof(float));
+	if (!d.pad)
+		return CPU_E_NOMEM;
+	per_image = j->Mg * j->ksz * j->osz;
+	/* ~0.04 ns a multiply-add in registers, plus the padding copy */
+	cpu_par_for(ctx, N * d.bands, 0.04 * (double)per_image / (double)d.bands +
+		    0.3 * (double)d.member_floats, 1, cd_range, &d);
+	return 0;
+}
+
+#else
+
+int conv_direct_run(cpu_ctx *ctx, const conv_job *j, int64_t N, const float *x,
+		    const float *wpacked, const float *b, float *y)
+{
+	(void)ctx, (void)j, (void)N, (void)x, (void)wpacked, (void)b, (void)y;
+	return CPU_E_INVALID;
+}
+
+#endif

@@ -1,0 +1,72 @@
+"""One-group convolutions with short filters (conv_direct.c: input channels
+x taps <= 160) of every geometry that kernel distinguishes, against numpy
+(float64), through depthwise_test.py's model builder and checks.
+
+usage: conv_direct_test.py ORT_RUN
+
+conv_direct.c pads the input rows of a band of output rows (a stride-2 row
+split into even and odd columns), computes sixteen pixels a vector, two
+vectors while more than sixteen remain, eight output channels a block,
+and splits a batch by image or one image by bands of rows: the cases below
+hit each edge (widths of 1 to 3 vectors with ragged tails, channel counts
+that leave a partial block, strides 1 and 2 in either direction, odd
+widths at stride 2, asymmetric and zero pads, 1x1 to 7x7 and 2x3 windows,
+the largest filter it takes, the narrowest rows, 1-D images, batches split over the pool and
+single images split into bands) and the fused tails (Relu, a residual,
+one written in place, Clip and HardSwish after the block).  On a CPU
+without AVX-512 the same cases run through the GEMM and must pass too.
+Prints one line per case, exit 1 on any mismatch.
+"""
+import os
+import sys
+
+sys.dont_write_bytecode = True   # the modules beside this file: no __pycache__ in the tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from case_runner import run_cases  # noqa: E402
+from depthwise_test import run_case  # noqa: E402
+
+# name: (N, C, H, W, kh, kw, stride (one, or rows and columns), dilation,
+#        pads (t, l, b, r), tail, output channels)
+CASES = {
+    "cnn_conv1": (1, 3, 32, 32, 3, 3, 1, 1, (1, 1, 1, 1), "relu", 16),
+    "cnn_conv2": (1, 16, 16, 16, 3, 3, 1, 1, (1, 1, 1, 1), "relu", 32),
+    "cnn_conv1_b5": (5, 3, 32, 32, 3, 3, 1, 1, (1, 1, 1, 1), "relu", 16),
+    "stem_s2_even": (1, 3, 40, 46, 3, 3, 2, 1, (1, 1, 1, 1), "hardswish", 32),
+    "stem_s2_odd": (1, 3, 33, 35, 3, 3, 2, 1, (1, 1, 1, 1), None, 16),
+    "stem_s2_nopad": (2, 3, 21, 50, 3, 3, 2, 1, (0, 0, 0, 0), "relu", 24),
+    "k7s2": (1, 3, 30, 30, 7, 7, 2, 1, (3, 3, 3, 3), "relu", 64),
+    "k5_m5": (1, 1, 17, 50, 5, 5, 1, 1, (2, 2, 2, 2), None, 5),
+    "m17_nopad_b3": (3, 4, 9, 40, 3, 3, 1, 1, (0, 0, 0, 0), None, 17),
+    "k2x3_s2x1": (1, 2, 11, 19, 2, 3, (2, 1), 1, (0, 1, 1, 1), None, 9),
+    "s1x2": (1, 5, 12, 37, 3, 3, (1, 2), 1, (1, 1, 1, 1), None, 8),
+    "asym": (1, 6, 13, 15, 3, 3, 1, 1, (0, 1, 2, 0), None, 12),
+    "k4s2_k160": (1, 10, 18, 25, 4, 4, 2, 1, (1, 2, 1, 1), None, 16),
+    "w8": (1, 8, 5, 8, 3, 3, 1, 1, (1, 1, 1, 1), None, 8),
+    "w16": (1, 8, 5, 16, 3, 3, 1, 1, (1, 1, 1, 1), None, 8),
+    "w17": (1, 8, 5, 17, 3, 3, 1, 1, (1, 1, 1, 1), None, 8),
+    "w33": (1, 8, 5, 33, 3, 3, 1, 1, (1, 1, 1, 1), None, 8),
+    "w48": (1, 8, 5, 48, 3, 3, 1, 1, (1, 1, 1, 1), None, 8),
+    "tall_bands": (1, 3, 200, 9, 3, 3, 1, 1, (1, 1, 1, 1), None, 8),
+    "b6_split": (6, 4, 20, 20, 3, 3, 1, 1, (1, 1, 1, 1), "relu", 16),
+    "1d_s2": (1, 4, 1, 77, 1, 5, 2, 1, (0, 2, 0, 2), None, 12),
+    "1d_s1": (2, 8, 1, 40, 1, 3, 1, 1, (0, 1, 0, 1), "relu", 10),
+    "add_relu": (1, 8, 15, 33, 3, 3, 1, 1, (1, 1, 1, 1), "add_relu", 16),
+    "add": (1, 3, 9, 20, 3, 3, 2, 1, (1, 1, 1, 1), "add", 11),
+    "add_inplace": (1, 8, 9, 11, 3, 3, 1, 1, (1, 1, 1, 1), "add_inplace", 8),
+    "add_hardswish": (1, 4, 9, 18, 3, 3, 1, 1, (1, 1, 1, 1), "add_hardswish", 16),
+    "clip": (2, 3, 28, 28, 3, 3, 2, 1, (1, 1, 1, 1), "clip", 16),
+    "add_clip": (1, 6, 14, 15, 3, 3, 1, 1, (1, 1, 1, 1), "add_clip", 13),
+    "after_unpadded": (1, 8, 20, 22, 3, 3, 1, 1, (1, 1, 1, 1), "after_unpadded", 16),
+    "after_unpadded_s2": (1, 8, 20, 22, 3, 3, 2, 1, (1, 1, 1, 1), "after_unpadded", 16),
+    # past conv_direct.c's limits: the other paths, same checks
+    "dilated": (1, 3, 15, 20, 3, 3, 1, 2, (2, 2, 2, 2), None, 8),
+    "s3": (1, 3, 16, 16, 3, 3, 3, 1, (1, 1, 1, 1), None, 8),
+    "k_over": (1, 19, 10, 12, 3, 3, 1, 1, (1, 1, 1, 1), None, 8),
+    "k1_wide": (1, 16, 10, 70, 1, 1, 1, 1, (0, 0, 0, 0), None, 8),
+    "w1": (1, 3, 6, 1, 3, 3, 1, 1, (1, 1, 1, 1), None, 8),
+    "w17_narrow": (1, 3, 6, 17, 3, 3, 2, 1, (1, 1, 1, 1), None, 8),
+}
+
+
+if __name__ == "__main__":
+    sys.exit(run_cases(CASES, run_case, 11))
