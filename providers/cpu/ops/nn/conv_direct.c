@@ -13,8 +13,8 @@
  * pixels a vector (two vectors when the row is wide enough) for blocks of
  * eight output channels: all taps of all input channels accumulate in
  * registers, each load of input pixels feeding eight multiply-adds whose
- * filter value is broadcast.  Bias, a residual and Relu are applied in
- * registers, another fused activation on the finished block.
+ * filter value is broadcast.  Bias, a residual and Relu or Clip are
+ * applied in registers, another fused activation on the finished band.
  *
  * The filter is laid out as conv_grouped.c lays out one group:
  * [channel block][input channel][kh][kw][8].  Work is split over the pool
@@ -22,6 +22,7 @@
  * at 32x32, 16 -> 32 at 16x16): 17 -> 6 and 29 -> 14 us an image (1
  * thread, docs/PERFORMANCE.md).
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,6 +86,11 @@ typedef struct cd_job {
 	int64_t PW, half;         /* a padded row; its odd columns start at `half` (stride 2) */
 	int64_t rows_max;         /* padded rows a band reads */
 	float *pad;               /* per member: Cg x rows_max x PW */
+	/* Relu or Clip in registers (clamp to [lo, hi]), or an activation
+	 * applied to each finished band (act) */
+	int clamp;
+	float lo, hi;
+	const cpu_fusion *act;
 	int64_t member_floats;
 } cd_job;
 
@@ -135,7 +141,7 @@ static void cd_pad_rows(const cd_job *d, const float *x, int64_t r0, int64_t r1,
 static inline __attribute__((always_inline)) CD_TARGET void
 cd_tile(float *y, const float *res, int64_t osz, const float *xr, int64_t rstride,
 	int64_t PW, int64_t half, const float *w, const float *bias, int nm, int64_t Cg, int KH,
-	int KW, int S, int64_t left, int relu, int NV)
+	int KW, int S, int64_t left, const cd_job *d, int NV)
 {
 	__m512 acc[CD_BLOCK][2];
 
@@ -170,24 +176,30 @@ cd_tile(float *y, const float *res, int64_t osz, const float *xr, int64_t rstrid
 				}
 			}
 	}
-	/* constant bounds, unrolled, so that acc stays in registers */
+	/* written out per channel, so that acc stays in registers (a loop
+	 * over m, even with constant bounds, spilled it) */
 	__mmask16 k[2];
+	__m512 lo = _mm512_set1_ps(d->lo), hi = _mm512_set1_ps(d->hi);
+	int clamp = d->clamp;
 
 	for (int v = 0; v < NV; v++) {
 		int64_t n = left - v * CD_VEC;
 
 		k[v] = n >= CD_VEC ? 0xffff : n <= 0 ? 0 : (__mmask16)((1u << n) - 1);
 	}
-#pragma GCC unroll 8
-	for (int m = 0; m < CD_BLOCK; m++)
-		if (m < nm)
-#pragma GCC unroll 2
-			for (int v = 0; v < NV; v++) {
-				/* max(0, x): the second operand, x, when x is NaN */
-				__m512 o = relu ? _mm512_max_ps(_mm512_setzero_ps(), acc[m][v]) : acc[m][v];
-
-				_mm512_mask_storeu_ps(y + m * osz + v * CD_VEC, k[v], o);
-			}
+	/* max(lo, x), min(hi, x): the second operand, x, when x is NaN, as
+	 * vf_clamp keeps it */
+#define CD_STORE(m)                                                                        \
+	if ((m) < nm)                                                                      \
+		for (int v = 0; v < NV; v++) {                                             \
+			__m512 o = acc[m][v];                                              \
+			if (clamp)                                                         \
+				o = _mm512_min_ps(hi, _mm512_max_ps(lo, o));               \
+			_mm512_mask_storeu_ps(y + (m) * osz + v * CD_VEC, k[v], o);        \
+		}
+	CD_STORE(0) CD_STORE(1) CD_STORE(2) CD_STORE(3)
+	CD_STORE(4) CD_STORE(5) CD_STORE(6) CD_STORE(7)
+#undef CD_STORE
 }
 
 /* Output rows [oh0, oh1) of image n, every channel block of a row before
@@ -214,10 +226,10 @@ cd_rows(const cd_job *d, const float *xp, int64_t n, int64_t oh0, int64_t oh1, i
 
 			for (; ow + 2 * CD_VEC <= OW || (ow < OW && OW - ow > CD_VEC); ow += 2 * CD_VEC)
 				cd_tile(y + ow, res ? res + ow : NULL, osz, xr + ow, rstride, d->PW,
-					d->half, w, bias, nm, Cg, KH, KW, S, OW - ow, j->relu, 2);
+					d->half, w, bias, nm, Cg, KH, KW, S, OW - ow, d, 2);
 			if (ow < OW)
 				cd_tile(y + ow, res ? res + ow : NULL, osz, xr + ow, rstride, d->PW,
-					d->half, w, bias, nm, Cg, KH, KW, S, OW - ow, j->relu, 1);
+					d->half, w, bias, nm, Cg, KH, KW, S, OW - ow, d, 1);
 		}
 	}
 }
@@ -258,8 +270,8 @@ static void cd_range(void *arg, int64_t i0, int64_t i1, int member)
 
 		cd_pad_rows(d, d->x + n * j->Cg * isz, oh0 * sh, (oh1 - 1) * sh + g->k[1], xp);
 		cd_band(d, xp, n, oh0, oh1);
-		for (int64_t m = 0; j->act && m < j->Mg; m++)
-			cpu_fuse_act_apply(j->act, d->y + (n * j->Mg + m) * j->osz + oh0 * OW,
+		for (int64_t m = 0; d->act && m < j->Mg; m++)
+			cpu_fuse_act_apply(d->act, d->y + (n * j->Mg + m) * j->osz + oh0 * OW,
 					   (oh1 - oh0) * OW);
 	}
 }
@@ -272,7 +284,15 @@ int conv_direct_run(cpu_ctx *ctx, const conv_job *j, int64_t N, const float *x,
 	int64_t owr = (OW + 2 * CD_VEC - 1) / (2 * CD_VEC) * (2 * CD_VEC);
 	int64_t cols = g->in[2] + g->pb[2] + g->pe[2], per_image, bands;
 	int members = cpu_par_members(ctx);
-	cd_job d = {.j = j, .x = x, .w = wpacked, .b = b, .y = y};
+	cd_job d = {.j = j, .x = x, .w = wpacked, .b = b, .y = y, .act = j->act};
+
+	if (j->relu || (j->act && j->act->act == CPU_FUSE_ACT_CLIP &&
+			j->act->act_a <= j->act->act_b)) {
+		d.clamp = 1;
+		d.lo = j->relu ? 0.0f : j->act->act_a;
+		d.hi = j->relu ? INFINITY : j->act->act_b;
+		d.act = NULL;
+	}
 
 	/* A padded row holds every column a tap reads, rounded up to whole
 	 * vectors (the last vector's lanes past OW read zeros, not stored). */
