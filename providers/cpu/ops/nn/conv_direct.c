@@ -136,25 +136,28 @@ static void cd_pad_rows(const cd_job *d, const float *x, int64_t r0, int64_t r1,
 		}
 }
 
-/* NV vectors of 16 pixels of one output row for a block of up to 8
- * channels: y[m * osz + ow ...]. */
+/* NV vectors of up to 16 pixels for a block of up to 8 channels:
+ * y[m * osz + v * ys ...] (left[v] of them) from input rows at xr + v * xs:
+ * the next 16 pixels of a row (xs = ys = 16), or the same pixels of the
+ * next output row when a row is one vector (the filter value broadcast
+ * once feeds both). */
 static inline __attribute__((always_inline)) CD_TARGET void
 cd_tile(float *y, const float *res, int64_t osz, const float *xr, int64_t rstride,
 	int64_t PW, int64_t half, const float *w, const float *bias, int nm, int64_t Cg, int KH,
-	int KW, int S, int64_t left, const cd_job *d, int NV)
+	int KW, int S, const int64_t *left, int64_t xs, int64_t ys, const cd_job *d, int NV)
 {
 	__m512 acc[CD_BLOCK][2];
+	__mmask16 k[2];
 
+	for (int v = 0; v < NV; v++)
+		k[v] = left[v] >= CD_VEC ? 0xffff : left[v] <= 0 ? 0 :
+		       (__mmask16)((1u << left[v]) - 1);
 	for (int m = 0; m < CD_BLOCK; m++)
 		for (int v = 0; v < NV; v++) {
 			acc[m][v] = _mm512_set1_ps(m < nm && bias ? bias[m] : 0.0f);
-			if (res && m < nm) {
-				int64_t n = left - v * CD_VEC;
-				__mmask16 k = n >= CD_VEC ? 0xffff : n <= 0 ? 0 : (__mmask16)((1u << n) - 1);
-
+			if (res && m < nm)
 				acc[m][v] = _mm512_add_ps(acc[m][v],
-					_mm512_maskz_loadu_ps(k, res + m * osz + v * CD_VEC));
-			}
+					_mm512_maskz_loadu_ps(k[v], res + m * osz + v * ys));
 		}
 	for (int64_t c = 0; c < Cg; c++) {
 		const float *xc = xr + c * rstride;
@@ -167,7 +170,7 @@ cd_tile(float *y, const float *res, int64_t osz, const float *xr, int64_t rstrid
 				__m512 xv[2];
 
 				for (int v = 0; v < NV; v++)
-					xv[v] = _mm512_loadu_ps(xt + v * CD_VEC);
+					xv[v] = _mm512_loadu_ps(xt + v * xs);
 				for (int m = 0; m < CD_BLOCK; m++) {
 					__m512 wv = _mm512_set1_ps(wt[m]);
 
@@ -178,15 +181,9 @@ cd_tile(float *y, const float *res, int64_t osz, const float *xr, int64_t rstrid
 	}
 	/* written out per channel, so that acc stays in registers (a loop
 	 * over m, even with constant bounds, spilled it) */
-	__mmask16 k[2];
 	__m512 lo = _mm512_set1_ps(d->lo), hi = _mm512_set1_ps(d->hi);
 	int clamp = d->clamp;
 
-	for (int v = 0; v < NV; v++) {
-		int64_t n = left - v * CD_VEC;
-
-		k[v] = n >= CD_VEC ? 0xffff : n <= 0 ? 0 : (__mmask16)((1u << n) - 1);
-	}
 	/* max(lo, x), min(hi, x): the second operand, x, when x is NaN, as
 	 * vf_clamp keeps it */
 #define CD_STORE(m)                                                                        \
@@ -195,7 +192,7 @@ cd_tile(float *y, const float *res, int64_t osz, const float *xr, int64_t rstrid
 			__m512 o = acc[m][v];                                              \
 			if (clamp)                                                         \
 				o = _mm512_min_ps(hi, _mm512_max_ps(lo, o));               \
-			_mm512_mask_storeu_ps(y + (m) * osz + v * CD_VEC, k[v], o);        \
+			_mm512_mask_storeu_ps(y + (m) * osz + v * ys, k[v], o);            \
 		}
 	CD_STORE(0) CD_STORE(1) CD_STORE(2) CD_STORE(3)
 	CD_STORE(4) CD_STORE(5) CD_STORE(6) CD_STORE(7)
@@ -214,8 +211,12 @@ cd_rows(const cd_job *d, const float *xp, int64_t n, int64_t oh0, int64_t oh1, i
 	int64_t OW = g->out[2], osz = j->osz, sh = g->s[1], Cg = j->Cg;
 	int64_t rstride = d->rows_max * d->PW, wblock = Cg * KH * KW * CD_BLOCK;
 
-	for (int64_t oh = oh0; oh < oh1; oh++) {
+	/* rows of one vector go two at a time */
+	int64_t pair = OW <= CD_VEC ? 2 : 1;
+
+	for (int64_t oh = oh0; oh < oh1; oh += pair) {
 		const float *xr = xp + (oh - oh0) * sh * d->PW;
+		int two = pair == 2 && oh + 1 < oh1;
 
 		for (int64_t m0 = 0; m0 < j->Mg; m0 += CD_BLOCK) {
 			int nm = (int)(j->Mg - m0 < CD_BLOCK ? j->Mg - m0 : CD_BLOCK);
@@ -223,13 +224,25 @@ cd_rows(const cd_job *d, const float *xp, int64_t n, int64_t oh0, int64_t oh1, i
 			const float *w = d->w + m0 / CD_BLOCK * wblock, *bias = d->b ? d->b + m0 : NULL;
 			const float *res = j->res ? (const float *)j->res->data + yoff : NULL;
 			float *y = d->y + yoff;
+			int64_t left[2];
 
-			for (; ow + 2 * CD_VEC <= OW || (ow < OW && OW - ow > CD_VEC); ow += 2 * CD_VEC)
+			if (pair == 2) {
+				left[0] = left[1] = OW;
+				cd_tile(y, res, osz, xr, rstride, d->PW, d->half, w, bias, nm, Cg, KH, KW,
+					S, left, sh * d->PW, OW, d, two ? 2 : 1);
+				continue;
+			}
+			for (; ow + 2 * CD_VEC <= OW || (ow < OW && OW - ow > CD_VEC); ow += 2 * CD_VEC) {
+				left[0] = OW - ow;
+				left[1] = OW - ow - CD_VEC;
 				cd_tile(y + ow, res ? res + ow : NULL, osz, xr + ow, rstride, d->PW,
-					d->half, w, bias, nm, Cg, KH, KW, S, OW - ow, d, 2);
-			if (ow < OW)
+					d->half, w, bias, nm, Cg, KH, KW, S, left, CD_VEC, CD_VEC, d, 2);
+			}
+			if (ow < OW) {
+				left[0] = OW - ow;
 				cd_tile(y + ow, res ? res + ow : NULL, osz, xr + ow, rstride, d->PW,
-					d->half, w, bias, nm, Cg, KH, KW, S, OW - ow, d, 1);
+					d->half, w, bias, nm, Cg, KH, KW, S, left, CD_VEC, CD_VEC, d, 1);
+			}
 		}
 	}
 }
