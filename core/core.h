@@ -68,6 +68,7 @@ typedef struct core_lane {
 	shm_segment seg;
 	ipc_ring_pair ring;
 	int busy;                 /* taken (core_ep.lane_mu) */
+	int home;                 /* its CPU when runs are bound (Run.bind_cpu) */
 } core_lane;
 
 /* One running provider process: what a restart or a swap replaces. */
@@ -440,14 +441,16 @@ typedef struct core_call {
  * IPC_RING_SPIN_NS).  `locked`: the caller holds ep->lock (runs with
  * device values).  Without lanes the request goes over nng under
  * ep->lock.  call->rep (may be set on failure too) stays valid until
- * core_ep_call_done, which every call needs. */
+ * core_ep_call_done, which every call needs.  near_cpu >= 0 (the caller's
+ * CPU, with more runs in flight than CPUs): the RUN goes to the lane whose
+ * home is that CPU if it is free, bound to its lane's home (Run.bind_cpu). */
 ortmk_status core_ep_run_request(core_ep *ep, Ortmk__Envelope *req, int timeout_ms,
-				 uint64_t spin_ns, int locked, core_call *call);
+				 uint64_t spin_ns, int locked, int near_cpu, core_call *call);
 void core_ep_call_done(core_call *call);
 /* env.c: a free lane of ep's current process (-1: it has none), taken
- * until core_lane_put; waits while all are busy.  ep->plock or ep->lock
- * held. */
-int core_lane_take(core_ep *ep);
+ * until core_lane_put; waits while all are busy.  Prefers the lane whose
+ * home is `cpu` (-1: any).  ep->plock or ep->lock held. */
+int core_lane_take(core_ep *ep, int cpu);
 void core_lane_put(core_ep *ep, int lane);
 /* env.c: one request on a lane taken by the caller (ring_request). */
 ortmk_status core_lane_request(core_ep *ep, core_proc *p, int lane, Ortmk__Envelope *req,

@@ -14,6 +14,7 @@
 #include <limits.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -414,6 +415,22 @@ static int lanes_wanted(const core_proc *p)
 	return p->run_lanes < n ? (p->run_lanes > 0 ? p->run_lanes : 1) : n;
 }
 
+/* The home CPU of lane i (Run.bind_cpu): the CPUs this process may use,
+ * in turn. */
+static int lane_home(int i)
+{
+	cpu_set_t set;
+	int n = 0;
+
+	if (sched_getaffinity(0, sizeof(set), &set))
+		return -1;
+	n = CPU_COUNT(&set);
+	for (int c = 0, k = n ? i % n : 0; n && c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &set) && k-- == 0)
+			return c;
+	return -1;
+}
+
 /* Opens one lane: a ring segment handed over and announced (RING_SETUP).
  * 1 when the provider took it, 0 when it refused or none could be made,
  * <0 (a status) when the process died. */
@@ -449,6 +466,7 @@ static int lane_open(core_ep *ep, core_proc *p)
 		return p->alive ? 0 : -(int)st;
 	}
 	l->busy = 0;
+	l->home = lane_home(p->n_lanes);
 	p->n_lanes++;
 	return 1;
 }
@@ -663,7 +681,7 @@ static ortmk_status ring_request(core_ep *ep, core_proc *p, core_lane *l, Ortmk_
 				 uint64_t deadline, int timeout_ms, uint64_t spin_ns,
 				 Ortmk__Envelope **rep);
 
-int core_lane_take(core_ep *ep)
+int core_lane_take(core_ep *ep, int cpu)
 {
 	core_proc *p = &ep->p;
 	int lane = -1;
@@ -672,6 +690,9 @@ int core_lane_take(core_ep *ep)
 		return -1;
 	pthread_mutex_lock(&ep->lane_mu);
 	for (;;) {
+		for (int i = 0; i < p->n_lanes && lane < 0 && cpu >= 0; i++)
+			if (!p->lanes[i].busy && p->lanes[i].home == cpu)
+				lane = i;
 		for (int i = 0; i < p->n_lanes && lane < 0; i++)
 			if (!p->lanes[i].busy)
 				lane = i;
@@ -729,7 +750,7 @@ ortmk_status core_proc_request(core_ep *ep, core_proc *p, Ortmk__Envelope *req,
 	if (p->ring_on && (req->kind == ORTMK__KIND__RUN || req->kind == ORTMK__KIND__ALLOC ||
 			   req->kind == ORTMK__KIND__COPY ||
 			   (req->kind == ORTMK__KIND__RELEASE && req->release->has_buffer_id))) {
-		int lane = p == &ep->p ? core_lane_take(ep) : 0;
+		int lane = p == &ep->p ? core_lane_take(ep, -1) : 0;
 		ortmk_status st = ring_request(ep, p, &p->lanes[lane], req, deadline, timeout_ms, 0, rep);
 
 		if (*rep && p == &ep->p)

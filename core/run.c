@@ -17,6 +17,7 @@
  * or a stream (run_device.c) holds the providers' locks throughout.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -495,10 +496,14 @@ static ortmk_status send_run(run_ctx *c, size_t i, core_call *call)
 	 * waiting thread: when they outnumber the CPUs, a wait that spins
 	 * takes a CPU from a run that computes (the example CNN at 2
 	 * threads on 2 cores: 1.03x the throughput of one), so it sleeps
-	 * at once (spin 1 ns). */
+	 * at once (spin 1 ns), and the run goes to the lane whose home is
+	 * this thread's CPU, bound there (core_ep_run_request): the two then
+	 * hand that CPU to each other, where a wake-up across CPUs costs
+	 * more, and the wake-up moves this thread next to its lane. */
 	int waiting = atomic_fetch_add(&s->env->runs_waiting, 1) + 1;
-	uint64_t spin = waiting * (s->threads + 1) <= s->cpus ? RUN_SPIN_NS :
-			waiting == 1 ? 0 : 1;
+	int crowded = waiting * (s->threads + 1) > s->cpus;
+	uint64_t spin = !crowded ? RUN_SPIN_NS : waiting == 1 ? 0 : 1;
+	int near = crowded && waiting > 1 ? sched_getcpu() : -1;
 
 	if (word) {
 		run.has_cancel_segment = run.has_cancel_token = 1;
@@ -506,7 +511,7 @@ static ortmk_status send_run(run_ctx *c, size_t i, core_call *call)
 		run.cancel_token = core_env_next_id(s->env);
 		slot = ro_enter(c->ro, word, run.cancel_token);
 	}
-	rc = core_ep_run_request(ep, &e, timeout ? timeout : -1, spin, c->exclusive, call);
+	rc = core_ep_run_request(ep, &e, timeout ? timeout : -1, spin, c->exclusive, near, call);
 	atomic_fetch_sub(&s->env->runs_waiting, 1);
 	if (word)
 		ro_leave(c->ro, slot);

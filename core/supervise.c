@@ -309,7 +309,7 @@ static ortmk_status hold_live(core_ep *ep, int locked)
 }
 
 ortmk_status core_ep_run_request(core_ep *ep, Ortmk__Envelope *req, int timeout_ms,
-				 uint64_t spin_ns, int locked, core_call *call)
+				 uint64_t spin_ns, int locked, int near_cpu, core_call *call)
 {
 	ortmk_status st = hold_live(ep, locked);
 
@@ -317,7 +317,11 @@ ortmk_status core_ep_run_request(core_ep *ep, Ortmk__Envelope *req, int timeout_
 	if (st)
 		return st;
 	call->rd = 1;
-	call->lane = core_lane_take(ep);
+	call->lane = core_lane_take(ep, near_cpu);
+	if (call->lane >= 0 && req->run) {
+		req->run->has_bind_cpu = near_cpu >= 0 && ep->p.lanes[call->lane].home >= 0;
+		req->run->bind_cpu = ep->p.lanes[call->lane].home;
+	}
 	if (call->lane >= 0) {
 		st = core_lane_request(ep, &ep->p, call->lane, req, timeout_ms, spin_ns, &call->rep);
 		if (st != ORTMK_ERR_INTERNAL || call->rep)

@@ -25,7 +25,7 @@ void ep_fault_parse(fault *f, const char *provider)
 {
 	static const char *actions[] = {"", "crash-after", "hang-after", "exit-after", "garbage-after",
 					"badseq-after", "badref-after", "nosignal-after", "open-after",
-					"socket-after", "exec-after"};
+					"socket-after", "exec-after", "affinity-after"};
 	const char *spec = getenv("ORTMK_EP_FAULT"), *slash;
 	char act[32], kind[32];
 	long n;
@@ -40,7 +40,7 @@ void ep_fault_parse(fault *f, const char *provider)
 	}
 	if (!spec || sscanf(spec, "%31[a-z-]:%31[a-z_]:%ld", act, kind, &n) != 3)
 		return;
-	for (int a = 1; a <= (int)FAULT_EXEC; a++)
+	for (int a = 1; a <= (int)FAULT_AFFINITY; a++)
 		if (strcmp(act, actions[a]) == 0)
 			f->action = (enum fault_action)a;
 	for (int k = 1; strcmp(ipc_kind_name(k), "UNKNOWN") != 0; k++) {
@@ -82,21 +82,27 @@ static void fault_badref(host *h, host_lane *lane, const Ortmk__Envelope *req)
 }
 
 /* What the sandbox must stop (docs/SECURITY.md): a file opened by path, a
- * network socket, a program run.  Confined, the call kills the process
- * (SIGSYS) before it does anything; without the filter it returns, and the
+ * network socket, a program run, the CPUs of another process (the
+ * application's) set.  Confined, the call kills the process (SIGSYS)
+ * before it does anything; without the filter it returns, and the
  * request is served normally after an error line. */
 static void fault_forbidden(enum fault_action a)
 {
-	static const char *what[] = {"open(\"/etc/passwd\")", "socket(AF_INET)", "execve"};
+	static const char *what[] = {"open(\"/etc/passwd\")", "socket(AF_INET)", "execve",
+				     "sched_setaffinity(the application)"};
 	char *argv[] = {"ortmk-sandbox-probe", NULL}, *envp[] = {NULL};
-	int fd = -1, i = a == FAULT_OPEN ? 0 : a == FAULT_SOCKET ? 1 : 2;
+	int fd = -1, i = a == FAULT_OPEN ? 0 : a == FAULT_SOCKET ? 1 : a == FAULT_EXEC ? 2 : 3;
+	cpu_set_t set;
 
 	if (a == FAULT_OPEN)
 		fd = open("/etc/passwd", O_RDONLY | O_CLOEXEC);
 	else if (a == FAULT_SOCKET)
 		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	else
+	else if (a == FAULT_EXEC)
 		execve("/nonexistent/ortmk-sandbox-probe", argv, envp);
+	else if (sched_getaffinity(getppid(), sizeof(set), &set) == 0)
+		/* its own set again: harmless if it gets through */
+		fd = sched_setaffinity(getppid(), sizeof(set), &set) == 0 ? 0 : -1;
 	ipc_log(IPC_LOG_ERROR, "fault injection: %s was not stopped (%s): no filter refused it",
 		what[i], fd >= 0 ? "it succeeded" : strerror(errno));
 	if (fd >= 0)
@@ -157,6 +163,7 @@ int ep_fault_fire(host *h, host_lane *lane, const Ortmk__Envelope *req)
 	case FAULT_OPEN:
 	case FAULT_SOCKET:
 	case FAULT_EXEC:
+	case FAULT_AFFINITY:
 		fault_forbidden(f->action);
 		return 0;
 	case FAULT_NOSIGNAL:

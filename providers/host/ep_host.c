@@ -138,6 +138,30 @@ static ep_span *span_buffer(host *h, host_lane *lane)
 	return *buf;
 }
 
+/* Binds the lane's thread to `cpu` (Run.bind_cpu: when runs outnumber
+ * CPUs, its lane's CPU, where the application thread waiting for it is),
+ * or lets it run anywhere again (-1).  A system call only when that changes;
+ * a CPU this process may not use, or a failure, leaves it unbound. */
+static void lane_place(host_lane *lane, int cpu)
+{
+	cpu_set_t one;
+
+	if (!lane->can_bind)
+		return;
+	if (cpu >= 0 && (cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &lane->all)))
+		cpu = -1;
+	if (cpu == lane->cpu)
+		return;
+	CPU_ZERO(&one);
+	if (cpu >= 0)
+		CPU_SET(cpu, &one);
+	if (sched_setaffinity(0, sizeof(cpu_set_t), cpu >= 0 ? &one : &lane->all)) {
+		lane->can_bind = 0;
+		return;
+	}
+	lane->cpu = cpu;
+}
+
 /* A RUN.  Served under the read lock when the provider runs concurrently
  * (then nothing here may touch what another run uses: the error text,
  * the spans and the reply are the run's or its lane's). */
@@ -157,6 +181,8 @@ static int on_run(host *h, host_lane *lane, const Ortmk__Envelope *req)
 	if (!sg)
 		return ep_host_reply_error_lane(h, lane, req, ORTMK__ERROR_CODE__E_INVALID,
 						"run of an unknown subgraph");
+	if (lane)
+		lane_place(lane, r->has_bind_cpu ? r->bind_cpu : -1);
 	run.bindings = calloc(r->n_bindings + 1, sizeof(*run.bindings));
 	if (!run.bindings)
 		return ep_host_reply_error_lane(h, lane, req, ORTMK__ERROR_CODE__E_NOMEM, "out of memory");
@@ -327,6 +353,9 @@ static void *lane_main(void *arg)
 	host_lane *lane = arg;
 	host *h = lane->h;
 	int idle = 0;
+
+	lane->cpu = -1;
+	lane->can_bind = sched_getaffinity(0, sizeof(cpu_set_t), &lane->all) == 0;
 
 	while (!atomic_load(&h->stopping)) {
 		/* Spinning for the next request saves its sender a wake-up of

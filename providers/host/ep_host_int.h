@@ -10,6 +10,7 @@
 #define ORTMK_EP_HOST_INT_H
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 
 #include "channel.h"
@@ -47,7 +48,7 @@ typedef struct host_map {
  */
 enum fault_action {
 	FAULT_NONE, FAULT_CRASH, FAULT_HANG, FAULT_EXIT, FAULT_GARBAGE, FAULT_BADSEQ, FAULT_BADREF,
-	FAULT_NOSIGNAL, FAULT_OPEN, FAULT_SOCKET, FAULT_EXEC,
+	FAULT_NOSIGNAL, FAULT_OPEN, FAULT_SOCKET, FAULT_EXEC, FAULT_AFFINITY,
 };
 
 typedef struct fault {
@@ -81,6 +82,12 @@ typedef struct host_lane {
 	ipc_ring_pair ring;
 	pthread_t thread;
 	ep_span *spans;           /* profiled runs on this lane: on the first */
+	/* Placement (Run.bind_cpu, lane_place): the CPU this thread is
+	 * bound to (-1: none), the CPUs it may use otherwise, and whether
+	 * binding works here at all. */
+	int cpu;
+	cpu_set_t all;
+	int can_bind;
 } host_lane;
 
 typedef struct host {

@@ -198,6 +198,7 @@ static int conditional_rules(scmp_filter_ctx f, const ep_sandbox_policy *p, char
 	struct scmp_arg_cmp noexec = SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0);
 	struct scmp_arg_cmp thread = SCMP_A0(SCMP_CMP_MASKED_EQ, THREAD_FLAGS, THREAD_FLAGS);
 	struct scmp_arg_cmp self = SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)getpid());
+	struct scmp_arg_cmp calling = SCMP_A0(SCMP_CMP_EQ, 0);
 	struct scmp_arg_cmp name_set = SCMP_A0(SCMP_CMP_EQ, PR_SET_NAME);
 	struct scmp_arg_cmp name_get = SCMP_A0(SCMP_CMP_EQ, PR_GET_NAME);
 	int exec = p && p->exec_memory, rc;
@@ -216,6 +217,10 @@ static int conditional_rules(scmp_filter_ctx f, const ep_sandbox_policy *p, char
 		rc = rule(f, SCMP_ACT_ALLOW, "tgkill", 1, &self, err, n);
 	if (rc == 0)
 		rc = rule(f, SCMP_ACT_ALLOW, "kill", 1, &self, err, n);
+	/* a lane's thread binds itself to a CPU (Run.bind_cpu):
+	 * the calling thread only (pid 0) */
+	if (rc == 0)
+		rc = rule(f, SCMP_ACT_ALLOW, "sched_setaffinity", 1, &calling, err, n);
 	/* nng names its threads */
 	if (rc == 0)
 		rc = rule(f, SCMP_ACT_ALLOW, "prctl", 1, &name_set, err, n);
