@@ -270,12 +270,19 @@ cpu_frame *cpu_frame_new(const cpu_plan *p)
 	f->wbuf = calloc(nv, sizeof(*f->wbuf));
 	f->wcap = calloc(nv, sizeof(*f->wcap));
 	f->wplanned = calloc((size_t)p->max_out + 1, sizeof(*f->wplanned));
+	f->have0 = calloc(nv, 1);
+	f->cidx = calloc(nv, sizeof(*f->cidx));
 	if (!f->vals || !f->heap || !f->have || !f->placed || !f->pinned || !f->in ||
 	    !f->planned || !f->out || !f->out_heap || !f->keep || !f->wbuf || !f->wcap ||
-	    !f->wplanned) {
+	    !f->wplanned || !f->have0 || !f->cidx) {
 		cpu_frame_free(f);
 		return NULL;
 	}
+	for (size_t v = 0; v < p->n_values; v++)
+		if (p->consts[v].data) {
+			f->have0[v] = 1;
+			f->cidx[f->n_consts++] = (int)v;
+		}
 	return f;
 }
 
@@ -288,6 +295,8 @@ void cpu_frame_free(cpu_frame *f)
 	if (f->keep)
 		cpu_keep_free(f->keep);
 	free(f->vals);
+	free(f->have0);
+	free(f->cidx);
 	free(f->heap);
 	free(f->have);
 	free(f->placed);
@@ -313,18 +322,20 @@ static void release(cpu_frame *f, int v)
 	f->have[v] = 0;
 }
 
+/* Per run, the arrays are reset whole and only the constants' tensors
+ * copied (a loop over every value with a branch each was 1.5% of the
+ * example CNN's provider run). */
 void cpu_frame_begin(cpu_frame *f)
 {
 	const cpu_plan *p = f->plan;
+	size_t nv = p->n_values;
 
-	for (size_t v = 0; v < p->n_values; v++) {
-		f->heap[v] = 0;
-		f->placed[v] = 0;
-		f->pinned[v] = p->pinned[v];
-		f->have[v] = p->consts[v].data != NULL;
-		if (f->have[v])
-			f->vals[v] = p->consts[v];
-	}
+	memset(f->heap, 0, nv);
+	memset(f->placed, 0, nv);
+	memcpy(f->pinned, p->pinned, nv);
+	memcpy(f->have, f->have0, nv);
+	for (size_t i = 0; i < f->n_consts; i++)
+		f->vals[f->cidx[i]] = p->consts[f->cidx[i]];
 	f->busy = 1;
 }
 

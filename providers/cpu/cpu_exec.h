@@ -85,6 +85,11 @@ typedef struct cpu_frame {
 	const cpu_plan *plan;
 	cpu_tensor *vals;
 	unsigned char *heap, *have, *placed, *pinned;
+	/* what cpu_frame_begin restores: the constants (have0[v] set, their
+	 * indices in cidx) */
+	unsigned char *have0;
+	int *cidx;
+	size_t n_consts;
 	/* one node call */
 	const cpu_tensor **in, **planned;
 	cpu_tensor *out;
