@@ -193,6 +193,64 @@ static void test_resize_bilinear_planes(void **state)
 	cpu_pool_destroy(pool);
 }
 
+/* Nearest over N x C planes (resize_apply.c: a row repeated from the row
+ * before it, the 2x path that writes each loaded vector twice, the
+ * general gather) for float32 and int32, against floor(j / scale) with the
+ * asymmetric transformation, rows split over the pool. */
+static void test_resize_nearest_planes(void **state)
+{
+	static const int64_t shapes[][2] = {{5, 9}, {4, 20}, {3, 33}};
+	static const float scales[][2] = {{2, 2}, {3, 2}, {2, 3}, {1, 2}, {2.5f, 1.5f}};
+	cpu_pool *pool;
+	(void)state;
+	assert_int_equal(cpu_pool_create(2, &pool), 0);
+	for (int dt = 0; dt < 2; dt++)
+		for (size_t z = 0; z < sizeof(shapes) / sizeof(shapes[0]); z++)
+			for (size_t k = 0; k < sizeof(scales) / sizeof(scales[0]); k++) {
+				int64_t H = shapes[z][0], W = shapes[z][1], dx[4] = {2, 3, H, W};
+				int64_t OH = (int64_t)floor((double)H * scales[k][0]);
+				int64_t OW = (int64_t)floor((double)W * scales[k][1]), d4[1] = {4};
+				float sc[4] = {1, 1, scales[k][0], scales[k][1]};
+				int32_t *x = malloc(sizeof(int32_t) * (size_t)(6 * H * W));
+				cpu_tensor tx = tens(dt ? CPU_INT32 : CPU_FLOAT, 4, dx, x);
+				cpu_tensor ts = tens(CPU_FLOAT, 1, d4, sc), out;
+				const cpu_tensor *in[3] = {&tx, NULL, &ts};
+				char err[ERRLEN];
+				tnode t;
+
+				for (int64_t i = 0; i < 6 * H * W; i++) {
+					float f = (float)((i * 37) % 101) - 50.0f;
+
+					if (dt)
+						x[i] = (int32_t)(i * 7919);
+					else
+						memcpy(&x[i], &f, 4);
+				}
+				tn(&t, "Resize", 3, 1);
+				tn_skip(&t, 1);
+				tn_str(&t, "coordinate_transformation_mode", "asymmetric");
+				tn_str(&t, "nearest_mode", "floor");
+				assert_int_equal(run_pool(&t, 13, 3, in, 1, &out, pool, 2, err), 0);
+				assert_int_equal(out.dims[2], OH);
+				assert_int_equal(out.dims[3], OW);
+				for (int64_t p = 0; p < 6; p++)
+					for (int64_t oh = 0; oh < OH; oh++)
+						for (int64_t ow = 0; ow < OW; ow++) {
+							int64_t ih = (int64_t)floor((double)oh / sc[2]);
+							int64_t iw = (int64_t)floor((double)ow / sc[3]);
+							int32_t got = ((int32_t *)out.data)[(p * OH + oh) * OW + ow];
+
+							if (got != x[(p * H + ih) * W + iw])
+								fail_msg("%dx%d x %gx%g [%lld,%lld,%lld]", (int)H, (int)W,
+									 sc[2], sc[3], (long long)p, (long long)oh,
+									 (long long)ow);
+						}
+				free(out.data);
+				free(x);
+			}
+	cpu_pool_destroy(pool);
+}
+
 /* Transpose and Slice large enough to be split over the pool
  * (cpu_copy_strided_par) against index arithmetic. */
 static void test_strided_par(void **state)
@@ -590,6 +648,7 @@ int main(void)
 		cmocka_unit_test(test_resize_axes_policy),
 		cmocka_unit_test(test_resize_modes),
 		cmocka_unit_test(test_resize_bilinear_planes),
+		cmocka_unit_test(test_resize_nearest_planes),
 		cmocka_unit_test(test_strided_par),
 		cmocka_unit_test(test_gridsample_one_row),
 		cmocka_unit_test(test_resize_errors),
