@@ -313,6 +313,69 @@ static void test_convtranspose_padding_split(void **state)
 	free(out.data);
 }
 
+/* Windows that tile the output (kernel == stride, no pads: convtranspose.c
+ * writes each output once, two taps interleaved at stride 2): N=2, groups
+ * 1 and 2, strides 2 and 3, rows around a vector, with a bias, on the pool,
+ * against the sum written out. */
+static void test_convtranspose_tiles(void **state)
+{
+	static const int64_t cases[][4] = {{1, 2, 5, 9}, {1, 2, 3, 20}, {2, 2, 4, 17}, {1, 3, 4, 6},
+					   {2, 3, 2, 11}};   /* group, stride, H, W */
+	cpu_pool *pool;
+	(void)state;
+	assert_int_equal(cpu_pool_create(2, &pool), 0);
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		int64_t G = cases[c][0], s = cases[c][1], H = cases[c][2], W = cases[c][3];
+		int64_t C = 4, Mg = 3, OH = H * s, OW = W * s, ks[2] = {s, s}, st[2] = {s, s};
+		int64_t dx[4] = {2, C, H, W}, dw[4] = {C, Mg, s, s}, db[1] = {G * Mg};
+		float *x = malloc(sizeof(float) * (size_t)(2 * C * H * W));
+		float *w = malloc(sizeof(float) * (size_t)(C * Mg * s * s)), b[6];
+		cpu_tensor tx = tens(CPU_FLOAT, 4, dx, x), tw = tens(CPU_FLOAT, 4, dw, w);
+		cpu_tensor tb = tens(CPU_FLOAT, 1, db, b), out;
+		const cpu_tensor *in[3] = {&tx, &tw, &tb};
+		char err[ERRLEN];
+		tnode t;
+
+		for (int64_t i = 0; i < 2 * C * H * W; i++)
+			x[i] = (float)((i * 37) % 23) / 4.0f - 2.5f;
+		for (int64_t i = 0; i < C * Mg * s * s; i++)
+			w[i] = (float)((i * 11) % 13) / 8.0f - 0.75f;
+		for (int i = 0; i < 6; i++)
+			b[i] = (float)i - 2.0f;
+		tn(&t, "ConvTranspose", 3, 1);
+		tn_ints(&t, "kernel_shape", ks, 2);
+		tn_ints(&t, "strides", st, 2);
+		tn_int(&t, "group", G);
+		assert_int_equal(run_pool(&t, 11, 3, in, 1, &out, pool, 2, err), 0);
+		assert_int_equal(out.dims[1], G * Mg);
+		assert_int_equal(out.dims[2], OH);
+		assert_int_equal(out.dims[3], OW);
+		for (int64_t n = 0; n < 2; n++)
+			for (int64_t m = 0; m < G * Mg; m++)
+				for (int64_t oh = 0; oh < OH; oh++)
+					for (int64_t ow = 0; ow < OW; ow++) {
+						int64_t g = m / Mg, Cg = C / G;
+						double want = b[m];
+
+						for (int64_t ci = 0; ci < Cg; ci++) {
+							int64_t cc = g * Cg + ci;
+
+							want += (double)x[((n * C + cc) * H + oh / s) * W + ow / s] *
+								w[((cc * Mg + m % Mg) * s + oh % s) * s + ow % s];
+						}
+						float got = ((float *)out.data)[((n * G * Mg + m) * OH + oh) * OW + ow];
+						if (fabs(got - want) > 1e-5 * (1 + fabs(want)))
+							fail_msg("g%d s%d %dx%d [%d,%d,%d,%d]: %g, want %g", (int)G,
+								 (int)s, (int)H, (int)W, (int)n, (int)m, (int)oh,
+								 (int)ow, got, want);
+					}
+		free(out.data);
+		free(x);
+		free(w);
+	}
+	cpu_pool_destroy(pool);
+}
+
 static void test_convtranspose_errors(void **state)
 {
 	static const float v[64];
@@ -658,6 +721,7 @@ int main(void)
 		cmocka_unit_test(test_rnn_activation_alpha_beta),
 		cmocka_unit_test(test_rnn_errors),
 		cmocka_unit_test(test_convtranspose_padding_split),
+		cmocka_unit_test(test_convtranspose_tiles),
 		cmocka_unit_test(test_convtranspose_errors),
 		cmocka_unit_test(test_quantize_rounding_saturation),
 		cmocka_unit_test(test_quantize_errors),

@@ -18,6 +18,7 @@
 
 #include "nn_ops.h"
 #include "par.h"
+#include "vfloat.h"
 
 typedef struct convt_state {
 	cpu_window win;
@@ -214,11 +215,69 @@ static void col2im_row(float *y, const float *row, const convt_geom *g, int64_t 
 	}
 }
 
+/* y[2 i] = a[i] + b0, y[2 i + 1] = c[i] + b0 for i < n: two tap rows of a
+ * 2-wide stride-2 window interleaved into one output row. */
+CPU_MULTIVERSION
+static void interleave2(float *y, const float *a, const float *c, int64_t n, float b0)
+{
+	const vi8 lo = {0, 8, 1, 9, 2, 10, 3, 11}, hi = {4, 12, 5, 13, 6, 14, 7, 15};
+	int64_t i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		vf8 va = vf_load(a + i) + b0, vc = vf_load(c + i) + b0;
+
+		vf_store(y + 2 * i, __builtin_shuffle(va, vc, lo));
+		vf_store(y + 2 * i + 8, __builtin_shuffle(va, vc, hi));
+	}
+	for (; i < n; i++) {
+		y[2 * i] = a[i] + b0;
+		y[2 * i + 1] = c[i] + b0;
+	}
+}
+
+/* Windows that tile the output (kernel == stride, no dilation, no pads,
+ * the output exactly input x stride; the 2x2 stride-2 upsampling of
+ * segmentation heads): every output element is one tap plus the bias,
+ * written once, row by row, with no zeroing and no adding up. */
+static int tiles_output(const convt_geom *g)
+{
+	for (int i = 0; i < 3; i++)
+		if (g->k[i] != g->s[i] || g->d[i] != 1 || g->pb[i] != 0 ||
+		    g->out[i] != g->in[i] * g->s[i])
+			return 0;
+	return 1;
+}
+
+static void tile_plane(float *y, const float *col, const convt_geom *g, float b0)
+{
+	int64_t isz = g->in[0] * g->in[1] * g->in[2], sw = g->s[2], IW = g->in[2];
+
+	for (int64_t id = 0; id < g->in[0]; id++)
+		for (int64_t kd = 0; kd < g->k[0]; kd++)
+			for (int64_t ih = 0; ih < g->in[1]; ih++)
+				for (int64_t kh = 0; kh < g->k[1]; kh++) {
+					int64_t od = id * g->s[0] + kd, oh = ih * g->s[1] + kh;
+					float *yr = y + (od * g->out[1] + oh) * g->out[2];
+					/* tap (kd, kh, kw)'s row ih of image plane id */
+					const float *r = col + ((kd * g->k[1] + kh) * g->k[2]) * isz +
+							 (id * g->in[1] + ih) * IW;
+
+					if (sw == 2) {
+						interleave2(yr, r, r + isz, IW, b0);
+						continue;
+					}
+					for (int64_t kw = 0; kw < sw; kw++)
+						for (int64_t iw = 0; iw < IW; iw++)
+							yr[iw * sw + kw] = r[kw * isz + iw] + b0;
+				}
+}
+
 /* Output planes [m0, m1) of one (image, group): bias, then every tap. */
 typedef struct col2im_job {
 	float *y;
 	const float *col, *bias;
 	const convt_geom *g;
+	int tiles;   /* tiles_output */
 } col2im_job;
 
 static void col2im_range(void *arg, int64_t m0, int64_t m1, int member)
@@ -233,6 +292,10 @@ static void col2im_range(void *arg, int64_t m0, int64_t m1, int member)
 		float *y = j->y + m * osz, v = j->bias ? j->bias[m] : 0.0f;
 		const float *col = j->col + m * ksz * isz;
 
+		if (j->tiles) {
+			tile_plane(y, col, g, v);
+			continue;
+		}
 		for (int64_t i = 0; i < osz; i++)
 			y[i] = v;
 		for (int64_t kd = 0; kd < g->k[0]; kd++)
@@ -278,7 +341,7 @@ static int convt_compute(cpu_ctx *ctx)
 			const float *x = (const float *)X->data + (b * G + grp) * Cg * isz;
 			const float *w = (const float *)W->data + grp * Cg * Mg * ksz;
 			col2im_job cj = {(float *)Y->data + (b * G + grp) * Mg * osz, col,
-					 B ? (const float *)B->data + grp * Mg : NULL, &g};
+					 B ? (const float *)B->data + grp * Mg : NULL, &g, tiles_output(&g)};
 
 			cpu_sgemm_pool(ctx->pool, 1, 0, Mg * ksz, isz, Cg, 1.0f, w, Mg * ksz, x, isz,
 				       0.0f, col, isz);
