@@ -257,7 +257,8 @@ static void test_pool_common(void **state)
 	static const int64_t shapes[][5] = {   /* H W k s pad */
 		{112, 112, 3, 2, 1}, {57, 31, 3, 2, 1}, {64, 48, 2, 2, 0}, {33, 65, 2, 2, 0},
 		{56, 56, 3, 1, 1}, {17, 19, 3, 1, 0}, {30, 30, 5, 1, 2}, {29, 37, 3, 2, 0},
-		/* pool.c's pool_s2 (stride 2, no pads): vectors and a scalar tail */
+		/* 2x2 at stride 2 without pads (pool.c's pool_s2): vectors and a
+		 * scalar tail; 3x3 without pads: the separable path's interior */
 		{32, 32, 2, 2, 0}, {20, 70, 2, 2, 0}, {35, 111, 3, 2, 0}, {23, 34, 3, 2, 0},
 	};
 	(void)state;
@@ -287,7 +288,8 @@ static void test_pool_common(void **state)
  * the separable one (padded), pool_s2's vectors and tail, with Indices. */
 static void test_pool_nan(void **state)
 {
-	static const int64_t shapes[][4] = {{9, 3, 2, 1}, {34, 2, 2, 0}, {37, 3, 2, 0}};   /* H=W k s pad */
+	static const int64_t shapes[][4] = {{9, 3, 2, 1}, {34, 2, 2, 0}, {37, 2, 2, 0},
+					    {37, 3, 2, 0}};   /* H=W k s pad */
 	(void)state;
 	for (size_t c = 0; c < sizeof(shapes) / sizeof(shapes[0]); c++) {
 		int64_t n = shapes[c][0], xd[4] = {1, 1, n, n};
@@ -316,7 +318,7 @@ static void test_pool_nan(void **state)
 		xv[8 * n + 8] = -INFINITY;
 		if (n > 30) {
 			xv[2 * n + 21] = NAN;   /* an odd column inside a vector */
-			xv[7 * n + 30] = NAN;   /* an even one, the third tap's load */
+			xv[7 * n + 30] = NAN;   /* an even one */
 			xv[(n - 1) * n + n - 2] = NAN;   /* in the scalar tail */
 		}
 		tn(&t, "MaxPool", 1, 1);
