@@ -7,6 +7,59 @@
 #include "par.h"
 #include "vmath.h"
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define FT_X86 1
+#include <immintrin.h>
+
+/* vm_logistic (vmath.h) on 16 lanes, the same operations in the same
+ * order (its clamps as max/min, which keep NaN as its selects do), so the
+ * same bits: ONNX Runtime's (ort_bits_test).  gcc's vectorization of the
+ * scalar form moved its comparison masks through general registers and
+ * blended every product: EfficientNet's SiLU after a 1x1 convolution took
+ * ~0.5 ns an element. */
+__attribute__((target("avx512f,avx2,fma"))) static inline __m512 logistic16(__m512 x)
+{
+	__m512 c = _mm512_min_ps(_mm512_set1_ps(18.0f), _mm512_max_ps(_mm512_set1_ps(-18.0f), x));
+	__m512 t = _mm512_mul_ps(c, c), p, q;
+
+	p = _mm512_fmadd_ps(t, _mm512_set1_ps(4.37031012579801e-11f), _mm512_set1_ps(1.15627324459942e-07f));
+	p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(6.08574864600143e-05f));
+	p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(8.51377133304701e-03f));
+	p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(2.48287947061529e-01f));
+	p = _mm512_mul_ps(p, c);
+	q = _mm512_fmadd_ps(t, _mm512_set1_ps(6.10247389755681e-13f), _mm512_set1_ps(5.76102136993427e-09f));
+	q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(6.29106785017040e-06f));
+	q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(1.70198817374094e-03f));
+	q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(1.16817656904453e-01f));
+	q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(9.93151921023180e-01f));
+	return _mm512_max_ps(_mm512_setzero_ps(),
+			     _mm512_add_ps(_mm512_div_ps(p, q), _mm512_set1_ps(0.5f)));
+}
+
+/* x = logistic(x), or x * logistic(x) (silu), in place. */
+__attribute__((target("avx512f,avx2,fma"))) static void logistic_avx512(float *x, int64_t n,
+									 int silu)
+{
+	int64_t i = 0;
+
+	for (; i < n; i += 16) {
+		__mmask16 k = n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1);
+		__m512 v = _mm512_maskz_loadu_ps(k, x + i), s = logistic16(v);
+
+		_mm512_mask_storeu_ps(x + i, k, silu ? _mm512_mul_ps(v, s) : s);
+	}
+}
+
+static int have_avx512(void)
+{
+	static int have = -1;
+
+	if (have < 0)
+		have = __builtin_cpu_supports("avx512f") != 0;
+	return have;
+}
+#endif
+
 CPU_MULTIVERSION
 void cpu_gelu_inplace(float *x, int64_t n)
 {
@@ -65,10 +118,22 @@ static void act_run(float *x, int64_t n, cpu_fuse_act act, float a, float b)
 		hard_run(x, n, act == CPU_FUSE_ACT_HSWISH, a, b);
 		break;
 	case CPU_FUSE_ACT_SIGMOID:
+#ifdef FT_X86
+		if (have_avx512()) {
+			logistic_avx512(x, n, 0);
+			break;
+		}
+#endif
 		for (int64_t i = 0; i < n; i++)
 			x[i] = vm_logistic(x[i]);
 		break;
 	case CPU_FUSE_ACT_SILU:
+#ifdef FT_X86
+		if (have_avx512()) {
+			logistic_avx512(x, n, 1);
+			break;
+		}
+#endif
 		for (int64_t i = 0; i < n; i++)
 			x[i] = x[i] * vm_logistic(x[i]);
 		break;
