@@ -36,9 +36,9 @@ __attribute__((target("avx512f,avx2,fma"))) static inline __m512 logistic16(__m5
 			     _mm512_add_ps(_mm512_div_ps(p, q), _mm512_set1_ps(0.5f)));
 }
 
-/* x = logistic(x), or x * logistic(x) (silu), in place. */
-__attribute__((target("avx512f,avx2,fma"))) static void logistic_avx512(float *x, int64_t n,
-									 int silu)
+/* y = logistic(x), or x * logistic(x) (silu); y may be x. */
+__attribute__((target("avx512f,avx2,fma"))) static void logistic_avx512(const float *x, float *y,
+									 int64_t n, int silu)
 {
 	int64_t i = 0;
 
@@ -46,7 +46,7 @@ __attribute__((target("avx512f,avx2,fma"))) static void logistic_avx512(float *x
 		__mmask16 k = n - i >= 16 ? 0xffff : (__mmask16)((1u << (n - i)) - 1);
 		__m512 v = _mm512_maskz_loadu_ps(k, x + i), s = logistic16(v);
 
-		_mm512_mask_storeu_ps(x + i, k, silu ? _mm512_mul_ps(v, s) : s);
+		_mm512_mask_storeu_ps(y + i, k, silu ? _mm512_mul_ps(v, s) : s);
 	}
 }
 
@@ -59,6 +59,18 @@ static int have_avx512(void)
 	return have;
 }
 #endif
+
+int cpu_logistic_wide(const float *x, float *y, int64_t n, int silu)
+{
+#ifdef FT_X86
+	if (have_avx512()) {
+		logistic_avx512(x, y, n, silu);
+		return 1;
+	}
+#endif
+	(void)x, (void)y, (void)n, (void)silu;
+	return 0;
+}
 
 CPU_MULTIVERSION
 void cpu_gelu_inplace(float *x, int64_t n)
@@ -118,22 +130,14 @@ static void act_run(float *x, int64_t n, cpu_fuse_act act, float a, float b)
 		hard_run(x, n, act == CPU_FUSE_ACT_HSWISH, a, b);
 		break;
 	case CPU_FUSE_ACT_SIGMOID:
-#ifdef FT_X86
-		if (have_avx512()) {
-			logistic_avx512(x, n, 0);
+		if (cpu_logistic_wide(x, x, n, 0))
 			break;
-		}
-#endif
 		for (int64_t i = 0; i < n; i++)
 			x[i] = vm_logistic(x[i]);
 		break;
 	case CPU_FUSE_ACT_SILU:
-#ifdef FT_X86
-		if (have_avx512()) {
-			logistic_avx512(x, n, 1);
+		if (cpu_logistic_wide(x, x, n, 1))
 			break;
-		}
-#endif
 		for (int64_t i = 0; i < n; i++)
 			x[i] = x[i] * vm_logistic(x[i]);
 		break;

@@ -13,6 +13,7 @@
 
 #include "cpu_f16.h"
 #include "cpu_ops.h"
+#include "fuse_tail.h"
 #include "par.h"
 #include "vmath.h"
 
@@ -155,7 +156,10 @@ static void f32_run(int op, const float *x, float *y, int64_t n, const un_params
 	switch (op) {
 	case U_RELU: f32_vloop(U_RELU, x, y, n, p); break;
 	case U_LEAKY: f32_vloop(U_LEAKY, x, y, n, p); break;
-	case U_SIGMOID: f32_sloop(U_SIGMOID, x, y, n, p); break;
+	case U_SIGMOID:
+		if (!cpu_logistic_wide(x, y, n, 0))
+			f32_sloop(U_SIGMOID, x, y, n, p);
+		break;
 	case U_TANH: f32_sloop(U_TANH, x, y, n, p); break;
 	case U_ERF: f32_sloop(U_ERF, x, y, n, p); break;
 	case U_GELU: f32_sloop(U_GELU, x, y, n, p); break;
