@@ -524,6 +524,50 @@ static float global_mean(const float *x, int64_t n)
 	return r / (float)n;
 }
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define POOL_X86 1
+#include <immintrin.h>
+
+/* global_mean of four planes (x, x + n, x + 2n, x + 3n, n > 0) at once:
+ * each plane's four sums are one 128-bit quarter of a zmm accumulator, so
+ * every sum still adds its values one by one in global_mean's order (the
+ * same bits), but four planes' chains run side by side instead of one
+ * chain bound by the add's latency (EfficientNet's squeeze-excite pools:
+ * 466 us a run against ONNX Runtime's 186). */
+__attribute__((target("avx512f"))) static void global_mean4(const float *x, int64_t n, float *y)
+{
+	__m512 acc = _mm512_setzero_ps();
+	float s[16];
+	int64_t i = 0;
+
+	for (; i + 4 <= n; i += 4) {
+		__m512 v = _mm512_castps128_ps512(_mm_loadu_ps(x + i));
+
+		v = _mm512_insertf32x4(v, _mm_loadu_ps(x + n + i), 1);
+		v = _mm512_insertf32x4(v, _mm_loadu_ps(x + 2 * n + i), 2);
+		v = _mm512_insertf32x4(v, _mm_loadu_ps(x + 3 * n + i), 3);
+		acc = _mm512_add_ps(acc, v);
+	}
+	_mm512_storeu_ps(s, acc);
+	for (int p = 0; p < 4; p++) {
+		float r = (s[4 * p] + s[4 * p + 2]) + (s[4 * p + 1] + s[4 * p + 3]);
+
+		for (int64_t k = i; k < n; k++)
+			r += x[p * n + k];
+		y[p] = r / (float)n;
+	}
+}
+
+static int pool_avx512(void)
+{
+	static int have = -1;
+
+	if (have < 0)
+		have = __builtin_cpu_supports("avx512f") != 0;
+	return have;
+}
+#endif
+
 /* The (NaN-propagating) max of x[0, n); -inf when n is 0. */
 CPU_MULTIVERSION
 static float global_max(const float *x, int64_t n)
@@ -553,8 +597,15 @@ typedef struct global_job {
 static void global_range(void *arg, int64_t p0, int64_t p1, int member)
 {
 	const global_job *j = arg;
+	int64_t p = p0;
+
 	(void)member;
-	for (int64_t p = p0; p < p1; p++)
+#ifdef POOL_X86
+	if (!j->is_max && j->sz > 0 && pool_avx512())
+		for (; p + 4 <= p1; p += 4)
+			global_mean4(j->x + p * j->sz, j->sz, j->y + p);
+#endif
+	for (; p < p1; p++)
 		j->y[p] = j->is_max ? global_max(j->x + p * j->sz, j->sz) :
 			  global_mean(j->x + p * j->sz, j->sz);
 }
