@@ -4,7 +4,8 @@
  *  - terminate from another thread mid-run returns ORTMK_ERR_CANCELLED
  *    within the node then running plus 10 ms (bounded here by an eighth of
  *    the run plus 10 ms: a run that ignored it would take three quarters
- *    more), the provider stays up (same pid) and the next run, terminate
+ *    more; an attempt whose timing missed the step on a loaded machine is
+ *    repeated), the provider stays up (same pid) and the next run, terminate
  *    cleared, gives the same output as one without options;
  *  - terminate set before the run cancels it before its first step;
  *  - a per-run timeout overrides the session's (none here): the run fails
@@ -99,8 +100,15 @@ int main(int argc, char **argv)
 	pid = pid_of(s);
 	printf("a run takes %.1f ms\n", full);
 
-	/* Mid-run. */
-	for (int attempt = 0; attempt < 3; attempt++) {
+	/* Mid-run: the terminate lands a quarter into the run.  On a loaded
+	 * machine the canceller's sleep can overshoot the whole run (the run
+	 * then succeeds) or the run can start late (the core then stops it
+	 * before its step): such an attempt did not test a mid-step cancel
+	 * and is repeated, up to 6 attempts; one must stop mid-step, within
+	 * the bound. */
+	int mid = 0;
+
+	for (int attempt = 0; attempt < 6 && !mid; attempt++) {
 		struct canceller c = {ro, full / 4, 0};
 		pthread_t th;
 		double late;
@@ -110,15 +118,25 @@ int main(int argc, char **argv)
 		late = now_ms();
 		pthread_join(th, NULL);
 		late -= c.at_ms;
-		printf("cancelled %.2f ms after terminate (bound %.1f ms)\n", late, full / 8 + 10);
-		CHECK(st == ORTMK_ERR_CANCELLED && y == NULL, "mid-run: %s", ortmk_status_name(st));
-		/* Stopped inside the step, by the provider between two nodes. */
-		CHECK(strstr(ortmk_last_error(), "cancelled before node") != NULL, "stopped mid-step");
-		CHECK(late <= full / 8 + 10 || attempt < 2, "too late: %.2f ms", late);
 		ortmk_run_options_set_terminate(ro, 0);
-		if (st == ORTMK_ERR_CANCELLED && late <= full / 8 + 10)
+		if (st == ORTMK_OK) {
+			printf("attempt %d: the run ended before the terminate; again\n", attempt);
+			ortmk_value_destroy(y);
+			continue;
+		}
+		CHECK(st == ORTMK_ERR_CANCELLED && y == NULL, "mid-run: %s", ortmk_status_name(st));
+		if (st != ORTMK_ERR_CANCELLED)
 			break;
+		/* Stopped inside the step, by the provider between two nodes. */
+		if (!strstr(ortmk_last_error(), "cancelled before node")) {
+			printf("attempt %d: stopped before its step (%s); again\n", attempt,
+			       ortmk_last_error());
+			continue;
+		}
+		printf("cancelled %.2f ms after terminate (bound %.1f ms)\n", late, full / 8 + 10);
+		mid = late <= full / 8 + 10;
 	}
+	CHECK(mid, "no attempt was stopped mid-step within %.1f ms", full / 8 + 10);
 	CHECK(pid_of(s) == pid, "the provider stayed up (pid %d, now %d)", pid, pid_of(s));
 	st = run(s, ro, x, &y);
 	CHECK(st == ORTMK_OK && y && memcmp(ortmk_value_data_const(y), ortmk_value_data_const(ref),
