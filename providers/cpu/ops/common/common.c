@@ -8,6 +8,19 @@
 
 #include "cpu_ops.h"
 
+int cpu_has_avx512(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+	static int have = -1;
+
+	if (have < 0)
+		have = __builtin_cpu_supports("avx512f") != 0;
+	return have;
+#else
+	return 0;
+#endif
+}
+
 static void mask_names(uint32_t mask, char *buf, size_t n)
 {
 	size_t used = 0;

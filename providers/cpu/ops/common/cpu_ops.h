@@ -24,6 +24,10 @@
 #define CPU_MULTIVERSION
 #endif
 
+/* Whether this CPU runs AVX-512F, for the few kernels written with its
+ * intrinsics beside a portable loop (cpuid, asked once; common.c). */
+int cpu_has_avx512(void);
+
 /* ---- gemm.c ---- */
 
 /* C = alpha * op(A) * op(B) + beta * C, row-major, op(X) = X or X^T.

@@ -49,21 +49,12 @@ __attribute__((target("avx512f,avx2,fma"))) static void logistic_avx512(const fl
 		_mm512_mask_storeu_ps(y + i, k, silu ? _mm512_mul_ps(v, s) : s);
 	}
 }
-
-static int have_avx512(void)
-{
-	static int have = -1;
-
-	if (have < 0)
-		have = __builtin_cpu_supports("avx512f") != 0;
-	return have;
-}
 #endif
 
 int cpu_logistic_wide(const float *x, float *y, int64_t n, int silu)
 {
 #ifdef FT_X86
-	if (have_avx512()) {
+	if (cpu_has_avx512()) {
 		logistic_avx512(x, y, n, silu);
 		return 1;
 	}

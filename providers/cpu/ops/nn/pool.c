@@ -557,15 +557,6 @@ __attribute__((target("avx512f"))) static void global_mean4(const float *x, int6
 		y[p] = r / (float)n;
 	}
 }
-
-static int pool_avx512(void)
-{
-	static int have = -1;
-
-	if (have < 0)
-		have = __builtin_cpu_supports("avx512f") != 0;
-	return have;
-}
 #endif
 
 /* The (NaN-propagating) max of x[0, n); -inf when n is 0. */
@@ -601,7 +592,7 @@ static void global_range(void *arg, int64_t p0, int64_t p1, int member)
 
 	(void)member;
 #ifdef POOL_X86
-	if (!j->is_max && j->sz > 0 && pool_avx512())
+	if (!j->is_max && j->sz > 0 && cpu_has_avx512())
 		for (; p + 4 <= p1; p += 4)
 			global_mean4(j->x + p * j->sz, j->sz, j->y + p);
 #endif
