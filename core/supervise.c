@@ -318,11 +318,11 @@ ortmk_status core_ep_run_request(core_ep *ep, Ortmk__Envelope *req, int timeout_
 		return st;
 	call->rd = 1;
 	call->lane = core_lane_take(ep, near_cpu);
-	if (call->lane >= 0 && req->run) {
-		req->run->has_bind_cpu = near_cpu >= 0 && ep->p.lanes[call->lane].home >= 0;
-		req->run->bind_cpu = ep->p.lanes[call->lane].home;
-	}
 	if (call->lane >= 0) {
+		if (req->run) {
+			req->run->has_bind_cpu = near_cpu >= 0 && ep->p.lanes[call->lane].home >= 0;
+			req->run->bind_cpu = ep->p.lanes[call->lane].home;
+		}
 		st = core_lane_request(ep, &ep->p, call->lane, req, timeout_ms, spin_ns, &call->rep);
 		if (st != ORTMK_ERR_INTERNAL || call->rep)
 			return st;

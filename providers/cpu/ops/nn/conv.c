@@ -464,6 +464,23 @@ static const float *conv_prune_taps(cpu_ctx *ctx, cpu_geom *g, const cpu_tensor 
 	return w;
 }
 
+/* The filter in conv_grouped_pack's layout (conv_grouped.c and, with one
+ * group, conv_direct.c): packed at load when it is the constant filter,
+ * else laid out in scratch now; NULL when out of memory. */
+static const float *grouped_filter(cpu_ctx *ctx, const conv_state *st, const conv_job *j,
+				   const float *wd, int64_t G)
+{
+	int64_t taps = j->ksz / j->Cg;
+	float *s;
+
+	if (st->gpacked && wd == st->gw_src)
+		return st->gpacked;
+	if (!(s = cpu_scratch(ctx, conv_grouped_wsize(G, j->Mg, j->Cg, taps))))
+		return NULL;
+	conv_grouped_pack(wd, G, j->Mg, j->Cg, taps, s);
+	return s;
+}
+
 static int conv_compute(cpu_ctx *ctx)
 {
 	const conv_state *st = ctx->node->state;
@@ -514,16 +531,10 @@ static int conv_compute(cpu_ctx *ctx)
 	if (cpu_numel(fr.y) == 0)
 		return cpu_fuse_end(ctx, &fr, 1);
 	if (conv_direct_fits(&j, G)) {
-		const float *wp = st->gpacked && wd == st->gw_src ? st->gpacked : NULL;
+		const float *wp = grouped_filter(ctx, st, &j, wd, G);
 
-		if (!wp) {
-			float *s = cpu_scratch(ctx, conv_grouped_wsize(1, j.Mg, j.Cg, j.ksz / j.Cg));
-
-			if (!s)
-				return CPU_E_NOMEM;
-			conv_grouped_pack(wd, 1, j.Mg, j.Cg, j.ksz / j.Cg, s);
-			wp = s;
-		}
+		if (!wp)
+			return CPU_E_NOMEM;
 		rc = conv_direct_run(ctx, &j, N, X->data, wp, B ? B->data : NULL, fr.y->data);
 		return rc ? rc : cpu_fuse_end(ctx, &fr, 1);
 	}
@@ -549,17 +560,10 @@ static int conv_compute(cpu_ctx *ctx)
 		return rc ? rc : cpu_fuse_end(ctx, &fr, 1);
 	}
 	if (conv_grouped_fits(&j, G)) {
-		const float *wp = st->gpacked && wd == st->gw_src ? st->gpacked : NULL;
-		int64_t taps = j.ksz / j.Cg;
+		const float *wp = grouped_filter(ctx, st, &j, wd, G);
 
-		if (!wp) {
-			float *s = cpu_scratch(ctx, conv_grouped_wsize(G, j.Mg, j.Cg, taps));
-
-			if (!s)
-				return CPU_E_NOMEM;
-			conv_grouped_pack(wd, G, j.Mg, j.Cg, taps, s);
-			wp = s;
-		}
+		if (!wp)
+			return CPU_E_NOMEM;
 		rc = conv_grouped_run(ctx, &j, N, G, X->data, wp, B ? B->data : NULL, fr.y->data);
 		return rc ? rc : cpu_fuse_end(ctx, &fr, 1);
 	}
