@@ -21,6 +21,19 @@ int cpu_has_avx512(void)
 #endif
 }
 
+int cpu_has_avx2_fma(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+	static int have = -1;
+
+	if (have < 0)
+		have = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+	return have;
+#else
+	return 0;
+#endif
+}
+
 static void mask_names(uint32_t mask, char *buf, size_t n)
 {
 	size_t used = 0;

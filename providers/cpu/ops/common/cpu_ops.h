@@ -27,6 +27,8 @@
 /* Whether this CPU runs AVX-512F, for the few kernels written with its
  * intrinsics beside a portable loop (cpuid, asked once; common.c). */
 int cpu_has_avx512(void);
+/* Whether it runs AVX2 and FMA (x86-64-v3): the 8-lane intrinsic kernels. */
+int cpu_has_avx2_fma(void);
 
 /* ---- gemm.c ---- */
 

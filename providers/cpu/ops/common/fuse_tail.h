@@ -51,8 +51,9 @@ void cpu_bcast_add_f32(const cpu_bcast *bc, const float *a, const float *b, floa
 
 /* x * 0.5 * (1 + erf(x / sqrt 2)) over n floats in place. */
 void cpu_gelu_inplace(float *x, int64_t n);
-/* y = vm_logistic(x) (or x times it, silu) on AVX-512, bit for bit the
- * scalar's; 0 (nothing done) on a CPU without it.  y may be x. */
+/* y = vm_logistic(x) (or x times it, silu) on AVX-512 or AVX2 + FMA, bit
+ * for bit the scalar's; 0 (nothing done) on a CPU with neither.  y may be
+ * x. */
 int cpu_logistic_wide(const float *x, float *y, int64_t n, int silu);
 
 #endif

@@ -90,17 +90,22 @@ VF_INLINE vf8 vf_min(vf8 a, vf8 b)
 	return vf_sel(a < b, a, b);
 }
 
-/* x rounded to float before it takes part in anything else: a product
- * wrapped in VF_ROUNDED is not fused with the addition after it into an
- * FMA, which -ffp-contract=fast would do in the AVX2/AVX-512 clones.  The
- * ops whose bits must be ONNX Runtime's (HardSigmoid, HardSwish, the
- * bilinear Resize: multiplies, then adds, as its CPU provider computes
- * them) use it, so a quantizer or threshold after them sees its values.  On a compiler without the
- * builtin the expression is left as is. */
+/* x rounded to float before it takes part in anything else: reassociation
+ * cannot move it.  It does not stop -ffp-contract=fast from fusing a
+ * product with the addition after it into an FMA in the AVX2/AVX-512
+ * clones (gcc 12 did, in the bilinear Resize): a function whose bits must
+ * be ONNX Runtime's (multiplies, then adds, as its CPU provider computes
+ * them: HardSigmoid, HardSwish, the bilinear Resize) is also marked
+ * VF_NO_CONTRACT, which turns contraction off for that function. */
 #if defined(__has_builtin)
 #if __has_builtin(__builtin_assoc_barrier)
 #define VF_ROUNDED(x) __builtin_assoc_barrier(x)
 #endif
+#endif
+#if defined(__GNUC__) && !defined(__clang__)
+#define VF_NO_CONTRACT __attribute__((optimize("fp-contract=off")))
+#else
+#define VF_NO_CONTRACT
 #endif
 #ifndef VF_ROUNDED
 #define VF_ROUNDED(x) (x)

@@ -76,6 +76,83 @@ line(const float *x, float *y, int64_t n, int is_log)
 	}
 }
 
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define SOFTMAX_FMA3 1
+#include <immintrin.h>
+
+/* exp(x) as ONNX Runtime's sum-exp kernel for AVX2 + FMA computes it
+ * (MLAS's FMA3 kernel, which it picks on a CPU without AVX-512): x clamped
+ * below at -88.3762626647949 (no upper clamp: x + -max <= 0), m =
+ * round(x / ln2) by the 1.5 * 2^23 trick, r = x - m ln2 in two FMA steps,
+ * vm_exp_mlas's polynomial, times 2^m as one factor whose exponent field
+ * is t's bits shifted into place plus 127's. */
+__attribute__((target("avx2,fma"))) static inline __m256 exp8_fma3(__m256 x)
+{
+	const __m256 bias = _mm256_set1_ps(12582912.0f);
+	__m256 t, m, r, p;
+	__m256i scale;
+
+	x = _mm256_max_ps(_mm256_set1_ps(-88.3762626647949f), x);
+	t = _mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), bias);
+	m = _mm256_sub_ps(t, bias);
+	r = _mm256_fmadd_ps(m, _mm256_set1_ps(-6.93145752e-1f), x);
+	r = _mm256_fmadd_ps(m, _mm256_set1_ps(-1.42860677e-6f), r);
+	p = _mm256_fmadd_ps(_mm256_set1_ps(0x1.694000p-10f), r, _mm256_set1_ps(0x1.125edcp-7f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0x1.555b5ap-5f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0x1.555450p-3f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0x1.fffff6p-2f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+	scale = _mm256_add_epi32(_mm256_slli_epi32(_mm256_castps_si256(t), 23),
+				 _mm256_set1_epi32(0x3f800000));
+	return _mm256_mul_ps(p, _mm256_castsi256_ps(scale));
+}
+
+/* line() as ONNX Runtime computes it on AVX2 + FMA: exp8_fma3 of x + -max,
+ * summed into one 8-lane accumulator a vector at a time (a last partial
+ * vector's missing lanes adding 0), the lanes then added pairwise, ((a0 +
+ * a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7)); the output passes as line()'s. */
+__attribute__((target("avx2,fma"))) static void line_fma3(const float *x, float *y, int64_t n,
+							   int is_log)
+{
+	float nm = -vf_row_max(x, n), sum, t;
+	__m256 vnm = _mm256_set1_ps(nm), acc = _mm256_setzero_ps();
+	__m128 lo, hi;
+	int64_t i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		__m256 e = exp8_fma3(_mm256_add_ps(vnm, _mm256_loadu_ps(x + i)));
+
+		acc = _mm256_add_ps(acc, e);
+		_mm256_storeu_ps(y + i, e);
+	}
+	if (i < n) {
+		__m256i k = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n - i)),
+					       _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+		__m256 e = exp8_fma3(_mm256_add_ps(_mm256_and_ps(vnm, _mm256_castsi256_ps(k)),
+						   _mm256_maskload_ps(x + i, k)));
+
+		e = _mm256_and_ps(e, _mm256_castsi256_ps(k));
+		acc = _mm256_add_ps(acc, e);
+		_mm256_maskstore_ps(y + i, k, e);
+	}
+	acc = _mm256_hadd_ps(acc, acc);
+	acc = _mm256_hadd_ps(acc, acc);
+	lo = _mm256_castps256_ps128(acc);
+	hi = _mm256_extractf128_ps(acc, 1);
+	sum = _mm_cvtss_f32(_mm_add_ss(hi, lo));
+	if (is_log) {
+		t = logf(sum);
+		for (i = 0; i < n; i++)
+			y[i] = (x[i] + nm) - t;
+	} else {
+		t = 1.0f / sum;
+		for (i = 0; i < n; i++)
+			y[i] *= t;
+	}
+}
+#endif
+
 CPU_MULTIVERSION
 static void softmax_lines(const float *x, float *y, int64_t lines, int64_t n, int is_log)
 {
@@ -135,6 +212,15 @@ static void lines_range(void *arg, int64_t l0, int64_t l1, int member)
 {
 	const softmax_job *j = arg;
 	(void)member;
+#ifdef SOFTMAX_FMA3
+	/* ONNX Runtime's kernel is AVX-512's where the CPU has it (line()),
+	 * else FMA3's */
+	if (!cpu_has_avx512() && cpu_has_avx2_fma()) {
+		for (int64_t l = l0; l < l1; l++)
+			line_fma3(j->x + l * j->n, j->y + l * j->n, j->n, j->is_log);
+		return;
+	}
+#endif
 	softmax_lines(j->x + l0 * j->n, j->y + l0 * j->n, l1 - l0, j->n, j->is_log);
 }
 

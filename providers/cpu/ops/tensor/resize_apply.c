@@ -456,8 +456,8 @@ static void bl_gather(const bl_job *j, const float *x, int64_t r, float *n1, flo
 
 /* Output row: dx2 dy2 X11 + dx1 dy2 X21 + dx2 dy1 X12 + dx1 dy1 X22 in
  * that order, every product rounded before its add (ONNX Runtime's bits;
- * VF_ROUNDED keeps -ffp-contract=fast from making FMAs of them). */
-CPU_MULTIVERSION
+ * VF_NO_CONTRACT keeps -ffp-contract=fast from making FMAs of them). */
+CPU_MULTIVERSION VF_NO_CONTRACT
 static void bl_blend(const bl_job *j, float dy1, float dy2, const float *x11, const float *x21,
 		     const float *x12, const float *x22, float *y)
 {
