@@ -2,7 +2,7 @@
  * conv_direct: one-group convolutions whose filter is short (input
  * channels x taps <= CONV_DIRECT_KMAX: a network's first layers, 3 to 16
  * input channels), on 1-D and 2-D images, for conv.c, on CPUs with
- * AVX-512.
+ * AVX-512 or AVX2 + FMA.
  *
  * Through the GEMM such a layer is a product of few rows (K = 27 for a
  * 3x3 filter on an RGB image) whose im2col costs as much as the product,
@@ -15,6 +15,11 @@
  * registers, each load of input pixels feeding eight multiply-adds whose
  * filter value is broadcast.  Bias, a residual and Relu or Clip are
  * applied in registers, another fused activation on the finished band.
+ *
+ * AVX2 has 16 vector registers, not 32: there a tile is eight channels
+ * of one vector of eight pixels (eight accumulators), each input load
+ * feeding eight multiply-adds as on AVX-512; the rows, bands and padding
+ * are the same.
  *
  * The filter is laid out as conv_grouped.c lays out one group:
  * [channel block][input channel][kh][kw][8].  Work is split over the pool
@@ -51,7 +56,7 @@ int conv_direct_takes(int64_t Cg, int64_t taps)
 	/* 1x1: the GEMM multiplies the input in place, faster (MobileNetV2's
 	 * 160 -> 960 at 7x7: 0.10 ms there, 0.40 here) */
 	return env && taps > 1 && Cg * taps <= CONV_DIRECT_KMAX &&
-	       gemm_isa_best() == GEMM_ISA_AVX512;
+	       (gemm_isa_best() == GEMM_ISA_AVX512 || gemm_isa_best() == GEMM_ISA_AVX2);
 #else
 	(void)Cg;
 	(void)taps;
@@ -93,6 +98,7 @@ typedef struct cd_job {
 	float lo, hi;
 	const cpu_fusion *act;
 	int64_t member_floats;
+	int avx512;               /* else AVX2 + FMA (cd_band2) */
 } cd_job;
 
 #define CD_TARGET __attribute__((target("avx512f,avx512vl,avx2,fma")))
@@ -248,6 +254,116 @@ cd_rows(const cd_job *d, const float *xp, int64_t n, int64_t oh0, int64_t oh1, i
 	}
 }
 
+/* ---- AVX2 + FMA: eight channels of eight pixels a tile ---- */
+
+#define CD_TARGET2 __attribute__((target("avx2,fma")))
+#define CD_VEC2 8
+
+/* Lanes [0, n) set. */
+static inline __attribute__((always_inline)) CD_TARGET2 __m256i cd_mask8(int64_t n)
+{
+	return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n < 8 ? n : 8)),
+				  _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* cd_tile's work for one vector of up to 8 pixels (`left` of them): the
+ * input loads are whole vectors (a padded row has room for them), the
+ * residual and the stores masked only in a last partial vector (AMD
+ * microcodes a masked store). */
+static inline __attribute__((always_inline)) CD_TARGET2 void
+cd_tile2(float *y, const float *res, int64_t osz, const float *xr, int64_t rstride, int64_t PW,
+	 int64_t half, const float *w, const float *bias, int nm, int64_t Cg, int KH, int KW,
+	 int S, int64_t left, const cd_job *d)
+{
+	__m256 acc[CD_BLOCK];
+	__m256i k = cd_mask8(left);
+	int full = left >= CD_VEC2;
+
+	for (int m = 0; m < CD_BLOCK; m++) {
+		acc[m] = _mm256_set1_ps(m < nm && bias ? bias[m] : 0.0f);
+		if (res && m < nm)
+			acc[m] = _mm256_add_ps(acc[m], full ? _mm256_loadu_ps(res + m * osz)
+							    : _mm256_maskload_ps(res + m * osz, k));
+	}
+	for (int64_t c = 0; c < Cg; c++) {
+		const float *xc = xr + c * rstride;
+		const float *wc = w + c * KH * KW * CD_BLOCK;
+
+		for (int kh = 0; kh < KH; kh++)
+			for (int kw = 0; kw < KW; kw++) {
+				const float *xt = xc + kh * PW + (S == 1 ? kw : (kw & 1) * half + (kw >> 1));
+				const float *wt = wc + (kh * KW + kw) * CD_BLOCK;
+				__m256 xv = _mm256_loadu_ps(xt);
+
+				for (int m = 0; m < CD_BLOCK; m++)
+					acc[m] = _mm256_fmadd_ps(_mm256_broadcast_ss(wt + m), xv, acc[m]);
+			}
+	}
+	__m256 lo = _mm256_set1_ps(d->lo), hi = _mm256_set1_ps(d->hi);
+	int clamp = d->clamp;
+
+#define CD_STORE2(m)                                                                       \
+	if ((m) < nm) {                                                                    \
+		__m256 o = acc[m];                                                         \
+		if (clamp)                                                                 \
+			o = _mm256_min_ps(hi, _mm256_max_ps(lo, o));                       \
+		if (full)                                                                  \
+			_mm256_storeu_ps(y + (m) * osz, o);                                \
+		else                                                                       \
+			_mm256_maskstore_ps(y + (m) * osz, k, o);                          \
+	}
+	CD_STORE2(0) CD_STORE2(1) CD_STORE2(2) CD_STORE2(3)
+	CD_STORE2(4) CD_STORE2(5) CD_STORE2(6) CD_STORE2(7)
+#undef CD_STORE2
+}
+
+/* cd_rows on AVX2: each output row eight pixels at a time. */
+static inline __attribute__((always_inline)) CD_TARGET2 void
+cd_rows2(const cd_job *d, const float *xp, int64_t n, int64_t oh0, int64_t oh1, int KH, int KW,
+	 int S)
+{
+	const conv_job *j = d->j;
+	const cpu_geom *g = &j->g;
+	int64_t OW = g->out[2], osz = j->osz, sh = g->s[1], Cg = j->Cg;
+	int64_t rstride = d->rows_max * d->PW, wblock = Cg * KH * KW * CD_BLOCK;
+
+	for (int64_t oh = oh0; oh < oh1; oh++) {
+		const float *xr = xp + (oh - oh0) * sh * d->PW;
+
+		for (int64_t m0 = 0; m0 < j->Mg; m0 += CD_BLOCK) {
+			int nm = (int)(j->Mg - m0 < CD_BLOCK ? j->Mg - m0 : CD_BLOCK);
+			int64_t yoff = (n * j->Mg + m0) * osz + oh * OW;
+			const float *w = d->w + m0 / CD_BLOCK * wblock, *bias = d->b ? d->b + m0 : NULL;
+			const float *res = j->res ? (const float *)j->res->data + yoff : NULL;
+			float *y = d->y + yoff;
+
+			for (int64_t ow = 0; ow < OW; ow += CD_VEC2)
+				cd_tile2(y + ow, res ? res + ow : NULL, osz, xr + ow, rstride, d->PW,
+					 d->half, w, bias, nm, Cg, KH, KW, S, OW - ow, d);
+		}
+	}
+}
+
+static CD_TARGET2 void cd_band2(const cd_job *d, const float *xp, int64_t n, int64_t oh0,
+				int64_t oh1)
+{
+	const cpu_geom *g = &d->j->g;
+	int64_t kh = g->k[1], kw = g->k[2], sw = g->s[2];
+
+	if (kh == 3 && kw == 3 && sw == 1)
+		cd_rows2(d, xp, n, oh0, oh1, 3, 3, 1);
+	else if (kh == 3 && kw == 3 && sw == 2)
+		cd_rows2(d, xp, n, oh0, oh1, 3, 3, 2);
+	else if (kh == 5 && kw == 5 && sw == 1)
+		cd_rows2(d, xp, n, oh0, oh1, 5, 5, 1);
+	else if (kh == 7 && kw == 7 && sw == 2)
+		cd_rows2(d, xp, n, oh0, oh1, 7, 7, 2);
+	else if (sw == 1)
+		cd_rows2(d, xp, n, oh0, oh1, (int)kh, (int)kw, 1);
+	else
+		cd_rows2(d, xp, n, oh0, oh1, (int)kh, (int)kw, 2);
+}
+
 #define CD_CASE(KH, KW, S) cd_rows(d, xp, n, oh0, oh1, KH, KW, S)
 
 static CD_TARGET void cd_band(const cd_job *d, const float *xp, int64_t n, int64_t oh0,
@@ -283,7 +399,10 @@ static void cd_range(void *arg, int64_t i0, int64_t i1, int member)
 		int64_t oh1 = oh0 + d->band_rows < OH ? oh0 + d->band_rows : OH;
 
 		cd_pad_rows(d, d->x + n * j->Cg * isz, oh0 * sh, (oh1 - 1) * sh + g->k[1], xp);
-		cd_band(d, xp, n, oh0, oh1);
+		if (d->avx512)
+			cd_band(d, xp, n, oh0, oh1);
+		else
+			cd_band2(d, xp, n, oh0, oh1);
 		for (int64_t m = 0; d->act && m < j->Mg; m++)
 			cpu_fuse_act_apply(d->act, d->y + (n * j->Mg + m) * j->osz + oh0 * OW,
 					   (oh1 - oh0) * OW);
@@ -298,7 +417,8 @@ int conv_direct_run(cpu_ctx *ctx, const conv_job *j, int64_t N, const float *x,
 	int64_t owr = (OW + 2 * CD_VEC - 1) / (2 * CD_VEC) * (2 * CD_VEC);
 	int64_t cols = g->in[2] + g->pb[2] + g->pe[2], per_image, bands;
 	int members = cpu_par_members(ctx);
-	cd_job d = {.j = j, .x = x, .w = wpacked, .b = b, .y = y, .act = j->act};
+	cd_job d = {.j = j, .x = x, .w = wpacked, .b = b, .y = y, .act = j->act,
+		    .avx512 = gemm_isa_best() == GEMM_ISA_AVX512};
 
 	if (j->relu || (j->act && j->act->act == CPU_FUSE_ACT_CLIP &&
 			j->act->act_a <= j->act->act_b)) {
@@ -332,8 +452,10 @@ int conv_direct_run(cpu_ctx *ctx, const conv_job *j, int64_t N, const float *x,
 	if (!d.pad)
 		return CPU_E_NOMEM;
 	per_image = j->Mg * j->ksz * j->osz;
-	/* ~0.04 ns a multiply-add in registers, plus the padding copy */
-	cpu_par_for(ctx, N * d.bands, 0.04 * (double)per_image / (double)d.bands +
+	/* ~0.04 ns a multiply-add in registers (0.08 on AVX2), plus the
+	 * padding copy */
+	cpu_par_for(ctx, N * d.bands, (d.avx512 ? 0.04 : 0.08) * (double)per_image /
+		    (double)d.bands +
 		    0.3 * (double)d.member_floats, 1, cd_range, &d);
 	return 0;
 }
