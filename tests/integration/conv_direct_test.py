@@ -1,5 +1,6 @@
 """One-group convolutions with short filters (conv_direct.c: input channels
-x taps <= 160) of every geometry that kernel distinguishes, against numpy
+x taps <= 160; on AVX2 also <= 1152 with at most 32 output channels) of
+every geometry that kernel distinguishes, against numpy
 (float64), through depthwise_test.py's model builder and checks.
 
 usage: conv_direct_test.py ORT_RUN
@@ -17,6 +18,7 @@ one written in place, Clip and HardSwish after the block).  On a CPU
 without AVX-512 the same cases run through the GEMM and must pass too.
 Prints one line per case, exit 1 on any mismatch.
 """
+import math
 import os
 import sys
 
@@ -58,7 +60,15 @@ CASES = {
     "add_clip": (1, 6, 14, 15, 3, 3, 1, 1, (1, 1, 1, 1), "add_clip", 13),
     "after_unpadded": (1, 8, 20, 22, 3, 3, 1, 1, (1, 1, 1, 1), "after_unpadded", 16),
     "after_unpadded_s2": (1, 8, 20, 22, 3, 3, 2, 1, (1, 1, 1, 1), "after_unpadded", 16),
+    # on AVX2 also longer filters with at most 32 output channels (DBNet's
+    # 64 -> 16): up to 1152 input channels x taps
+    "few_relu": (1, 64, 20, 37, 3, 3, 1, 1, (1, 1, 1, 1), "relu", 16),
+    "few_s2_add": (1, 48, 15, 22, 3, 3, 2, 1, (1, 1, 1, 1), "add", 12),
+    "few_k1152_b2": (2, 128, 9, 17, 3, 3, 1, 1, (1, 1, 1, 1), None, 32),
+    "few_k5_m3": (1, 24, 12, 30, 5, 5, 1, 1, (2, 2, 2, 2), "clip", 3),
     # past conv_direct.c's limits: the other paths, same checks
+    "few_m33": (1, 64, 10, 20, 3, 3, 1, 1, (1, 1, 1, 1), None, 33),
+    "few_k1161": (1, 129, 6, 12, 3, 3, 1, 1, (1, 1, 1, 1), None, 8),
     "dilated": (1, 3, 15, 20, 3, 3, 1, 2, (2, 2, 2, 2), None, 8),
     "s3": (1, 3, 16, 16, 3, 3, 3, 1, (1, 1, 1, 1), None, 8),
     "k_over": (1, 19, 10, 12, 3, 3, 1, 1, (1, 1, 1, 1), None, 8),
@@ -68,5 +78,13 @@ CASES = {
 }
 
 
+def run_case_k(ort_run, name, case, rng, tmp):
+    """run_case with its tolerance grown as sqrt(K / 160) past K = 160
+    input channels x taps (both the GEMM and conv_direct.c sum in float:
+    the 1152-term case misses 1e-5 by ~2x on either path)."""
+    k = case[1] * case[4] * case[5]
+    return run_case(ort_run, name, case, rng, tmp, max(1.0, math.sqrt(k / 160.0)))
+
+
 if __name__ == "__main__":
-    sys.exit(run_cases(CASES, run_case, 11))
+    sys.exit(run_cases(CASES, run_case_k, 11))

@@ -80,6 +80,9 @@ static const bench_case cases[] = {
 	 {{"pads", 4, {1, 1, 1, 1}}, {"strides", 2, {2, 2}}}},
 	{"conv 7x7/2 stem 1x3x224x224 -> 64", "Conv", 2, {4, 4}, {{1, 3, 224, 224}, {64, 3, 7, 7}},
 	 {{"pads", 4, {3, 3, 3, 3}}, {"strides", 2, {2, 2}}}},
+	/* DBNet's FPN smoothing: few output channels, a long filter */
+	{"conv 3x3 1x64x120x160 -> 16", "Conv", 2, {4, 4}, {{1, 64, 120, 160}, {16, 64, 3, 3}},
+	 {{"pads", 4, {1, 1, 1, 1}}}},
 	/* the example CNN's (examples/, docs/PERFORMANCE.md) */
 	{"conv cnn 1x3x32x32 -> 16 3x3", "Conv", 2, {4, 4}, {{1, 3, 32, 32}, {16, 3, 3, 3}},
 	 {{"pads", 4, {1, 1, 1, 1}}}},

@@ -144,7 +144,7 @@ static int pack_grouped(cpu_node *node, conv_state *st, char *err, size_t n)
 	if ((a.Mg == 1 && a.Cg == 1) || a.Mg < 1 || a.taps < 1)
 		return 0;
 	/* one group: for conv_direct.c, when its filter is short enough */
-	if (a.G == 1 ? !conv_direct_takes(a.Cg, a.taps) : a.Mg > 32 || a.Cg > 32)
+	if (a.G == 1 ? !conv_direct_takes(a.Cg, a.taps, a.Mg) : a.Mg > 32 || a.Cg > 32)
 		return 0;
 	st->gpacked = cpu_prepack(node, 1, "conv-grouped-v1",
 				  conv_grouped_wsize(a.G, a.Mg, a.Cg, a.taps), gpack_fill, &a, err, n);

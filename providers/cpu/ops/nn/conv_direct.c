@@ -43,10 +43,11 @@
 #include <immintrin.h>
 #endif
 
-int conv_direct_takes(int64_t Cg, int64_t taps)
+int conv_direct_takes(int64_t Cg, int64_t taps, int64_t Mg)
 {
 #ifdef CD_X86
 	static int env = -1;
+	gemm_isa isa = gemm_isa_best();
 
 	if (env < 0) {
 		const char *e = getenv("ORTMK_CPU_CONV_DIRECT");
@@ -54,12 +55,22 @@ int conv_direct_takes(int64_t Cg, int64_t taps)
 		env = !(e && e[0] == '0');
 	}
 	/* 1x1: the GEMM multiplies the input in place, faster (MobileNetV2's
-	 * 160 -> 960 at 7x7: 0.10 ms there, 0.40 here) */
-	return env && taps > 1 && Cg * taps <= CONV_DIRECT_KMAX &&
-	       (gemm_isa_best() == GEMM_ISA_AVX512 || gemm_isa_best() == GEMM_ISA_AVX2);
+	 * 160 -> 960 at 7x7: 0.10 ms there, 0.40 here).  On AVX2 also a
+	 * longer filter with few output channels: the GEMM's im2col and B
+	 * packing, each element used by only Mg rows, cost more than the
+	 * product (DBNet's 64 -> 16 3x3 at 120x160: 18 ms through the GEMM
+	 * on Zen 3, ONNX Runtime 5.2). */
+	if (!env || taps <= 1)
+		return 0;
+	if (isa == GEMM_ISA_AVX512)
+		return Cg * taps <= CONV_DIRECT_KMAX;
+	return isa == GEMM_ISA_AVX2 &&
+	       (Cg * taps <= CONV_DIRECT_KMAX ||
+		(Mg <= CONV_DIRECT_FEW_M && Cg * taps <= CONV_DIRECT_FEW_KMAX));
 #else
 	(void)Cg;
 	(void)taps;
+	(void)Mg;
 	return 0;
 #endif
 }
@@ -71,7 +82,7 @@ int conv_direct_fits(const conv_job *j, int64_t group)
 
 	/* a row uses at least half of the vector lanes it computes (8 pixels
 	 * and more; MobileNet's 7x7 layers wasted 9 of 16) */
-	return group == 1 && conv_direct_takes(j->Cg, j->ksz / j->Cg) && g->k[0] == 1 &&
+	return group == 1 && conv_direct_takes(j->Cg, j->ksz / j->Cg, j->Mg) && g->k[0] == 1 &&
 	       2 * g->out[2] >= (g->out[2] + CD_VEC - 1) / CD_VEC * CD_VEC &&
 	       g->in[0] == 1 && g->out[0] == 1 && g->d[1] == 1 && g->d[2] == 1 &&
 	       (g->s[1] == 1 || g->s[1] == 2) && (g->s[2] == 1 || g->s[2] == 2);
@@ -289,7 +300,12 @@ cd_tile2(float *y, const float *res, int64_t osz, const float *xr, int64_t rstri
 		const float *xc = xr + c * rstride;
 		const float *wc = w + c * KH * KW * CD_BLOCK;
 
-		for (int kh = 0; kh < KH; kh++)
+		for (int kh = 0; kh < KH; kh++) {
+			/* the rows of a long filter outnumber the streams the
+			 * hardware prefetcher follows: ask for the line two tiles
+			 * on */
+			if (Cg * KH > 16)
+				_mm_prefetch((const char *)(xc + kh * PW + 2 * CD_VEC2), _MM_HINT_T0);
 			for (int kw = 0; kw < KW; kw++) {
 				const float *xt = xc + kh * PW + (S == 1 ? kw : (kw & 1) * half + (kw >> 1));
 				const float *wt = wc + (kh * KW + kw) * CD_BLOCK;
@@ -298,6 +314,7 @@ cd_tile2(float *y, const float *res, int64_t osz, const float *xr, int64_t rstri
 				for (int m = 0; m < CD_BLOCK; m++)
 					acc[m] = _mm256_fmadd_ps(_mm256_broadcast_ss(wt + m), xv, acc[m]);
 			}
+		}
 	}
 	__m256 lo = _mm256_set1_ps(d->lo), hi = _mm256_set1_ps(d->hi);
 	int clamp = d->clamp;

@@ -79,11 +79,14 @@ int conv_grouped_run(cpu_ctx *ctx, const conv_job *j, int64_t N, int64_t G, cons
 		     const float *wpacked, const float *b, float *y);
 
 /* conv_direct.c: one group whose filter has at most CONV_DIRECT_KMAX
- * input channels x taps, 1-D and 2-D, stride 1 or 2, no dilation, on an
- * AVX-512 CPU (ORTMK_CPU_CONV_DIRECT=0 turns it off).  The filter is laid
- * out by conv_grouped_pack with G = 1. */
+ * input channels x taps (on AVX2 also up to CONV_DIRECT_FEW_KMAX with at
+ * most CONV_DIRECT_FEW_M output channels), 1-D and 2-D, stride 1 or 2, no
+ * dilation, on an AVX-512 or AVX2 + FMA CPU (ORTMK_CPU_CONV_DIRECT=0
+ * turns it off).  The filter is laid out by conv_grouped_pack with G = 1. */
 #define CONV_DIRECT_KMAX 160
-int conv_direct_takes(int64_t Cg, int64_t taps);
+#define CONV_DIRECT_FEW_M 32
+#define CONV_DIRECT_FEW_KMAX 1152
+int conv_direct_takes(int64_t Cg, int64_t taps, int64_t Mg);
 int conv_direct_fits(const conv_job *j, int64_t group);
 int conv_direct_run(cpu_ctx *ctx, const conv_job *j, int64_t N, const float *x,
 		    const float *wpacked, const float *b, float *y);
