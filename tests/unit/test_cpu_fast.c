@@ -390,8 +390,8 @@ static double rel_err(double got, double want)
 /* The scalar functions over ~1M float32 spread evenly in bit pattern. */
 static void test_vmath_accuracy(void **state)
 {
-	double worst[4] = {0};
-	static const double bound[4] = {2e-7, 5e-7, 4e-7, 3e-7};
+	double worst[6] = {0};
+	static const double bound[6] = {2e-7, 5e-7, 4e-7, 3e-7, 4e-7, 3e-7};
 	(void)state;
 	for (uint64_t b = 0; b <= 0xffffffffu; b += 4099) {
 		uint32_t bits = (uint32_t)b;
@@ -400,14 +400,19 @@ static void test_vmath_accuracy(void **state)
 		float a = -fabsf(x) * 4.3f;   /* exp down to -86: below 2^-126 it flushes to 0 */
 		if (!(fabsf(x) <= 20.0f))
 			continue;
-		double e[4] = {rel_err(vm_exp_nonpos(a), exp((double)a)),
+		vf8 v = {x, -x, x, x, x, x, x, x};
+		vf8 tv = vf_tanh(v), sv = vf_sigmoid(v);
+		double e[6] = {rel_err(vm_exp_nonpos(a), exp((double)a)),
 			       rel_err(vm_erf(x), erf(x)), rel_err(vm_tanh(x), tanh(x)),
-			       rel_err(vm_sigmoid(x), 1.0 / (1.0 + exp(-(double)x)))};
-		for (int k = 0; k < 4; k++)
+			       rel_err(vm_sigmoid(x), 1.0 / (1.0 + exp(-(double)x))),
+			       fmax(rel_err(tv[0], tanh(x)), rel_err(tv[1], -tanh(x))),
+			       fmax(rel_err(sv[0], 1.0 / (1.0 + exp(-(double)x))),
+				    rel_err(sv[1], 1.0 / (1.0 + exp((double)x))))};
+		for (int k = 0; k < 6; k++)
 			if (e[k] > worst[k])
 				worst[k] = e[k];
 	}
-	for (int k = 0; k < 4; k++)
+	for (int k = 0; k < 6; k++)
 		if (worst[k] > bound[k])
 			fail_msg("function %d: worst relative error %g", k, worst[k]);
 	/* special values */
@@ -419,6 +424,15 @@ static void test_vmath_accuracy(void **state)
 	assert_true(vm_tanh(INFINITY) == 1.0f && vm_tanh(-1e30f) == -1.0f);
 	assert_true(vm_sigmoid(INFINITY) == 1.0f && vm_sigmoid(-INFINITY) == 0.0f);
 	assert_true(vm_erf(-0.0f) == 0.0f && vm_tanh(1e-30f) == 1e-30f);
+	{   /* the 8-lane forms (the RNN gates') */
+		vf8 v = {NAN, INFINITY, -INFINITY, 0.0f, -1e30f, 1e-30f, 30.0f, -30.0f};
+		vf8 t = vf_tanh(v), g = vf_sigmoid(v);
+		assert_true(isnan(t[0]) && isnan(g[0]));
+		assert_true(t[1] == 1.0f && t[2] == -1.0f && t[3] == 0.0f && t[4] == -1.0f &&
+			    t[5] == 1e-30f);
+		assert_true(g[1] == 1.0f && g[2] == 0.0f && g[3] == 0.5f && g[6] == 1.0f &&
+			    g[7] < 1e-13f && g[7] >= 0.0f);
+	}
 }
 
 /* vm_logistic (ONNX Runtime's Sigmoid): absolute error within 1.6e-7 of

@@ -199,4 +199,25 @@ VF_INLINE vf8 vf_exp(vf8 x)
 	return p * vf_pow2i(h) * vf_pow2i(n - h);
 }
 
+/* vm_sigmoid on 8 lanes (the same formula): e = exp(-|x|), s = 1 / (1 +
+ * e), e s for negative x.  NaN stays NaN. */
+VF_INLINE vf8 vf_sigmoid(vf8 x)
+{
+	vf8 e = vf_exp_nonpos(-vf_abs(x)), s = 1.0f / (1.0f + e);
+
+	return vf_sel(x < 0.0f, e * s, s);
+}
+
+/* vm_tanh on 8 lanes (the same rational function and clamps). */
+VF_INLINE vf8 vf_tanh(vf8 x)
+{
+	vf8 c = vf_clamp(x, -9.0f, 9.0f), t = c * c, p, q;
+
+	p = 1.0f + t * (0.13381022f + t * (0.0034955847f + t * (2.0609024e-05f +
+		t * 1.3354582e-08f)));
+	q = 1.0f + t * (0.46714339f + t * (0.025876969f + t * (0.00032856289f +
+		t * 7.7765253e-07f)));
+	return vf_clamp(c * p / q, -1.0f, 1.0f);
+}
+
 #endif

@@ -158,13 +158,19 @@ void rnn_apply(const rnn_act *act, const rnn_attrs *a, float *x, int64_t n)
 	if (a && a->has_clip)
 		for (int64_t i = 0; i < n; i++)
 			x[i] = fminf(fmaxf(x[i], -a->clip), a->clip);
+	int64_t i = 0;
+
 	switch (act->kind) {
 	case RNN_ACT_SIGMOID:
-		for (int64_t i = 0; i < n; i++)
+		for (; i + 8 <= n; i += 8)
+			vf_store(x + i, vf_sigmoid(vf_load(x + i)));
+		for (; i < n; i++)
 			x[i] = vm_sigmoid(x[i]);
 		return;
 	case RNN_ACT_TANH:
-		for (int64_t i = 0; i < n; i++)
+		for (; i + 8 <= n; i += 8)
+			vf_store(x + i, vf_tanh(vf_load(x + i)));
+		for (; i < n; i++)
 			x[i] = vm_tanh(x[i]);
 		return;
 	case RNN_ACT_RELU:
