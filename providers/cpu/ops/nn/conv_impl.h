@@ -84,7 +84,7 @@ int conv_grouped_run(cpu_ctx *ctx, const conv_job *j, int64_t N, int64_t G, cons
  * dilation, on an AVX-512 or AVX2 + FMA CPU (ORTMK_CPU_CONV_DIRECT=0
  * turns it off).  The filter is laid out by conv_grouped_pack with G = 1. */
 #define CONV_DIRECT_KMAX 160
-#define CONV_DIRECT_FEW_M 32
+#define CONV_DIRECT_FEW_M 16
 #define CONV_DIRECT_FEW_KMAX 1152
 int conv_direct_takes(int64_t Cg, int64_t taps, int64_t Mg);
 int conv_direct_fits(const conv_job *j, int64_t group);
