@@ -12,22 +12,59 @@
 
 enum { PAD_CONSTANT, PAD_REFLECT, PAD_EDGE, PAD_WRAP };
 
-/* Copies X into Y (rank r) where map[d][o] is the input index of output o
- * on axis d, or -1 for fill. */
-static void mapped_copy(const cpu_tensor *X, cpu_tensor *Y, int64_t *const *map, const void *fill)
+/* A stretch of the last axis: n outputs from input index `src` on
+ * (consecutive), or of the fill value (src < 0). */
+typedef struct pad_run {
+	int64_t n, src;
+} pad_run;
+
+/* The last axis' map as stretches (at most dims[last] of them, into runs);
+ * returns how many. */
+static int64_t last_axis_runs(const int64_t *map, int64_t n, pad_run *runs)
 {
-	int64_t xs[CPU_MAX_RANK], pos[CPU_MAX_RANK] = {0}, rows = 1;
+	int64_t nr = 0;
+
+	for (int64_t j = 0; j < n;) {
+		int64_t k = j + 1;
+
+		if (map[j] < 0)
+			while (k < n && map[k] < 0)
+				k++;
+		else
+			while (k < n && map[k] == map[k - 1] + 1)
+				k++;
+		runs[nr].n = k - j;
+		runs[nr].src = map[j] < 0 ? -1 : map[j];
+		nr++;
+		j = k;
+	}
+	return nr;
+}
+
+/* Copies X into Y (rank r) where map[d][o] is the input index of output o
+ * on axis d, or -1 for fill: each output row as its last axis' stretches,
+ * a copied stretch one memcpy (Inception's Pad before AveragePool took
+ * 0.65 ms a node element by element).  runs: dims[last] entries. */
+static void mapped_copy(const cpu_tensor *X, cpu_tensor *Y, int64_t *const *map, const void *fill,
+			pad_run *runs)
+{
+	int64_t xs[CPU_MAX_RANK], pos[CPU_MAX_RANK] = {0}, rows = 1, nr, W;
 	int r = Y->rank, last = r - 1;
 	size_t es = cpu_dtype_size(X->dtype);
 	char *y = Y->data;
+	int zero = 1;
 
 	if (r == 0) {
 		tensor_copy_elem(y, X->data, es);
 		return;
 	}
+	for (size_t b = 0; b < es; b++)
+		zero &= ((const unsigned char *)fill)[b] == 0;
 	tensor_strides(r, X->dims, xs);
 	for (int d = 0; d < last; d++)
 		rows *= Y->dims[d];
+	W = Y->dims[last];
+	nr = last_axis_runs(map[last], W, runs);
 	for (int64_t row = 0; row < rows; row++) {
 		int64_t off = 0;
 		int outside = 0;
@@ -35,16 +72,35 @@ static void mapped_copy(const cpu_tensor *X, cpu_tensor *Y, int64_t *const *map,
 			outside |= map[d][pos[d]] < 0;
 			off += map[d][pos[d]] * xs[d];
 		}
-		for (int64_t j = 0; j < Y->dims[last]; j++, y += es) {
-			int64_t i = map[last][j];
-			if (outside || i < 0)
-				memcpy(y, fill, es);
+		for (int64_t t = 0; t < (outside ? 1 : nr); t++) {
+			int64_t n = outside ? W : runs[t].n;
+
+			if (!outside && runs[t].src >= 0)
+				memcpy(y, (const char *)X->data + (size_t)(off + runs[t].src) * es,
+				       (size_t)n * es);
+			else if (zero)
+				memset(y, 0, (size_t)n * es);
 			else
-				tensor_copy_elem(y, (const char *)X->data + (size_t)(off + i) * es, es);
+				for (int64_t j = 0; j < n; j++)
+					memcpy(y + (size_t)j * es, fill, es);
+			y += (size_t)n * es;
 		}
 		for (int d = last - 1; d >= 0 && ++pos[d] == Y->dims[d]; d--)
 			pos[d] = 0;
 	}
+}
+
+/* mapped_copy with its stretches in the node's scratch. */
+static int copy_out(cpu_ctx *ctx, const cpu_tensor *X, cpu_tensor *Y, int64_t *const *map,
+		    const void *fill)
+{
+	pad_run *runs = cpu_scratch(ctx, sizeof(pad_run) *
+					   (size_t)(Y->rank ? Y->dims[Y->rank - 1] + 1 : 1));
+
+	if (!runs)
+		return CPU_E_NOMEM;
+	mapped_copy(X, Y, map, fill, runs);
+	return 0;
 }
 
 static int64_t pad_source(int mode, int64_t i, int64_t n)
@@ -168,9 +224,7 @@ static int pad_compute(cpu_ctx *ctx)
 	}
 	if (!(Y = cpu_output(ctx, 0, X->dtype, X->rank, dims)))
 		return CPU_E_NOMEM;
-	if (cpu_numel(Y) > 0)
-		mapped_copy(X, Y, map, fill);
-	return 0;
+	return cpu_numel(Y) > 0 ? copy_out(ctx, X, Y, map, fill) : 0;
 }
 
 static int crop_compute(cpu_ctx *ctx)
@@ -209,9 +263,7 @@ static int crop_compute(cpu_ctx *ctx)
 	}
 	if (!(Y = cpu_output(ctx, 0, X->dtype, X->rank, dims)))
 		return CPU_E_NOMEM;
-	if (cpu_numel(Y) > 0)
-		mapped_copy(X, Y, map, fill);
-	return 0;
+	return cpu_numel(Y) > 0 ? copy_out(ctx, X, Y, map, fill) : 0;
 }
 
 static int pad_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt,
