@@ -55,5 +55,8 @@ void cpu_gelu_inplace(float *x, int64_t n);
  * for bit the scalar's; 0 (nothing done) on a CPU with neither.  y may be
  * x. */
 int cpu_logistic_wide(const float *x, float *y, int64_t n, int silu);
+/* y = vm_exp_mlas(x) on AVX2 + FMA without AVX-512, bit for bit; 0 (nothing
+ * done) elsewhere (an AVX-512 CPU vectorizes the scalar loop).  y may be x. */
+int cpu_exp_wide(const float *x, float *y, int64_t n);
 
 #endif

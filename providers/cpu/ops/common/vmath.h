@@ -208,6 +208,18 @@ VF_INLINE vf8 vf_sigmoid(vf8 x)
 	return vf_sel(x < 0.0f, e * s, s);
 }
 
+/* vm_erf on 8 lanes (the same rational function and clamps). */
+VF_INLINE vf8 vf_erf(vf8 x)
+{
+	vf8 c = vf_clamp(x, -3.92f, 3.92f), t = c * c, p, q;
+
+	p = 1.1283791f + t * (0.19040564f + t * (0.052748609f + t * (0.0037655786f +
+		t * (0.00028488139f + t * 2.0500886e-06f))));
+	q = 1.0f + t * (0.50207537f + t * (0.11410876f + t * (0.014969142f +
+		t * (0.0011625251f + t * 3.8091657e-05f))));
+	return vf_clamp(c * p / q, -1.0f, 1.0f);
+}
+
 /* vm_tanh on 8 lanes (the same rational function and clamps). */
 VF_INLINE vf8 vf_tanh(vf8 x)
 {

@@ -149,6 +149,37 @@ f32_sloop(int op, const float *x, float *y, int64_t n, const un_params *p)
 		y[i] = un_f32(op, x[i], p);
 }
 
+/* Tanh, Erf and Gelu on explicit 8-lane vectors, for a CPU without
+ * AVX-512: gcc's x86-64-v3 clone of the scalar loop ran them one float at
+ * a time (Erf over 1x128x1024: 406 us on Zen 3). */
+static inline __attribute__((always_inline)) vf8 un_vec_smooth(int op, vf8 x, const un_params *p)
+{
+	switch (op) {
+	case U_TANH: return vf_tanh(x);
+	case U_ERF: return vf_erf(x);
+	default:
+		if (p->gelu_tanh)
+			return 0.5f * x * (1.0f + vf_tanh(0.7978845608028654f *
+							   (x + 0.044715f * x * x * x)));
+		return 0.5f * x * (1.0f + vf_erf(x * 0.70710678118654752f));
+	}
+}
+
+static inline __attribute__((always_inline)) void
+f32_smooth(int op, const float *x, float *y, int64_t n, const un_params *p)
+{
+	int64_t i = 0;
+
+	if (cpu_has_avx512()) {   /* the scalar loop on 16 lanes is faster there */
+		f32_sloop(op, x, y, n, p);
+		return;
+	}
+	for (; i + 8 <= n; i += 8)
+		vf_store(y + i, un_vec_smooth(op, vf_load(x + i), p));
+	for (; i < n; i++)
+		y[i] = un_f32(op, x[i], p);
+}
+
 /* A switch of constant-op loops; Sqrt and Log call libm per element. */
 CPU_MULTIVERSION
 static void f32_run(int op, const float *x, float *y, int64_t n, const un_params *p)
@@ -160,10 +191,13 @@ static void f32_run(int op, const float *x, float *y, int64_t n, const un_params
 		if (!cpu_logistic_wide(x, y, n, 0))
 			f32_sloop(U_SIGMOID, x, y, n, p);
 		break;
-	case U_TANH: f32_sloop(U_TANH, x, y, n, p); break;
-	case U_ERF: f32_sloop(U_ERF, x, y, n, p); break;
-	case U_GELU: f32_sloop(U_GELU, x, y, n, p); break;
-	case U_EXP: f32_sloop(U_EXP, x, y, n, p); break;
+	case U_TANH: f32_smooth(U_TANH, x, y, n, p); break;
+	case U_ERF: f32_smooth(U_ERF, x, y, n, p); break;
+	case U_GELU: f32_smooth(U_GELU, x, y, n, p); break;
+	case U_EXP:
+		if (!cpu_exp_wide(x, y, n))
+			f32_sloop(U_EXP, x, y, n, p);
+		break;
 	case U_NEG: f32_vloop(U_NEG, x, y, n, p); break;
 	case U_ABS: f32_vloop(U_ABS, x, y, n, p); break;
 	case U_RECIP: f32_vloop(U_RECIP, x, y, n, p); break;
