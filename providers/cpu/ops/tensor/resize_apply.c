@@ -455,11 +455,14 @@ static void bl_gather(const bl_job *j, const float *x, int64_t r, float *n1, flo
 }
 
 /* Output row: dx2 dy2 X11 + dx1 dy2 X21 + dx2 dy1 X12 + dx1 dy1 X22 in
- * that order, every product rounded before its add (ONNX Runtime's bits;
- * VF_NO_CONTRACT keeps -ffp-contract=fast from making FMAs of them). */
-CPU_MULTIVERSION VF_NO_CONTRACT
-static void bl_blend(const bl_job *j, float dy1, float dy2, const float *x11, const float *x21,
-		     const float *x12, const float *x22, float *y)
+ * that order, as ONNX Runtime computes it on this CPU: on AVX-512 the form
+ * -ffp-contract=fast gives (the later products fused into the adds: its
+ * bits there, ort_bits_test on Zen 4), elsewhere every product rounded
+ * before its add (its bits on Zen 3; VF_NO_CONTRACT, as VF_ROUNDED alone
+ * did not stop gcc 12 from fusing them). */
+static inline __attribute__((always_inline)) void
+bl_blend_row(const bl_job *j, float dy1, float dy2, const float *x11, const float *x21,
+	     const float *x12, const float *x22, float *y)
 {
 	const float *dx1 = j->w.d1, *dx2 = j->w.d2;
 	int64_t o = 0;
@@ -477,6 +480,29 @@ static void bl_blend(const bl_job *j, float dy1, float dy2, const float *x11, co
 		t = t + VF_ROUNDED(dx2[o] * dy1 * x12[o]);
 		y[o] = t + VF_ROUNDED(dx1[o] * dy1 * x22[o]);
 	}
+}
+
+CPU_MULTIVERSION
+static void bl_blend_fused(const bl_job *j, float dy1, float dy2, const float *x11,
+			   const float *x21, const float *x12, const float *x22, float *y)
+{
+	bl_blend_row(j, dy1, dy2, x11, x21, x12, x22, y);
+}
+
+CPU_MULTIVERSION VF_NO_CONTRACT
+static void bl_blend_plain(const bl_job *j, float dy1, float dy2, const float *x11,
+			   const float *x21, const float *x12, const float *x22, float *y)
+{
+	bl_blend_row(j, dy1, dy2, x11, x21, x12, x22, y);
+}
+
+static void bl_blend(const bl_job *j, float dy1, float dy2, const float *x11, const float *x21,
+		     const float *x12, const float *x22, float *y)
+{
+	if (cpu_has_avx512())
+		bl_blend_fused(j, dy1, dy2, x11, x21, x12, x22, y);
+	else
+		bl_blend_plain(j, dy1, dy2, x11, x21, x12, x22, y);
 }
 
 static void bl_range(void *arg, int64_t p0, int64_t p1, int member)
