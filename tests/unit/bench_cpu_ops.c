@@ -80,6 +80,11 @@ static const bench_case cases[] = {
 	 {{"pads", 4, {1, 1, 1, 1}}, {"strides", 2, {2, 2}}}},
 	{"conv 7x7/2 stem 1x3x224x224 -> 64", "Conv", 2, {4, 4}, {{1, 3, 224, 224}, {64, 3, 7, 7}},
 	 {{"pads", 4, {3, 3, 3, 3}}, {"strides", 2, {2, 2}}}},
+	/* YOLO's downsampling convolutions (3x3 stride 2) */
+	{"conv 3x3/2 1x16x160x160 -> 32", "Conv", 2, {4, 4}, {{1, 16, 160, 160}, {32, 16, 3, 3}},
+	 {{"pads", 4, {1, 1, 1, 1}}, {"strides", 2, {2, 2}}}},
+	{"conv 3x3/2 1x32x80x80 -> 64", "Conv", 2, {4, 4}, {{1, 32, 80, 80}, {64, 32, 3, 3}},
+	 {{"pads", 4, {1, 1, 1, 1}}, {"strides", 2, {2, 2}}}},
 	/* DBNet's FPN smoothing: few output channels, a long filter */
 	{"conv 3x3 1x64x120x160 -> 16", "Conv", 2, {4, 4}, {{1, 64, 120, 160}, {16, 64, 3, 3}},
 	 {{"pads", 4, {1, 1, 1, 1}}}},

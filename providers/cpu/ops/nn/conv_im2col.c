@@ -93,70 +93,93 @@ VF_INLINE void copy_stride2(float *restrict dst, const float *restrict src, int6
 		dst[i] = src[2 * i];
 }
 
+/* Columns [j0, j1) of im2col row t (output pixels in order; zeros where
+ * the window is in the padding) into line. */
+static inline __attribute__((always_inline)) void
+pack_line(const conv_packer *cp, int64_t t, int64_t j0, int64_t j1, float *line)
+{
+	const cpu_geom *g = cp->g;
+	int64_t OH = g->out[1], OW = g->out[2], plane = OH * OW;
+	int64_t taps = g->k[0] * g->k[1] * g->k[2], c = t / taps, tk = t % taps;
+	int64_t kd = tk / (g->k[1] * g->k[2]), kh = tk / g->k[2] % g->k[1], kw = tk % g->k[2];
+	int64_t s = g->s[2], base = kw * g->d[2] - g->pb[2], lo, hi;
+	int64_t od = j0 / plane, oh = j0 % plane / OW, ow = j0 % OW, j = j0;
+	const float *xc = cp->x + c * g->in[0] * g->in[1] * g->in[2];
+	float *o = line;
+
+	inside(g, kw, &lo, &hi);
+	while (j < j1) {
+		int64_t run = j1 - j < OW - ow ? j1 - j : OW - ow;
+		int64_t id = od * g->s[0] - g->pb[0] + kd * g->d[0];
+		int64_t ih = oh * g->s[1] - g->pb[1] + kh * g->d[1];
+		int64_t a = ow > lo ? ow : lo, b = ow + run < hi ? ow + run : hi, q = ow;
+
+		if (id < 0 || id >= g->in[0] || ih < 0 || ih >= g->in[1])
+			a = b = ow + run;   /* all padding */
+		for (; q < a && q < ow + run; q++)
+			o[q - ow] = 0.0f;
+		if (b > a) {
+			const float *src = xc + (id * g->in[1] + ih) * g->in[2] + base;
+			if (s == 1)
+				memcpy(o + (a - ow), src + a, (size_t)(b - a) * sizeof(float));
+			else if (s == 2)
+				copy_stride2(o + (a - ow), src + 2 * a, b - a, g->in[2] - base - 2 * a);
+			else
+				for (q = a; q < b; q++)
+					o[q - ow] = src[q * s];
+			q = b;
+		}
+		for (; q < ow + run; q++)
+			o[q - ow] = 0.0f;
+		o += run;
+		j += run;
+		ow = 0;
+		if (++oh == OH) {
+			oh = 0;
+			od++;
+		}
+	}
+}
+
+/* gemm_pack_fn: rows [k0, k0 + rows) of the im2col matrix, panels [p0,
+ * p1) of nr columns.  Each row's columns of a run of panels are first
+ * laid out as one line (runs of output rows: whole copies), then cut into
+ * the panels: per (row, panel) only a copy of nr floats (the loop that
+ * built each panel's piece of a row apart cost as much as the GEMM on
+ * YOLO's 3x3/2 layers on Zen 3). */
+#define PACK_LINE 2048
 CPU_MULTIVERSION
 void conv_pack_im2col(void *arg, int64_t k0, int64_t rows, int64_t p0, int64_t p1, int64_t nr,
 		      float *dst)
 {
 	const conv_packer *cp = arg;
 	const cpu_geom *g = cp->g;
-	int64_t OH = g->out[1], OW = g->out[2], plane = OH * OW;
-	int64_t osz = g->out[0] * plane, taps = g->k[0] * g->k[1] * g->k[2];
+	int64_t osz = g->out[0] * g->out[1] * g->out[2];
+	int64_t chunk = PACK_LINE / nr > 0 ? PACK_LINE / nr : 1;
+	float line[PACK_LINE + 64];
 
-	for (int64_t r = 0; r < rows; r++) {
-		int64_t t = k0 + r, c = t / taps, tk = t % taps;
-		int64_t kd = tk / (g->k[1] * g->k[2]), kh = tk / g->k[2] % g->k[1], kw = tk % g->k[2];
-		int64_t s = g->s[2], base = kw * g->d[2] - g->pb[2], lo, hi;
-		const float *xc = cp->x + c * g->in[0] * g->in[1] * g->in[2];
+	if (nr > PACK_LINE)
+		chunk = 0;
+	for (int64_t q0 = p0; q0 < p1; q0 += chunk ? chunk : p1 - p0) {
+		int64_t q1 = chunk && q0 + chunk < p1 ? q0 + chunk : p1;
+		int64_t j0 = q0 * nr, j1 = q1 * nr < osz ? q1 * nr : osz;
 
-		/* the output pixel of panel p0's first column, then carried */
-		int64_t pod = p0 * nr / plane, poh = p0 * nr % plane / OW, pow_ = p0 * nr % OW;
+		for (int64_t r = 0; r < rows; r++) {
+			if (!chunk) {   /* a panel wider than the line: one at a time */
+				for (int64_t p = q0; p < q1; p++) {
+					int64_t a = p * nr, b = a + nr < osz ? a + nr : osz;
+					float *o = dst + ((p - p0) * rows + r) * nr;
 
-		inside(g, kw, &lo, &hi);
-		for (int64_t p = p0; p < p1; p++) {
-			float *o = dst + ((p - p0) * rows + r) * nr;
-			int64_t j = p * nr, end = j + nr < osz ? j + nr : osz;
-			int64_t od = pod, oh = poh, ow = pow_;
-
-			for (pow_ += nr; pow_ >= OW; pow_ -= OW)
-				if (++poh == OH) {
-					poh = 0;
-					pod++;
+					pack_line(cp, k0 + r, a, b, o);
+					memset(o + (b - a), 0, (size_t)(nr - (b - a)) * sizeof(float));
 				}
-
-			while (j < end) {
-				int64_t run = end - j < OW - ow ? end - j : OW - ow;
-				int64_t id = od * g->s[0] - g->pb[0] + kd * g->d[0];
-				int64_t ih = oh * g->s[1] - g->pb[1] + kh * g->d[1];
-				int64_t a = ow > lo ? ow : lo, b = ow + run < hi ? ow + run : hi, q = ow;
-
-				if (id < 0 || id >= g->in[0] || ih < 0 || ih >= g->in[1])
-					a = b = ow + run;   /* all padding */
-				for (; q < a && q < ow + run; q++)
-					o[q - ow] = 0.0f;
-				if (b > a) {
-					const float *src = xc + (id * g->in[1] + ih) * g->in[2] + base;
-					if (s == 1)
-						memcpy(o + (a - ow), src + a, (size_t)(b - a) * sizeof(float));
-					else if (s == 2)
-						copy_stride2(o + (a - ow), src + 2 * a, b - a,
-							     g->in[2] - base - 2 * a);
-					else
-						for (q = a; q < b; q++)
-							o[q - ow] = src[q * s];
-					q = b;
-				}
-				for (; q < ow + run; q++)
-					o[q - ow] = 0.0f;
-				o += run;
-				j += run;
-				ow = 0;
-				if (++oh == OH) {
-					oh = 0;
-					od++;
-				}
+				continue;
 			}
-			if (end - p * nr < nr)
-				memset(o, 0, (size_t)(nr - (end - p * nr)) * sizeof(float));
+			pack_line(cp, k0 + r, j0, j1, line);
+			memset(line + (j1 - j0), 0, (size_t)((q1 - q0) * nr - (j1 - j0)) * sizeof(float));
+			for (int64_t p = q0; p < q1; p++)
+				memcpy(dst + ((p - p0) * rows + r) * nr, line + (p - q0) * nr,
+				       (size_t)nr * sizeof(float));
 		}
 	}
 }
