@@ -26,22 +26,28 @@ ALWAYS_INLINE __m256i mask_upto(int n)
 	return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-ALWAYS_INLINE __m256 load_part(const float *c, __m256i m, const int full)
+/* Half h (0: columns 0-7, 1: 8-15) of a row of C, nr columns valid:
+ * plain when the half is whole, masked when partial, nothing when empty
+ * (a ragged panel of 8, as 40- or 120-channel layers leave, then costs no
+ * masked move at all). */
+ALWAYS_INLINE __m256 load_part(const float *c, __m256i m, const int full, int nr, int h)
 {
-	return full ? _mm256_loadu_ps(c) : _mm256_maskload_ps(c, m);
+	if (full || nr >= 8 * (h + 1))
+		return _mm256_loadu_ps(c);
+	return nr > 8 * h ? _mm256_maskload_ps(c, m) : _mm256_setzero_ps();
 }
 
-ALWAYS_INLINE void store_part(float *c, __m256i m, __m256 x, const int full)
+ALWAYS_INLINE void store_part(float *c, __m256i m, __m256 x, const int full, int nr, int h)
 {
-	if (full)
+	if (full || nr >= 8 * (h + 1))
 		_mm256_storeu_ps(c, x);
-	else
+	else if (nr > 8 * h)
 		_mm256_maskstore_ps(c, m, x);
 }
 
 ALWAYS_INLINE void store_row(float *c, __m256 x0, __m256 x1, __m256i m0, __m256i m1,
 			     const gemm_tile_ep *ep, __m256 bc0, __m256 bc1, const float *brow,
-			     const int full)
+			     const int full, int nr)
 {
 	if (ep->alpha != 1.0f) {
 		__m256 va = _mm256_set1_ps(ep->alpha);
@@ -49,12 +55,12 @@ ALWAYS_INLINE void store_row(float *c, __m256 x0, __m256 x1, __m256i m0, __m256i
 		x1 = _mm256_mul_ps(x1, va);
 	}
 	if (ep->beta == 1.0f) {
-		x0 = _mm256_add_ps(x0, load_part(c, m0, full));
-		x1 = _mm256_add_ps(x1, load_part(c + 8, m1, full));
+		x0 = _mm256_add_ps(x0, load_part(c, m0, full, nr, 0));
+		x1 = _mm256_add_ps(x1, load_part(c + 8, m1, full, nr, 1));
 	} else if (ep->beta != 0.0f) {
 		__m256 vb = _mm256_set1_ps(ep->beta);
-		x0 = _mm256_fmadd_ps(vb, load_part(c, m0, full), x0);
-		x1 = _mm256_fmadd_ps(vb, load_part(c + 8, m1, full), x1);
+		x0 = _mm256_fmadd_ps(vb, load_part(c, m0, full, nr, 0), x0);
+		x1 = _mm256_fmadd_ps(vb, load_part(c + 8, m1, full, nr, 1), x1);
 	}
 	if (ep->finish) {
 		if (ep->bias_col) {
@@ -74,8 +80,8 @@ ALWAYS_INLINE void store_row(float *c, __m256 x0, __m256 x1, __m256i m0, __m256i
 			x1 = _mm256_min_ps(hi, _mm256_max_ps(lo, x1));
 		}
 	}
-	store_part(c, m0, x0, full);
-	store_part(c + 8, m1, x1, full);
+	store_part(c, m0, x0, full, nr, 0);
+	store_part(c + 8, m1, x1, full, nr, 1);
 }
 
 ALWAYS_INLINE void tile(const int mr, int64_t kc, const float *a, int64_t lda,
@@ -103,13 +109,13 @@ ALWAYS_INLINE void tile(const int mr, int64_t kc, const float *a, int64_t lda,
 		}
 	}
 	if (ep->finish && ep->bias_col) {
-		bc0 = load_part(ep->bias_col, m0, full);
-		bc1 = load_part(ep->bias_col + 8, m1, full);
+		bc0 = load_part(ep->bias_col, m0, full, nr, 0);
+		bc1 = load_part(ep->bias_col + 8, m1, full, nr, 1);
 	}
 #pragma GCC unroll 6
 	for (int i = 0; i < mr; i++)
 		store_row(c + i * ldc, acc0[i], acc1[i], m0, m1, ep, bc0, bc1,
-			  ep->bias_row ? ep->bias_row + i : NULL, full);
+			  ep->bias_row ? ep->bias_row + i : NULL, full, nr);
 }
 
 static void kernel(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
