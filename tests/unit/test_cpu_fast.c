@@ -465,6 +465,27 @@ static void test_vm_logistic(void **state)
 	assert_true(vm_logistic(0.0f) == 0.5f);
 }
 
+/* Every 4099th float bit pattern within [lo, hi] (the infinities pass
+ * only as bounds), then NaN, +-inf and -0: at most cap values, their count
+ * (not a multiple of 8 or 16, so the wide kernels' tails run). */
+static int64_t spread_floats(float *x, int64_t cap, float lo, float hi)
+{
+	int64_t n = 0;
+
+	for (uint64_t b = 0; b <= 0xffffffffu && n < cap - 4; b += 4099) {
+		uint32_t bits = (uint32_t)b;
+		float v;
+		memcpy(&v, &bits, sizeof(float));
+		if (v >= lo && v <= hi)
+			x[n++] = v;
+	}
+	x[n++] = NAN;
+	x[n++] = INFINITY;
+	x[n++] = -INFINITY;
+	x[n++] = -0.0f;
+	return n;
+}
+
 /* cpu_exp_wide (the AVX2 + FMA kernel, on a CPU without AVX-512) gives
  * vm_exp_mlas's bits (ONNX Runtime's) on every 4099th float of [-120, 100]
  * and the specials, with a partial vector at the end. */
@@ -472,20 +493,11 @@ static void test_exp_wide(void **state)
 {
 	enum { N = 1048583 };
 	float *x = malloc(N * sizeof(float)), *y = malloc(N * sizeof(float));
-	int64_t n = 0;
+	int64_t n;
 	(void)state;
 	assert_non_null(x);
 	assert_non_null(y);
-	for (uint64_t b = 0; b <= 0xffffffffu && n < N - 5; b += 4099) {
-		uint32_t bits = (uint32_t)b;
-		float v;
-		memcpy(&v, &bits, sizeof(float));
-		if (v >= -120.0f && v <= 100.0f)
-			x[n++] = v;
-	}
-	x[n++] = NAN;
-	x[n++] = INFINITY;
-	x[n++] = -INFINITY;
+	n = spread_floats(x, N, -120.0f, 100.0f);
 	if (!cpu_exp_wide(x, y, n)) {
 		print_message("AVX-512, or no AVX2 + FMA: nothing to compare\n");
 	} else {
@@ -506,18 +518,11 @@ static void test_logistic_wide(void **state)
 {
 	enum { N = 1048583 };
 	float *x = malloc(N * sizeof(float)), *y = malloc(N * sizeof(float));
-	int64_t n = 0;
+	int64_t n;
 	(void)state;
 	assert_non_null(x);
 	assert_non_null(y);
-	for (uint64_t b = 0; b <= 0xffffffffu && n < N - 5; b += 4099) {
-		uint32_t bits = (uint32_t)b;
-		memcpy(&x[n++], &bits, sizeof(float));
-	}
-	x[n++] = NAN;
-	x[n++] = INFINITY;
-	x[n++] = -INFINITY;
-	x[n++] = -0.0f;
+	n = spread_floats(x, N, -INFINITY, INFINITY);
 	for (int silu = 0; silu < 2; silu++) {
 		if (!cpu_logistic_wide(x, y, n, silu)) {
 			print_message("no AVX-512 or AVX2 + FMA: nothing to compare\n");

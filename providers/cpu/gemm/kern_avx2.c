@@ -118,28 +118,27 @@ ALWAYS_INLINE void tile(const int mr, int64_t kc, const float *a, int64_t lda,
 			  ep->bias_row ? ep->bias_row + i : NULL, full, nr);
 }
 
+/* One specialisation per height, for full (1) or ragged (0) tiles. */
+ALWAYS_INLINE void tiles(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
+			 int64_t ldc, int mr, int nr, const gemm_tile_ep *ep, const int full)
+{
+	switch (mr) {
+	case 6: tile(6, kc, a, lda, b, c, ldc, nr, ep, full); break;
+	case 5: tile(5, kc, a, lda, b, c, ldc, nr, ep, full); break;
+	case 4: tile(4, kc, a, lda, b, c, ldc, nr, ep, full); break;
+	case 3: tile(3, kc, a, lda, b, c, ldc, nr, ep, full); break;
+	case 2: tile(2, kc, a, lda, b, c, ldc, nr, ep, full); break;
+	default: tile(1, kc, a, lda, b, c, ldc, nr, ep, full); break;
+	}
+}
+
 static void kernel(int64_t kc, const float *a, int64_t lda, const float *b, float *c,
 		   int64_t ldc, int mr, int nr, const gemm_tile_ep *ep)
 {
-	if (nr == NR) {
-		switch (mr) {
-		case 6: tile(6, kc, a, lda, b, c, ldc, nr, ep, 1); break;
-		case 5: tile(5, kc, a, lda, b, c, ldc, nr, ep, 1); break;
-		case 4: tile(4, kc, a, lda, b, c, ldc, nr, ep, 1); break;
-		case 3: tile(3, kc, a, lda, b, c, ldc, nr, ep, 1); break;
-		case 2: tile(2, kc, a, lda, b, c, ldc, nr, ep, 1); break;
-		default: tile(1, kc, a, lda, b, c, ldc, nr, ep, 1); break;
-		}
-		return;
-	}
-	switch (mr) {
-	case 6: tile(6, kc, a, lda, b, c, ldc, nr, ep, 0); break;
-	case 5: tile(5, kc, a, lda, b, c, ldc, nr, ep, 0); break;
-	case 4: tile(4, kc, a, lda, b, c, ldc, nr, ep, 0); break;
-	case 3: tile(3, kc, a, lda, b, c, ldc, nr, ep, 0); break;
-	case 2: tile(2, kc, a, lda, b, c, ldc, nr, ep, 0); break;
-	default: tile(1, kc, a, lda, b, c, ldc, nr, ep, 0); break;
-	}
+	if (nr == NR)
+		tiles(kc, a, lda, b, c, ldc, mr, nr, ep, 1);
+	else
+		tiles(kc, a, lda, b, c, ldc, mr, nr, ep, 0);
 }
 
 /* KC x NC = 256 x 1024 floats = 1 MiB of packed B in L2 (16-wide panels

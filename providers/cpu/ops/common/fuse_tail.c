@@ -12,6 +12,8 @@
 #define FT_X86 1
 #include <immintrin.h>
 
+#include "mlas_poly8.h"
+
 /* vm_logistic (vmath.h) on 16 lanes, the same operations in the same
  * order (its clamps as max/min, which keep NaN as its selects do), so the
  * same bits: ONNX Runtime's (ort_bits_test).  gcc's vectorization of the
@@ -105,12 +107,7 @@ __attribute__((target("avx2,fma"))) static inline __m256 exp8_mlas(__m256 x)
 	m = _mm256_sub_ps(_mm256_fmadd_ps(c, _mm256_set1_ps(1.44269504f), bias), bias);
 	r = _mm256_fmadd_ps(m, _mm256_set1_ps(-0.693145752f), c);
 	r = _mm256_fmadd_ps(m, _mm256_set1_ps(-1.42860677e-6f), r);
-	p = _mm256_fmadd_ps(_mm256_set1_ps(0x1.694000p-10f), r, _mm256_set1_ps(0x1.125edcp-7f));
-	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0x1.555b5ap-5f));
-	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0x1.555450p-3f));
-	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0x1.fffff6p-2f));
-	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+	p = mlas_exp_poly8(r);
 	mc = _mm256_min_ps(m, _mm256_set1_ps(200.0f));   /* NaN: 200, as m < 200 ? m : 200 */
 	n = _mm256_cvttps_epi32(mc);
 	h = _mm256_srai_epi32(n, 1);

@@ -56,29 +56,41 @@ static inline __attribute__((always_inline)) float sum16(const float *e, int64_t
  * sum loses ~sqrt(n) ulps where a double one would not, as there.  The
  * exps go to y first, so LogSoftmax needs y apart from x (the core never
  * plans an output over an input; cpu_softmax_rows, in place, is Softmax). */
+/* A line's output from its exps in y: e * (1 / sum), or (x + nm) -
+ * logf(sum) for LogSoftmax. */
+static inline __attribute__((always_inline)) void
+line_out(const float *x, float *y, int64_t n, float nm, float sum, int is_log)
+{
+	float t;
+
+	if (is_log) {
+		t = logf(sum);
+		for (int64_t i = 0; i < n; i++)
+			y[i] = (x[i] + nm) - t;
+	} else {
+		t = 1.0f / sum;
+		for (int64_t i = 0; i < n; i++)
+			y[i] *= t;
+	}
+}
+
 static inline __attribute__((always_inline)) void
 line(const float *x, float *y, int64_t n, int is_log)
 {
-	float nm = -vf_row_max(x, n), sum, t;
+	float nm = -vf_row_max(x, n), sum;
 	int64_t i;
 
 	for (i = 0; i < n; i++)
 		y[i] = vm_exp_mlas(x[i] + nm);
 	sum = sum16(y, n);
-	if (is_log) {
-		t = logf(sum);
-		for (i = 0; i < n; i++)
-			y[i] = (x[i] + nm) - t;
-	} else {
-		t = 1.0f / sum;
-		for (i = 0; i < n; i++)
-			y[i] *= t;
-	}
+	line_out(x, y, n, nm, sum, is_log);
 }
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define SOFTMAX_FMA3 1
 #include <immintrin.h>
+
+#include "mlas_poly8.h"
 
 /* exp(x) as ONNX Runtime's sum-exp kernel for AVX2 + FMA computes it
  * (MLAS's FMA3 kernel, which it picks on a CPU without AVX-512): x clamped
@@ -97,12 +109,7 @@ __attribute__((target("avx2,fma"))) static inline __m256 exp8_fma3(__m256 x)
 	m = _mm256_sub_ps(t, bias);
 	r = _mm256_fmadd_ps(m, _mm256_set1_ps(-6.93145752e-1f), x);
 	r = _mm256_fmadd_ps(m, _mm256_set1_ps(-1.42860677e-6f), r);
-	p = _mm256_fmadd_ps(_mm256_set1_ps(0x1.694000p-10f), r, _mm256_set1_ps(0x1.125edcp-7f));
-	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0x1.555b5ap-5f));
-	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0x1.555450p-3f));
-	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0x1.fffff6p-2f));
-	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-	p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+	p = mlas_exp_poly8(r);
 	scale = _mm256_add_epi32(_mm256_slli_epi32(_mm256_castps_si256(t), 23),
 				 _mm256_set1_epi32(0x3f800000));
 	return _mm256_mul_ps(p, _mm256_castsi256_ps(scale));
@@ -115,7 +122,7 @@ __attribute__((target("avx2,fma"))) static inline __m256 exp8_fma3(__m256 x)
 __attribute__((target("avx2,fma"))) static void line_fma3(const float *x, float *y, int64_t n,
 							   int is_log)
 {
-	float nm = -vf_row_max(x, n), sum, t;
+	float nm = -vf_row_max(x, n), sum;
 	__m256 vnm = _mm256_set1_ps(nm), acc = _mm256_setzero_ps();
 	__m128 lo, hi;
 	int64_t i = 0;
@@ -141,15 +148,7 @@ __attribute__((target("avx2,fma"))) static void line_fma3(const float *x, float 
 	lo = _mm256_castps256_ps128(acc);
 	hi = _mm256_extractf128_ps(acc, 1);
 	sum = _mm_cvtss_f32(_mm_add_ss(hi, lo));
-	if (is_log) {
-		t = logf(sum);
-		for (i = 0; i < n; i++)
-			y[i] = (x[i] + nm) - t;
-	} else {
-		t = 1.0f / sum;
-		for (i = 0; i < n; i++)
-			y[i] *= t;
-	}
+	line_out(x, y, n, nm, sum, is_log);
 }
 #endif
 
