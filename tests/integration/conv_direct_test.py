@@ -66,6 +66,13 @@ CASES = {
     "few_s2_add": (1, 48, 15, 22, 3, 3, 2, 1, (1, 1, 1, 1), "add", 12),
     "few_k1152_b2": (2, 128, 9, 17, 3, 3, 1, 1, (1, 1, 1, 1), None, 16),
     "few_k5_m3": (1, 24, 12, 30, 5, 5, 1, 1, (2, 2, 2, 2), "clip", 3),
+    # dilated filters whose outer taps read the image for few outputs
+    # (conv_taps.c: DeepLabV3's atrous pyramid), a product per tap
+    "taps_aspp": (1, 64, 20, 20, 3, 3, 1, 12, (12, 12, 12, 12), "relu", 24),
+    "taps_add_b2": (2, 16, 13, 17, 3, 3, 1, 6, (6, 6, 6, 6), "add", 8),
+    "taps_s2_clip": (1, 8, 25, 25, 3, 3, 2, 10, (10, 10, 10, 10), "clip", 5),
+    "taps_1d": (1, 4, 1, 40, 1, 3, 1, 30, (0, 30, 0, 30), None, 6),
+    "taps_asym_hardswish": (1, 6, 11, 23, 3, 3, 1, 9, (9, 4, 9, 14), "hardswish", 7),
     # past conv_direct.c's limits: the other paths, same checks
     "few_m17": (1, 64, 10, 20, 3, 3, 1, 1, (1, 1, 1, 1), None, 17),
     "few_k1161": (1, 129, 6, 12, 3, 3, 1, 1, (1, 1, 1, 1), None, 8),

@@ -530,6 +530,10 @@ static int conv_compute(cpu_ctx *ctx)
 	use_t = packed && j.osz < CONV_T_RATIO * j.Mg && j.osz < CONV_T_MAX;
 	if (cpu_numel(fr.y) == 0)
 		return cpu_fuse_end(ctx, &fr, 1);
+	if (conv_taps_fits(&j, G)) {
+		rc = conv_taps_run(ctx, &j, N, X->data, wd, B ? B->data : NULL, fr.y->data);
+		return rc ? rc : cpu_fuse_end(ctx, &fr, 1);
+	}
 	if (conv_direct_fits(&j, G)) {
 		const float *wp = grouped_filter(ctx, st, &j, wd, G);
 

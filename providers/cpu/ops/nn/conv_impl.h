@@ -91,6 +91,15 @@ int conv_direct_fits(const conv_job *j, int64_t group);
 int conv_direct_run(cpu_ctx *ctx, const conv_job *j, int64_t N, const float *x,
 		    const float *wpacked, const float *b, float *y);
 
+/* conv_taps.c: a dilated one-group convolution whose taps' in-image
+ * outputs cover at most 60% of taps x outputs, as one product per tap
+ * over the outputs it reads the image for (bias, residual and the fused
+ * activation applied); 0 or CPU_E_NOMEM.  w: the Mg x Cg x KH x KW
+ * filter. */
+int conv_taps_fits(const conv_job *j, int64_t group);
+int conv_taps_run(cpu_ctx *ctx, const conv_job *j, int64_t N, const float *x, const float *w,
+		  const float *b, float *y);
+
 /* conv_wino.c: packs the transformed filter when the node qualifies
  * (3x3, stride 1, no dilation, one group, constant W); 0 or a status. */
 int conv_wino_prepare(cpu_node *node, conv_state *st, char *err, size_t n);

@@ -1,0 +1,126 @@
+/*
+ * conv_taps: a dilated convolution whose outer taps read the image for
+ * only part of the outputs (DeepLabV3's atrous pyramid: a 3x3 filter at
+ * dilation 12 on a 20x20 map, where each outer tap covers 8 of 20 rows or
+ * columns), for conv.c, as one product per tap over the outputs it
+ * covers instead of im2col's zeros for the rest.
+ *
+ * For tap (kh, kw) the outputs whose window position lies in the image
+ * form a rectangle; its input pixels (one strided rectangle per channel)
+ * are gathered into a Cg x rect matrix, multiplied by the tap's Mg x Cg
+ * filter slice, and the product added into Y.  Bias, a residual and the
+ * fused activation follow on the finished image.  Taken when the taps'
+ * rectangles cover at most 60% of taps x outputs (the ASPP layer above:
+ * 36%); one group, 1-D and 2-D.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "conv_impl.h"
+#include "fuse_tail.h"
+
+/* Outputs o in [0, O) with 0 <= o s + off < I, as [*o0, *o1). */
+static void tap_range(int64_t O, int64_t I, int64_t s, int64_t off, int64_t *o0, int64_t *o1)
+{
+	int64_t lo = off >= 0 ? 0 : (-off + s - 1) / s, hi = I - off > 0 ? (I - off + s - 1) / s : 0;
+
+	lo = lo < O ? lo : O;
+	hi = hi < O ? hi : O;
+	*o0 = lo;
+	*o1 = hi > lo ? hi : lo;
+}
+
+/* The rectangle of outputs tap (kh, kw) reads the image for. */
+static int64_t tap_rect(const cpu_geom *g, int64_t kh, int64_t kw, int64_t r[4])
+{
+	tap_range(g->out[1], g->in[1], g->s[1], kh * g->d[1] - g->pb[1], &r[0], &r[1]);
+	tap_range(g->out[2], g->in[2], g->s[2], kw * g->d[2] - g->pb[2], &r[2], &r[3]);
+	return (r[1] - r[0]) * (r[3] - r[2]);
+}
+
+int conv_taps_fits(const conv_job *j, int64_t group)
+{
+	const cpu_geom *g = &j->g;
+	int64_t covered = 0, r[4];
+
+	if (group != 1 || g->k[0] != 1 || g->in[0] != 1 || g->out[0] != 1 ||
+	    (g->d[1] == 1 && g->d[2] == 1))
+		return 0;
+	for (int64_t kh = 0; kh < g->k[1]; kh++)
+		for (int64_t kw = 0; kw < g->k[2]; kw++)
+			covered += tap_rect(g, kh, kw, r);
+	return covered * 10 <= g->k[1] * g->k[2] * g->out[1] * g->out[2] * 6;
+}
+
+int conv_taps_run(cpu_ctx *ctx, const conv_job *j, int64_t N, const float *x, const float *w,
+		  const float *b, float *y)
+{
+	const cpu_geom *g = &j->g;
+	int64_t M = j->Mg, C = j->Cg, KH = g->k[1], KW = g->k[2], OW = g->out[2];
+	int64_t IH = g->in[1], IW = g->in[2], osz = j->osz, isz = IH * IW;
+	/* every tap's Mg x Cg slice, from one pass over the filter (a pass
+	 * per tap read all of it KH x KW times: 8.8 MB each for the ASPP
+	 * layer) */
+	float *wt = cpu_scratch(ctx, (size_t)(M * C * KH * KW) * sizeof(float));
+	float *xt = cpu_scratch(ctx, (size_t)(C * osz) * sizeof(float));
+	float *ct = cpu_scratch(ctx, (size_t)(M * osz) * sizeof(float));
+
+	if (!wt || !xt || !ct)
+		return CPU_E_NOMEM;
+	memset(y, 0, (size_t)(N * M * osz) * sizeof(float));
+	for (int64_t mc = 0; mc < M * C; mc++)
+		for (int64_t t = 0; t < KH * KW; t++)
+			wt[t * M * C + mc] = w[mc * KH * KW + t];
+	for (int64_t kh = 0; kh < KH; kh++)
+		for (int64_t kw = 0; kw < KW; kw++) {
+			int64_t r[4], n_rect = tap_rect(g, kh, kw, r), rw = r[3] - r[2];
+			int64_t oh_in = kh * g->d[1] - g->pb[1], ow_in = kw * g->d[2] - g->pb[2];
+			const float *wtap = wt + (kh * KW + kw) * M * C;
+
+			if (n_rect == 0)
+				continue;
+			for (int64_t n = 0; n < N; n++) {
+				const float *xn = x + n * C * isz;
+				float *yn = y + n * M * osz;
+
+				for (int64_t c = 0; c < C; c++)
+					for (int64_t oh = r[0]; oh < r[1]; oh++) {
+						const float *src = xn + c * isz +
+								   (oh * g->s[1] + oh_in) * IW + ow_in;
+						float *dst = xt + c * n_rect + (oh - r[0]) * rw;
+
+						for (int64_t ow = r[2]; ow < r[3]; ow++)
+							dst[ow - r[2]] = src[ow * g->s[2]];
+					}
+				cpu_sgemm_pool(ctx->pool, 0, 0, M, n_rect, C, 1.0f, wtap, C, xt,
+					       n_rect, 0.0f, ct, n_rect);
+				for (int64_t m = 0; m < M; m++)
+					for (int64_t oh = r[0]; oh < r[1]; oh++) {
+						float *yr = yn + m * osz + oh * OW;
+						const float *cr = ct + m * n_rect + (oh - r[0]) * rw - r[2];
+
+						for (int64_t ow = r[2]; ow < r[3]; ow++)
+							yr[ow] += cr[ow];
+					}
+			}
+		}
+	/* bias, residual, activation, as the other paths apply them */
+	for (int64_t n = 0; n < N; n++)
+		for (int64_t m = 0; m < M; m++) {
+			float *yr = y + (n * M + m) * osz, bias = b ? b[m] : 0.0f;
+			const float *res = j->res ? (const float *)j->res->data + (n * M + m) * osz : NULL;
+
+			for (int64_t i = 0; i < osz; i++) {
+				float v = yr[i] + bias;
+
+				if (res)
+					v += res[i];
+				if (j->relu)
+					v = v > 0.0f || v != v ? v : 0.0f;
+				yr[i] = v;
+			}
+			if (j->act)
+				cpu_fuse_act_apply(j->act, yr, osz);
+		}
+	return 0;
+}
