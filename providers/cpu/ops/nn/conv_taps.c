@@ -52,59 +52,46 @@ int conv_taps_fits(const conv_job *j, int64_t group)
 	return covered * 10 <= g->k[1] * g->k[2] * g->out[1] * g->out[2] * 6;
 }
 
-int conv_taps_run(cpu_ctx *ctx, const conv_job *j, int64_t N, const float *x, const float *w,
-		  const float *b, float *y)
+/* The input pixels tap (kh, kw) reads for the outputs in r, channel by
+ * channel: xt is Cg x rect. */
+static void tap_gather(const conv_job *j, const float *xn, int64_t kh, int64_t kw,
+		       const int64_t r[4], float *xt)
 {
 	const cpu_geom *g = &j->g;
-	int64_t M = j->Mg, C = j->Cg, KH = g->k[1], KW = g->k[2], OW = g->out[2];
-	int64_t IH = g->in[1], IW = g->in[2], osz = j->osz, isz = IH * IW;
-	/* every tap's Mg x Cg slice, from one pass over the filter (a pass
-	 * per tap read all of it KH x KW times: 8.8 MB each for the ASPP
-	 * layer) */
-	float *wt = cpu_scratch(ctx, (size_t)(M * C * KH * KW) * sizeof(float));
-	float *xt = cpu_scratch(ctx, (size_t)(C * osz) * sizeof(float));
-	float *ct = cpu_scratch(ctx, (size_t)(M * osz) * sizeof(float));
+	int64_t IW = g->in[2], isz = g->in[1] * IW, rw = r[3] - r[2];
+	int64_t n_rect = (r[1] - r[0]) * rw;
+	int64_t oh_in = kh * g->d[1] - g->pb[1], ow_in = kw * g->d[2] - g->pb[2];
 
-	if (!wt || !xt || !ct)
-		return CPU_E_NOMEM;
-	memset(y, 0, (size_t)(N * M * osz) * sizeof(float));
-	for (int64_t mc = 0; mc < M * C; mc++)
-		for (int64_t t = 0; t < KH * KW; t++)
-			wt[t * M * C + mc] = w[mc * KH * KW + t];
-	for (int64_t kh = 0; kh < KH; kh++)
-		for (int64_t kw = 0; kw < KW; kw++) {
-			int64_t r[4], n_rect = tap_rect(g, kh, kw, r), rw = r[3] - r[2];
-			int64_t oh_in = kh * g->d[1] - g->pb[1], ow_in = kw * g->d[2] - g->pb[2];
-			const float *wtap = wt + (kh * KW + kw) * M * C;
+	for (int64_t c = 0; c < j->Cg; c++)
+		for (int64_t oh = r[0]; oh < r[1]; oh++) {
+			const float *src = xn + c * isz + (oh * g->s[1] + oh_in) * IW + ow_in;
+			float *dst = xt + c * n_rect + (oh - r[0]) * rw;
 
-			if (n_rect == 0)
-				continue;
-			for (int64_t n = 0; n < N; n++) {
-				const float *xn = x + n * C * isz;
-				float *yn = y + n * M * osz;
-
-				for (int64_t c = 0; c < C; c++)
-					for (int64_t oh = r[0]; oh < r[1]; oh++) {
-						const float *src = xn + c * isz +
-								   (oh * g->s[1] + oh_in) * IW + ow_in;
-						float *dst = xt + c * n_rect + (oh - r[0]) * rw;
-
-						for (int64_t ow = r[2]; ow < r[3]; ow++)
-							dst[ow - r[2]] = src[ow * g->s[2]];
-					}
-				cpu_sgemm_pool(ctx->pool, 0, 0, M, n_rect, C, 1.0f, wtap, C, xt,
-					       n_rect, 0.0f, ct, n_rect);
-				for (int64_t m = 0; m < M; m++)
-					for (int64_t oh = r[0]; oh < r[1]; oh++) {
-						float *yr = yn + m * osz + oh * OW;
-						const float *cr = ct + m * n_rect + (oh - r[0]) * rw - r[2];
-
-						for (int64_t ow = r[2]; ow < r[3]; ow++)
-							yr[ow] += cr[ow];
-					}
-			}
+			for (int64_t ow = r[2]; ow < r[3]; ow++)
+				dst[ow - r[2]] = src[ow * g->s[2]];
 		}
-	/* bias, residual, activation, as the other paths apply them */
+}
+
+/* ct (Mg x rect) added into the outputs in r of one image's Y. */
+static void tap_add(const conv_job *j, const float *ct, const int64_t r[4], float *yn)
+{
+	int64_t OW = j->g.out[2], rw = r[3] - r[2], n_rect = (r[1] - r[0]) * rw;
+
+	for (int64_t m = 0; m < j->Mg; m++)
+		for (int64_t oh = r[0]; oh < r[1]; oh++) {
+			float *yr = yn + m * j->osz + oh * OW;
+			const float *cr = ct + m * n_rect + (oh - r[0]) * rw - r[2];
+
+			for (int64_t ow = r[2]; ow < r[3]; ow++)
+				yr[ow] += cr[ow];
+		}
+}
+
+/* Bias, residual and the fused activation over N finished images. */
+static void taps_finish(const conv_job *j, int64_t N, const float *b, float *y)
+{
+	int64_t M = j->Mg, osz = j->osz;
+
 	for (int64_t n = 0; n < N; n++)
 		for (int64_t m = 0; m < M; m++) {
 			float *yr = y + (n * M + m) * osz, bias = b ? b[m] : 0.0f;
@@ -122,5 +109,39 @@ int conv_taps_run(cpu_ctx *ctx, const conv_job *j, int64_t N, const float *x, co
 			if (j->act)
 				cpu_fuse_act_apply(j->act, yr, osz);
 		}
+}
+
+int conv_taps_run(cpu_ctx *ctx, const conv_job *j, int64_t N, const float *x, const float *w,
+		  const float *b, float *y)
+{
+	const cpu_geom *g = &j->g;
+	int64_t M = j->Mg, C = j->Cg, KH = g->k[1], KW = g->k[2], osz = j->osz;
+	int64_t isz = g->in[1] * g->in[2];
+	/* every tap's Mg x Cg slice, from one pass over the filter (a pass
+	 * per tap read all of it KH x KW times: 8.8 MB each for the ASPP
+	 * layer) */
+	float *wt = cpu_scratch(ctx, (size_t)(M * C * KH * KW) * sizeof(float));
+	float *xt = cpu_scratch(ctx, (size_t)(C * osz) * sizeof(float));
+	float *ct = cpu_scratch(ctx, (size_t)(M * osz) * sizeof(float));
+
+	if (!wt || !xt || !ct)
+		return CPU_E_NOMEM;
+	memset(y, 0, (size_t)(N * M * osz) * sizeof(float));
+	for (int64_t mc = 0; mc < M * C; mc++)
+		for (int64_t t = 0; t < KH * KW; t++)
+			wt[t * M * C + mc] = w[mc * KH * KW + t];
+	for (int64_t kh = 0; kh < KH; kh++)
+		for (int64_t kw = 0; kw < KW; kw++) {
+			int64_t r[4], n_rect = tap_rect(g, kh, kw, r);
+
+			for (int64_t n = 0; n < N && n_rect > 0; n++) {
+				tap_gather(j, x + n * C * isz, kh, kw, r, xt);
+				cpu_sgemm_pool(ctx->pool, 0, 0, M, n_rect, C, 1.0f,
+					       wt + (kh * KW + kw) * M * C, C, xt, n_rect, 0.0f, ct,
+					       n_rect);
+				tap_add(j, ct, r, y + n * M * osz);
+			}
+		}
+	taps_finish(j, N, b, y);
 	return 0;
 }
