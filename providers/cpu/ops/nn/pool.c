@@ -528,6 +528,22 @@ static float global_mean(const float *x, int64_t n)
 #define POOL_X86 1
 #include <immintrin.h>
 
+/* The four planes' means from their four running sums each (s[4p ..
+ * 4p + 3], values [0, i) summed), global_mean's order: (s0 + s2) + (s1 +
+ * s3), the values from i on one by one, then / n.  For global_mean4 and
+ * global_mean4_avx2. */
+static inline __attribute__((always_inline)) void
+mean4_finish(const float s[16], const float *x, int64_t n, int64_t i, float *y)
+{
+	for (int p = 0; p < 4; p++) {
+		float r = (s[4 * p] + s[4 * p + 2]) + (s[4 * p + 1] + s[4 * p + 3]);
+
+		for (int64_t k = i; k < n; k++)
+			r += x[p * n + k];
+		y[p] = r / (float)n;
+	}
+}
+
 /* global_mean of four planes (x, x + n, x + 2n, x + 3n, n > 0) at once:
  * each plane's four sums are one 128-bit quarter of a zmm accumulator, so
  * every sum still adds its values one by one in global_mean's order (the
@@ -549,13 +565,7 @@ __attribute__((target("avx512f"))) static void global_mean4(const float *x, int6
 		acc = _mm512_add_ps(acc, v);
 	}
 	_mm512_storeu_ps(s, acc);
-	for (int p = 0; p < 4; p++) {
-		float r = (s[4 * p] + s[4 * p + 2]) + (s[4 * p + 1] + s[4 * p + 3]);
-
-		for (int64_t k = i; k < n; k++)
-			r += x[p * n + k];
-		y[p] = r / (float)n;
-	}
+	mean4_finish(s, x, n, i, y);
 }
 
 /* global_mean4 on AVX2: planes 0 and 1 share one ymm accumulator, 2 and
@@ -575,13 +585,7 @@ __attribute__((target("avx2"))) static void global_mean4_avx2(const float *x, in
 	}
 	_mm256_storeu_ps(s, a01);
 	_mm256_storeu_ps(s + 8, a23);
-	for (int p = 0; p < 4; p++) {
-		float r = (s[4 * p] + s[4 * p + 2]) + (s[4 * p + 1] + s[4 * p + 3]);
-
-		for (int64_t k = i; k < n; k++)
-			r += x[p * n + k];
-		y[p] = r / (float)n;
-	}
+	mean4_finish(s, x, n, i, y);
 }
 #endif
 
