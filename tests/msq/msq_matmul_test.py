@@ -21,6 +21,7 @@ import numpy as np
 
 sys.dont_write_bytecode = True
 from msq_ref import Batch, Tally, node_modules, one_node  # noqa: E402
+from bench_run import ort_saturates  # noqa: E402  (tools/bench, on the path through msq_ref)
 
 rng = np.random.default_rng(19)
 FTOL = 1e-4
@@ -102,23 +103,11 @@ def nbits_cases(b):
     nbits_case(b, "nbits 2b bs16 u8 zp M=9", 9, 80, 24, bits=2, bs=16, zp="u8", bias=True)
 
 
-def _ort_saturates():
-    """Whether ONNX Runtime's u8 x s8 product saturates on this CPU: without
-    VNNI (AVX-512 VNNI, AVX-VNNI or AMX) MLAS sums pairs of u8 x s8 products
-    in int16 (vpmaddubsw), which clips 255 * 127 * 2 (its documented
-    limitation); ortmk's int8 kernels widen to int32 and stay exact."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            flags = next((ln.split(":", 1)[1].split() for ln in f if ln.startswith("flags")), [])
-    except OSError:
-        return False
-    return "avx2" in flags and not {"avx512_vnni", "avx_vnni", "amx_int8"} & set(flags)
-
-
-# On such a CPU the int8 B values stay within [-64, 64), where a pair of
+# Where ONNX Runtime's u8 x s8 products saturate (bench_run.ort_saturates:
+# no VNNI) the int8 B values stay within [-64, 64), where a pair of
 # products fits int16, so ONNX Runtime's reference is exact there too
 # (ortmk's kernels take the full range on every CPU: tests/unit/test_igemm).
-ORT_SATURATES = _ort_saturates()
+ORT_SATURATES = ort_saturates()
 
 
 def q8(dt, shape, weight=False):

@@ -15,6 +15,20 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 RTOL = 1e-3
 
 
+def ort_saturates():
+    """Whether ONNX Runtime's u8 x s8 products saturate on this CPU: without
+    VNNI (AVX-512 VNNI, AVX-VNNI, AMX) MLAS sums pairs of them in int16
+    (vpmaddubsw), which clips 255 * 127 * 2 (its documented limitation);
+    ortmk's int8 kernels widen to int32 and stay exact.  For the tests and
+    tools that compare int8 results with it (msq_matmul, ort-zoo --ci)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((ln.split(":", 1)[1].split() for ln in f if ln.startswith("flags")), [])
+    except OSError:
+        return False
+    return "avx2" in flags and not {"avx512_vnni", "avx_vnni", "amx_int8"} & set(flags)
+
+
 def find_node_modules(explicit):
     cands = [explicit, os.environ.get("ORT_NODE_MODULES"), os.path.abspath("node_modules"),
              os.path.join(REPO, "node_modules"), "/tmp/ortnode/node_modules"]
