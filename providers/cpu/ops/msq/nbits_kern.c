@@ -440,7 +440,12 @@ static void pack_w(void *arg, int64_t k0, int64_t rows, int64_t p0, int64_t p1, 
 	 * x 16 rows (AVX2 + FMA: column by column took 30% of a 4-bit
 	 * decoder's prefill on Zen 3), else column by column with strided
 	 * stores */
-	int w512 = wide_avx512(), w256 = !w512 && cpu_has_avx2_fma();
+	int w512 = wide_avx512(), w256 = 0;
+#ifdef NB_WIDE_X86
+	/* only where tile8_avx2 was compiled (as wide_avx512 says for the
+	 * AVX-512 tile): a clang build has neither and must not skip rows */
+	w256 = !w512 && cpu_has_avx2_fma();
+#endif
 	int64_t tiled = w->bits == 4 && nr % 16 == 0 && k0 % 16 == 0 && (w512 || w256) ?
 			rows / 16 * 16 : 0;
 
