@@ -5,7 +5,11 @@
  * Each case runs for half a second after a warm-up into a planned
  * (reused) output; the figure is the fastest run, in microseconds.
  *
- *   bench_cpu_ops [--threads T] [SUBSTRING...]   cases whose name contains one
+ *   bench_cpu_ops [--threads T] [--const] [SUBSTRING...]   cases whose name contains one
+ *
+ * --const hands the second input (a convolution's filter, a Gemm's B) to
+ * the kernel as a constant, as a model's initializer is: pre-packing and
+ * the forms that need a constant filter (Winograd) then take part.
  *
  * Not a test (docs/PERFORMANCE.md quotes it); built next to the unit tests
  * because it uses the same kernel entry points.
@@ -76,6 +80,18 @@ static const bench_case cases[] = {
 	{"conv 1x1 1x144x28x28 -> 32", "Conv", 2, {4, 4}, {{1, 144, 28, 28}, {32, 144, 1, 1}}, {{0}}},
 	{"conv 1x1 1x384x14x14 -> 64", "Conv", 2, {4, 4}, {{1, 384, 14, 14}, {64, 384, 1, 1}}, {{0}}},
 	{"conv 1x1 1x960x7x7 -> 160", "Conv", 2, {4, 4}, {{1, 960, 7, 7}, {160, 960, 1, 1}}, {{0}}},
+	/* MobileNetV2's and SqueezeNet's: the small images' 1x1 layers */
+	{"conv 1x1 1x320x7x7 -> 1280", "Conv", 2, {4, 4}, {{1, 320, 7, 7}, {1280, 320, 1, 1}}, {{0}}},
+	{"conv 1x1 1x960x7x7 -> 320", "Conv", 2, {4, 4}, {{1, 960, 7, 7}, {320, 960, 1, 1}}, {{0}}},
+	{"conv 1x1 1x96x14x14 -> 576", "Conv", 2, {4, 4}, {{1, 96, 14, 14}, {576, 96, 1, 1}}, {{0}}},
+	{"conv 1x1 1x32x112x112 -> 16", "Conv", 2, {4, 4}, {{1, 32, 112, 112}, {16, 32, 1, 1}}, {{0}}},
+	{"conv 1x1 1x512x13x13 -> 1000", "Conv", 2, {4, 4}, {{1, 512, 13, 13}, {1000, 512, 1, 1}}, {{0}}},
+	{"conv 3x3 1x16x55x55 -> 64", "Conv", 2, {4, 4}, {{1, 16, 55, 55}, {64, 16, 3, 3}},
+	 {{"pads", 4, {1, 1, 1, 1}}}},
+	{"conv 3x3 1x64x13x13 -> 256", "Conv", 2, {4, 4}, {{1, 64, 13, 13}, {256, 64, 3, 3}},
+	 {{"pads", 4, {1, 1, 1, 1}}}},
+	{"conv 3x3/2 1x3x224x224 -> 64 (squeezenet)", "Conv", 2, {4, 4},
+	 {{1, 3, 224, 224}, {64, 3, 3, 3}}, {{"strides", 2, {2, 2}}}},
 	{"conv 3x3/2 stem 1x3x224x224 -> 32", "Conv", 2, {4, 4}, {{1, 3, 224, 224}, {32, 3, 3, 3}},
 	 {{"pads", 4, {1, 1, 1, 1}}, {"strides", 2, {2, 2}}}},
 	{"conv 7x7/2 stem 1x3x224x224 -> 64", "Conv", 2, {4, 4}, {{1, 3, 224, 224}, {64, 3, 7, 7}},
@@ -128,18 +144,18 @@ static int make_inputs(const bench_case *c, cpu_tensor *t)
 	return 0;
 }
 
-static int run_case(const bench_case *c, cpu_pool *pool, int threads)
+static int run_case(const bench_case *c, cpu_pool *pool, int threads, int consts)
 {
 	Onnx__NodeProto p = ONNX__NODE_PROTO__INIT;
 	Onnx__AttributeProto a[MAXATTR], *ap[MAXATTR];
 	char *in_names[MAXIN] = {"i0", "i1", "i2", "i3", "i4"}, *out_names[1] = {"o0"};
 	cpu_tensor in[MAXIN], out[1], planned;
-	const cpu_tensor *inp[MAXIN], *pl[1] = {NULL};
+	const cpu_tensor *inp[MAXIN], *pl[1] = {NULL}, *cst[MAXIN] = {NULL};
 	int heap[1] = {0}, rc, runs = 0;
 	double best = 1e9, end;
 	char err[256];
 	cpu_keep keep = {0};
-	cpu_run_env env = {NULL, NULL, pool, threads, &keep, NULL, 0};
+	cpu_run_env env = {NULL, NULL, pool, threads, &keep, NULL, 0, NULL, -1, 0};
 	cpu_node node;
 
 	p.op_type = (char *)c->op;
@@ -170,8 +186,10 @@ static int run_case(const bench_case *c, cpu_pool *pool, int threads)
 		return -1;
 	for (int i = 0; i < c->n_in; i++)
 		inp[i] = &in[i];
-	rc = cpu_node_init(&node, &(cpu_load_env){&cpu_optable_all, NULL, NULL}, NULL, &p, 17, NULL, c->n_in, 1, err,
-			   sizeof(err));
+	if (consts && c->n_in > 1)
+		cst[1] = &in[1];
+	rc = cpu_node_init(&node, &(cpu_load_env){&cpu_optable_all, NULL, NULL}, NULL, &p, 17,
+			   consts ? cst : NULL, c->n_in, 1, err, sizeof(err));
 	if (!rc)   /* the first run allocates the output; the rest reuse it */
 		rc = cpu_node_run(&node, &env, inp, pl, out, heap, err, sizeof(err));
 	if (rc) {
@@ -200,11 +218,18 @@ static int run_case(const bench_case *c, cpu_pool *pool, int threads)
 int main(int argc, char **argv)
 {
 	cpu_pool *pool = NULL;
-	int threads = 1, first = 1, rc = 0;
+	int threads = 1, first = 1, rc = 0, consts = 0;
 
-	if (argc > 2 && !strcmp(argv[1], "--threads")) {
-		threads = atoi(argv[2]);
-		first = 3;
+	for (;;) {
+		if (argc > first + 1 && !strcmp(argv[first], "--threads")) {
+			threads = atoi(argv[first + 1]);
+			first += 2;
+		} else if (argc > first && !strcmp(argv[first], "--const")) {
+			consts = 1;
+			first++;
+		} else {
+			break;
+		}
 	}
 	if (threads < 1) {
 		fprintf(stderr, "bench_cpu_ops: --threads wants a count >= 1\n");
@@ -218,7 +243,7 @@ int main(int argc, char **argv)
 		int pick = first >= argc;
 		for (int a = first; a < argc; a++)
 			pick |= strstr(cases[c].name, argv[a]) != NULL;
-		if (pick && run_case(&cases[c], pool, threads))
+		if (pick && run_case(&cases[c], pool, threads, consts))
 			rc = 1;
 	}
 	cpu_pool_destroy(pool);
