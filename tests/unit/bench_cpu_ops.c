@@ -38,8 +38,12 @@ typedef struct bench_case {
 	int rank[MAXIN];
 	int64_t dims[MAXIN][4];
 	attr attrs[MAXATTR];
+	int32_t dtype[MAXIN];  /* cpu dtypes; 0: float */
 } bench_case;
 
+/* dtype, the last field, is given only where an input is not float */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 static const bench_case cases[] = {
 	{"maxpool 1x64x112x112 k3 s2 p1", "MaxPool", 1, {4}, {{1, 64, 112, 112}},
 	 {{"kernel_shape", 2, {3, 3}}, {"strides", 2, {2, 2}}, {"pads", 4, {1, 1, 1, 1}}}},
@@ -115,7 +119,15 @@ static const bench_case cases[] = {
 	 {{"kernel_shape", 2, {3, 3}}, {"strides", 2, {2, 2}}}},
 	{"mul 1x96x56x56 * 1x96x1x1 (SE)", "Mul", 2, {4, 4}, {{1, 96, 56, 56}, {1, 96, 1, 1}}, {{0}}},
 	{"globalaveragepool 1x96x112x112", "GlobalAveragePool", 1, {4}, {{1, 96, 112, 112}}, {{0}}},
+	/* the dynamically quantized transformer's products (u8 x s8) */
+	{"matmulinteger 64x256 x 256x768", "MatMulInteger", 2, {2, 2}, {{64, 256}, {256, 768}},
+	 {{0}}, {CPU_UINT8, CPU_INT8}},
+	{"matmulinteger 64x512 x 512x256", "MatMulInteger", 2, {2, 2}, {{64, 512}, {512, 256}},
+	 {{0}}, {CPU_UINT8, CPU_INT8}},
+	{"matmulinteger 197x768 x 768x3072", "MatMulInteger", 2, {2, 2},
+	 {{197, 768}, {768, 3072}}, {{0}}, {CPU_UINT8, CPU_INT8}},
 };
+#pragma GCC diagnostic pop
 
 static double now(void)
 {
@@ -124,19 +136,25 @@ static double now(void)
 	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
-/* Random inputs in [-2, 2) (LayerNorm's scale shifted to [0.5, 4.5)). */
+/* Random inputs in [-2, 2) (LayerNorm's scale shifted to [0.5, 4.5)); the
+ * bytes of an 8-bit input uniform. */
 static int make_inputs(const bench_case *c, cpu_tensor *t)
 {
 	for (int i = 0; i < c->n_in; i++) {
 		int64_t n;
 		memset(&t[i], 0, sizeof(t[i]));
-		t[i].dtype = CPU_FLOAT;
+		t[i].dtype = c->dtype[i] ? c->dtype[i] : CPU_FLOAT;
 		t[i].rank = c->rank[i];
 		memcpy(t[i].dims, c->dims[i], sizeof(int64_t) * (size_t)c->rank[i]);
 		n = cpu_numel(&t[i]);
-		t[i].nbytes = (size_t)n * sizeof(float);
+		t[i].nbytes = (size_t)n * cpu_dtype_size(t[i].dtype);
 		if (!(t[i].data = malloc(t[i].nbytes + 64)))
 			return -1;
+		if (t[i].dtype != CPU_FLOAT) {
+			for (size_t k = 0; k < t[i].nbytes; k++)
+				((unsigned char *)t[i].data)[k] = (unsigned char)rand();
+			continue;
+		}
 		for (int64_t k = 0; k < n; k++)
 			((float *)t[i].data)[k] = (float)rand() / (float)RAND_MAX * 4.0f - 2.0f +
 						  (i == 1 && c->n_in == 3 ? 2.5f : 0.0f);
