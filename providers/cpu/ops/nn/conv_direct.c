@@ -16,10 +16,11 @@
  * filter value is broadcast.  Bias, a residual and Relu or Clip are
  * applied in registers, another fused activation on the finished band.
  *
- * AVX2 has 16 vector registers, not 32: there a tile is eight channels
- * of one vector of eight pixels (eight accumulators), each input load
- * feeding eight multiply-adds as on AVX-512; the rows, bands and padding
- * are the same.
+ * AVX2 has 16 vector registers, not 32: there a tile is four channels
+ * of two output rows, a vector of eight pixels each (eight accumulators;
+ * each input load feeds four multiply-adds, each broadcast filter value
+ * two), and a band's odd last row eight channels of one vector; the rows,
+ * bands (an even number of rows on AVX2) and padding are the same.
  *
  * The filter is laid out as conv_grouped.c lays out one group:
  * [channel block][input channel][kh][kw][8].  Work is split over the pool
@@ -266,7 +267,7 @@ cd_rows(const cd_job *d, const float *xp, int64_t n, int64_t oh0, int64_t oh1, i
 	}
 }
 
-/* ---- AVX2 + FMA: eight channels of eight pixels a tile ---- */
+/* ---- AVX2 + FMA: vectors of eight pixels ---- */
 
 #define CD_TARGET2 __attribute__((target("avx2,fma")))
 #define CD_VEC2 8
@@ -278,10 +279,10 @@ static inline __attribute__((always_inline)) CD_TARGET2 __m256i cd_mask8(int64_t
 				  _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-/* cd_tile's work for one vector of up to 8 pixels (`left` of them): the
- * input loads are whole vectors (a padded row has room for them), the
- * residual and the stores masked only in a last partial vector (AMD
- * microcodes a masked store). */
+/* cd_tile's work for one vector of up to 8 pixels (`left` of them) of
+ * eight channels (a band's odd last row): the input loads are whole
+ * vectors (a padded row has room for them), the residual and the stores
+ * masked only in a last partial vector (AMD microcodes a masked store). */
 static inline __attribute__((always_inline)) CD_TARGET2 void
 cd_tile2(float *y, const float *res, int64_t osz, const float *xr, int64_t rstride, int64_t PW,
 	 int64_t half, const float *w, const float *bias, int nm, int64_t Cg, int KH, int KW,
