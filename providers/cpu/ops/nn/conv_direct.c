@@ -97,6 +97,15 @@ int conv_direct_fits(const conv_job *j, int64_t group)
 
 #ifdef CD_X86
 
+/* Where tap (kh, kw) of an output vector starts in input channel xc's
+ * padded rows: a stride-2 row keeps its even columns, then from `half`
+ * its odd ones. */
+static inline __attribute__((always_inline)) const float *
+cd_tap(const float *xc, int kh, int kw, int64_t PW, int S, int64_t half)
+{
+	return xc + kh * PW + (S == 1 ? kw : (kw & 1) * half + (kw >> 1));
+}
+
 typedef struct cd_job {
 	const conv_job *j;
 	const float *x, *w, *b;   /* w: packed */
@@ -185,7 +194,7 @@ cd_tile(float *y, const float *res, int64_t osz, const float *xr, int64_t rstrid
 
 		for (int kh = 0; kh < KH; kh++)
 			for (int kw = 0; kw < KW; kw++) {
-				const float *xt = xc + kh * PW + (S == 1 ? kw : (kw & 1) * half + (kw >> 1));
+				const float *xt = cd_tap(xc, kh, kw, PW, S, half);
 				const float *wt = wc + (kh * KW + kw) * CD_BLOCK;
 				__m512 xv[2];
 
@@ -309,7 +318,7 @@ cd_tile2(float *y, const float *res, int64_t osz, const float *xr, int64_t rstri
 			if (Cg * KH > 16)
 				_mm_prefetch((const char *)(xc + kh * PW + 2 * CD_VEC2), _MM_HINT_T0);
 			for (int kw = 0; kw < KW; kw++) {
-				const float *xt = xc + kh * PW + (S == 1 ? kw : (kw & 1) * half + (kw >> 1));
+				const float *xt = cd_tap(xc, kh, kw, PW, S, half);
 				const float *wt = wc + (kh * KW + kw) * CD_BLOCK;
 				__m256 xv = _mm256_loadu_ps(xt);
 
@@ -373,7 +382,7 @@ cd_tile2r(float *y, const float *res, int64_t osz, int64_t ys, const float *xr, 
 			if (Cg * KH > 16)
 				_mm_prefetch((const char *)(xc + kh * PW + 2 * CD_VEC2), _MM_HINT_T0);
 			for (int kw = 0; kw < KW; kw++) {
-				const float *xt = xc + kh * PW + (S == 1 ? kw : (kw & 1) * half + (kw >> 1));
+				const float *xt = cd_tap(xc, kh, kw, PW, S, half);
 				const float *wt = wc + (kh * KW + kw) * CD_BLOCK;
 				__m256 xv[R];
 
