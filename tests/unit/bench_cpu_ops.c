@@ -126,6 +126,13 @@ static const bench_case cases[] = {
 	 {{0}}, {CPU_UINT8, CPU_INT8}},
 	{"matmulinteger 197x768 x 768x3072", "MatMulInteger", 2, {2, 2},
 	 {{197, 768}, {768, 3072}}, {{0}}, {CPU_UINT8, CPU_INT8}},
+	/* the dynamically quantized MobileNetV2's ConvInteger (u8 x u8, zero points) */
+	{"convinteger 1x1 1x320x7x7 -> 1280", "ConvInteger", 4, {4, 4, 0, 0},
+	 {{1, 320, 7, 7}, {1280, 320, 1, 1}}, {{0}}, {CPU_UINT8, CPU_UINT8, CPU_UINT8, CPU_UINT8}},
+	{"convinteger 1x1 1x16x112x112 -> 96", "ConvInteger", 4, {4, 4, 0, 0},
+	 {{1, 16, 112, 112}, {96, 16, 1, 1}}, {{0}}, {CPU_UINT8, CPU_UINT8, CPU_UINT8, CPU_UINT8}},
+	{"convinteger 1x1 1x96x14x14 -> 576", "ConvInteger", 4, {4, 4, 0, 0},
+	 {{1, 96, 14, 14}, {576, 96, 1, 1}}, {{0}}, {CPU_UINT8, CPU_UINT8, CPU_UINT8, CPU_UINT8}},
 };
 #pragma GCC diagnostic pop
 

@@ -305,6 +305,12 @@ static void test_convinteger_shapes(void **state)
 		 CPU_INT8, CPU_INT8, 0, 0},
 		{2, 1, 300, 12, 1, {1, 9, 11}, {1, 3, 3}, {1, 2, 2}, {0, 1, 1}, {0, 1, 1}, {1, 1, 1},
 		 CPU_UINT8, CPU_UINT8, 0, 1},
+		/* unpadded 1x1 on small planes, run as one flattened row (7x7:
+		 * MobileNetV2's last stage; 5x9 over two images, int8 input) */
+		{2, 1, 40, 70, 1, {1, 7, 7}, {1, 1, 1}, {1, 1, 1}, {0}, {0}, {1, 1, 1},
+		 CPU_UINT8, CPU_UINT8, 1, 1},
+		{2, 2, 13, 9, 1, {1, 5, 9}, {1, 1, 1}, {1, 1, 1}, {0}, {0}, {1, 1, 1},
+		 CPU_INT8, CPU_INT8, 0, 1},
 	};
 	cpu_pool *pool = NULL;
 	(void)state;
