@@ -65,6 +65,12 @@ def act_nodes(act, x, y):
         return [helper.make_node("HardSigmoid", [x], [y], alpha=1.0 / 6.0, beta=0.5)]
     if act == "HardSigmoid_default":
         return [helper.make_node("HardSigmoid", [x], [y])]
+    if act == "Clip6":   # ReLU6 as torch exports it: Clip with constant bounds
+        return [helper.make_node("Constant", [], [y + "_lo"],
+                                 value=numpy_helper.from_array(np.array(0.0, np.float32))),
+                helper.make_node("Constant", [], [y + "_hi"],
+                                 value=numpy_helper.from_array(np.array(6.0, np.float32))),
+                helper.make_node("Clip", [x, y + "_lo", y + "_hi"], [y])]
     return [helper.make_node(act, [x], [y])]
 
 
@@ -218,7 +224,7 @@ def main():
     compare("float16 input transform", ort_run, js, mods, d, os.path.join(d, "m.onnx"),
             rng.uniform(0, 1, (3, 40, 40)).astype(np.float32))
     for act, group in (("SiLU", 1), ("HardSwish", 1), ("HardSigmoid", 1), ("Sigmoid", 1),
-                       ("HardSwish", 8)):
+                       ("HardSwish", 8), ("Clip6", 1), ("Relu", 1)):
         d = os.path.join(work, "int8_%s_g%d" % (act, group))
         os.makedirs(d)
         path = os.path.join(d, "m.onnx")

@@ -142,7 +142,9 @@ static void run_case(const icase *cs, igemm_isa isa, cpu_pool *pool)
 	if (cs->out_float == 2) {
 		p.out.scale_row = sc;
 		p.out.bias_row = bias;
-		p.out.relu = 1;
+		p.out.clamp = 1;
+		p.out.lo = 0.0f;
+		p.out.hi = INFINITY;
 	} else if (cs->out_float == 3) {
 		p.out.scale_col = sc + M;
 		p.out.bias_col = bias + M;
@@ -166,7 +168,7 @@ static void run_case(const icase *cs, igemm_isa isa, cpu_pool *pool)
 					f = f + bias[M + j];
 				if (add)
 					f = f + addend[i * ldc + j];
-				if (p.out.relu)
+				if (p.out.clamp)
 					f = f < 0.0f ? 0.0f : f;
 				memcpy(&g, &got, 4);
 				memcpy(&want, &f, 4);

@@ -9,7 +9,7 @@
  * modulo 2^32 only where the spec's int32 arithmetic would).  Optionally
  * the result leaves as float32 through the epilogue of the
  * Cast -> Mul(scale) -> Add(bias) -> Relu chain that follows those ops
- * (y = relu((float)Y * scale + bias), rounded exactly as the separate
+ * (y = clamp((float)Y * scale + bias), rounded exactly as the separate
  * nodes round, so fusing changes no bit).
  *
  * The kernels multiply unsigned by signed bytes (x86's vpdpbusd): A is
@@ -128,7 +128,9 @@ typedef void igemm_pack_fn(void *ctx, int64_t g0, int64_t gs, int64_t p0, int64_
  * scale_col[j] or scale, bias = bias_row[i], bias_col[j] or none, add an
  * addend laid out as C (same ldc; it may be C itself) or none, each step
  * rounded to float32 (no fused multiply-add): the bits of Cast, Mul, Add,
- * Add, Relu.  With an addend, K must fit one K block (IGEMM_KBLOCK): the
+ * Add, then Relu or Clip (act: with clamp, min(hi, max(lo, y)), which
+ * keeps a NaN and is Relu's y < 0 ? 0 : y bit for bit at lo 0, hi
+ * +inf).  With an addend, K must fit one K block (IGEMM_KBLOCK): the
  * partial sums of several would overwrite an addend stored in C. */
 typedef struct igemm_out {
 	void *c;                  /* int32 or float, M x N */
@@ -138,7 +140,8 @@ typedef struct igemm_out {
 	const float *scale_row, *scale_col;
 	const float *bias_row, *bias_col;
 	const float *add;
-	int relu;
+	int clamp;
+	float lo, hi;
 } igemm_out;
 
 /* The longest K computed in one block (longer ones keep partial sums in C). */

@@ -53,7 +53,9 @@ static void conv_task(void *arg, int64_t t, int member)
 	ep.finish = 1;
 	ep.is_float = o->is_float;
 	ep.scale = o->scale;
-	ep.relu = o->relu;
+	ep.clamp = o->clamp;
+	ep.lo = o->lo;
+	ep.hi = o->hi;
 	for (int64_t y = h0; y < h1; y++)
 		for (int64_t x = 0; x < cv->ow; x += d->nr) {
 			int64_t j0 = y * cv->ow + x, nr = cv->ow - x < d->nr ? cv->ow - x : d->nr;

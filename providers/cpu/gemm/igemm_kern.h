@@ -34,7 +34,8 @@ typedef struct igemm_tile_ep {
 	const float *scale_row, *scale_col;
 	const float *bias_row, *bias_col;
 	const float *add;              /* the addend at the tile's (0, 0), C's ldc */
-	int relu;
+	int clamp;                     /* min(hi, max(lo, y)), as igemm_out */
+	float lo, hi;
 } igemm_tile_ep;
 
 /* Where a kernel reads B: the 64 bytes of vector v (16 columns x 4 k)
@@ -110,8 +111,11 @@ static inline void igemm_ep_one(const igemm_tile_ep *ep, int i, int j, uint32_t 
 		f = f + ep->bias_col[j];
 	if (addp)
 		f = f + *addp;
-	if (ep->relu)
-		f = f < 0.0f ? 0.0f : f;
+	if (ep->clamp) {
+		/* maxps' and minps' operand order: f when f is NaN */
+		f = ep->lo > f ? ep->lo : f;
+		f = ep->hi < f ? ep->hi : f;
+	}
 	*(float *)c = f;
 }
 

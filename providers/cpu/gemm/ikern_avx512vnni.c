@@ -55,9 +55,9 @@ static inline __attribute__((always_inline)) void finish_vec(const igemm_tile_ep
 		f = _mm512_add_ps(f, _mm512_maskz_loadu_ps(m, ep->bias_col + j));
 	if (addp)
 		f = _mm512_add_ps(f, _mm512_maskz_loadu_ps(m, addp));
-	/* max(0, f) returns f for NaN and -0: the bits of f < 0 ? 0 : f */
-	if (ep->relu)
-		f = _mm512_max_ps(_mm512_setzero_ps(), f);
+	/* max(lo, f), min(hi, .) return f for NaN and a tie: igemm_ep_one's bits */
+	if (ep->clamp)
+		f = _mm512_min_ps(_mm512_set1_ps(ep->hi), _mm512_max_ps(_mm512_set1_ps(ep->lo), f));
 	_mm512_mask_storeu_ps(c, m, f);
 }
 

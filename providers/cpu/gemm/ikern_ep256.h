@@ -44,8 +44,8 @@ static inline __attribute__((always_inline)) void finish_vec(const igemm_tile_ep
 		f = _mm256_add_ps(f, _mm256_loadu_ps(ep->bias_col + j));
 	if (addp)
 		f = _mm256_add_ps(f, _mm256_loadu_ps(addp));
-	if (ep->relu)
-		f = _mm256_max_ps(_mm256_setzero_ps(), f);
+	if (ep->clamp)
+		f = _mm256_min_ps(_mm256_set1_ps(ep->hi), _mm256_max_ps(_mm256_set1_ps(ep->lo), f));
 	_mm256_storeu_ps(c, f);
 }
 
