@@ -15,6 +15,7 @@
 
 #include "nn_ops.h"
 #include "par.h"
+#include "vfloat.h"
 
 #define Q_INT_TYPES (CPU_BIT(CPU_UINT8) | CPU_BIT(CPU_INT8) | CPU_BIT(CPU_UINT16) | \
 		     CPU_BIT(CPU_INT16))
@@ -229,29 +230,36 @@ typedef struct dyn_job {
 	float scale, qlo, qhi, zp;
 } dyn_job;
 
-enum { DYN_LANES = 16 };
-
+/* Min and max of x[b, e) folded into the member's: 16 lanes of explicit
+ * vectors (the scalar selects stayed scalar, 10% of MobileNetV2 int8's
+ * time on Zen 3), each v < lo ? v : lo as minps is, so a NaN never
+ * becomes the minimum; lanes start at 0, as the range always holds 0. */
 CPU_MULTIVERSION
 static void dyn_minmax(void *arg, int64_t b, int64_t e, int member)
 {
 	dyn_job *j = arg;
 	const float *x = j->x;
-	float lo[DYN_LANES], hi[DYN_LANES];
+	vf8 lo0 = vf_splat(0.0f), lo1 = lo0, hi0 = lo0, hi1 = lo0;
+	float lo[8], hi[8];
 	int64_t i = b;
 
-	for (int l = 0; l < DYN_LANES; l++)
-		lo[l] = hi[l] = 0.0f;
-	for (; i + DYN_LANES <= e; i += DYN_LANES)
-		for (int l = 0; l < DYN_LANES; l++) {
-			float v = x[i + l];
-			lo[l] = v < lo[l] ? v : lo[l];
-			hi[l] = v > hi[l] ? v : hi[l];
-		}
+	for (; i + 16 <= e; i += 16) {
+		vf8 v0 = vf_load(x + i), v1 = vf_load(x + i + 8);
+
+		lo0 = vf_min(v0, lo0);
+		lo1 = vf_min(v1, lo1);
+		hi0 = vf_max(v0, hi0);
+		hi1 = vf_max(v1, hi1);
+	}
+	lo0 = vf_min(lo1, lo0);
+	hi0 = vf_max(hi1, hi0);
+	memcpy(lo, &lo0, sizeof(lo));
+	memcpy(hi, &hi0, sizeof(hi));
 	for (; i < e; i++) {
 		lo[0] = x[i] < lo[0] ? x[i] : lo[0];
 		hi[0] = x[i] > hi[0] ? x[i] : hi[0];
 	}
-	for (int l = 0; l < DYN_LANES; l++) {
+	for (int l = 0; l < 8; l++) {
 		j->lo[member] = lo[l] < j->lo[member] ? lo[l] : j->lo[member];
 		j->hi[member] = hi[l] > j->hi[member] ? hi[l] : j->hi[member];
 	}
