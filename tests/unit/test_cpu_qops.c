@@ -360,7 +360,7 @@ static void check_qmm(int ra, const int64_t *ad, int rb, const int64_t *bd, int3
 	cpu_fusion fu = {-1, -1, CPU_FUSE_ACT_NONE, 0, 0, -1, 0, 0, 0, {0, 0}, 1, 4, 5};
 	tnode t;
 
-	/* fused 2: a Clip follows, which the int8 epilogue leaves to the tail */
+	/* fused 2: a Clip follows, clamped in the int8 epilogue */
 	if (fused == 2) {
 		fu.act = CPU_FUSE_ACT_CLIP;
 		fu.act_a = -0.25f;
