@@ -502,8 +502,8 @@ int nn_quant_out(cpu_ctx *ctx, cpu_fuse_run *fr, igemm_out *out, int64_t K, cpu_
 	out->c = fr->y->data;
 	out->add = fr->add_inline ? fr->add_inline->data : NULL;
 	/* the int8 epilogue clamps: Relu, and a Clip whose bounds are in
-	 * order (ReLU6 after MobileNet's convolutions; a separate pass over
-	 * 112x112x96 floats cost 1 ms a layer); cpu_fuse_end does the others */
+	 * order (torch's ReLU6 after MobileNet's convolutions: one pass over
+	 * the output less); cpu_fuse_end does the others */
 	out->clamp = 1;
 	out->lo = 0.0f;
 	out->hi = INFINITY;
