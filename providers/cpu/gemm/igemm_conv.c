@@ -11,8 +11,13 @@
  * are few output rows); a task walks its rows 64 (or the ISA's NR)
  * pixels at a time, and for each block of pixels every tile of filter
  * rows: the input the block reads (a few rows of each plane) stays in L1
- * while the filter streams from L2.  The whole K is one block, so each
- * tile is finished in registers (no partial sums in C).
+ * while the filter streams from L2.  A filter that fits L1 (a short K)
+ * turns that around over chunks of 256 pixels: each tile of filter rows
+ * sweeps the chunk, so it writes its output rows as a few sequential
+ * streams rather than every output plane at once (MobileNetV2's 16 -> 96
+ * 1x1 at 112x112: 4.4 -> 3.0 ms alone with an int32 output, 1 thread).
+ * The whole K is one block, so each tile is finished in registers (no
+ * partial sums in C).
  *
  * Zero points: as the driver's, with the column sums of B (per output
  * pixel, from the caller) in the rank-one term: Y = acc + ZB (K ZA -
@@ -45,6 +50,8 @@ static void conv_task(void *arg, int64_t t, int member)
 	int64_t tiles = (m1 - m0 + d->mr - 1) / d->mr;
 	igemm_bwalk bw = {NULL, 64, cv->ntaps, cv->toff, cv->cg, cv->hp * cv->wp * 4};
 	igemm_tile_ep ep = {0};
+	/* see the file comment */
+	int64_t chunk = (m1 - m0) * cv->A.lda <= 16384 ? 256 : d->nr;
 
 	(void)member;
 	if (m0 >= m1 || h0 >= h1)
@@ -57,13 +64,9 @@ static void conv_task(void *arg, int64_t t, int member)
 	ep.lo = o->lo;
 	ep.hi = o->hi;
 	for (int64_t y = h0; y < h1; y++)
-		for (int64_t x = 0; x < cv->ow; x += d->nr) {
-			int64_t j0 = y * cv->ow + x, nr = cv->ow - x < d->nr ? cv->ow - x : d->nr;
+		for (int64_t c0 = 0; c0 < cv->ow; c0 += chunk) {
+			int64_t c1 = c0 + chunk < cv->ow ? c0 + chunk : cv->ow;
 
-			bw.b = cv->x4 + (y * cv->wp + x) * 4;
-			ep.rk_col = r->rk_row ? cv->colsum + j0 : NULL;
-			ep.scale_col = o->scale_col ? o->scale_col + j0 : NULL;
-			ep.bias_col = o->bias_col ? o->bias_col + j0 : NULL;
 			for (int64_t tl = 0; tl < tiles; tl++) {
 				int64_t i0 = m0 + tl * (m1 - m0) / tiles, i1 = m0 + (tl + 1) * (m1 - m0) / tiles;
 
@@ -71,10 +74,18 @@ static void conv_task(void *arg, int64_t t, int member)
 				ep.rk_row = r->rk_row ? r->rk_row + i0 : NULL;
 				ep.scale_row = o->scale_row ? o->scale_row + i0 : NULL;
 				ep.bias_row = o->bias_row ? o->bias_row + i0 : NULL;
-				ep.add = o->add ? o->add + i0 * o->ldc + j0 : NULL;
-				d->kernel(cv->A.a + i0 * cv->A.lda, cv->A.lda, &bw,
-					  (int32_t *)o->c + i0 * o->ldc + j0, o->ldc, (int)(i1 - i0), (int)nr,
-					  &ep);
+				for (int64_t x = c0; x < c1; x += d->nr) {
+					int64_t j0 = y * cv->ow + x, nr = cv->ow - x < d->nr ? cv->ow - x : d->nr;
+
+					bw.b = cv->x4 + (y * cv->wp + x) * 4;
+					ep.rk_col = r->rk_row ? cv->colsum + j0 : NULL;
+					ep.scale_col = o->scale_col ? o->scale_col + j0 : NULL;
+					ep.bias_col = o->bias_col ? o->bias_col + j0 : NULL;
+					ep.add = o->add ? o->add + i0 * o->ldc + j0 : NULL;
+					d->kernel(cv->A.a + i0 * cv->A.lda, cv->A.lda, &bw,
+						  (int32_t *)o->c + i0 * o->ldc + j0, o->ldc, (int)(i1 - i0),
+						  (int)nr, &ep);
+				}
 			}
 		}
 }
