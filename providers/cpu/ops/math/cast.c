@@ -66,11 +66,46 @@ static int cast_compute(cpu_ctx *ctx)
 	return 0;
 }
 
+/* The casts to and between floats whose one rounding (or none) is the
+ * generic path's through double, as plain loops gcc vectorizes: the
+ * generic path converts element by element through calls (an int32 ->
+ * float Cast of 1.2M values after an unfused ConvInteger: 11 ms, ONNX
+ * Runtime's 0.95).  Returns 0 when the pair is not one of them. */
+CPU_MULTIVERSION
+static int cast_fast(int32_t from, int32_t to, const void *x, void *y, int64_t n)
+{
+#define CAST_LOOP(TI, TO)                                                              \
+	do {                                                                           \
+		const TI *s = x;                                                       \
+		TO *d = y;                                                             \
+		for (int64_t i = 0; i < n; i++)                                        \
+			d[i] = (TO)s[i];                                               \
+		return 1;                                                              \
+	} while (0)
+	if (to == CPU_FLOAT) {
+		switch (from) {
+		case CPU_INT32: CAST_LOOP(int32_t, float);
+		case CPU_UINT8: CAST_LOOP(uint8_t, float);
+		case CPU_INT8: CAST_LOOP(int8_t, float);
+		case CPU_UINT16: CAST_LOOP(uint16_t, float);
+		case CPU_INT16: CAST_LOOP(int16_t, float);
+		case CPU_DOUBLE: CAST_LOOP(double, float);
+		default: return 0;
+		}
+	}
+	if (to == CPU_DOUBLE && from == CPU_FLOAT)
+		CAST_LOOP(float, double);
+#undef CAST_LOOP
+	return 0;
+}
+
 void cpu_cast_values(const cpu_tensor *X, cpu_tensor *Y)
 {
 	int64_t n = cpu_numel(X);
 	int32_t from = X->dtype, to = Y->dtype;
 
+	if (from != to && cast_fast(from, to, X->data, Y->data, n))
+		return;
 	if (from == to) {
 		if (n && Y->data != X->data)
 			memmove(Y->data, X->data, (size_t)n * cpu_dtype_size(to));
