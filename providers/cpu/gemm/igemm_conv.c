@@ -60,9 +60,7 @@ static void conv_task(void *arg, int64_t t, int member)
 	ep.finish = 1;
 	ep.is_float = o->is_float;
 	ep.scale = o->scale;
-	ep.clamp = o->clamp;
-	ep.lo = o->lo;
-	ep.hi = o->hi;
+	igemm_ep_clamp(&ep, o);
 	for (int64_t y = h0; y < h1; y++)
 		for (int64_t c0 = 0; c0 < cv->ow; c0 += chunk) {
 			int64_t c1 = c0 + chunk < cv->ow ? c0 + chunk : cv->ow;

@@ -235,9 +235,7 @@ static void block_tiles(const run *r, int64_t m0, int64_t m1, int64_t q0, int64_
 	ep.finish = finish;
 	ep.is_float = o->is_float;
 	ep.scale = o->scale;
-	ep.clamp = o->clamp;
-	ep.lo = o->lo;
-	ep.hi = o->hi;
+	igemm_ep_clamp(&ep, o);
 	for (int64_t u = 0; u < outer; u++)
 		for (int64_t w = 0; w < inner; w++) {
 			int64_t t = panels_outer ? w : u, qq = panels_outer ? u : w;
@@ -454,9 +452,7 @@ static void empty_k(const igemm_problem *p)
 
 	ep.is_float = p->out.is_float;
 	ep.scale = p->out.scale;
-	ep.clamp = p->out.clamp;
-	ep.lo = p->out.lo;
-	ep.hi = p->out.hi;
+	igemm_ep_clamp(&ep, &p->out);
 	for (int64_t i = 0; i < p->M; i++)
 		for (int64_t j = 0; j < p->N; j++) {
 			ep.scale_row = p->out.scale_row ? p->out.scale_row + i : NULL;
@@ -480,9 +476,7 @@ void igemm_finish_row(const igemm_out *o, int64_t i, int64_t j0, int64_t n, cons
 	ep.scale_col = o->scale_col ? o->scale_col + j0 : NULL;
 	ep.bias_row = o->bias_row ? o->bias_row + i : NULL;
 	ep.bias_col = o->bias_col ? o->bias_col + j0 : NULL;
-	ep.clamp = o->clamp;
-	ep.lo = o->lo;
-	ep.hi = o->hi;
+	igemm_ep_clamp(&ep, o);
 	if (!ep.is_float) {
 		memcpy(c, acc, (size_t)n * 4);
 		return;
@@ -511,10 +505,8 @@ void igemm_finish_row_f(const igemm_out *o, int64_t i, int64_t n, const float *a
 			v = v + b;
 		if (add)
 			v = v + add[j];
-		if (o->clamp) {
-			v = o->lo > v ? o->lo : v;
-			v = o->hi < v ? o->hi : v;
-		}
+		if (o->clamp)
+			v = igemm_clampf(v, o->lo, o->hi);
 		y[j] = v;
 	}
 }

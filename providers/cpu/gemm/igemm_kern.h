@@ -82,6 +82,22 @@ extern const igemm_isa_desc igemm_desc_avx512vnni;
 /* NULL when this binary or CPU lacks it (AUTO: the best). */
 const igemm_isa_desc *igemm_isa_desc_get(igemm_isa isa);
 
+/* y clamped as igemm_out says: min(hi, max(lo, y)) in maxps' and minps'
+ * operand order, so a NaN stays (Relu's bits at lo 0, hi +inf). */
+static inline float igemm_clampf(float y, float lo, float hi)
+{
+	y = lo > y ? lo : y;
+	return hi < y ? hi : y;
+}
+
+/* The tile epilogue's clamp from the output's. */
+static inline void igemm_ep_clamp(igemm_tile_ep *ep, const igemm_out *o)
+{
+	ep->clamp = o->clamp;
+	ep->lo = o->lo;
+	ep->hi = o->hi;
+}
+
 /* The scalar epilogue of one element (the kernels' reference, and their
  * tails): y from acc as igemm_tile_ep says, stored at c (int32 or float);
  * addp: the element's addend (ep->add + i * ldc + j) or NULL. */
@@ -111,11 +127,8 @@ static inline void igemm_ep_one(const igemm_tile_ep *ep, int i, int j, uint32_t 
 		f = f + ep->bias_col[j];
 	if (addp)
 		f = f + *addp;
-	if (ep->clamp) {
-		/* maxps' and minps' operand order: f when f is NaN */
-		f = ep->lo > f ? ep->lo : f;
-		f = ep->hi < f ? ep->hi : f;
-	}
+	if (ep->clamp)
+		f = igemm_clampf(f, ep->lo, ep->hi);
 	*(float *)c = f;
 }
 
