@@ -3,7 +3,8 @@
  * and BERT benchmark models, issue #7) straight through cpu_node_run_pool,
  * without the IPC and output copies that ort-bench --ops has to subtract.
  * Each case runs for half a second after a warm-up into a planned
- * (reused) output; the figure is the fastest run, in microseconds.
+ * (reused) output; the figures are the fastest run and the median, in
+ * microseconds.
  *
  *   bench_cpu_ops [--threads T] [--const] [SUBSTRING...]   cases whose name contains one
  *
@@ -169,6 +170,12 @@ static int make_inputs(const bench_case *c, cpu_tensor *t)
 	return 0;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
 static int run_case(const bench_case *c, cpu_pool *pool, int threads, int consts)
 {
 	Onnx__NodeProto p = ONNX__NODE_PROTO__INIT;
@@ -177,7 +184,8 @@ static int run_case(const bench_case *c, cpu_pool *pool, int threads, int consts
 	cpu_tensor in[MAXIN], out[1], planned;
 	const cpu_tensor *inp[MAXIN], *pl[1] = {NULL}, *cst[MAXIN] = {NULL};
 	int heap[1] = {0}, rc, runs = 0;
-	double best = 1e9, end;
+	double best = 1e9, end, *ts = NULL, med = 0;
+	int cap = 0;
 	char err[256];
 	cpu_keep keep = {0};
 	cpu_run_env env = {NULL, NULL, pool, threads, &keep, NULL, 0, NULL, -1, 0};
@@ -229,9 +237,20 @@ static int run_case(const bench_case *c, cpu_pool *pool, int threads, int consts
 		cpu_node_run(&node, &env, inp, pl, out, heap, err, sizeof(err));
 		t = now() - t0;
 		best = t < best ? t : best;
-		runs++;
+		if (runs == cap) {
+			double *g = realloc(ts, sizeof(*ts) * (size_t)(cap = cap ? 2 * cap : 64));
+			if (!g)
+				break;
+			ts = g;
+		}
+		ts[runs++] = t;
 	}
-	printf("%-36s %9.1f us  (%d runs)\n", c->name, best * 1e6, runs);
+	if (ts) {
+		qsort(ts, (size_t)runs, sizeof(*ts), cmp_double);
+		med = ts[runs / 2];
+		free(ts);
+	}
+	printf("%-36s %9.1f us  median %9.1f  (%d runs)\n", c->name, best * 1e6, med * 1e6, runs);
 	cpu_node_fini(&node);
 	cpu_keep_free(&keep);
 	free(planned.data);
