@@ -283,5 +283,10 @@ ortmk_status ortmk_session_get_stats(const ortmk_session *s, ortmk_session_stats
 	full.prepack_ms = (double)s->load.prepack_ns / 1e6;
 	full.prepack_hits = s->load.prepack_hits;
 	full.prepack_misses = s->load.prepack_misses;
+	pthread_mutex_lock((pthread_mutex_t *)&s->lock);
+	for (size_t i = 0; i < s->n_plans; i++)
+		if (s->plans[i]->arena_size > full.arena_bytes)
+			full.arena_bytes = s->plans[i]->arena_size;
+	pthread_mutex_unlock((pthread_mutex_t *)&s->lock);
 	return core_out_struct(out, &full, sizeof(full), "stats");
 }

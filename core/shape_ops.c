@@ -75,7 +75,7 @@ static const shape_op_entry op_table[] = {
 	/* elementwise, broadcasting */
 	{ "Add", shape_fn_arith, OP_ADD }, { "Sub", shape_fn_arith, OP_SUB },
 	{ "Mul", shape_fn_arith, OP_MUL }, { "Div", shape_fn_arith, OP_DIV },
-	{ "Mod", shape_fn_arith, OP_NONE }, { "Pow", shape_fn_pow, 0 },
+	{ "Mod", shape_fn_arith, OP_MOD }, { "Pow", shape_fn_pow, 0 },
 	{ "Max", shape_fn_arith, OP_MAX }, { "Min", shape_fn_arith, OP_MIN },
 	{ "Sum", shape_fn_arith, OP_NONE }, { "Mean", shape_fn_arith, OP_NONE },
 	{ "And", shape_fn_arith, OP_AND }, { "Or", shape_fn_arith, OP_OR },

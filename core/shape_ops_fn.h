@@ -17,7 +17,7 @@
 /* Data operations, the op table's `arg` for the elementwise families. */
 enum { OP_NONE, OP_COPY, OP_NEG, OP_ABS, OP_NOT, OP_ADD, OP_SUB, OP_MUL,
        OP_DIV, OP_MAX, OP_MIN, OP_EQ, OP_LT, OP_GT, OP_LE, OP_GE, OP_AND,
-       OP_OR };
+       OP_OR, OP_MOD, OP_FMOD };
 
 #define LIST_ABSENT (-1)
 #define LIST_UNKNOWN (-2)

@@ -27,6 +27,16 @@ static int arith(int op, int32_t et, int64_t a, int64_t b, int64_t *r)
 			return -1;
 		*r = a / b;
 		return 0;
+	case OP_MOD:
+	case OP_FMOD:
+		/* Integers only: fmod = 0 takes the divisor's sign (Python's
+		 * %), fmod = 1 the dividend's (C's %). */
+		if (!shape_is_int(et) || b == 0 || (a == INT64_MIN && b == -1))
+			return -1;
+		*r = a % b;
+		if (op == OP_MOD && *r != 0 && (*r < 0) != (b < 0))
+			*r += b;
+		return 0;
 	case OP_MAX: *r = a > b ? a : b; return 0;
 	case OP_MIN: *r = a < b ? a : b; return 0;
 	case OP_EQ: *r = a == b; return 0;
@@ -84,7 +94,7 @@ int shape_fn_arith(shape_ctx *c)
 	int rc = bcast_inputs(c, 0, o);
 
 	if (!rc && c->arg && c->n->n_in == 2)
-		binary_data(c, o, c->arg);
+		binary_data(c, o, c->arg == OP_MOD && shape_attr_int(c, "fmod", 0) ? OP_FMOD : c->arg);
 	return rc;
 }
 

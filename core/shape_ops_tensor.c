@@ -104,6 +104,38 @@ int shape_fn_flatten(shape_ctx *c)
 	return 0;
 }
 
+/* A transposed small tensor's data (torchvision's swin_t transposes its
+ * pads [2, 4] -> [4, 2]): element i of o, unravelled, read at the permuted
+ * index of x. */
+static void transpose_data(const graph_tinfo *x, graph_tinfo *o, const int64_t *perm,
+			   int has_perm)
+{
+	int64_t n = graph_tinfo_numel(o), v[MAXD];
+	int rank = o->rank;
+
+	if (!x->has_data || n < 0 || n > MAXD || x->ndata != n)
+		return;
+	for (int64_t i = 0; i < n; i++) {
+		int64_t rest = i, src = 0, idx[GRAPH_MAX_RANK], stride = 1;
+
+		for (int d = rank - 1; d >= 0; d--) {
+			idx[d] = rest % o->dims[d];
+			rest /= o->dims[d];
+		}
+		/* x's index: dim perm[d] of x is o's dim d */
+		for (int e = rank - 1; e >= 0; e--) {
+			int d = 0;
+
+			while (d < rank && (has_perm ? perm[d] : rank - 1 - d) != e)
+				d++;
+			src += idx[d] * stride;
+			stride *= x->dims[e];
+		}
+		v[i] = x->data[src];
+	}
+	shape_set_data(o, v, n);
+}
+
 int shape_fn_transpose(shape_ctx *c)
 {
 	const graph_tinfo *x = shape_in(c, 0);
@@ -124,6 +156,7 @@ int shape_fn_transpose(shape_ctx *c)
 		seen |= 1u << p;
 		o->dims[i] = x->rank >= 0 ? x->dims[p] : SHAPE_NEW;
 	}
+	transpose_data(x, o, perm, n >= 0);
 	return 0;
 }
 

@@ -900,6 +900,29 @@ static void test_data_arith(void **state)
 	check_data(b, out(b, c64, 0), 2, D(-1, 5));
 }
 
+/* Mod (both signs, both fmod) and Transpose of small int64 tensors fold:
+ * torchvision's swin_t computes its window padding with them, and without
+ * the data every shape after that Pad was unknown at plan time. */
+static void test_data_mod_transpose(void **state)
+{
+	tb *b = *state;
+	int a = const_i64(b, 4, D(-7, 7, -7, 7)), d = const_i64(b, 4, D(3, 3, -3, -3));
+	int md = NODE(b, "Mod", 13, 1, a, d), fm = NODE(b, "Mod", 13, 1, a, d);
+	int z = NODE(b, "Mod", 13, 1, a, init_ints(b, I64, 0, NULL, D(0), 1));
+	int m = init_ints(b, I64, 2, D(2, 3), D(1, 2, 3, 4, 5, 6), 6);
+	int tr = NODE(b, "Transpose", 13, 1, m), tp = NODE(b, "Transpose", 13, 1, m);
+
+	attr_i(b, fm, "fmod", 1);
+	attr_is(b, tp, "perm", 2, D(0, 1));
+	run_ok(b);
+	check_data(b, out(b, md, 0), 4, D(2, 1, -1, -2));    /* the divisor's sign */
+	check_data(b, out(b, fm, 0), 4, D(-1, 1, -1, 1));    /* the dividend's */
+	assert_false(b->t[out(b, z, 0)].has_data);          /* modulo zero */
+	CHECK(b, out(b, tr, 0), I64, 2, 3, 2);
+	check_data(b, out(b, tr, 0), 6, D(1, 4, 2, 5, 3, 6));
+	check_data(b, out(b, tp, 0), 6, D(1, 2, 3, 4, 5, 6));
+}
+
 static void test_data_generators(void **state)
 {
 	tb *b = *state;
@@ -1219,7 +1242,7 @@ int main(void)
 		T(test_reshape_errors), T(test_transpose_flatten), T(test_concat),
 		T(test_split), T(test_gather), T(test_slice), T(test_squeeze_unsqueeze),
 		T(test_reduce), T(test_tensor_misc), T(test_pytorch_chain),
-		T(test_data_arith), T(test_data_generators), T(test_unknown_op_declared),
+		T(test_data_arith), T(test_data_mod_transpose), T(test_data_generators), T(test_unknown_op_declared),
 		T(test_declared_refines), T(test_seed), T(test_fresh_symbols),
 		T(test_fuzz_ops), T(test_rank_limit),
 		T(test_constant_tensors), T(test_more_errors),

@@ -88,8 +88,10 @@ static void print_prepack(ortmk_session *s)
 
 	if (ortmk_session_get_stats(s, &st))
 		return;
-	printf(", \"prepack_ms\": %.3f, \"prepack_cache\": {\"hits\": %u, \"misses\": %u}",
-	       st.prepack_ms, st.prepack_hits, st.prepack_misses);
+	printf(", \"prepack_ms\": %.3f, \"prepack_cache\": {\"hits\": %u, \"misses\": %u}"
+	       ", \"arena_bytes\": %llu",
+	       st.prepack_ms, st.prepack_hits, st.prepack_misses,
+	       (unsigned long long)st.arena_bytes);
 }
 
 void print_json(ortmk_env *env, ortmk_session *s, const options *o, double create_ms,

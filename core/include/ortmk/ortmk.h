@@ -313,6 +313,9 @@ typedef struct ortmk_session_stats {
 	double prepack_ms;             /* spent packing weights at creation */
 	unsigned prepack_hits;         /* packed weights found in the cache */
 	unsigned prepack_misses;       /* packed at creation */
+	uint64_t arena_bytes;          /* the largest memory plan of its input
+					* shapes so far: activations' bytes in
+					* shared memory for one run in flight */
 } ortmk_session_stats;
 ortmk_status ortmk_session_get_stats(const ortmk_session *s, ortmk_session_stats *out);
 

@@ -1,0 +1,109 @@
+"""Views (Reshape, Flatten, Squeeze, Unsqueeze, Identity) whose input dies
+there take the input's bytes in the memory plan (core/plan.c): nothing is
+copied, and the arena is smaller.
+
+- peak: Relu(x) and Sigmoid(x) live while Relu's result is reshaped: with
+  the view on the input's bytes the plan needs two 4 MiB blocks, without
+  it three (ort-run --json's arena_bytes);
+- chain: a chain of every view kind ending in a graph output, and a view
+  whose input is still read afterwards (so it must not alias), bit for bit
+  against numpy.
+
+usage: view_alias_test.py ORT_RUN
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import TensorProto as T
+from onnx import helper as h
+
+MIB = 1 << 20
+
+
+def save(path, nodes, inputs, outputs, inits=()):
+    g = h.make_graph(nodes, "views", inputs, outputs, list(inits))
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
+    m.ir_version = 7
+    onnx.save(m, path)
+
+
+def run(ort_run, d, model, x):
+    xp, out = os.path.join(d, "x.npy"), os.path.join(d, "out")
+    np.save(xp, x)
+    p = subprocess.run([ort_run, model, "--input", "x=" + xp, "--output-dir", out, "--json",
+                        "--iters", "2", "--threads", "1"],
+                       capture_output=True, text=True, timeout=120)
+    if p.returncode != 0:
+        raise RuntimeError("ort-run: " + p.stderr.strip()[-300:])
+    rep = json.loads(p.stdout.strip().splitlines()[-1])
+    return rep, {f[:-4]: np.load(os.path.join(out, f)) for f in os.listdir(out)}
+
+
+def peak(ort_run, d, rng):
+    n = MIB   # floats: 4 MiB a tensor
+    path = os.path.join(d, "peak.onnx")
+    save(path, [h.make_node("Relu", ["x"], ["y"]), h.make_node("Sigmoid", ["x"], ["z"]),
+                h.make_node("Reshape", ["y", "s"], ["r"]),
+                h.make_node("ReduceSum", ["r"], ["s1"], keepdims=0),
+                h.make_node("ReduceSum", ["z"], ["s2"], keepdims=0),
+                h.make_node("Add", ["s1", "s2"], ["out"])],
+         [h.make_tensor_value_info("x", T.FLOAT, [1, n])],
+         [h.make_tensor_value_info("out", T.FLOAT, None)],
+         [h.make_tensor("s", T.INT64, [2], [1024, 1024])])
+    x = rng.standard_normal((1, n)).astype(np.float32)
+    rep, outs = run(ort_run, d, path, x)
+    x64 = x.astype(np.float64)
+    want = np.maximum(x64, 0).sum() + (1 / (1 + np.exp(-x64))).sum()
+    got = float(outs["out"])
+    arena = rep.get("arena_bytes", -1)
+    ok = 0 < arena <= 8 * MIB + 4096 and abs(got - want) <= 1e-4 * abs(want)
+    print("%s peak: arena %d bytes (two 4 MiB blocks: %d; three without the view "
+          "aliasing), sum %.6g (numpy %.6g)" % ("ok  " if ok else "FAIL", arena, 8 * MIB,
+                                               got, want))
+    return not ok
+
+
+def chain(ort_run, d, rng):
+    path = os.path.join(d, "chain.onnx")
+    save(path, [h.make_node("Relu", ["x"], ["y"]),
+                h.make_node("Reshape", ["y", "s"], ["r1"]),
+                h.make_node("Unsqueeze", ["r1", "ax"], ["r2"]),
+                h.make_node("Squeeze", ["r2", "ax"], ["r3"]),
+                h.make_node("Flatten", ["r3"], ["f"], axis=1),
+                h.make_node("Identity", ["f"], ["id"]),
+                h.make_node("Neg", ["x"], ["m"]),
+                h.make_node("Reshape", ["m", "s"], ["k"]),
+                h.make_node("Add", ["m", "m"], ["twice"])],
+         [h.make_tensor_value_info("x", T.FLOAT, [2, 3, 64, 64])],
+         [h.make_tensor_value_info(v, T.FLOAT, None) for v in ("id", "k", "twice")],
+         [h.make_tensor("s", T.INT64, [3], [6, 64, 64]),
+          h.make_tensor("ax", T.INT64, [1], [0])])
+    x = rng.standard_normal((2, 3, 64, 64)).astype(np.float32)
+    _, outs = run(ort_run, d, path, x)
+    want = {"id": np.maximum(x, 0).reshape(6, 64 * 64), "k": (-x).reshape(6, 64, 64),
+            "twice": -x + -x}
+    bad = 0
+    for name, w in want.items():
+        y = outs.get(name)
+        same = y is not None and y.shape == w.shape and y.tobytes() == w.tobytes()
+        print("%s chain %s: %s" % ("ok  " if same else "FAIL", name,
+                                   "bit for bit" if same else "differs from numpy"))
+        bad += not same
+    return bad
+
+
+def main():
+    ort_run = sys.argv[1]
+    rng = np.random.default_rng(11)
+    with tempfile.TemporaryDirectory() as d:
+        bad = peak(ort_run, d, rng) + chain(ort_run, d, rng)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
