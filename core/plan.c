@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "core.h"
+#include "log.h"
 
 void core_plan_free(core_plan *p)
 {
@@ -141,6 +142,29 @@ static ortmk_status assign_offsets(const graph *g, core_plan *p)
 	return st;
 }
 
+/* At debug level: how many activations stay unplanned (their shapes
+ * depend on data the inference could not fold), and the first of them with
+ * the node that made it, where a model loses its static plan. */
+static void log_dynamic(const graph *g, const core_plan *p)
+{
+	int n = 0, first = -1;
+
+	for (size_t k = 0; k < g->n_nodes; k++)
+		for (int i = 0; i < g->nodes[k].n_out; i++) {
+			int v = g->nodes[k].out[i];
+
+			if (v >= 0 && g->values[v].kind == GRAPH_VALUE_ACTIVATION &&
+			    g->values[v].is_tensor && !graph_tinfo_static(&p->tinfo[v])) {
+				n++;
+				first = first < 0 ? (int)k : first;
+			}
+		}
+	if (n)
+		ipc_log(IPC_LOG_DEBUG, "memory plan: %d activations with data-dependent shapes, "
+			"the first '%s' (%s)", n, g->values[g->nodes[first].out[0]].name,
+			g->nodes[first].op_type);
+}
+
 ortmk_status core_plan_build(const ortmk_session *s, const int64_t *const *in_dims,
 			     const size_t *in_rank, core_plan **out)
 {
@@ -182,6 +206,7 @@ ortmk_status core_plan_build(const ortmk_session *s, const int64_t *const *in_di
 	}
 	for (size_t v = 0; v < g->n_values; v++)
 		p->offset[v] = PLAN_NONE;
+	log_dynamic(g, p);
 	st = assign_offsets(g, p);
 	if (st) {
 		core_plan_free(p);

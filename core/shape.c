@@ -450,8 +450,11 @@ static void seed_value(const graph_value *v, graph_tinfo *t)
 	t->rank = v->is_tensor && v->rank <= GRAPH_MAX_RANK ? v->rank : -1;
 	if (t->rank > 0)
 		memcpy(t->dims, v->dims, (size_t)t->rank * sizeof(t->dims[0]));
+	/* Float initializers too, while integral: Resize's scales (a
+	 * Constant [1, 1, 2, 2] the loader folded into an initializer). */
 	if (v->kind != GRAPH_VALUE_INITIALIZER || v->init.external ||
-	    (v->elem_type != DT(INT64) && v->elem_type != DT(INT32)))
+	    (v->elem_type != DT(INT64) && v->elem_type != DT(INT32) &&
+	     v->elem_type != DT(FLOAT) && v->elem_type != DT(DOUBLE)))
 		return;
 	t->ndata = graph_tinfo_numel(t);
 	if (t->ndata >= 0 && t->ndata <= GRAPH_TINFO_MAX_DATA &&

@@ -125,6 +125,8 @@ static const shape_op_entry op_table[] = {
 	{ "MaxPool", shape_fn_pool, 0 }, { "AveragePool", shape_fn_pool, 0 },
 	{ "LpPool", shape_fn_pool, 0 }, { "GlobalAveragePool", shape_fn_global_pool, 0 },
 	{ "GlobalMaxPool", shape_fn_global_pool, 0 }, { "GlobalLpPool", shape_fn_global_pool, 0 },
+	{ "Resize", shape_fn_resize, 0 }, { "Upsample", shape_fn_resize, 0 },
+	{ "RNN", shape_fn_rnn, 1 }, { "GRU", shape_fn_rnn, 3 }, { "LSTM", shape_fn_rnn, 4 },
 	/* shape manipulation */
 	{ "Reshape", shape_fn_reshape, 0 }, { "Flatten", shape_fn_flatten, 0 },
 	{ "Transpose", shape_fn_transpose, 0 }, { "Concat", shape_fn_concat, 0 },

@@ -59,6 +59,8 @@ int shape_fn_argreduce(shape_ctx *c);
 int shape_fn_conv(shape_ctx *c);
 int shape_fn_pool(shape_ctx *c);
 int shape_fn_global_pool(shape_ctx *c);
+int shape_fn_resize(shape_ctx *c);
+int shape_fn_rnn(shape_ctx *c);
 
 /* shape_ops_tensor.c */
 int shape_fn_reshape(shape_ctx *c);

@@ -254,6 +254,125 @@ int shape_fn_pool(shape_ctx *c)
 	return rc;
 }
 
+/* Resize (10-19) and Upsample (7-9).  Sizes, when given and known, are the
+ * output's dims (on `axes` from opset 18; a keep_aspect_ratio_policy other
+ * than stretch is left unknown); else each dim is floor(in x scale), known
+ * when the scales are (tracked only while integral, as 2.0 for a 2x
+ * upsampling is).  The sizes and scales of exported models come from
+ * Constants or from Shape arithmetic the inference folds. */
+int shape_fn_resize(shape_ctx *c)
+{
+	const graph_tinfo *x = shape_in(c, 0), *sc = NULL, *sz = NULL;
+	graph_tinfo *o = shape_out(c, 0);
+	const int64_t *axes = NULL;
+	int64_t opset = c->n->opset, v[GRAPH_MAX_RANK], ax[GRAPH_MAX_RANK];
+	int resize = strcmp(c->n->op_type, "Resize") == 0, nax, rc;
+
+	if (x->rank < 0) {
+		o->elem_type = x->elem_type;
+		return 0;
+	}
+	if ((rc = shape_set_rank(c, o, x->elem_type, x->rank)) != 0)
+		return rc;
+	for (int i = 0; i < x->rank; i++)
+		o->dims[i] = SHAPE_NEW;
+	if (resize && opset >= 11) {
+		sc = shape_has_in(c, 2) ? shape_in(c, 2) : NULL;
+		sz = shape_has_in(c, 3) ? shape_in(c, 3) : NULL;
+	} else if (resize || opset >= 9) {
+		sc = shape_has_in(c, 1) ? shape_in(c, 1) : NULL;
+	}
+	nax = resize && opset >= 18 ? shape_attr_ints(c, "axes", &axes) : -1;
+	if (nax < 0)
+		nax = x->rank;
+	if (nax > x->rank)
+		return shape_fail(c, "%d axes for rank %d", nax, x->rank);
+	for (int i = 0; i < nax; i++) {
+		ax[i] = axes ? axes[i] : i;
+		ax[i] += ax[i] < 0 ? x->rank : 0;
+		if (ax[i] < 0 || ax[i] >= x->rank)
+			return shape_fail(c, "axis %lld out of range", (long long)ax[i]);
+	}
+	for (int i = 0; i < x->rank; i++)
+		v[i] = x->dims[i];   /* dims not in axes keep the input's */
+	if (sz && sz->ndata > 0) {
+		if (!sz->has_data || sz->ndata != nax ||
+		    (shape_attr(c, "keep_aspect_ratio_policy") &&
+		     !shape_attr_is(c, "keep_aspect_ratio_policy", "stretch")))
+			return 0;
+		for (int i = 0; i < nax; i++)
+			v[ax[i]] = sz->data[i];
+	} else {
+		int64_t n = -1, s[GRAPH_MAX_RANK];
+
+		if (sc && sc->has_data && sc->ndata == nax) {
+			memcpy(s, sc->data, (size_t)nax * sizeof(s[0]));
+			n = nax;
+		} else if (!resize && opset < 9) {
+			const Onnx__AttributeProto *a = shape_attr(c, "scales");
+
+			for (size_t i = 0; a && i < a->n_floats && i < GRAPH_MAX_RANK; i++) {
+				if (a->floats[i] != (float)(int64_t)a->floats[i])
+					return 0;
+				s[i] = (int64_t)a->floats[i];
+			}
+			n = a ? (int64_t)a->n_floats : -1;
+		}
+		if (n != nax)
+			return 0;
+		for (int i = 0; i < nax; i++) {
+			if (x->dims[ax[i]] < 0)
+				continue;
+			if (s[i] < 0 || __builtin_mul_overflow(x->dims[ax[i]], s[i], &v[ax[i]]))
+				return 0;
+		}
+	}
+	for (int i = 0; i < x->rank; i++)
+		o->dims[i] = v[i] >= 0 ? v[i] : SHAPE_NEW;
+	return 0;
+}
+
+/* RNN, GRU, LSTM: Y [seq, dirs, batch, hidden] (layout 1: [batch, seq,
+ * dirs, hidden]), Y_h and LSTM's Y_c [dirs, batch, hidden] (layout 1:
+ * [batch, dirs, hidden]).  hidden_size is the attribute, or W's rows over
+ * the gates (arg: 1, 3, 4). */
+int shape_fn_rnn(shape_ctx *c)
+{
+	const graph_tinfo *x = shape_in(c, 0), *w = shape_in(c, 1);
+	int64_t hid = shape_attr_int(c, "hidden_size", -1), layout = shape_attr_int(c, "layout", 0);
+	int64_t dirs = shape_attr_is(c, "direction", "bidirectional") ? 2 : 1;
+	int64_t seq = SHAPE_NEW, batch = SHAPE_NEW;
+	int rc;
+
+	if (x->rank >= 0 && x->rank != 3)
+		return shape_fail(c, "X has rank %d, expected 3", x->rank);
+	if (x->rank == 3) {
+		seq = x->dims[layout ? 1 : 0];
+		batch = x->dims[layout ? 0 : 1];
+	}
+	if (hid < 0 && w->rank == 3 && w->dims[1] >= 0 && w->dims[1] % c->arg == 0)
+		hid = w->dims[1] / c->arg;
+	if (hid < 0)
+		hid = SHAPE_NEW;
+	for (int i = 0; i < c->n->n_out && i < 3; i++) {
+		graph_tinfo *o = shape_out(c, i);
+		int64_t d[4], r = i == 0 ? 4 : 3;
+
+		if (i == 0 && !layout)
+			d[0] = seq, d[1] = dirs, d[2] = batch, d[3] = hid;
+		else if (i == 0)
+			d[0] = batch, d[1] = seq, d[2] = dirs, d[3] = hid;
+		else if (!layout)
+			d[0] = dirs, d[1] = batch, d[2] = hid;
+		else
+			d[0] = batch, d[1] = dirs, d[2] = hid;
+		if ((rc = shape_set_rank(c, o, x->elem_type, r)) != 0)
+			return rc;
+		memcpy(o->dims, d, (size_t)r * sizeof(d[0]));
+	}
+	return 0;
+}
+
 int shape_fn_global_pool(shape_ctx *c)
 {
 	const graph_tinfo *x = shape_in(c, 0);

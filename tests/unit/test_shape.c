@@ -94,6 +94,17 @@ static int init_ints(tb *b, int32_t et, int rank, const int64_t *dims,
 	return i;
 }
 
+/* A 1-D float initializer (Resize's scales as the loader keeps them). */
+static int const_f32(tb *b, int n, const float *data)
+{
+	int i = value(b, GRAPH_VALUE_INITIALIZER, F, 1, D(n));
+
+	memcpy(b->bytes[i], data, (size_t)n * sizeof(float));
+	b->v[i].init.data = b->bytes[i];
+	b->v[i].init.nbytes = (uint64_t)n * sizeof(float);
+	return i;
+}
+
 static int const_i64(tb *b, int n, const int64_t *data)
 {
 	return init_ints(b, I64, 1, D(n), data, n);
@@ -923,6 +934,41 @@ static void test_data_mod_transpose(void **state)
 	check_data(b, out(b, tp, 0), 6, D(1, 2, 3, 4, 5, 6));
 }
 
+/* Resize and Upsample from constant scales (integral: known; 1.5: not)
+ * or sizes, and the recurrent ops' three outputs in both layouts: without
+ * them every value after an upsampling or an LSTM had no static plan. */
+static void test_resize_rnn(void **state)
+{
+	tb *b = *state;
+	int x = input(b, F, 4, D(1, 3, 4, 5));
+	int sc = const_f32(b, 4, (const float[]){1.0f, 1.0f, 2.0f, 2.0f});
+	int half = const_f32(b, 4, (const float[]){1.0f, 1.0f, 1.5f, 1.5f});
+	int rs = NODE(b, "Resize", 13, 1, x, -1, sc), rh = NODE(b, "Resize", 13, 1, x, -1, half);
+	int rz = NODE(b, "Resize", 13, 1, x, -1, -1, const_i64(b, 4, D(1, 3, 7, 9)));
+	int ra = NODE(b, "Resize", 18, 1, x, -1, -1, const_i64(b, 2, D(6, 2)));
+	int up = NODE(b, "Upsample", 9, 1, x, sc);
+	int s = input(b, F, 3, D(5, 2, 8)), w = input(b, F, 3, D(1, 64, 8));
+	int lstm = NODE(b, "LSTM", 14, 3, s, w, input(b, F, 3, D(1, 64, 16)));
+	int sb = input(b, F, 3, D(2, 5, 8)), wg = input(b, F, 3, D(2, 48, 8));
+	int gru = NODE(b, "GRU", 14, 2, sb, wg, input(b, F, 3, D(2, 48, 16)));
+
+	attr_is(b, ra, "axes", 2, D(2, -1));
+	attr_i(b, lstm, "hidden_size", 16);
+	attr_s(b, gru, "direction", "bidirectional");
+	attr_i(b, gru, "layout", 1);
+	run_ok(b);
+	CHECK(b, out(b, rs, 0), F, 4, 1, 3, 8, 10);
+	CHECK(b, out(b, rh, 0), F, 4, FRESH, FRESH, FRESH, FRESH);   /* 1.5: not tracked */
+	CHECK(b, out(b, rz, 0), F, 4, 1, 3, 7, 9);
+	CHECK(b, out(b, ra, 0), F, 4, 1, 3, 6, 2);
+	CHECK(b, out(b, up, 0), F, 4, 1, 3, 8, 10);
+	CHECK(b, out(b, lstm, 0), F, 4, 5, 1, 2, 16);
+	CHECK(b, out(b, lstm, 1), F, 3, 1, 2, 16);
+	CHECK(b, out(b, lstm, 2), F, 3, 1, 2, 16);
+	CHECK(b, out(b, gru, 0), F, 4, 2, 5, 2, 16);   /* hidden from W: 48 / 3 */
+	CHECK(b, out(b, gru, 1), F, 3, 2, 2, 16);
+}
+
 static void test_data_generators(void **state)
 {
 	tb *b = *state;
@@ -1242,7 +1288,7 @@ int main(void)
 		T(test_reshape_errors), T(test_transpose_flatten), T(test_concat),
 		T(test_split), T(test_gather), T(test_slice), T(test_squeeze_unsqueeze),
 		T(test_reduce), T(test_tensor_misc), T(test_pytorch_chain),
-		T(test_data_arith), T(test_data_mod_transpose), T(test_data_generators), T(test_unknown_op_declared),
+		T(test_data_arith), T(test_data_mod_transpose), T(test_resize_rnn), T(test_data_generators), T(test_unknown_op_declared),
 		T(test_declared_refines), T(test_seed), T(test_fresh_symbols),
 		T(test_fuzz_ops), T(test_rank_limit),
 		T(test_constant_tensors), T(test_more_errors),
