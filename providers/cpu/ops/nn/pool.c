@@ -279,7 +279,7 @@ static float edge_window(const pool_state *st, const cpu_geom *g, const float *x
 }
 
 /* One (N, C) plane of a 1-D or 2-D window (g->in[0] == 1); hb has room for
- * in[1] x out[2] floats. */
+ * in[1] x out[2] + in[2] floats. */
 static void pool2d_plane(const pool_state *st, const cpu_geom *g, const float *x, float *y,
 			 float *hb)
 {
@@ -293,7 +293,15 @@ static void pool2d_plane(const pool_state *st, const cpu_geom *g, const float *x
 	c1 = c1 < OW ? c1 : OW;
 	c0 = c0 < c1 ? c0 : c1;
 	n = c1 - c0;
-	for (int64_t r = 0; n && r < H; r++)
+	/* Max over windows that step down by more than a row: each output
+	 * row's kernel rows are reduced first (contiguous vectors), then one
+	 * row across, so the strided row reduction runs once an output row
+	 * instead of once an input row (SqueezeNet's 3x3/2 on 111x111: half
+	 * of them).  Max is the same in any order; averages keep theirs. */
+	int vfirst = st->is_max && g->s[1] > 1 && n;
+	int64_t span = n ? (n - 1) * sw + (kw - 1) * g->d[2] + 1 : 0;
+
+	for (int64_t r = 0; n && !vfirst && r < H; r++)
 		pool_hrow(st->is_max, x + r * W + c0 * sw - pw, hb + r * n, n, kw, g->d[2], sw);
 	for (int64_t oh = 0; oh < g->out[1]; oh++) {
 		int64_t a, b, pa, pz, cnt;
@@ -319,9 +327,14 @@ static void pool2d_plane(const pool_state *st, const cpu_geom *g, const float *x
 				break;
 			yr[ow] = edge_window(st, g, x, s[1], a, b, cnt, ow * sw - pw);
 		}
-		if (n)
+		if (n && vfirst) {
+			pool_vrows(1, x + (s[1] + a * g->d[1]) * W + c0 * sw - pw, g->d[1] * W, b - a,
+				   span, 1.0f, hb);
+			pool_hrow(1, hb, yr + c0, n, kw, g->d[2], sw);
+		} else if (n) {
 			pool_vrows(st->is_max, hb + (s[1] + a * g->d[1]) * n, g->d[1] * n, b - a, n,
 				   (float)(cnt * kw), yr + c0);
+		}
 	}
 }
 
@@ -413,7 +426,7 @@ static void pool_range(void *arg, int64_t p0, int64_t p1, int member)
 	const cpu_tensor *X = j->X;
 	int wide = X->dtype != CPU_FLOAT;
 	float *hb = j->scratch + member * j->per_member;
-	float *xf = hb + (j->fast ? j->g->in[1] * j->g->out[2] : 0), *yf = xf + j->isz;
+	float *xf = hb + (j->fast ? j->g->in[1] * j->g->out[2] + j->g->in[2] : 0), *yf = xf + j->isz;
 
 	if (j->s2 && !wide) {
 		pool_s2(j->st->is_max, (const float *)X->data + p0 * j->isz,
@@ -452,7 +465,7 @@ static int pool_planes(cpu_ctx *ctx, const cpu_geom *g, const cpu_tensor *X, cpu
 	j.osz = g->out[0] * g->out[1] * g->out[2];
 	j.fast = g->in[0] == 1 && g->k[0] == 1 && !I;
 	j.s2 = j.fast && s2_fits(g);
-	j.per_member = j.fast ? g->in[1] * g->out[2] : 0;
+	j.per_member = j.fast ? g->in[1] * g->out[2] + g->in[2] : 0;
 	if (X->dtype != CPU_FLOAT)
 		j.per_member += j.isz + j.osz;
 	j.scratch = cpu_scratch(ctx, (size_t)(j.per_member * cpu_par_members(ctx)) *
