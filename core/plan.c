@@ -8,9 +8,10 @@
  * (Reshape, Flatten, Squeeze, Unsqueeze, Identity) whose data input dies
  * there takes that input's bytes, so the view moves nothing (every
  * provider's view leaves bytes that are already in place alone; swin_t's
- * 206 Reshapes copied 6-9 ms a run).  Graph outputs stay live to the end:
- * the run copies them out after the last step.  Values with data-dependent shapes
- * get no offset: the provider allocates them at run time.
+ * 206 Reshapes copied 6-9 ms a run).  Graph outputs stay live to the
+ * end: the run copies them out after the last step.  Values with
+ * data-dependent shapes get no offset: the provider allocates them at run
+ * time.
  */
 #include <errno.h>
 #include <stdlib.h>

@@ -254,18 +254,50 @@ int shape_fn_pool(shape_ctx *c)
 	return rc;
 }
 
+/* Resize's or Upsample's scales on nax axes into s (tracked only while
+ * integral, as 2.0 for a 2x upsampling is): 0, or -1 when not known. */
+static int resize_scales(shape_ctx *c, int resize, int nax, int64_t *s)
+{
+	const graph_tinfo *sc = NULL;
+	int64_t opset = c->n->opset;
+
+	if (resize && opset >= 11)
+		sc = shape_has_in(c, 2) ? shape_in(c, 2) : NULL;
+	else if (resize || opset >= 9)
+		sc = shape_has_in(c, 1) ? shape_in(c, 1) : NULL;
+	if (sc) {
+		if (!sc->has_data || sc->ndata != nax)
+			return -1;
+		memcpy(s, sc->data, (size_t)nax * sizeof(s[0]));
+		return 0;
+	}
+	if (resize)
+		return -1;
+	/* Upsample 7 and 8: an attribute */
+	const Onnx__AttributeProto *a = shape_attr(c, "scales");
+
+	if (!a || a->n_floats != (size_t)nax)
+		return -1;
+	for (int i = 0; i < nax; i++) {
+		if (!(a->floats[i] >= 0.0f && a->floats[i] <= 16777216.0f) ||
+		    a->floats[i] != (float)(int64_t)a->floats[i])
+			return -1;
+		s[i] = (int64_t)a->floats[i];
+	}
+	return 0;
+}
+
 /* Resize (10-19) and Upsample (7-9).  Sizes, when given and known, are the
  * output's dims (on `axes` from opset 18; a keep_aspect_ratio_policy other
  * than stretch is left unknown); else each dim is floor(in x scale), known
- * when the scales are (tracked only while integral, as 2.0 for a 2x
- * upsampling is).  The sizes and scales of exported models come from
+ * when the scales are.  The sizes and scales of exported models come from
  * Constants or from Shape arithmetic the inference folds. */
 int shape_fn_resize(shape_ctx *c)
 {
-	const graph_tinfo *x = shape_in(c, 0), *sc = NULL, *sz = NULL;
+	const graph_tinfo *x = shape_in(c, 0), *sz = NULL;
 	graph_tinfo *o = shape_out(c, 0);
 	const int64_t *axes = NULL;
-	int64_t opset = c->n->opset, v[GRAPH_MAX_RANK], ax[GRAPH_MAX_RANK];
+	int64_t v[GRAPH_MAX_RANK], ax[GRAPH_MAX_RANK], s[GRAPH_MAX_RANK];
 	int resize = strcmp(c->n->op_type, "Resize") == 0, nax, rc;
 
 	if (x->rank < 0) {
@@ -276,13 +308,9 @@ int shape_fn_resize(shape_ctx *c)
 		return rc;
 	for (int i = 0; i < x->rank; i++)
 		o->dims[i] = SHAPE_NEW;
-	if (resize && opset >= 11) {
-		sc = shape_has_in(c, 2) ? shape_in(c, 2) : NULL;
-		sz = shape_has_in(c, 3) ? shape_in(c, 3) : NULL;
-	} else if (resize || opset >= 9) {
-		sc = shape_has_in(c, 1) ? shape_in(c, 1) : NULL;
-	}
-	nax = resize && opset >= 18 ? shape_attr_ints(c, "axes", &axes) : -1;
+	if (resize && c->n->opset >= 11 && shape_has_in(c, 3))
+		sz = shape_in(c, 3);
+	nax = resize && c->n->opset >= 18 ? shape_attr_ints(c, "axes", &axes) : -1;
 	if (nax < 0)
 		nax = x->rank;
 	if (nax > x->rank)
@@ -303,29 +331,12 @@ int shape_fn_resize(shape_ctx *c)
 		for (int i = 0; i < nax; i++)
 			v[ax[i]] = sz->data[i];
 	} else {
-		int64_t n = -1, s[GRAPH_MAX_RANK];
-
-		if (sc && sc->has_data && sc->ndata == nax) {
-			memcpy(s, sc->data, (size_t)nax * sizeof(s[0]));
-			n = nax;
-		} else if (!resize && opset < 9) {
-			const Onnx__AttributeProto *a = shape_attr(c, "scales");
-
-			for (size_t i = 0; a && i < a->n_floats && i < GRAPH_MAX_RANK; i++) {
-				if (a->floats[i] != (float)(int64_t)a->floats[i])
-					return 0;
-				s[i] = (int64_t)a->floats[i];
-			}
-			n = a ? (int64_t)a->n_floats : -1;
-		}
-		if (n != nax)
+		if (resize_scales(c, resize, nax, s) < 0)
 			return 0;
-		for (int i = 0; i < nax; i++) {
-			if (x->dims[ax[i]] < 0)
-				continue;
-			if (s[i] < 0 || __builtin_mul_overflow(x->dims[ax[i]], s[i], &v[ax[i]]))
+		for (int i = 0; i < nax; i++)
+			if (x->dims[ax[i]] >= 0 &&
+			    (s[i] < 0 || __builtin_mul_overflow(x->dims[ax[i]], s[i], &v[ax[i]])))
 				return 0;
-		}
 	}
 	for (int i = 0; i < x->rank; i++)
 		o->dims[i] = v[i] >= 0 ? v[i] : SHAPE_NEW;

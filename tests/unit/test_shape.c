@@ -946,13 +946,17 @@ static void test_resize_rnn(void **state)
 	int rs = NODE(b, "Resize", 13, 1, x, -1, sc), rh = NODE(b, "Resize", 13, 1, x, -1, half);
 	int rz = NODE(b, "Resize", 13, 1, x, -1, -1, const_i64(b, 4, D(1, 3, 7, 9)));
 	int ra = NODE(b, "Resize", 18, 1, x, -1, -1, const_i64(b, 2, D(6, 2)));
-	int up = NODE(b, "Upsample", 9, 1, x, sc);
+	int up = NODE(b, "Upsample", 9, 1, x, sc), u7 = NODE(b, "Upsample", 7, 1, x);
 	int s = input(b, F, 3, D(5, 2, 8)), w = input(b, F, 3, D(1, 64, 8));
 	int lstm = NODE(b, "LSTM", 14, 3, s, w, input(b, F, 3, D(1, 64, 16)));
 	int sb = input(b, F, 3, D(2, 5, 8)), wg = input(b, F, 3, D(2, 48, 8));
 	int gru = NODE(b, "GRU", 14, 2, sb, wg, input(b, F, 3, D(2, 48, 16)));
 
 	attr_is(b, ra, "axes", 2, D(2, -1));
+	attr_is(b, u7, "scales", 0, NULL);   /* Upsample 7: floats attribute */
+	b->a[u7][0].type = AT(FLOATS);
+	b->a[u7][0].n_floats = 4;
+	b->a[u7][0].floats = (float[]){ 1.0f, 1.0f, 3.0f, 2.0f };
 	attr_i(b, lstm, "hidden_size", 16);
 	attr_s(b, gru, "direction", "bidirectional");
 	attr_i(b, gru, "layout", 1);
@@ -962,6 +966,7 @@ static void test_resize_rnn(void **state)
 	CHECK(b, out(b, rz, 0), F, 4, 1, 3, 7, 9);
 	CHECK(b, out(b, ra, 0), F, 4, 1, 3, 6, 2);
 	CHECK(b, out(b, up, 0), F, 4, 1, 3, 8, 10);
+	CHECK(b, out(b, u7, 0), F, 4, 1, 3, 12, 10);
 	CHECK(b, out(b, lstm, 0), F, 4, 5, 1, 2, 16);
 	CHECK(b, out(b, lstm, 1), F, 3, 1, 2, 16);
 	CHECK(b, out(b, lstm, 2), F, 3, 1, 2, 16);
