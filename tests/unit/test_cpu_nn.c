@@ -138,6 +138,52 @@ static void lstm_dir(const char *dir, int ndir, int first, const float *x, const
 	run_ok(&t, 14, 7, in, 3, out);
 }
 
+/* A step's recurrence split over the pool's columns (rnn_recur, hidden 128:
+ * every step above its threshold) gives the bits of the caller alone:
+ * LSTM, GRU both ways of the reset, batch 1 and 3, both directions. */
+static void test_rnn_recurrence_on_pool(void **state)
+{
+	enum { PS = 9, PI = 16, PH = 128 };   /* 9 steps: at least RECUR_MIN_STEPS */
+	static float x[PS * 3 * PI], w[2 * 4 * PH * PI], r[2 * 4 * PH * PH], b[2 * 8 * PH];
+	static const char *const ops[] = {"LSTM", "GRU", "GRU"};
+	cpu_pool *pool;
+	char err[256];
+	(void)state;
+	assert_int_equal(cpu_pool_create(2, &pool), 0);
+	fill(x, PS * 3 * PI, 21);
+	fill(w, 2 * 4 * PH * PI, 22);
+	fill(r, 2 * 4 * PH * PH, 23);
+	fill(b, 2 * 8 * PH, 24);
+	for (int k = 0; k < 3; k++)
+		for (int nb = 1; nb <= 3; nb += 2) {
+			int G = k == 0 ? 4 : 3, dirs = nb == 3 ? 2 : 1, nout = 2;
+			int64_t dx[3] = {PS, nb, PI}, dw[3] = {dirs, G * PH, PI};
+			int64_t dr[3] = {dirs, G * PH, PH}, db[2] = {dirs, 2 * G * PH};
+			cpu_tensor tx = tens(CPU_FLOAT, 3, dx, x), tw = tens(CPU_FLOAT, 3, dw, w);
+			cpu_tensor tr = tens(CPU_FLOAT, 3, dr, r), tb = tens(CPU_FLOAT, 2, db, b);
+			const cpu_tensor *in[4] = {&tx, &tw, &tr, &tb};
+			cpu_tensor one[2], two[2];
+			tnode t;
+
+			for (int run = 0; run < 2; run++) {
+				tn(&t, ops[k], 4, nout);
+				tn_int(&t, "hidden_size", PH);
+				tn_str(&t, "direction", dirs == 2 ? "bidirectional" : "forward");
+				if (k == 2)
+					tn_int(&t, "linear_before_reset", 1);
+				assert_int_equal(run_pool(&t, 14, 4, in, nout, run ? two : one,
+							  run ? pool : NULL, run ? 2 : 1, err), 0);
+			}
+			for (int o = 0; o < nout; o++) {
+				assert_int_equal(one[o].nbytes, two[o].nbytes);
+				assert_memory_equal(one[o].data, two[o].data, one[o].nbytes);
+			}
+			free_outs(one, nout);
+			free_outs(two, nout);
+		}
+	cpu_pool_destroy(pool);
+}
+
 static void test_lstm_bidirectional_is_forward_plus_reverse(void **state)
 {
 	static const int32_t lens[NB] = {4, 2, 3};
@@ -717,6 +763,7 @@ int main(void)
 		cmocka_unit_test(test_gru_linear_before_reset),
 		cmocka_unit_test(test_lstm_clip_input_forget_peepholes),
 		cmocka_unit_test(test_lstm_bidirectional_is_forward_plus_reverse),
+		cmocka_unit_test(test_rnn_recurrence_on_pool),
 		cmocka_unit_test(test_rnn_layout1_is_transposed_layout0),
 		cmocka_unit_test(test_rnn_activation_alpha_beta),
 		cmocka_unit_test(test_rnn_errors),

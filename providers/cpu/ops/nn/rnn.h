@@ -51,6 +51,7 @@ typedef struct rnn_run {
 	float *xw;                                      /* [S * B, G * H] */
 	float *hr;                                      /* [B, G * H] */
 	float *h, *c, *tmp;                             /* [B, H] each */
+	struct cpu_pool *pool;                          /* the node's, or NULL */
 } rnn_run;
 
 /* Parses the attributes shared by the three ops for the given kind. */
@@ -59,6 +60,10 @@ int rnn_parse(const Onnx__NodeProto *p, int kind, rnn_attrs *a, char *err, size_
 void rnn_apply(const rnn_act *act, const rnn_attrs *a, float *x, int64_t n);
 /* xw = X * W_d^T + Wb_d (+ Rb_d for the first n_rb gates). */
 void rnn_input_proj(rnn_run *r, int d, int n_rb);
+/* out[B, N] (row stride ldo) = a[B, H] x R[N, H]^T: a step's recurrence,
+ * its columns split over the pool when the step is worth a hand-off. */
+void rnn_recur(const rnn_run *r, const float *a, const float *R, int64_t N, float *out,
+	       int64_t ldo);
 /* Copies initial_h (and initial_c) of direction d into r->h (r->c). */
 void rnn_init_state(rnn_run *r, int d);
 /* Time index of batch row b at step s of direction d, or -1 when the

@@ -22,7 +22,7 @@ static void rnn_cell(rnn_run *r, int d)
 	rnn_input_proj(r, d, 1);
 	rnn_init_state(r, d);
 	for (int64_t s = 0; s < r->S; s++) {
-		cpu_sgemm(0, 1, B, H, H, 1.0f, r->h, H, R, H, 0.0f, r->hr, H);
+		rnn_recur(r, r->h, R, H, r->hr, H);
 		for (int64_t b = 0; b < B; b++) {
 			int64_t t = rnn_time(r, d, s, b);
 			float *g = r->hr + b * H;
@@ -71,7 +71,7 @@ static void gru_cell(rnn_run *r, int d)
 	rnn_input_proj(r, d, 2);
 	rnn_init_state(r, d);
 	for (int64_t s = 0; s < r->S; s++) {
-		cpu_sgemm(0, 1, B, lbr ? GH : 2 * H, H, 1.0f, r->h, H, R, H, 0.0f, r->hr, GH);
+		rnn_recur(r, r->h, R, lbr ? GH : 2 * H, r->hr, GH);
 		for (int64_t b = 0; b < B; b++) {
 			int64_t t = rnn_time(r, d, s, b);
 			float *g = r->hr + b * GH, *rh = r->tmp + b * H;
@@ -88,8 +88,7 @@ static void gru_cell(rnn_run *r, int d)
 				rh[j] = g[H + j] * r->h[b * H + j];
 		}
 		if (!lbr)
-			cpu_sgemm(0, 1, B, H, H, 1.0f, r->tmp, H, R + 2 * H * H, H, 0.0f,
-				  r->hr + 2 * H, GH);
+			rnn_recur(r, r->tmp, R + 2 * H * H, H, r->hr + 2 * H, GH);
 		for (int64_t b = 0; b < B; b++) {
 			int64_t t = rnn_time(r, d, s, b);
 			if (t >= 0)
@@ -143,7 +142,7 @@ static void lstm_cell(rnn_run *r, int d)
 	rnn_input_proj(r, d, 4);
 	rnn_init_state(r, d);
 	for (int64_t s = 0; s < r->S; s++) {
-		cpu_sgemm(0, 1, B, GH, H, 1.0f, r->h, H, R, H, 0.0f, r->hr, GH);
+		rnn_recur(r, r->h, R, GH, r->hr, GH);
 		for (int64_t b = 0; b < B; b++) {
 			int64_t t = rnn_time(r, d, s, b);
 			float *g = r->hr + b * GH;
