@@ -88,108 +88,16 @@ static int view_source(const graph *g, const core_plan *p, const int *last, size
 	return x;
 }
 
-static int op_in(const graph_node *n, const char *const *ops, size_t n_ops)
-{
-	if (n->domain[0] && strcmp(n->domain, "ai.onnx") != 0)
-		return 0;
-	for (size_t i = 0; i < n_ops; i++)
-		if (strcmp(n->op_type, ops[i]) == 0)
-			return 1;
-	return 0;
-}
-
-/* A provider may run a GEMM or convolution and the elementwise nodes right
- * after it as one kernel (the CPU provider's fusions, cpu_fuse.h), which
- * writes the last node's output while it still reads the first one's
- * inputs.  If the plan gave that output the bytes of an input that died
- * inside the chain, the kernel must compute into scratch and copy back
- * (densenet121 fp32: 95 such copies, 53 MB a run).  So the values that die
- * in such a run of nodes are freed at its end: end[k] is the run's last
- * node for each node of it (k itself elsewhere).  A run is a head and the
- * elementwise nodes of the next CHAIN_MAX that read it, with elementwise
- * nodes or Constants that do not (dynamic quantization's Mul of the two
- * scales) in between; frees deferred inside it cost a few blocks for a
- * few nodes. */
-enum { CHAIN_MAX = 8 };
-
-static int reads_run(const graph *g, size_t k, size_t j, const unsigned char *in_run)
-{
-	const graph_node *nx = &g->nodes[j];
-
-	for (int i = 0; i < nx->n_in; i++)
-		for (size_t r = k; r < j && nx->in[i] >= 0; r++)
-			for (int o = 0; in_run[r - k] && o < g->nodes[r].n_out; o++)
-				if (g->nodes[r].out[o] == nx->in[i])
-					return 1;
-	return 0;
-}
-
-static void chain_ends(const graph *g, int *end)
-{
-	static const char *const heads[] = {"Conv", "ConvInteger", "MatMul", "MatMulInteger",
-					    "Gemm", "BatchNormalization"};
-	static const char *const tails[] = {"Add", "Mul", "Div", "Cast", "Relu", "Clip",
-					    "LeakyRelu", "HardSigmoid", "HardSwish", "Sigmoid",
-					    "Tanh", "BatchNormalization", "Softmax", "Erf",
-					    "Gelu", "MatMul", "Constant"};
-
-	for (size_t k = 0; k < g->n_nodes; k++)
-		end[k] = (int)k;
-	for (size_t k = 0; k < g->n_nodes; k++) {
-		unsigned char in_run[CHAIN_MAX + 1] = {1};
-		size_t e = k;
-
-		if (!op_in(&g->nodes[k], heads, sizeof(heads) / sizeof(heads[0])))
-			continue;
-		for (size_t j = k + 1; j < g->n_nodes && j - k <= CHAIN_MAX; j++) {
-			if (!op_in(&g->nodes[j], tails, sizeof(tails) / sizeof(tails[0])))
-				break;
-			if ((in_run[j - k] = (unsigned char)reads_run(g, k, j, in_run)))
-				e = j;
-		}
-		for (size_t j = k; j <= e; j++)
-			end[j] = end[j] > (int)e ? end[j] : (int)e;
-		k = e;
-	}
-}
-
-/* Frees v's block now, or at the end of k's run when v comes from before
- * the run (what a fused kernel reads; the values made inside a run are not
- * written by it, and freeing them at once keeps the arena as small as
- * before: pend: per node, the values waiting for it, linked through next). */
-static void release(const graph *g, shm_arena *a, core_plan *p, int *last, const int *end,
-		    int *pend, int *next, int k, int v)
-{
-	int prod = g->values[v].producer;
-
-	last[v] = (int)g->n_nodes + 1;  /* never free twice */
-	if (end[k] > k && (prod < 0 || end[prod] != end[k])) {
-		next[v] = pend[end[k]];
-		pend[end[k]] = v;
-		return;
-	}
-	shm_arena_free(a, p->offset[v]);
-}
-
 static ortmk_status assign_offsets(const graph *g, core_plan *p)
 {
 	int *last = last_uses(g);
-	int *end = malloc((g->n_nodes + 1) * sizeof(int));
-	int *pend = malloc((g->n_nodes + 1) * sizeof(int));
-	int *next = malloc((g->n_values + 1) * sizeof(int));
 	shm_arena a;
 	ortmk_status st = ORTMK_OK;
 
-	if (!last || !end || !pend || !next || shm_arena_init(&a, UINT64_MAX / 4)) {
+	if (!last || shm_arena_init(&a, UINT64_MAX / 4)) {
 		free(last);
-		free(end);
-		free(pend);
-		free(next);
 		return core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
 	}
-	chain_ends(g, end);
-	for (size_t k = 0; k < g->n_nodes; k++)
-		pend[k] = -1;
 	for (size_t k = 0; k < g->n_nodes && st == ORTMK_OK; k++) {
 		const graph_node *n = &g->nodes[k];
 		int src = view_source(g, p, last, k);
@@ -215,24 +123,23 @@ static ortmk_status assign_offsets(const graph *g, core_plan *p)
 
 			/* Freed once, when k is its last use (or it is never used). */
 			if (v >= 0 && p->offset[v] != PLAN_NONE &&
-			    (last[v] == (int)k || (last[v] < (int)k && i >= n->n_in)))
-				release(g, &a, p, last, end, pend, next, (int)k, v);
+			    (last[v] == (int)k || (last[v] < (int)k && i >= n->n_in))) {
+				shm_arena_free(&a, p->offset[v]);
+				last[v] = (int)g->n_nodes + 1;  /* never free twice */
+			}
 		}
 		for (int i = 0; i < n->n_implicit; i++) {
 			int v = n->implicit[i];
 
-			if (p->offset[v] != PLAN_NONE && last[v] == (int)k)
-				release(g, &a, p, last, end, pend, next, (int)k, v);
+			if (p->offset[v] != PLAN_NONE && last[v] == (int)k) {
+				shm_arena_free(&a, p->offset[v]);
+				last[v] = (int)g->n_nodes + 1;
+			}
 		}
-		for (int v = pend[k]; v >= 0; v = next[v])
-			shm_arena_free(&a, p->offset[v]);
 	}
 	p->arena_size = a.high_water;
 	shm_arena_fini(&a);
 	free(last);
-	free(end);
-	free(pend);
-	free(next);
 	return st;
 }
 
