@@ -68,7 +68,7 @@ static int view_source(const graph *g, const core_plan *p, const int *last, size
 	const graph_node *n = &g->nodes[k];
 	int x, y, view = 0;
 
-	if (n->domain[0] && strcmp(n->domain, "ai.onnx") != 0)
+	if (n->domain[0])   /* the loader writes the default domain as "" */
 		return -1;
 	for (size_t i = 0; i < sizeof(views) / sizeof(views[0]); i++)
 		view |= strcmp(n->op_type, views[i]) == 0;

@@ -296,7 +296,7 @@ int shape_in_ints(const shape_ctx *c, int i, const int64_t **v)
 	return (int)t->ndata;
 }
 
-static int float_int(double d, int64_t *v)
+int shape_float_int(double d, int64_t *v)
 {
 	if (!(d >= -9007199254740992.0 && d <= 9007199254740992.0) || d != floor(d))
 		return -1;
@@ -336,11 +336,11 @@ static int decode_le(const uint8_t *p, int32_t et, int64_t *v)
 	case DT(FLOAT):
 		u = le_bits(p, 4);
 		memcpy(&f, &(uint32_t){ (uint32_t)u }, sizeof(f));
-		return float_int(f, v);
+		return shape_float_int(f, v);
 	case DT(DOUBLE):
 		u = le_bits(p, 8);
 		memcpy(&d, &u, sizeof(d));
-		return float_int(d, v);
+		return shape_float_int(d, v);
 	default:
 		return -1;
 	}
@@ -392,10 +392,10 @@ int shape_tensor_ints(const Onnx__TensorProto *tp, int64_t *out, size_t max)
 		else if (tp->n_int32_data == (size_t)n && et == DT(BOOL))
 			out[i] = tp->int32_data[i] != 0;
 		else if (et == DT(FLOAT) && tp->n_float_data == (size_t)n) {
-			if (float_int(tp->float_data[i], &out[i]) < 0)
+			if (shape_float_int(tp->float_data[i], &out[i]) < 0)
 				return -1;
 		} else if (et == DT(DOUBLE) && tp->n_double_data == (size_t)n) {
-			if (float_int(tp->double_data[i], &out[i]) < 0)
+			if (shape_float_int(tp->double_data[i], &out[i]) < 0)
 				return -1;
 		} else
 			return -1;

@@ -87,6 +87,8 @@ int shape_is_int(int32_t et);
 void shape_set_data(graph_tinfo *t, const int64_t *v, int64_t n);
 int shape_in_ints(const shape_ctx *c, int i, const int64_t **v);
 int shape_tensor_ints(const Onnx__TensorProto *tp, int64_t *out, size_t max);
+/* d as an int64 when it is integral and within +-2^53: 0, or -1. */
+int shape_float_int(double d, int64_t *v);
 
 /* shape.c: attributes (graph_attr_* without depending on graph.c). */
 const Onnx__AttributeProto *shape_attr(const shape_ctx *c, const char *name);

@@ -278,12 +278,9 @@ static int resize_scales(shape_ctx *c, int resize, int nax, int64_t *s)
 
 	if (!a || a->n_floats != (size_t)nax)
 		return -1;
-	for (int i = 0; i < nax; i++) {
-		if (!(a->floats[i] >= 0.0f && a->floats[i] <= 16777216.0f) ||
-		    a->floats[i] != (float)(int64_t)a->floats[i])
+	for (int i = 0; i < nax; i++)
+		if (shape_float_int(a->floats[i], &s[i]) < 0 || s[i] < 0 || s[i] > 16777216)
 			return -1;
-		s[i] = (int64_t)a->floats[i];
-	}
 	return 0;
 }
 

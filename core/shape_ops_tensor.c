@@ -105,31 +105,26 @@ int shape_fn_flatten(shape_ctx *c)
 }
 
 /* A transposed small tensor's data (torchvision's swin_t transposes its
- * pads [2, 4] -> [4, 2]): element i of o, unravelled, read at the permuted
- * index of x. */
+ * pads [2, 4] -> [4, 2]): o's dim d is x's dim perm[d], so element i of o,
+ * unravelled, is read at x's stride of that dim for each of its indices. */
 static void transpose_data(const graph_tinfo *x, graph_tinfo *o, const int64_t *perm,
 			   int has_perm)
 {
-	int64_t n = graph_tinfo_numel(o), v[MAXD];
+	int64_t n = graph_tinfo_numel(o), v[MAXD], xs[GRAPH_MAX_RANK], from[GRAPH_MAX_RANK];
 	int rank = o->rank;
 
 	if (!x->has_data || n < 0 || n > MAXD || x->ndata != n)
 		return;
+	for (int e = rank - 1; e >= 0; e--)
+		xs[e] = e == rank - 1 ? 1 : xs[e + 1] * x->dims[e + 1];
+	for (int d = 0; d < rank; d++)
+		from[d] = xs[has_perm ? perm[d] : rank - 1 - d];
 	for (int64_t i = 0; i < n; i++) {
-		int64_t rest = i, src = 0, idx[GRAPH_MAX_RANK], stride = 1;
+		int64_t rest = i, src = 0;
 
 		for (int d = rank - 1; d >= 0; d--) {
-			idx[d] = rest % o->dims[d];
+			src += rest % o->dims[d] * from[d];
 			rest /= o->dims[d];
-		}
-		/* x's index: dim perm[d] of x is o's dim d */
-		for (int e = rank - 1; e >= 0; e--) {
-			int d = 0;
-
-			while (d < rank && (has_perm ? perm[d] : rank - 1 - d) != e)
-				d++;
-			src += idx[d] * stride;
-			stride *= x->dims[e];
 		}
 		v[i] = x->data[src];
 	}
