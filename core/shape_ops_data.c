@@ -143,9 +143,10 @@ int shape_fn_constant(shape_ctx *c)
 		for (int i = 0; i < n && i < MAXD; i++) {
 			float f = list ? a->floats[i] : a->f;
 
-			/* INT64_MIN does not fit a float: no data for non-integers. */
-			v[i] = f >= -16777216.0f && f <= 16777216.0f && f == (float)(int64_t)f ?
-			       (int64_t)f : INT64_MIN;
+			/* INT64_MIN does not fit a float: no data for non-integers
+			 * (nor for integers past 2^24, which shape_set_data refuses). */
+			if (shape_float_int(f, &v[i]) < 0)
+				v[i] = INT64_MIN;
 		}
 	} else if (!strncmp(nm, "value_string", 12)) {
 		o->elem_type = DT(STRING);
