@@ -14,6 +14,10 @@
  *    before each of DenseNet's average pools) go: their readers read the
  *    input (NodeProto names rewritten), so nothing is copied and fusions
  *    see through them.
+ *  - A Pad of zeros over the spatial dims whose only reader is a Conv, or
+ *    an AveragePool that counts padding, becomes that reader's pads
+ *    (fold_pad_into_window): torch writes one before each of Inception's
+ *    average pools, a copy of the activation each.
  *
  * After the session's first type and shape inference, graph_fold_known
  * does the same for nodes whose outputs inference found to be known
@@ -33,6 +37,7 @@
 #include <string.h>
 
 #include "graph.h"
+#include "window.h"
 
 static int fold_constant(graph *g, const graph_node *n, char *err, size_t errlen)
 {
@@ -352,6 +357,169 @@ static int fold_passthrough(graph *g, const graph_node *n)
 	return 1;
 }
 
+static Onnx__AttributeProto *find_attr(const Onnx__NodeProto *p, const char *name)
+{
+	for (size_t i = 0; i < p->n_attribute; i++)
+		if (p->attribute[i]->name && strcmp(p->attribute[i]->name, name) == 0)
+			return p->attribute[i];
+	return NULL;
+}
+
+/* Attribute `name` of p as an empty one of `type`, added when absent;
+ * NULL without memory. */
+static Onnx__AttributeProto *put_attr(Onnx__NodeProto *p, const char *name,
+				      Onnx__AttributeProto__AttributeType type)
+{
+	Onnx__AttributeProto *a = find_attr(p, name), **grown;
+
+	if (a) {
+		a->type = type;
+		return a;
+	}
+	if (!(a = malloc(sizeof(*a))))
+		return NULL;
+	onnx__attribute_proto__init(a);
+	grown = realloc(p->attribute, (p->n_attribute + 1) * sizeof(*grown));
+	if (!grown || !(a->name = strdup(name))) {
+		if (grown)
+			p->attribute = grown;
+		free(a);
+		return NULL;
+	}
+	a->has_type = 1;
+	a->type = type;
+	p->attribute = grown;
+	p->attribute[p->n_attribute++] = a;
+	return a;
+}
+
+/* A constant-mode Pad of zeros over the spatial dims only (rank 3 to 5):
+ * its pads in ONNX's order (all begins, then all ends) and the rank, or 0. */
+static int pad_of_zeros(const graph *g, const graph_node *n, int64_t *pads, int *rank)
+{
+	const Onnx__AttributeProto *mode = find_attr(n->proto, "mode");
+	const Onnx__AttributeProto *a;
+	int64_t cnt;
+
+	if (mode && mode->s.len && (mode->s.len != 8 || memcmp(mode->s.data, "constant", 8) != 0))
+		return 0;
+	if (n->opset < 11) {
+		a = find_attr(n->proto, "pads");
+		if (!a || a->n_ints % 2 || a->n_ints > 2 * GRAPH_MAX_RANK)
+			return 0;
+		cnt = (int64_t)a->n_ints;
+		for (int64_t i = 0; i < cnt; i++)
+			pads[i] = a->ints[i];
+		a = find_attr(n->proto, "value");
+		if (a && a->f != 0.0f)
+			return 0;
+	} else {
+		const graph_value *p = n->n_in >= 2 && n->in[1] >= 0 ? &g->values[n->in[1]] : NULL;
+
+		if (!p || p->kind != GRAPH_VALUE_INITIALIZER || !p->init.data ||
+		    p->elem_type != ONNX__TENSOR_PROTO__DATA_TYPE__INT64 || p->init.nbytes % 16 ||
+		    p->init.nbytes > 16 * GRAPH_MAX_RANK)
+			return 0;
+		if (n->n_in >= 3 && n->in[2] >= 0 && init_is_zero(g, n->in[2]) != 1)
+			return 0;
+		if (n->n_in >= 4 && n->in[3] >= 0)
+			return 0;   /* axes (opset 18) */
+		cnt = (int64_t)(p->init.nbytes / 8);
+		memcpy(pads, p->init.data, (size_t)p->init.nbytes);
+	}
+	*rank = (int)(cnt / 2);
+	if (*rank < 3 || *rank > 5 || pads[0] || pads[1] || pads[*rank] || pads[*rank + 1])
+		return 0;
+	for (int64_t i = 0; i < cnt; i++)
+		if (pads[i] < 0 || pads[i] > INT32_MAX / 4)
+			return 0;
+	return 1;
+}
+
+/* A zero Pad whose only reader is a Conv, or an AveragePool that counts
+ * padding (count_include_pad, or no pads of its own) without ceil_mode,
+ * both with explicit pads (auto_pad NOTSET): the reader takes the padding
+ * as its own pads (an AveragePool then counting it) and reads Pad's
+ * input.  torch writes one before each of Inception's average pools
+ * (avg_pool2d's padding counted): a copy of the activation per pool. */
+static int fold_pad_into_window(graph *g, const graph_node *n)
+{
+	int src = n->n_in > 0 ? n->in[0] : -1, out = n->n_out > 0 ? n->out[0] : -1, rank, nsp;
+	int64_t pads[2 * GRAPH_MAX_RANK], merged[2 * GRAPH_MAX_RANK];
+	graph_node *m = NULL;
+	Onnx__NodeProto *p;
+	Onnx__AttributeProto *a;
+	int avg;
+	char *name;
+
+	if (src < 0 || out < 0 || g->values[out].is_graph_output || !pad_of_zeros(g, n, pads, &rank))
+		return 0;
+	for (size_t k = 0; k < g->n_nodes; k++) {
+		graph_node *r = &g->nodes[k];
+
+		for (int i = 0; i < r->n_implicit; i++)
+			if (r->implicit[i] == out)
+				return 0;
+		for (int i = 0; i < r->n_in; i++)
+			if (r->in[i] == out) {
+				if (m || i != 0)
+					return 0;
+				m = r;
+			}
+	}
+	if (!m || m->domain[0] || onnx_auto_pad(m->proto) != ONNX_PAD_NOTSET)
+		return 0;
+	avg = strcmp(m->op_type, "AveragePool") == 0;
+	if (!avg && strcmp(m->op_type, "Conv") != 0)
+		return 0;
+	p = (Onnx__NodeProto *)m->proto;
+	nsp = rank - 2;
+	a = find_attr(p, "pads");
+	if (a && a->n_ints && a->n_ints != (size_t)(2 * nsp))
+		return 0;
+	for (int i = 0; i < 2 * nsp; i++)
+		merged[i] = (a && a->n_ints ? a->ints[i] : 0);
+	if (avg) {
+		const Onnx__AttributeProto *ceil = find_attr(p, "ceil_mode");
+		const Onnx__AttributeProto *cip = find_attr(p, "count_include_pad");
+		int own = 0;
+
+		for (int i = 0; i < 2 * nsp; i++)
+			own |= merged[i] != 0;
+		if ((ceil && ceil->i) || (own && !(cip && cip->i)))
+			return 0;
+	}
+	for (int i = 0; i < nsp; i++) {
+		merged[i] += pads[2 + i];
+		merged[nsp + i] += pads[rank + 2 + i];
+	}
+	if (!(a = put_attr(p, "pads", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS)))
+		return -ENOMEM;
+	if (a->n_ints != (size_t)(2 * nsp)) {
+		int64_t *ints = malloc(2 * (size_t)nsp * sizeof(int64_t));
+
+		if (!ints)
+			return -ENOMEM;
+		free(a->ints);
+		a->ints = ints;
+		a->n_ints = 2 * (size_t)nsp;
+	}
+	memcpy(a->ints, merged, 2 * (size_t)nsp * sizeof(int64_t));
+	if (avg) {
+		if (!(a = put_attr(p, "count_include_pad", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT)))
+			return -ENOMEM;
+		a->has_i = 1;
+		a->i = 1;
+	}
+	if (!(name = strdup(g->values[src].name)))
+		return -ENOMEM;
+	free(p->input[0]);
+	p->input[0] = name;
+	m->in[0] = src;
+	g->values[out].producer = -1;
+	return 1;
+}
+
 int graph_fold(graph *g, char *err, size_t errlen)
 {
 	unsigned char *gone = calloc(g->n_nodes + 1, 1);
@@ -373,6 +541,8 @@ int graph_fold(graph *g, char *err, size_t errlen)
 			rc = fold_passthrough(g, n);
 		else if (strcmp(n->op_type, "Pad") == 0 && pad_passes(g, n))
 			rc = fold_passthrough(g, n);
+		else if (strcmp(n->op_type, "Pad") == 0)
+			rc = fold_pad_into_window(g, n);
 		else
 			rc = 0;
 		if (rc > 0) {
