@@ -6,6 +6,10 @@
  *  - one group whose filter is short (input channels x taps <= 160, not
  *    1x1, stride 1 or 2, rows of at least 8 pixels, an AVX-512 CPU): a
  *    direct kernel, 16 pixels a vector (conv_direct.c): first layers;
+ *  - one group of at least 16 input and 16 output channels and more than
+ *    one tap, 1-D or 2-D, on a CPU whose best ISA is AVX2 + FMA: the
+ *    input band transposed to channels-last, six output pixels by sixteen
+ *    output channels a tile (conv_nhwc.c), unless Winograd below takes it;
  *  - grouped with at most 32 input and output channels a group: a direct
  *    kernel over padded planes, channels in blocks of 8 (conv_grouped.c);
  *  - depthwise (one input and one output channel per group): a direct
@@ -154,6 +158,42 @@ static int pack_grouped(cpu_node *node, conv_state *st, char *err, size_t n)
 	return 0;
 }
 
+typedef struct npack_arg {
+	const float *w;
+	int64_t Mg, Cg, taps;
+} npack_arg;
+
+static int npack_fill(void *dst, size_t size, void *arg)
+{
+	const npack_arg *a = arg;
+
+	(void)size;
+	conv_nhwc_pack(a->w, a->Mg, a->Cg, a->taps, dst);
+	return 0;
+}
+
+/* A constant one-group filter conv_nhwc.c takes. */
+static int pack_nhwc(cpu_node *node, conv_state *st, char *err, size_t n)
+{
+	const cpu_tensor *W = cpu_node_const(node, 1);
+	npack_arg a;
+
+	if (st->group != 1 || !W || W->dtype != CPU_FLOAT || (W->rank != 3 && W->rank != 4))
+		return 0;
+	a.w = W->data;
+	a.Mg = W->dims[0];
+	a.Cg = W->dims[1];
+	a.taps = W->dims[2] * (W->rank == 4 ? W->dims[3] : 1);
+	if (!conv_nhwc_takes(a.Cg, a.taps, a.Mg) || conv_direct_takes(a.Cg, a.taps, a.Mg))
+		return 0;
+	st->nhwc = cpu_prepack(node, 1, "conv-nhwc-v1", conv_nhwc_wsize(a.Mg, a.Cg, a.taps),
+			       npack_fill, &a, err, n);
+	if (!st->nhwc)
+		return CPU_E_NOMEM;
+	st->nhwc_src = W->data;
+	return 0;
+}
+
 static int conv_prepare(cpu_node *node, char *err, size_t n)
 {
 	conv_state *st = calloc(1, sizeof(*st));
@@ -172,8 +212,10 @@ static int conv_prepare(cpu_node *node, char *err, size_t n)
 	if (!rc)
 		rc = pack_grouped(node, st, err, n);
 	if (!rc && !st->gpacked)
+		rc = pack_nhwc(node, st, err, n);
+	if (!rc && !st->gpacked)
 		rc = conv_wino_prepare(node, st, err, n);
-	if (!rc && !st->wino && !st->gpacked)
+	if (!rc && !st->wino && !st->gpacked && !st->nhwc)
 		rc = pack_const_filter(node, st, err, n);
 	return rc;
 }
@@ -554,6 +596,20 @@ static int conv_compute(cpu_ctx *ctx)
 				return rc;
 		}
 		return cpu_fuse_end(ctx, &fr, 1);
+	}
+	if (conv_nhwc_fits(&j, G)) {
+		const float *wp = st->nhwc && wd == st->nhwc_src ? st->nhwc : NULL;
+
+		if (!wp) {
+			float *s = cpu_scratch(ctx, conv_nhwc_wsize(j.Mg, j.Cg, j.ksz / j.Cg));
+
+			if (!s)
+				return CPU_E_NOMEM;
+			conv_nhwc_pack(wd, j.Mg, j.Cg, j.ksz / j.Cg, s);
+			wp = s;
+		}
+		rc = conv_nhwc_run(ctx, &j, N, X->data, wp, B ? B->data : NULL, fr.y->data);
+		return rc ? rc : cpu_fuse_end(ctx, &fr, 1);
 	}
 	if (j.Cg == 1 && j.Mg == 1) {
 		if (conv_dw_fits(&j))

@@ -30,6 +30,10 @@ typedef struct conv_state {
 	 * conv_grouped.c, made from gw_src; NULL when not. */
 	const float *gpacked;
 	const float *gw_src;
+	/* One group for conv_nhwc.c: the filter in its layout, made from
+	 * nhwc_src; NULL when not. */
+	const float *nhwc;
+	const float *nhwc_src;
 } conv_state;
 
 /* One call's geometry: per group Cg input and Mg output channels, ksz =
@@ -90,6 +94,20 @@ int conv_direct_takes(int64_t Cg, int64_t taps, int64_t Mg);
 int conv_direct_fits(const conv_job *j, int64_t group);
 int conv_direct_run(cpu_ctx *ctx, const conv_job *j, int64_t N, const float *x,
 		    const float *wpacked, const float *b, float *y);
+
+/* conv_nhwc.c: one group, 1-D and 2-D, a filter of more than one tap,
+ * at least CONV_NHWC_MIN_C input and CONV_NHWC_MIN_M output channels, on
+ * a CPU whose best ISA is AVX2 + FMA (ORTMK_CPU_CONV_NHWC=0 turns it
+ * off).  The filter is laid out by conv_nhwc_pack into conv_nhwc_wsize
+ * bytes. */
+#define CONV_NHWC_MIN_C 16
+#define CONV_NHWC_MIN_M 16
+int conv_nhwc_takes(int64_t Cg, int64_t taps, int64_t Mg);
+int conv_nhwc_fits(const conv_job *j, int64_t group);
+size_t conv_nhwc_wsize(int64_t Mg, int64_t Cg, int64_t taps);
+void conv_nhwc_pack(const float *w, int64_t Mg, int64_t Cg, int64_t taps, float *dst);
+int conv_nhwc_run(cpu_ctx *ctx, const conv_job *j, int64_t N, const float *x,
+		  const float *wpacked, const float *b, float *y);
 
 /* conv_taps.c: a dilated one-group convolution whose taps' in-image
  * outputs cover at most 60% of taps x outputs, as one product per tap

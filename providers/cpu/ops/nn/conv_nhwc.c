@@ -1,0 +1,422 @@
+/*
+ * conv_nhwc: one-group 1-D and 2-D convolutions with a filter of several
+ * taps and at least CONV_NHWC_MIN_C input and CONV_NHWC_MIN_M output
+ * channels, for conv.c, on CPUs whose best ISA is AVX2 + FMA.
+ *
+ * Through the GEMM such a layer (Inception's 3x3, 5x5, 1x7 and 7x1 layers,
+ * 32 to 288 input channels) packs the im2col of its input, each element
+ * then used by only the output channels' rows, and reached 42-54 GFLOP/s
+ * in the model on Zen 3 where ONNX Runtime's channel-blocked kernels reach
+ * 70-81.  Here a band of input rows is transposed once into channels-last
+ * order, zero-padded (the pixel's channels consecutive), and each tile of
+ * six output pixels of a row times sixteen output channels accumulates in
+ * twelve registers: for every tap and input channel, two vectors of the
+ * filter (sixteen output channels) and six broadcast input values, twelve
+ * multiply-adds for eight loads.  The filter is laid out at load as
+ * [block of 16 output channels][tap][input channel][16], so that a tile
+ * reads it in order.  A finished output row ([pixel][16] in a row buffer)
+ * goes to Y through 8 x 8 transposes, the residual and Relu or Clip on
+ * the way; another fused activation runs over each finished band.
+ *
+ * Work is split over the pool by (image, band of output rows); a member
+ * transposes its band's input rows into its scratch and then computes
+ * every block of output channels over the band (the band is re-read from
+ * cache per block, the filter block stays in L2 over the band).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conv_impl.h"
+#include "gemm.h"
+#include "par.h"
+
+#define CN_M 16   /* output channels a block: two vectors */
+#define CN_P 6    /* output pixels a tile */
+#define CN_BAND_MIN 96     /* output pixels a band, at least (where the image has them) */
+#define CN_BAND_MAX 2048   /* ... at most */
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define CN_X86 1
+#include <immintrin.h>
+#endif
+
+size_t conv_nhwc_wsize(int64_t Mg, int64_t Cg, int64_t taps)
+{
+	return (size_t)((Mg + CN_M - 1) / CN_M * taps * Cg * CN_M) * sizeof(float);
+}
+
+void conv_nhwc_pack(const float *w, int64_t Mg, int64_t Cg, int64_t taps, float *dst)
+{
+	for (int64_t b = 0; b < (Mg + CN_M - 1) / CN_M; b++)
+		for (int64_t t = 0; t < taps; t++)
+			for (int64_t c = 0; c < Cg; c++)
+				for (int64_t i = 0; i < CN_M; i++) {
+					int64_t m = b * CN_M + i;
+
+					*dst++ = m < Mg ? w[(m * Cg + c) * taps + t] : 0.0f;
+				}
+}
+
+int conv_nhwc_takes(int64_t Cg, int64_t taps, int64_t Mg)
+{
+#ifdef CN_X86
+	static int env = -1;
+
+	if (env < 0) {
+		const char *e = getenv("ORTMK_CPU_CONV_NHWC");
+
+		env = !(e && e[0] == '0');
+	}
+	return env && gemm_isa_best() == GEMM_ISA_AVX2 && taps > 1 && Cg >= CONV_NHWC_MIN_C &&
+	       Mg >= CONV_NHWC_MIN_M;
+#else
+	(void)Cg;
+	(void)taps;
+	(void)Mg;
+	return 0;
+#endif
+}
+
+int conv_nhwc_fits(const conv_job *j, int64_t group)
+{
+	const cpu_geom *g = &j->g;
+
+	return group == 1 && g->k[0] == 1 && g->in[0] == 1 && g->out[0] == 1 &&
+	       conv_nhwc_takes(j->Cg, j->ksz / j->Cg, j->Mg);
+}
+
+#ifdef CN_X86
+
+#define CN_TARGET __attribute__((target("avx2,fma")))
+
+typedef struct cn_job {
+	const conv_job *j;
+	const float *x, *w, *b;   /* w: conv_nhwc_pack's layout */
+	float *y;
+	int64_t bands, band_rows;
+	int64_t mgroups, group_blocks;   /* output channel blocks split in groups */
+	int64_t PW;               /* pixels a padded band row */
+	int64_t rows_max;         /* padded rows a band reads */
+	int64_t member_floats;    /* the band, then its results: band_rows x OW x 16 */
+	float *scratch;
+	int clamp;                /* Relu or Clip in the store: [lo, hi] */
+	float lo, hi;
+	const cpu_fusion *act;    /* else an activation over each finished band */
+} cn_job;
+
+/* 8 x 8 transpose: v[k][i] becomes v[i][k]. */
+static inline __attribute__((always_inline)) CN_TARGET void cn_transpose8(__m256 *v)
+{
+	__m256 t0 = _mm256_unpacklo_ps(v[0], v[1]), t1 = _mm256_unpackhi_ps(v[0], v[1]);
+	__m256 t2 = _mm256_unpacklo_ps(v[2], v[3]), t3 = _mm256_unpackhi_ps(v[2], v[3]);
+	__m256 t4 = _mm256_unpacklo_ps(v[4], v[5]), t5 = _mm256_unpackhi_ps(v[4], v[5]);
+	__m256 t6 = _mm256_unpacklo_ps(v[6], v[7]), t7 = _mm256_unpackhi_ps(v[6], v[7]);
+	__m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xee);
+	__m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xee);
+	__m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xee);
+	__m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xee);
+
+	v[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
+	v[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+	v[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
+	v[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+	v[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
+	v[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+	v[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
+	v[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+
+/* Padded rows [r0, r1) (padded row r is input row r - pt) of image x into
+ * xp, channels last: pixel (r, col) at xp + ((r - r0) * PW + col) * Cg;
+ * padding and the columns past the image are zero. */
+static CN_TARGET void cn_band_in(const cn_job *d, const float *x, int64_t r0, int64_t r1,
+				 float *xp)
+{
+	const cpu_geom *g = &d->j->g;
+	int64_t IH = g->in[1], IW = g->in[2], pt = g->pb[1], pl = g->pb[2], C = d->j->Cg;
+	int64_t PW = d->PW;
+
+	for (int64_t r = r0; r < r1; r++) {
+		float *row = xp + (r - r0) * PW * C;
+		int64_t ih = r - pt, c = 0;
+
+		if (ih < 0 || ih >= IH) {
+			memset(row, 0, (size_t)(PW * C) * sizeof(float));
+			continue;
+		}
+		memset(row, 0, (size_t)(pl * C) * sizeof(float));
+		memset(row + (pl + IW) * C, 0, (size_t)((PW - pl - IW) * C) * sizeof(float));
+		row += pl * C;
+		for (; c + 8 <= C; c += 8) {
+			const float *src = x + (c * IH + ih) * IW;
+			int64_t iw = 0;
+
+			for (; iw + 8 <= IW; iw += 8) {
+				__m256 v[8];
+
+				for (int k = 0; k < 8; k++)
+					v[k] = _mm256_loadu_ps(src + k * IH * IW + iw);
+				cn_transpose8(v);
+				for (int k = 0; k < 8; k++)
+					_mm256_storeu_ps(row + (iw + k) * C + c, v[k]);
+			}
+			for (; iw < IW; iw++)
+				for (int k = 0; k < 8; k++)
+					row[iw * C + c + k] = src[k * IH * IW + iw];
+		}
+		for (; c < C; c++) {
+			const float *src = x + (c * IH + ih) * IW;
+
+			for (int64_t iw = 0; iw < IW; iw++)
+				row[iw * C + c] = src[iw];
+		}
+	}
+}
+
+/* P (1 to 6) output pixels (pixel p's first input at xq[p]) times the
+ * sixteen output channels of filter block w, over every tap (kernel row
+ * kh at kh * rowf floats, column kw at kw * colf) and input channel, from
+ * the bias (b0, b1), into out[pixel][16].  Named accumulators, not an
+ * array: gcc spilled an array of them. */
+static inline __attribute__((always_inline)) CN_TARGET void
+cn_tile(const float *const *xq, const float *w, int64_t C, int KH, int KW, int64_t rowf,
+	int64_t colf, __m256 b0, __m256 b1, float *out, int P)
+{
+	__m256 a00 = b0, a01 = b1, a10 = b0, a11 = b1, a20 = b0, a21 = b1;
+	__m256 a30 = b0, a31 = b1, a40 = b0, a41 = b1, a50 = b0, a51 = b1;
+
+	for (int kh = 0; kh < KH; kh++)
+		for (int kw = 0; kw < KW; kw++) {
+			int64_t o = kh * rowf + kw * colf;
+			const float *x0 = xq[0] + o, *x1 = xq[1] + o, *x2 = xq[2] + o;
+			const float *x3 = xq[3] + o, *x4 = xq[4] + o, *x5 = xq[5] + o;
+			const float *wt = w + (kh * KW + kw) * C * CN_M;
+
+			for (int64_t c = 0; c < C; c++) {
+				__m256 w0 = _mm256_loadu_ps(wt), w1 = _mm256_loadu_ps(wt + 8), v;
+
+				wt += CN_M;
+#define CN_PIXEL(p, xp, a0, a1)                                                            \
+	if (P > (p)) {                                                                     \
+		v = _mm256_broadcast_ss(xp + c);                                           \
+		a0 = _mm256_fmadd_ps(v, w0, a0);                                           \
+		a1 = _mm256_fmadd_ps(v, w1, a1);                                           \
+	}
+				CN_PIXEL(0, x0, a00, a01)
+				CN_PIXEL(1, x1, a10, a11)
+				CN_PIXEL(2, x2, a20, a21)
+				CN_PIXEL(3, x3, a30, a31)
+				CN_PIXEL(4, x4, a40, a41)
+				CN_PIXEL(5, x5, a50, a51)
+#undef CN_PIXEL
+			}
+		}
+#define CN_OUT(p, a0, a1)                                                                  \
+	if (P > (p)) {                                                                     \
+		_mm256_storeu_ps(out + (p) * CN_M, a0);                                    \
+		_mm256_storeu_ps(out + (p) * CN_M + 8, a1);                                \
+	}
+	CN_OUT(0, a00, a01) CN_OUT(1, a10, a11) CN_OUT(2, a20, a21)
+	CN_OUT(3, a30, a31) CN_OUT(4, a40, a41) CN_OUT(5, a50, a51)
+#undef CN_OUT
+}
+
+/* Row buffer rb ([pixel][16], OW pixels) to channels [m0, m0 + nm) of
+ * output row y (plane stride osz; the residual at res, same layout), with
+ * the clamp. */
+static CN_TARGET void cn_row_out(const cn_job *d, const float *rb, int64_t OW, float *y,
+				 const float *res, int64_t osz, int nm)
+{
+	__m256 lo = _mm256_set1_ps(d->lo), hi = _mm256_set1_ps(d->hi);
+	int64_t p = 0;
+
+	for (; p + 8 <= OW; p += 8)
+		for (int h = 0; h < nm; h += 8) {
+			__m256 v[8];
+
+			for (int k = 0; k < 8; k++)
+				v[k] = _mm256_loadu_ps(rb + (p + k) * CN_M + h);
+			cn_transpose8(v);
+			for (int k = 0; k < 8 && h + k < nm; k++) {
+				int64_t at = (h + k) * osz + p;
+
+				if (res)
+					v[k] = _mm256_add_ps(v[k], _mm256_loadu_ps(res + at));
+				/* max(lo, x), min(hi, x): x itself when NaN */
+				if (d->clamp)
+					v[k] = _mm256_min_ps(hi, _mm256_max_ps(lo, v[k]));
+				_mm256_storeu_ps(y + at, v[k]);
+			}
+		}
+	for (; p < OW; p++)
+		for (int m = 0; m < nm; m++) {
+			float v = rb[p * CN_M + m] + (res ? res[m * osz + p] : 0.0f);
+
+			if (d->clamp && v == v)
+				v = v < d->lo ? d->lo : v > d->hi ? d->hi : v;
+			y[m * osz + p] = v;
+		}
+}
+
+/* Output rows [oh0, oh1) of image n from its band xp (padded rows from
+ * oh0 * sh), blocks [mb0, mb1) of sixteen output channels. */
+static inline __attribute__((always_inline)) CN_TARGET void
+cn_rows(const cn_job *d, const float *xp, float *rb, int64_t n, int64_t oh0, int64_t oh1,
+	int64_t mb0, int64_t mb1, int KH, int KW)
+{
+	const conv_job *j = d->j;
+	const cpu_geom *g = &j->g;
+	int64_t C = j->Cg, OW = g->out[2], osz = j->osz, PW = d->PW;
+	int64_t rowf = g->d[1] * PW * C, colf = g->d[2] * C;
+	int64_t wblock = KH * KW * C * CN_M;
+
+	for (int64_t m0 = mb0 * CN_M; m0 < j->Mg && m0 < mb1 * CN_M; m0 += CN_M) {
+		int nm = (int)(j->Mg - m0 < CN_M ? j->Mg - m0 : CN_M);
+		const float *w = d->w + m0 / CN_M * wblock;
+		float bias[CN_M] = {0};
+		__m256 b0, b1;
+
+		for (int m = 0; d->b && m < nm; m++)
+			bias[m] = d->b[m0 + m];
+		b0 = _mm256_loadu_ps(bias);
+		b1 = _mm256_loadu_ps(bias + 8);
+		/* the band's output pixels in order, six a tile whatever their row
+		 * (a 7 x 7 image: eight tiles and one pixel, not seven rows of a
+		 * tile and a one-pixel tail, each streaming the filter block) */
+		int64_t done = 0, np = (oh1 - oh0) * OW, oh = oh0;
+
+		for (int64_t p0 = 0; p0 < np; p0 += CN_P) {
+			const float *xq[CN_P];
+			int P = (int)(np - p0 < CN_P ? np - p0 : CN_P);
+
+			for (int i = 0; i < CN_P; i++) {
+				int64_t q = p0 + (i < P ? i : 0), r = q / OW, c = q % OW;
+
+				xq[i] = xp + (r * g->s[1] * PW + c * g->s[2]) * C;
+			}
+			if (P == CN_P)
+				cn_tile(xq, w, C, KH, KW, rowf, colf, b0, b1, rb + p0 * CN_M, CN_P);
+			else
+				switch (P) {
+#define CN_TAIL(P)                                                                         \
+	case P:                                                                            \
+		cn_tile(xq, w, C, KH, KW, rowf, colf, b0, b1, rb + p0 * CN_M, P);          \
+		break;
+				CN_TAIL(1) CN_TAIL(2) CN_TAIL(3) CN_TAIL(4) CN_TAIL(5)
+#undef CN_TAIL
+				default: break;
+				}
+			/* rows finished: to Y while their results are in cache */
+			for (; done + OW <= p0 + P; done += OW, oh++) {
+				int64_t yoff = (n * j->Mg + m0) * osz + oh * OW;
+
+				cn_row_out(d, rb + done * CN_M, OW, d->y + yoff,
+					   j->res ? (const float *)j->res->data + yoff : NULL, osz,
+					   nm);
+			}
+		}
+	}
+}
+
+static CN_TARGET void cn_band(const cn_job *d, const float *xp, float *rb, int64_t n,
+			      int64_t oh0, int64_t oh1, int64_t mb0, int64_t mb1)
+{
+	const cpu_geom *g = &d->j->g;
+	int64_t kh = g->k[1], kw = g->k[2];
+
+	if (kh == 3 && kw == 3)
+		cn_rows(d, xp, rb, n, oh0, oh1, mb0, mb1, 3, 3);
+	else if (kh == 5 && kw == 5)
+		cn_rows(d, xp, rb, n, oh0, oh1, mb0, mb1, 5, 5);
+	else
+		cn_rows(d, xp, rb, n, oh0, oh1, mb0, mb1, (int)kh, (int)kw);
+}
+
+static void cn_range(void *arg, int64_t i0, int64_t i1, int member)
+{
+	const cn_job *d = arg;
+	const conv_job *j = d->j;
+	const cpu_geom *g = &j->g;
+	int64_t isz = g->in[1] * g->in[2], OH = g->out[1], OW = g->out[2], sh = g->s[1];
+	float *xp = d->scratch + member * d->member_floats;
+	float *rb = xp + d->rows_max * d->PW * j->Cg;
+
+	for (int64_t it = i0; it < i1; it++) {
+		int64_t grp = it % d->mgroups, band = it / d->mgroups % d->bands;
+		int64_t n = it / d->mgroups / d->bands, oh0 = band * d->band_rows;
+		int64_t oh1 = oh0 + d->band_rows < OH ? oh0 + d->band_rows : OH;
+		int64_t mb0 = grp * d->group_blocks, mb1 = mb0 + d->group_blocks;
+
+		/* a band read by several groups is transposed by each (small
+		 * images, where the groups are what splits the work) */
+		cn_band_in(d, d->x + n * j->Cg * isz, oh0 * sh,
+			   (oh1 - 1) * sh + (g->k[1] - 1) * g->d[1] + 1, xp);
+		cn_band(d, xp, rb, n, oh0, oh1, mb0, mb1);
+		for (int64_t m = mb0 * CN_M; d->act && m < j->Mg && m < mb1 * CN_M; m++)
+			cpu_fuse_act_apply(d->act, d->y + (n * j->Mg + m) * j->osz + oh0 * OW,
+					   (oh1 - oh0) * OW);
+	}
+}
+
+int conv_nhwc_run(cpu_ctx *ctx, const conv_job *j, int64_t N, const float *x,
+		  const float *wpacked, const float *b, float *y)
+{
+	const cpu_geom *g = &j->g;
+	int64_t OH = g->out[1], OW = g->out[2], bands, span, blocks = (j->Mg + CN_M - 1) / CN_M;
+	int64_t items;
+	int members = cpu_par_members(ctx);
+	cn_job d = {.j = j, .x = x, .w = wpacked, .b = b, .y = y, .act = j->act,
+		    .lo = -INFINITY, .hi = INFINITY};
+
+	if (j->relu || (j->act && j->act->act == CPU_FUSE_ACT_CLIP &&
+			j->act->act_a <= j->act->act_b)) {
+		d.clamp = 1;
+		d.lo = j->relu ? 0.0f : j->act->act_a;
+		d.hi = j->relu ? INFINITY : j->act->act_b;
+		d.act = NULL;
+	}
+	/* A padded row holds every column a tap reads. */
+	span = (OW - 1) * g->s[2] + (g->k[2] - 1) * g->d[2] + 1;
+	d.PW = span > g->pb[2] + g->in[2] ? span : g->pb[2] + g->in[2];
+	/* Work items: (image, band of rows, group of channel blocks), about
+	 * four a member when the batch does not feed the pool, by bands of at
+	 * least CN_BAND_MIN pixels (a tile streams its filter block: a 7 x 7
+	 * image cut into rows spent more on that than on the products), then
+	 * by groups of channel blocks.  A band is at most CN_BAND_MAX pixels
+	 * (its results wait in scratch). */
+	items = N >= 2 * members ? N : 4 * members;
+	bands = (items + N - 1) / N;
+	if (bands > OH * OW / CN_BAND_MIN)
+		bands = OH * OW / CN_BAND_MIN;
+	if (bands < (OH * OW + CN_BAND_MAX - 1) / CN_BAND_MAX)
+		bands = (OH * OW + CN_BAND_MAX - 1) / CN_BAND_MAX;
+	bands = bands < 1 ? 1 : bands < OH ? bands : OH;
+	d.band_rows = (OH + bands - 1) / bands;
+	d.bands = (OH + d.band_rows - 1) / d.band_rows;
+	d.mgroups = members > 1 ? (items + N * d.bands - 1) / (N * d.bands) : 1;
+	d.mgroups = d.mgroups < blocks ? d.mgroups : blocks;
+	d.group_blocks = (blocks + d.mgroups - 1) / d.mgroups;
+	d.mgroups = (blocks + d.group_blocks - 1) / d.group_blocks;
+	d.rows_max = (d.band_rows - 1) * g->s[1] + (g->k[1] - 1) * g->d[1] + 1;
+	d.member_floats = (d.rows_max * d.PW * j->Cg + d.band_rows * OW * CN_M);
+	d.scratch = cpu_scratch(ctx, (size_t)members * (size_t)d.member_floats * sizeof(float));
+	if (!d.scratch)
+		return CPU_E_NOMEM;
+	/* ~0.03 ns a multiply-add, plus the transposed copy */
+	cpu_par_for(ctx, N * d.bands * d.mgroups,
+		    0.03 * (double)(j->Mg * j->ksz * j->osz) / (double)(d.bands * d.mgroups) +
+		    0.5 * (double)(d.rows_max * d.PW * j->Cg), 1, cn_range, &d);
+	return 0;
+}
+
+#else
+
+int conv_nhwc_run(cpu_ctx *ctx, const conv_job *j, int64_t N, const float *x,
+		  const float *wpacked, const float *b, float *y)
+{
+	(void)ctx, (void)j, (void)N, (void)x, (void)wpacked, (void)b, (void)y;
+	return CPU_E_INVALID;
+}
+
+#endif
