@@ -134,6 +134,11 @@ static const bench_case cases[] = {
 	 {{1, 128, 17, 17}, {128, 128, 1, 7}}, {{"pads", 4, {0, 3, 0, 3}}}},
 	{"conv 7x1 1x160x17x17 -> 192 (inception)", "Conv", 2, {4, 4},
 	 {{1, 160, 17, 17}, {192, 160, 7, 1}}, {{"pads", 4, {3, 0, 3, 0}}}},
+	/* ResNet-50's strided 1x1 (downsample) layers */
+	{"conv 1x1/2 1x256x56x56 -> 512 (resnet50)", "Conv", 2, {4, 4},
+	 {{1, 256, 56, 56}, {512, 256, 1, 1}}, {{"strides", 2, {2, 2}}}},
+	{"conv 1x1/2 1x1024x14x14 -> 2048 (resnet50)", "Conv", 2, {4, 4},
+	 {{1, 1024, 14, 14}, {2048, 1024, 1, 1}}, {{"strides", 2, {2, 2}}}},
 	/* the example CNN's (examples/, docs/PERFORMANCE.md) */
 	{"conv cnn 1x3x32x32 -> 16 3x3", "Conv", 2, {4, 4}, {{1, 3, 32, 32}, {16, 3, 3, 3}},
 	 {{"pads", 4, {1, 1, 1, 1}}}},
