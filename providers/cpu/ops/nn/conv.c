@@ -7,7 +7,7 @@
  *    1x1, stride 1 or 2, rows of at least 8 pixels, an AVX-512 CPU): a
  *    direct kernel, 16 pixels a vector (conv_direct.c): first layers;
  *  - one group of at least 16 input and 16 output channels and more than
- *    one tap, 1-D or 2-D, on a CPU whose best ISA is AVX2 + FMA: the
+ *    one tap, 1-D to 3-D, on a CPU whose best ISA is AVX2 + FMA: the
  *    input band transposed to channels-last, six output pixels by sixteen
  *    output channels a tile (conv_nhwc.c), unless Winograd below takes it;
  *  - grouped with at most 32 input and output channels a group: a direct
@@ -178,12 +178,14 @@ static int pack_nhwc(cpu_node *node, conv_state *st, char *err, size_t n)
 	const cpu_tensor *W = cpu_node_const(node, 1);
 	npack_arg a;
 
-	if (st->group != 1 || !W || W->dtype != CPU_FLOAT || (W->rank != 3 && W->rank != 4))
+	if (st->group != 1 || !W || W->dtype != CPU_FLOAT || W->rank < 3 || W->rank > 5)
 		return 0;
 	a.w = W->data;
 	a.Mg = W->dims[0];
 	a.Cg = W->dims[1];
-	a.taps = W->dims[2] * (W->rank == 4 ? W->dims[3] : 1);
+	a.taps = 1;
+	for (int i = 2; i < W->rank; i++)
+		a.taps *= W->dims[i];
 	if (!conv_nhwc_takes(a.Cg, a.taps, a.Mg) || conv_direct_takes(a.Cg, a.taps, a.Mg))
 		return 0;
 	st->nhwc = cpu_prepack(node, 1, "conv-nhwc-v1", conv_nhwc_wsize(a.Mg, a.Cg, a.taps),

@@ -95,7 +95,7 @@ int conv_direct_fits(const conv_job *j, int64_t group);
 int conv_direct_run(cpu_ctx *ctx, const conv_job *j, int64_t N, const float *x,
 		    const float *wpacked, const float *b, float *y);
 
-/* conv_nhwc.c: one group, 1-D and 2-D, a filter of more than one tap,
+/* conv_nhwc.c: one group, 1-D to 3-D, a filter of more than one tap,
  * at least CONV_NHWC_MIN_C input and CONV_NHWC_MIN_M output channels, on
  * a CPU whose best ISA is AVX2 + FMA (ORTMK_CPU_CONV_NHWC=0 turns it
  * off).  The filter is laid out by conv_nhwc_pack into conv_nhwc_wsize

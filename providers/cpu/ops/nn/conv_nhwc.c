@@ -1,27 +1,31 @@
 /*
- * conv_nhwc: one-group 1-D and 2-D convolutions with a filter of several
- * taps and at least CONV_NHWC_MIN_C input and CONV_NHWC_MIN_M output
- * channels, for conv.c, on CPUs whose best ISA is AVX2 + FMA.
+ * conv_nhwc: one-group 1-D, 2-D and 3-D convolutions with a filter of
+ * several taps and at least CONV_NHWC_MIN_C input and CONV_NHWC_MIN_M
+ * output channels, for conv.c, on CPUs whose best ISA is AVX2 + FMA.
  *
  * Through the GEMM such a layer (Inception's 3x3, 5x5, 1x7 and 7x1 layers,
  * 32 to 288 input channels) packs the im2col of its input, each element
  * then used by only the output channels' rows, and reached 42-54 GFLOP/s
  * in the model on Zen 3 where ONNX Runtime's channel-blocked kernels reach
  * 70-81.  Here a band of input rows is transposed once into channels-last
- * order, zero-padded (the pixel's channels consecutive), and each tile of
- * six output pixels of a row times sixteen output channels accumulates in
- * twelve registers: for every tap and input channel, two vectors of the
- * filter (sixteen output channels) and six broadcast input values, twelve
- * multiply-adds for eight loads.  The filter is laid out at load as
- * [block of 16 output channels][tap][input channel][16], so that a tile
- * reads it in order.  A finished output row ([pixel][16] in a row buffer)
- * goes to Y through 8 x 8 transposes, the residual and Relu or Clip on
- * the way; another fused activation runs over each finished band.
+ * order, zero-padded (the pixel's channels consecutive; a 3-D filter reads
+ * one such slab per kernel depth), and each tile of six output pixels
+ * times sixteen output channels accumulates in twelve registers: for every
+ * tap and input channel, two vectors of the filter (sixteen output
+ * channels) and six broadcast input values, twelve multiply-adds for eight
+ * loads.  A tile's pixels are the band's next six in order, across rows
+ * (a 7 x 7 image is eight tiles and one pixel).  The filter is laid out at
+ * load as [block of 16 output channels][tap][input channel][16], so that a
+ * tile reads it in order.  Finished output rows ([pixel][16] in scratch)
+ * go to Y through 8 x 8 transposes, the residual and Relu or Clip on the
+ * way; another fused activation runs over each finished band.
  *
- * Work is split over the pool by (image, band of output rows); a member
- * transposes its band's input rows into its scratch and then computes
- * every block of output channels over the band (the band is re-read from
- * cache per block, the filter block stays in L2 over the band).
+ * Work is split over the pool by (image, output depth slice, band of
+ * output rows, group of channel blocks): a member transposes its band's
+ * input rows into its scratch and then computes its blocks of output
+ * channels over the band (the band is re-read from cache per block, the
+ * filter block stays in L2 over the band).  Small images split by channel
+ * groups rather than into bands of a few pixels.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -80,10 +84,7 @@ int conv_nhwc_takes(int64_t Cg, int64_t taps, int64_t Mg)
 
 int conv_nhwc_fits(const conv_job *j, int64_t group)
 {
-	const cpu_geom *g = &j->g;
-
-	return group == 1 && g->k[0] == 1 && g->in[0] == 1 && g->out[0] == 1 &&
-	       conv_nhwc_takes(j->Cg, j->ksz / j->Cg, j->Mg);
+	return group == 1 && conv_nhwc_takes(j->Cg, j->ksz / j->Cg, j->Mg);
 }
 
 #ifdef CN_X86
@@ -127,11 +128,12 @@ static inline __attribute__((always_inline)) CN_TARGET void cn_transpose8(__m256
 	v[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
 }
 
-/* Padded rows [r0, r1) (padded row r is input row r - pt) of image x into
- * xp, channels last: pixel (r, col) at xp + ((r - r0) * PW + col) * Cg;
- * padding and the columns past the image are zero. */
-static CN_TARGET void cn_band_in(const cn_job *d, const float *x, int64_t r0, int64_t r1,
-				 float *xp)
+/* Padded rows [r0, r1) (padded row r is input row r - pt) of the plane
+ * at x (its channels cs floats apart; NULL: a depth slice in the padding)
+ * into xp, channels last: pixel (r, col) at xp + ((r - r0) * PW + col) *
+ * Cg; padding and the columns past the image are zero. */
+static CN_TARGET void cn_band_in(const cn_job *d, const float *x, int64_t cs, int64_t r0,
+				 int64_t r1, float *xp)
 {
 	const cpu_geom *g = &d->j->g;
 	int64_t IH = g->in[1], IW = g->in[2], pt = g->pb[1], pl = g->pb[2], C = d->j->Cg;
@@ -141,7 +143,7 @@ static CN_TARGET void cn_band_in(const cn_job *d, const float *x, int64_t r0, in
 		float *row = xp + (r - r0) * PW * C;
 		int64_t ih = r - pt, c = 0;
 
-		if (ih < 0 || ih >= IH) {
+		if (!x || ih < 0 || ih >= IH) {
 			memset(row, 0, (size_t)(PW * C) * sizeof(float));
 			continue;
 		}
@@ -149,24 +151,24 @@ static CN_TARGET void cn_band_in(const cn_job *d, const float *x, int64_t r0, in
 		memset(row + (pl + IW) * C, 0, (size_t)((PW - pl - IW) * C) * sizeof(float));
 		row += pl * C;
 		for (; c + 8 <= C; c += 8) {
-			const float *src = x + (c * IH + ih) * IW;
+			const float *src = x + c * cs + ih * IW;
 			int64_t iw = 0;
 
 			for (; iw + 8 <= IW; iw += 8) {
 				__m256 v[8];
 
 				for (int k = 0; k < 8; k++)
-					v[k] = _mm256_loadu_ps(src + k * IH * IW + iw);
+					v[k] = _mm256_loadu_ps(src + k * cs + iw);
 				cn_transpose8(v);
 				for (int k = 0; k < 8; k++)
 					_mm256_storeu_ps(row + (iw + k) * C + c, v[k]);
 			}
 			for (; iw < IW; iw++)
 				for (int k = 0; k < 8; k++)
-					row[iw * C + c + k] = src[k * IH * IW + iw];
+					row[iw * C + c + k] = src[k * cs + iw];
 		}
 		for (; c < C; c++) {
-			const float *src = x + (c * IH + ih) * IW;
+			const float *src = x + c * cs + ih * IW;
 
 			for (int64_t iw = 0; iw < IW; iw++)
 				row[iw * C + c] = src[iw];
@@ -175,23 +177,25 @@ static CN_TARGET void cn_band_in(const cn_job *d, const float *x, int64_t r0, in
 }
 
 /* P (1 to 6) output pixels (pixel p's first input at xq[p]) times the
- * sixteen output channels of filter block w, over every tap (kernel row
- * kh at kh * rowf floats, column kw at kw * colf) and input channel, from
+ * sixteen output channels of filter block w, over every tap (depth kd's
+ * slab at kd * slabf floats, kernel row kh at kh * rowf, column kw at
+ * kw * colf) and input channel, from
  * the bias (b0, b1), into out[pixel][16].  Named accumulators, not an
  * array: gcc spilled an array of them. */
 static inline __attribute__((always_inline)) CN_TARGET void
-cn_tile(const float *const *xq, const float *w, int64_t C, int KH, int KW, int64_t rowf,
-	int64_t colf, __m256 b0, __m256 b1, float *out, int P)
+cn_tile(const float *const *xq, const float *w, int64_t C, int KD, int KH, int KW, int64_t slabf,
+	int64_t rowf, int64_t colf, __m256 b0, __m256 b1, float *out, int P)
 {
 	__m256 a00 = b0, a01 = b1, a10 = b0, a11 = b1, a20 = b0, a21 = b1;
 	__m256 a30 = b0, a31 = b1, a40 = b0, a41 = b1, a50 = b0, a51 = b1;
 
+	for (int kd = 0; kd < KD; kd++)
 	for (int kh = 0; kh < KH; kh++)
 		for (int kw = 0; kw < KW; kw++) {
-			int64_t o = kh * rowf + kw * colf;
+			int64_t o = kd * slabf + kh * rowf + kw * colf;
 			const float *x0 = xq[0] + o, *x1 = xq[1] + o, *x2 = xq[2] + o;
 			const float *x3 = xq[3] + o, *x4 = xq[4] + o, *x5 = xq[5] + o;
-			const float *wt = w + (kh * KW + kw) * C * CN_M;
+			const float *wt = w + ((kd * KH + kh) * KW + kw) * C * CN_M;
 
 			for (int64_t c = 0; c < C; c++) {
 				__m256 w0 = _mm256_loadu_ps(wt), w1 = _mm256_loadu_ps(wt + 8), v;
@@ -259,17 +263,19 @@ static CN_TARGET void cn_row_out(const cn_job *d, const float *rb, int64_t OW, f
 		}
 }
 
-/* Output rows [oh0, oh1) of image n from its band xp (padded rows from
- * oh0 * sh), blocks [mb0, mb1) of sixteen output channels. */
+/* Output rows [oh0, oh1) of depth slice od of image n from its band xp
+ * (padded rows from oh0 * sh, a slab per kernel depth), blocks [mb0, mb1)
+ * of sixteen output channels. */
 static inline __attribute__((always_inline)) CN_TARGET void
-cn_rows(const cn_job *d, const float *xp, float *rb, int64_t n, int64_t oh0, int64_t oh1,
-	int64_t mb0, int64_t mb1, int KH, int KW)
+cn_rows(const cn_job *d, const float *xp, float *rb, int64_t n, int64_t od, int64_t oh0,
+	int64_t oh1, int64_t mb0, int64_t mb1, int KH, int KW)
 {
 	const conv_job *j = d->j;
 	const cpu_geom *g = &j->g;
 	int64_t C = j->Cg, OW = g->out[2], osz = j->osz, PW = d->PW;
-	int64_t rowf = g->d[1] * PW * C, colf = g->d[2] * C;
-	int64_t wblock = KH * KW * C * CN_M;
+	int64_t rowf = g->d[1] * PW * C, colf = g->d[2] * C, slabf = d->rows_max * PW * C;
+	int KD = (int)g->k[0];
+	int64_t wblock = KD * KH * KW * C * CN_M;
 
 	for (int64_t m0 = mb0 * CN_M; m0 < j->Mg && m0 < mb1 * CN_M; m0 += CN_M) {
 		int nm = (int)(j->Mg - m0 < CN_M ? j->Mg - m0 : CN_M);
@@ -296,12 +302,13 @@ cn_rows(const cn_job *d, const float *xp, float *rb, int64_t n, int64_t oh0, int
 				xq[i] = xp + (r * g->s[1] * PW + c * g->s[2]) * C;
 			}
 			if (P == CN_P)
-				cn_tile(xq, w, C, KH, KW, rowf, colf, b0, b1, rb + p0 * CN_M, CN_P);
+				cn_tile(xq, w, C, KD, KH, KW, slabf, rowf, colf, b0, b1, rb + p0 * CN_M,
+					CN_P);
 			else
 				switch (P) {
 #define CN_TAIL(P)                                                                         \
 	case P:                                                                            \
-		cn_tile(xq, w, C, KH, KW, rowf, colf, b0, b1, rb + p0 * CN_M, P);          \
+		cn_tile(xq, w, C, KD, KH, KW, slabf, rowf, colf, b0, b1, rb + p0 * CN_M, P); \
 		break;
 				CN_TAIL(1) CN_TAIL(2) CN_TAIL(3) CN_TAIL(4) CN_TAIL(5)
 #undef CN_TAIL
@@ -309,7 +316,7 @@ cn_rows(const cn_job *d, const float *xp, float *rb, int64_t n, int64_t oh0, int
 				}
 			/* rows finished: to Y while their results are in cache */
 			for (; done + OW <= p0 + P; done += OW, oh++) {
-				int64_t yoff = (n * j->Mg + m0) * osz + oh * OW;
+				int64_t yoff = (n * j->Mg + m0) * osz + (od * g->out[1] + oh) * OW;
 
 				cn_row_out(d, rb + done * CN_M, OW, d->y + yoff,
 					   j->res ? (const float *)j->res->data + yoff : NULL, osz,
@@ -320,17 +327,17 @@ cn_rows(const cn_job *d, const float *xp, float *rb, int64_t n, int64_t oh0, int
 }
 
 static CN_TARGET void cn_band(const cn_job *d, const float *xp, float *rb, int64_t n,
-			      int64_t oh0, int64_t oh1, int64_t mb0, int64_t mb1)
+			      int64_t od, int64_t oh0, int64_t oh1, int64_t mb0, int64_t mb1)
 {
 	const cpu_geom *g = &d->j->g;
 	int64_t kh = g->k[1], kw = g->k[2];
 
 	if (kh == 3 && kw == 3)
-		cn_rows(d, xp, rb, n, oh0, oh1, mb0, mb1, 3, 3);
+		cn_rows(d, xp, rb, n, od, oh0, oh1, mb0, mb1, 3, 3);
 	else if (kh == 5 && kw == 5)
-		cn_rows(d, xp, rb, n, oh0, oh1, mb0, mb1, 5, 5);
+		cn_rows(d, xp, rb, n, od, oh0, oh1, mb0, mb1, 5, 5);
 	else
-		cn_rows(d, xp, rb, n, oh0, oh1, mb0, mb1, (int)kh, (int)kw);
+		cn_rows(d, xp, rb, n, od, oh0, oh1, mb0, mb1, (int)kh, (int)kw);
 }
 
 static void cn_range(void *arg, int64_t i0, int64_t i1, int member)
@@ -338,23 +345,33 @@ static void cn_range(void *arg, int64_t i0, int64_t i1, int member)
 	const cn_job *d = arg;
 	const conv_job *j = d->j;
 	const cpu_geom *g = &j->g;
-	int64_t isz = g->in[1] * g->in[2], OH = g->out[1], OW = g->out[2], sh = g->s[1];
+	int64_t plane = g->in[1] * g->in[2], isz = g->in[0] * plane, OD = g->out[0];
+	int64_t OH = g->out[1], OW = g->out[2], sh = g->s[1], slab = d->rows_max * d->PW * j->Cg;
 	float *xp = d->scratch + member * d->member_floats;
-	float *rb = xp + d->rows_max * d->PW * j->Cg;
+	float *rb = xp + g->k[0] * slab;
 
 	for (int64_t it = i0; it < i1; it++) {
 		int64_t grp = it % d->mgroups, band = it / d->mgroups % d->bands;
-		int64_t n = it / d->mgroups / d->bands, oh0 = band * d->band_rows;
+		int64_t od = it / d->mgroups / d->bands % OD, n = it / d->mgroups / d->bands / OD;
+		int64_t oh0 = band * d->band_rows;
 		int64_t oh1 = oh0 + d->band_rows < OH ? oh0 + d->band_rows : OH;
 		int64_t mb0 = grp * d->group_blocks, mb1 = mb0 + d->group_blocks;
 
 		/* a band read by several groups is transposed by each (small
-		 * images, where the groups are what splits the work) */
-		cn_band_in(d, d->x + n * j->Cg * isz, oh0 * sh,
-			   (oh1 - 1) * sh + (g->k[1] - 1) * g->d[1] + 1, xp);
-		cn_band(d, xp, rb, n, oh0, oh1, mb0, mb1);
+		 * images, where the groups are what splits the work); a slab per
+		 * kernel depth */
+		for (int64_t kd = 0; kd < g->k[0]; kd++) {
+			int64_t id = od * g->s[0] - g->pb[0] + kd * g->d[0];
+			const float *src = id >= 0 && id < g->in[0] ?
+				d->x + n * j->Cg * isz + id * plane : NULL;
+
+			cn_band_in(d, src, isz, oh0 * sh,
+				   (oh1 - 1) * sh + (g->k[1] - 1) * g->d[1] + 1, xp + kd * slab);
+		}
+		cn_band(d, xp, rb, n, od, oh0, oh1, mb0, mb1);
 		for (int64_t m = mb0 * CN_M; d->act && m < j->Mg && m < mb1 * CN_M; m++)
-			cpu_fuse_act_apply(d->act, d->y + (n * j->Mg + m) * j->osz + oh0 * OW,
+			cpu_fuse_act_apply(d->act,
+					   d->y + (n * j->Mg + m) * j->osz + (od * OH + oh0) * OW,
 					   (oh1 - oh0) * OW);
 	}
 }
@@ -364,7 +381,7 @@ int conv_nhwc_run(cpu_ctx *ctx, const conv_job *j, int64_t N, const float *x,
 {
 	const cpu_geom *g = &j->g;
 	int64_t OH = g->out[1], OW = g->out[2], bands, span, blocks = (j->Mg + CN_M - 1) / CN_M;
-	int64_t items;
+	int64_t items, nb;
 	int members = cpu_par_members(ctx);
 	cn_job d = {.j = j, .x = x, .w = wpacked, .b = b, .y = y, .act = j->act,
 		    .lo = -INFINITY, .hi = INFINITY};
@@ -385,8 +402,9 @@ int conv_nhwc_run(cpu_ctx *ctx, const conv_job *j, int64_t N, const float *x,
 	 * image cut into rows spent more on that than on the products), then
 	 * by groups of channel blocks.  A band is at most CN_BAND_MAX pixels
 	 * (its results wait in scratch). */
-	items = N >= 2 * members ? N : 4 * members;
-	bands = (items + N - 1) / N;
+	nb = N * g->out[0];   /* (image, output depth slice) planes */
+	items = nb >= 2 * members ? nb : 4 * members;
+	bands = (items + nb - 1) / nb;
 	if (bands > OH * OW / CN_BAND_MIN)
 		bands = OH * OW / CN_BAND_MIN;
 	if (bands < (OH * OW + CN_BAND_MAX - 1) / CN_BAND_MAX)
@@ -394,19 +412,20 @@ int conv_nhwc_run(cpu_ctx *ctx, const conv_job *j, int64_t N, const float *x,
 	bands = bands < 1 ? 1 : bands < OH ? bands : OH;
 	d.band_rows = (OH + bands - 1) / bands;
 	d.bands = (OH + d.band_rows - 1) / d.band_rows;
-	d.mgroups = members > 1 ? (items + N * d.bands - 1) / (N * d.bands) : 1;
+	d.mgroups = members > 1 ? (items + nb * d.bands - 1) / (nb * d.bands) : 1;
 	d.mgroups = d.mgroups < blocks ? d.mgroups : blocks;
 	d.group_blocks = (blocks + d.mgroups - 1) / d.mgroups;
 	d.mgroups = (blocks + d.group_blocks - 1) / d.group_blocks;
 	d.rows_max = (d.band_rows - 1) * g->s[1] + (g->k[1] - 1) * g->d[1] + 1;
-	d.member_floats = (d.rows_max * d.PW * j->Cg + d.band_rows * OW * CN_M);
+	d.member_floats = g->k[0] * d.rows_max * d.PW * j->Cg + d.band_rows * OW * CN_M;
 	d.scratch = cpu_scratch(ctx, (size_t)members * (size_t)d.member_floats * sizeof(float));
 	if (!d.scratch)
 		return CPU_E_NOMEM;
 	/* ~0.03 ns a multiply-add, plus the transposed copy */
-	cpu_par_for(ctx, N * d.bands * d.mgroups,
-		    0.03 * (double)(j->Mg * j->ksz * j->osz) / (double)(d.bands * d.mgroups) +
-		    0.5 * (double)(d.rows_max * d.PW * j->Cg), 1, cn_range, &d);
+	cpu_par_for(ctx, nb * d.bands * d.mgroups,
+		    0.03 * (double)(j->Mg * j->ksz * j->osz) /
+		    (double)(g->out[0] * d.bands * d.mgroups) +
+		    0.5 * (double)(g->k[0] * d.rows_max * d.PW * j->Cg), 1, cn_range, &d);
 	return 0;
 }
 
