@@ -134,6 +134,16 @@ static const bench_case cases[] = {
 	 {{1, 128, 17, 17}, {128, 128, 1, 7}}, {{"pads", 4, {0, 3, 0, 3}}}},
 	{"conv 7x1 1x160x17x17 -> 192 (inception)", "Conv", 2, {4, 4},
 	 {{1, 160, 17, 17}, {192, 160, 7, 1}}, {{"pads", 4, {3, 0, 3, 0}}}},
+	/* ResNet's 3x3 stride-1 layers (Winograd where it fits, else
+	 * conv_nhwc.c on AVX2) */
+	{"conv 3x3 1x64x56x56 -> 64 (resnet)", "Conv", 2, {4, 4}, {{1, 64, 56, 56}, {64, 64, 3, 3}},
+	 {{"pads", 4, {1, 1, 1, 1}}}},
+	{"conv 3x3 1x128x28x28 -> 128 (resnet)", "Conv", 2, {4, 4},
+	 {{1, 128, 28, 28}, {128, 128, 3, 3}}, {{"pads", 4, {1, 1, 1, 1}}}},
+	{"conv 3x3 1x256x14x14 -> 256 (resnet)", "Conv", 2, {4, 4},
+	 {{1, 256, 14, 14}, {256, 256, 3, 3}}, {{"pads", 4, {1, 1, 1, 1}}}},
+	{"conv 3x3 1x512x7x7 -> 512 (resnet)", "Conv", 2, {4, 4}, {{1, 512, 7, 7}, {512, 512, 3, 3}},
+	 {{"pads", 4, {1, 1, 1, 1}}}},
 	/* ResNet-50's strided 1x1 (downsample) layers */
 	{"conv 1x1/2 1x256x56x56 -> 512 (resnet50)", "Conv", 2, {4, 4},
 	 {{1, 256, 56, 56}, {512, 256, 1, 1}}, {{"strides", 2, {2, 2}}}},
