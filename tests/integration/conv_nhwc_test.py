@@ -29,8 +29,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np  # noqa: E402
 from onnx import helper, numpy_helper, TensorProto  # noqa: E402
 
-from case_runner import run_cases, run_model  # noqa: E402
-from depthwise_test import build  # noqa: E402
+from case_runner import run_cases  # noqa: E402
+from depthwise_test import build, run_check  # noqa: E402
 
 # name: (N, C, H, W, kh, kw, stride (one, or rows and columns), dilation,
 #        pads (t, l, b, r), tail, output channels)
@@ -65,6 +65,12 @@ CASES3 = {
 }
 # cases run a second time with the filter fed as an input
 FED = ("k3s2_m17", "k1x7_add_relu", "s3_c17")
+
+
+def tol_scale(k):
+    """The tolerance grown as sqrt(K / 160) past K = 160 input channels x
+    taps (the sums are in float)."""
+    return max(1.0, math.sqrt(k / 160.0))
 
 
 def conv3d(x, w, b, s, dil, pads):
@@ -109,25 +115,13 @@ def run_case3(ort_run, name, case, rng, tmp):
                           [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b, "b")])
     model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
-    d = os.path.join(tmp, name)
-    why = run_model(ort_run, model, feeds, d, "--iters", "2", "--threads", "2")
-    if why:
-        return why
-    got = np.load(os.path.join(d, out + ".npy"))
-    if got.shape != ref.shape:
-        return "shape %s, expected %s" % (list(got.shape), list(ref.shape))
-    err = np.abs(got.astype(np.float64) - ref)
-    tol = (1e-5 + 1e-5 * np.abs(ref)) * max(1.0, math.sqrt(c * np.prod(k) / 160.0))
-    if not np.all(err <= tol):
-        i = np.unravel_index(np.argmax(err - tol), err.shape)
-        return "at %s got %r, expected %r" % (list(i), float(got[i]), float(ref[i]))
-    return None
+    return run_check(ort_run, model, feeds, ref, out, os.path.join(tmp, name),
+                     tol_scale(c * int(np.prod(k))))
 
 
 def run_case(ort_run, name, case, rng, tmp):
-    """depthwise_test.run_case, the tolerance grown as sqrt(K / 160) past
-    K = 160 input channels x taps (the sums are in float); with the filter
-    an input of the model for the FED cases."""
+    """depthwise_test.run_case with tol_scale; the filter an input of the
+    model for the FED cases."""
     if name in CASES3:
         return run_case3(ort_run, name, case, rng, tmp)
     model, feeds, ref, out = build(case, rng)
@@ -140,20 +134,8 @@ def run_case(ort_run, name, case, rng, tmp):
         g.initializer.remove(w)
         g.input.append(helper.make_tensor_value_info("w", TensorProto.FLOAT, list(w.dims)))
         feeds["w"] = arr
-    d = os.path.join(tmp, name)
-    why = run_model(ort_run, model, feeds, d, "--iters", "2", "--threads", "2")
-    if why:
-        return why
-    got = np.load(os.path.join(d, out + ".npy"))
-    if got.shape != ref.shape:
-        return "shape %s, expected %s" % (list(got.shape), list(ref.shape))
-    k = case[1] * case[4] * case[5]
-    err = np.abs(got.astype(np.float64) - ref)
-    tol = (1e-5 + 1e-5 * np.abs(ref)) * max(1.0, math.sqrt(k / 160.0))
-    if not np.all(err <= tol):
-        i = np.unravel_index(np.argmax(err - tol), err.shape)
-        return "at %s got %r, expected %r" % (list(i), float(got[i]), float(ref[i]))
-    return None
+    return run_check(ort_run, model, feeds, ref, out, os.path.join(tmp, name),
+                     tol_scale(case[1] * case[4] * case[5]))
 
 
 if __name__ == "__main__":

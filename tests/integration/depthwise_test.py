@@ -170,11 +170,9 @@ def build(case, rng):
     return m, feeds, ref.reshape(ys), out
 
 
-def run_case(ort_run, name, case, rng, tmp, tol_scale=1.0):
-    """tol_scale widens the tolerance for sums of many products (a float
-    sum's rounding grows with their count)."""
-    model, feeds, ref, out = build(case, rng)
-    d = os.path.join(tmp, name)
+def run_check(ort_run, model, feeds, ref, out, d, tol_scale=1.0):
+    """model run by ort-run (2 threads) in the new folder d, its output out
+    against ref within (1e-5 + 1e-5 |ref|) x tol_scale: None, or why not."""
     why = run_model(ort_run, model, feeds, d, "--iters", "2", "--threads", "2")
     if why:
         return why
@@ -187,6 +185,13 @@ def run_case(ort_run, name, case, rng, tmp, tol_scale=1.0):
         i = np.unravel_index(np.argmax(err - tol), err.shape)
         return "at %s got %r, expected %r" % (list(i), float(got[i]), float(ref[i]))
     return None
+
+
+def run_case(ort_run, name, case, rng, tmp, tol_scale=1.0):
+    """tol_scale widens the tolerance for sums of many products (a float
+    sum's rounding grows with their count)."""
+    model, feeds, ref, out = build(case, rng)
+    return run_check(ort_run, model, feeds, ref, out, os.path.join(tmp, name), tol_scale)
 
 
 def main():

@@ -12,16 +12,18 @@ checked against numpy (float64) and by the node count ort-run reports:
 
 usage: pad_fold_test.py ORT_RUN
 """
-import json
 import os
-import subprocess
 import sys
 import tempfile
 
-import numpy as np
-import onnx
-from onnx import TensorProto as T
-from onnx import helper as h
+sys.dont_write_bytecode = True   # the modules beside this file: no __pycache__ in the tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import numpy as np  # noqa: E402
+import onnx  # noqa: E402
+from onnx import TensorProto as T  # noqa: E402
+from onnx import helper as h  # noqa: E402
+
+import view_alias_test  # noqa: E402
 
 
 def save(path, nodes, shape, inits, opset):
@@ -33,15 +35,9 @@ def save(path, nodes, shape, inits, opset):
 
 
 def run(ort_run, d, model, x):
-    xp, out = os.path.join(d, "x.npy"), os.path.join(d, "out")
-    np.save(xp, x)
-    p = subprocess.run([ort_run, model, "--input", "x=" + xp, "--output-dir", out, "--json",
-                        "--iters", "1", "--threads", "1"],
-                       capture_output=True, text=True, timeout=120)
-    if p.returncode != 0:
-        raise RuntimeError("ort-run: " + p.stderr.strip()[-300:])
-    rep = json.loads(p.stdout.strip().splitlines()[-1])
-    return sum(rep["nodes_per_provider"].values()), np.load(os.path.join(out, "y.npy"))
+    """The nodes ort-run ran and output y (view_alias_test.py's runner)."""
+    rep, outs = view_alias_test.run(ort_run, d, model, x)
+    return sum(rep["nodes_per_provider"].values()), outs["y"]
 
 
 def np_pad(x, pads, value=0.0, mode="constant"):
