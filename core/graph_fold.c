@@ -294,6 +294,15 @@ static int dropout_passes(const graph *g, const graph_node *n)
 	return n->n_in >= 2 && init_is_zero(g, n->in[1]) == 1;
 }
 
+/* Node p's first attribute called name, or NULL. */
+static Onnx__AttributeProto *find_attr(const Onnx__NodeProto *p, const char *name)
+{
+	for (size_t i = 0; i < p->n_attribute; i++)
+		if (p->attribute[i]->name && strcmp(p->attribute[i]->name, name) == 0)
+			return p->attribute[i];
+	return NULL;
+}
+
 /* Pad that pads nothing: its pads (an attribute before opset 11, then a
  * constant input) all 0, whatever its mode and value. */
 static int pad_passes(const graph *g, const graph_node *n)
@@ -301,17 +310,14 @@ static int pad_passes(const graph *g, const graph_node *n)
 	const graph_value *p;
 
 	if (n->opset < 11) {
-		for (size_t i = 0; i < n->proto->n_attribute; i++) {
-			const Onnx__AttributeProto *a = n->proto->attribute[i];
+		const Onnx__AttributeProto *a = find_attr(n->proto, "pads");
 
-			if (a->name && strcmp(a->name, "pads") == 0) {
-				for (size_t k = 0; k < a->n_ints; k++)
-					if (a->ints[k])
-						return 0;
-				return a->n_ints > 0;
-			}
-		}
-		return 0;
+		if (!a)
+			return 0;
+		for (size_t k = 0; k < a->n_ints; k++)
+			if (a->ints[k])
+				return 0;
+		return a->n_ints > 0;
 	}
 	p = n->n_in >= 2 && n->in[1] >= 0 ? &g->values[n->in[1]] : NULL;
 	if (!p || p->kind != GRAPH_VALUE_INITIALIZER || !p->init.data || p->init.nbytes == 0)
@@ -355,14 +361,6 @@ static int fold_passthrough(graph *g, const graph_node *n)
 	}
 	g->values[out].producer = -1;
 	return 1;
-}
-
-static Onnx__AttributeProto *find_attr(const Onnx__NodeProto *p, const char *name)
-{
-	for (size_t i = 0; i < p->n_attribute; i++)
-		if (p->attribute[i]->name && strcmp(p->attribute[i]->name, name) == 0)
-			return p->attribute[i];
-	return NULL;
 }
 
 /* Attribute `name` of p as an empty one of `type`, added when absent;

@@ -34,6 +34,7 @@
 #include "conv_impl.h"
 #include "gemm.h"
 #include "par.h"
+#include "vfloat.h"
 
 #define CN_M 16   /* output channels a block: two vectors */
 #define CN_P 6    /* output pixels a tile */
@@ -106,28 +107,6 @@ typedef struct cn_job {
 	const cpu_fusion *act;    /* else an activation over each finished band */
 } cn_job;
 
-/* 8 x 8 transpose: v[k][i] becomes v[i][k]. */
-static inline __attribute__((always_inline)) CN_TARGET void cn_transpose8(__m256 *v)
-{
-	__m256 t0 = _mm256_unpacklo_ps(v[0], v[1]), t1 = _mm256_unpackhi_ps(v[0], v[1]);
-	__m256 t2 = _mm256_unpacklo_ps(v[2], v[3]), t3 = _mm256_unpackhi_ps(v[2], v[3]);
-	__m256 t4 = _mm256_unpacklo_ps(v[4], v[5]), t5 = _mm256_unpackhi_ps(v[4], v[5]);
-	__m256 t6 = _mm256_unpacklo_ps(v[6], v[7]), t7 = _mm256_unpackhi_ps(v[6], v[7]);
-	__m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xee);
-	__m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xee);
-	__m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xee);
-	__m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xee);
-
-	v[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
-	v[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
-	v[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
-	v[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
-	v[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
-	v[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
-	v[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
-	v[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
-}
-
 /* Padded rows [r0, r1) (padded row r is input row r - pt) of the plane
  * at x (its channels cs floats apart; NULL: a depth slice in the padding)
  * into xp, channels last: pixel (r, col) at xp + ((r - r0) * PW + col) *
@@ -159,7 +138,7 @@ static CN_TARGET void cn_band_in(const cn_job *d, const float *x, int64_t cs, in
 
 				for (int k = 0; k < 8; k++)
 					v[k] = _mm256_loadu_ps(src + k * cs + iw);
-				cn_transpose8(v);
+				vf_transpose8((vf8 *)v);
 				for (int k = 0; k < 8; k++)
 					_mm256_storeu_ps(row + (iw + k) * C + c, v[k]);
 			}
@@ -241,7 +220,7 @@ static CN_TARGET void cn_row_out(const cn_job *d, const float *rb, int64_t OW, f
 
 			for (int k = 0; k < 8; k++)
 				v[k] = _mm256_loadu_ps(rb + (p + k) * CN_M + h);
-			cn_transpose8(v);
+			vf_transpose8((vf8 *)v);
 			for (int k = 0; k < 8 && h + k < nm; k++) {
 				int64_t at = (h + k) * osz + p;
 
