@@ -19,6 +19,7 @@
 #include "cpu_exec.h"
 #include "cpu_fold.h"
 #include "cpu_fuse.h"
+#include "cpu_layout.h"
 #include "cpu_io.h"
 #include "cpu_prepack.h"
 #include "ep_host.h"
@@ -299,6 +300,23 @@ static unsigned opt_level(const ep_subgraph *sg)
 	return sg->msg->has_opt_level ? sg->msg->opt_level : 2;
 }
 
+/* Channel-blocked values between 1x1 and depthwise convolutions
+ * (cpu_layout.h); ORTMK_CPU_CONV_BLOCKED=0 keeps every value NCHW. */
+static void plan_layout(cpu_sg *c, const cpu_fuse_graph *fg)
+{
+	int count;
+
+	if (!(c->plan.layout = malloc(c->plan.n_nodes + 1)))
+		return;
+	count = cpu_layout_plan(fg, c->fuse, c->plan.layout);
+	if (count <= 0) {
+		free(c->plan.layout);
+		c->plan.layout = NULL;
+	} else {
+		ipc_log(IPC_LOG_DEBUG, "%d values kept channel-blocked", count);
+	}
+}
+
 /* Fusions need to know which values the core reads after the step; set
  * ORTMK_CPU_FUSE=0 to run every node as it is (for comparisons). */
 static void plan_fusions(cpu_sg *c, const ep_subgraph *sg, unsigned char *exported)
@@ -314,6 +332,7 @@ static void plan_fusions(cpu_sg *c, const ep_subgraph *sg, unsigned char *export
 			for (int i = 0; p->node_refs[k][i] >= 0; i++)
 				extra[p->node_refs[k][i]]++;
 		c->fuse = cpu_fuse_plan(&fg);
+		plan_layout(c, &fg);
 	}
 	for (size_t k = 0; c->fuse && k < p->n_nodes; k++)
 		if (c->fuse[k].head)
@@ -430,7 +449,7 @@ static int cpu_load(void *self, ep_subgraph *sg, char *err, size_t n)
 		cpu_sg_free(c);
 		return snprintf(err, n, "out of memory"), EP_E_NOMEM;
 	}
-	c->env = (cpu_load_env){&cpu_optable_all, c->pack, &c->opsets};
+	c->env = (cpu_load_env){&cpu_optable_all, c->pack, &c->opsets, 0};
 	if (ep->profile)
 		c->plan.node_ns = calloc(c->plan.n_nodes + 1, sizeof(uint64_t));
 	rc = build_plan(c, sg, err, n);

@@ -60,6 +60,7 @@ void cpu_plan_free(cpu_plan *p)
 	free(p->node_consts);
 	free(p->node_refs);
 	free(p->node_ns);
+	free(p->layout);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -135,7 +136,9 @@ int cpu_plan_init_node(cpu_plan *p, size_t k, const cpu_load_env *env,
 		       size_t n)
 {
 	int n_out = (int)proto->n_output, rc;
+	cpu_load_env e = *env;
 
+	e.layout = p->layout ? p->layout[k] : 0;
 	p->node_consts[k] = calloc((size_t)n_in + 1, sizeof(cpu_tensor *));
 	if (!p->node_consts[k])
 		return snprintf(err, n, "out of memory"), CPU_E_NOMEM;
@@ -153,7 +156,7 @@ int cpu_plan_init_node(cpu_plan *p, size_t k, const cpu_load_env *env,
 		p->max_in = n_in;
 	if (n_out > p->max_out)
 		p->max_out = n_out;
-	rc = cpu_node_init(&p->nodes[k], env, fuse, proto, opset, p->node_consts[k], n_in, n_out,
+	rc = cpu_node_init(&p->nodes[k], &e, fuse, proto, opset, p->node_consts[k], n_in, n_out,
 			   err, n);
 	if (rc == 0 && p->inited < k + 1)
 		p->inited = k + 1;

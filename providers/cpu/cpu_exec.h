@@ -42,6 +42,8 @@ typedef struct cpu_plan {
 	/* ORTMK_CPU_PROFILE: per node the nanoseconds its runs took, then the
 	 * number of runs (n_nodes + 1 entries; cpu_ep.c reports them), or NULL */
 	uint64_t *node_ns;
+	/* per node: the CPU_LAYOUT_* bits cpu_layout_plan chose, or NULL */
+	unsigned char *layout;
 } cpu_plan;
 
 /* Tables for nv values and nn nodes, zeroed (last_use -1).  0 or

@@ -189,6 +189,7 @@ int cpu_graph_compile(const Onnx__GraphProto *gp, const cpu_load_env *env,
 	if (!g)
 		return snprintf(err, n, "out of memory"), CPU_E_NOMEM;
 	g->env = *env;
+	g->env.layout = 0;
 	g->proto = gp;
 	g->default_opset = default_opset;
 	g->n_in = (int)gp->n_input;

@@ -188,6 +188,7 @@ int cpu_node_init(cpu_node *node, const cpu_load_env *env, const cpu_fusion *fus
 	node->opsets = env->opsets;
 	node->ops = env->ops;
 	node->fuse = fuse;
+	node->layout = env->layout;
 	if (!p || !p->op_type || n_in < 0 || n_out < 0) {
 		snprintf(err, n, "invalid node");
 		return CPU_E_INVALID;

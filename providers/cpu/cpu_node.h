@@ -23,6 +23,9 @@ typedef struct cpu_load_env {
 	const cpu_optable *ops;
 	struct cpu_pack_cache *pack;
 	const cpu_opsets *opsets;
+	/* The layout bits of the node being initialised (node->layout;
+	 * cpu_plan_init_node sets them from cpu_plan.layout). */
+	unsigned layout;
 } cpu_load_env;
 
 /* Scratch memory kept between node calls and runs (cpu_scratch): once a

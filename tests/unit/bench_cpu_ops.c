@@ -261,7 +261,7 @@ static int run_case(const bench_case *c, cpu_pool *pool, int threads, int consts
 		inp[i] = &in[i];
 	if (consts && c->n_in > 1)
 		cst[1] = &in[1];
-	rc = cpu_node_init(&node, &(cpu_load_env){&cpu_optable_all, NULL, NULL}, NULL, &p, 17,
+	rc = cpu_node_init(&node, &(cpu_load_env){&cpu_optable_all, NULL, NULL, 0}, NULL, &p, 17,
 			   consts ? cst : NULL, c->n_in, 1, err, sizeof(err));
 	if (!rc)   /* the first run allocates the output; the rest reuse it */
 		rc = cpu_node_run(&node, &env, inp, pl, out, heap, err, sizeof(err));

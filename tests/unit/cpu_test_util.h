@@ -17,7 +17,7 @@
 #include "ops_table.h"
 
 /* Every CPU op, no pre-pack cache, no opsets: how the tests load a node. */
-#define TEST_LOAD (&(cpu_load_env){&cpu_optable_all, NULL, NULL})
+#define TEST_LOAD (&(cpu_load_env){&cpu_optable_all, NULL, NULL, 0})
 
 enum {
 	ERRLEN = 512,    /* error buffers the harness hands to the kernels */

@@ -213,7 +213,7 @@ static int run(trun *r, tnode *t, const cpu_scope *scope, int n_in, const cpu_te
 
 	if (!r->arena)
 		r->arena = cpu_arena_new();
-	rc = cpu_node_init(&node, &(cpu_load_env){&cpu_optable_all, NULL, &opsets}, NULL, &t->p, 17,
+	rc = cpu_node_init(&node, &(cpu_load_env){&cpu_optable_all, NULL, &opsets, 0}, NULL, &t->p, 17,
 			   consts, n_in, (int)t->p.n_output, r->err, ERRLEN);
 	if (rc)
 		return rc;

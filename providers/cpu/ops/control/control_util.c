@@ -14,7 +14,7 @@
 int ctl_compile(const cpu_node *node, const char *name, cpu_graph **g, char *err, size_t n)
 {
 	const Onnx__AttributeProto *a = cpu_attr(node->proto, name);
-	cpu_load_env env = {node->ops, node->pack, node->opsets};
+	cpu_load_env env = {node->ops, node->pack, node->opsets, 0};
 
 	if (!a || !a->g)
 		return snprintf(err, n, "attribute '%s' (a graph) is missing", name), CPU_E_INVALID;

@@ -172,6 +172,43 @@ static int npack_fill(void *dst, size_t size, void *arg)
 	return 0;
 }
 
+typedef struct bpack_arg {
+	const float *w;
+	int kind;
+	int64_t M, Cg, taps;
+} bpack_arg;
+
+static int bpack_fill(void *dst, size_t size, void *arg)
+{
+	const bpack_arg *a = arg;
+
+	(void)size;
+	conv_blk_pack(a->kind, a->w, a->M, a->Cg, a->taps, dst);
+	return 0;
+}
+
+/* A layer on channel-blocked values (node->layout, cpu_layout.c): its
+ * filter for conv_blk.c. */
+static int pack_blk(cpu_node *node, conv_state *st, char *err, size_t n)
+{
+	const cpu_tensor *W = cpu_node_const(node, 1);
+	bpack_arg a;
+
+	if (!node->layout || !(a.kind = conv_blk_kind(node->proto, W)))
+		return 0;
+	a.w = W->data;
+	a.M = W->dims[0];
+	a.Cg = W->dims[1];
+	a.taps = W->dims[2] * W->dims[3];
+	st->blk = cpu_prepack(node, 1, a.kind == CONV_BLK_PW ? "conv-blk-pw-v1" : "conv-blk-dw-v1",
+			      conv_blk_wsize(a.kind, a.M, a.Cg, a.taps), bpack_fill, &a, err, n);
+	if (!st->blk)
+		return CPU_E_NOMEM;
+	st->blk_kind = a.kind;
+	st->blk_src = W->data;
+	return 0;
+}
+
 /* A constant one-group filter conv_nhwc.c takes. */
 static int pack_nhwc(cpu_node *node, conv_state *st, char *err, size_t n)
 {
@@ -211,6 +248,10 @@ static int conv_prepare(cpu_node *node, char *err, size_t n)
 		rc = CPU_E_INVALID;
 	}
 	st->win.ceil_mode = 0;   /* a pooling attribute, not Conv's */
+	if (!rc)
+		rc = pack_blk(node, st, err, n);
+	if (!rc && st->blk)
+		return 0;   /* conv_blk.c runs it */
 	if (!rc)
 		rc = pack_grouped(node, st, err, n);
 	if (!rc && !st->gpacked)
@@ -529,6 +570,75 @@ static const float *grouped_filter(cpu_ctx *ctx, const conv_state *st, const con
 	return s;
 }
 
+/* cpu_fuse_end, then the output reordered to NCHWc8 when the node writes
+ * it blocked but a plain kernel computed it (conv_blk_fallback). */
+static int conv_end(cpu_ctx *ctx, cpu_fuse_run *fr, int done, int block_out)
+{
+	int rc = cpu_fuse_end(ctx, fr, done);
+
+	return rc || !block_out ? rc : conv_blk_block_inplace(ctx, fr->out);
+}
+
+/* A layer on channel-blocked values through conv_blk.c: 0 or a status when
+ * it ran, 1 when this call's geometry or tail is not one conv_blk.c takes
+ * (a padded 1x1, an addend that broadcasts). */
+static int conv_blk_try(cpu_ctx *ctx, const conv_state *st, const conv_job *j, int64_t N,
+			const cpu_tensor *X, const cpu_tensor *B, int64_t G, int64_t M,
+			cpu_fuse_run *fr)
+{
+	unsigned lay = ctx->node->layout;
+	int y_blk = (lay & CPU_LAYOUT_OUT_BLK8) != 0, rc;
+	const cpu_geom *g = &j->g;
+	int ok = X->rank == 4 && g->d[1] == 1 && g->d[2] == 1;
+
+	if (st->blk_kind == CONV_BLK_PW)
+		ok &= G == 1 && g->k[1] == 1 && g->k[2] == 1 && g->s[1] == 1 && g->s[2] == 1 &&
+		      g->pb[1] == 0 && g->pb[2] == 0 && g->pe[1] == 0 && g->pe[2] == 0;
+	else
+		ok &= j->Cg == 1 && j->Mg == 1;
+	if (!ok || (y_blk && fr->add && !fr->add_inline))
+		return 1;
+	rc = conv_blk_run(ctx, st->blk_kind, j, N, j->Cg * G, M, X->data,
+			  (lay & CPU_LAYOUT_IN_BLK8) != 0, st->blk, B ? B->data : NULL,
+			  fr->y->data, y_blk);
+	return rc ? rc : cpu_fuse_end(ctx, fr, y_blk);
+}
+
+/* The call conv_blk.c does not take: its blocked input and addend in NCHW
+ * copies (xt, at), for the plain kernels; conv_end blocks the output. */
+static int conv_blk_fallback(cpu_ctx *ctx, const cpu_tensor **X, cpu_tensor *xt, cpu_fuse_run *fr,
+			     cpu_tensor *at)
+{
+	unsigned lay = ctx->node->layout;
+	const cpu_tensor *src[2] = {(lay & CPU_LAYOUT_IN_BLK8) ? *X : NULL,
+				    (lay & CPU_LAYOUT_OUT_BLK8) ? fr->add : NULL};
+	cpu_tensor *dst[2] = {xt, at};
+
+	for (int i = 0; i < 2; i++) {
+		int64_t P = 1;
+
+		if (!src[i])
+			continue;
+		*dst[i] = *src[i];
+		if (src[i]->rank != 4 || src[i]->dims[1] % 8)
+			return cpu_fail(ctx, CPU_E_INTERNAL, "a channel-blocked value of shape rank %d",
+					src[i]->rank);
+		if (!(dst[i]->data = cpu_scratch(ctx, src[i]->nbytes + 1)))
+			return CPU_E_NOMEM;
+		P = src[i]->dims[2] * src[i]->dims[3];
+		conv_blk_reorder(ctx, src[i]->data, dst[i]->data, src[i]->dims[0], src[i]->dims[1],
+				 P, 0);
+	}
+	if (src[0])
+		*X = xt;
+	if (src[1]) {
+		if (fr->add_inline)
+			fr->add_inline = at;
+		fr->add = at;
+	}
+	return 0;
+}
+
 static int conv_compute(cpu_ctx *ctx)
 {
 	const conv_state *st = ctx->node->state;
@@ -536,8 +646,9 @@ static int conv_compute(cpu_ctx *ctx)
 	const float *wd;   /* the filter, narrowed by conv_prune_taps */
 	int64_t dims[CPU_MAX_RANK], N, M, G = st->group, isz = 1;
 	const void *packed = NULL;
-	int rc = 0, direct = 1, use_t;
+	int rc = 0, direct = 1, use_t, bo = (ctx->node->layout & CPU_LAYOUT_OUT_BLK8) != 0;
 	cpu_fuse_run fr;
+	cpu_tensor xt, at;
 	conv_job j;
 
 	if (!(X = cpu_require(ctx, 0, &rc)) || !(W = cpu_require(ctx, 1, &rc)))
@@ -573,14 +684,22 @@ static int conv_compute(cpu_ctx *ctx)
 	j.res = fr.add_inline;
 	j.relu = fr.act_inline == CPU_FUSE_ACT_RELU;
 	j.act = fr.act_inline != CPU_FUSE_ACT_NONE && !j.relu ? ctx->node->fuse : NULL;
+	if (ctx->node->layout) {
+		if (st->blk && wd == st->blk_src && cpu_numel(fr.y) > 0 &&
+		    (rc = conv_blk_try(ctx, st, &j, N, X, B, G, M, &fr)) != 1)
+			return rc;
+		if ((rc = conv_blk_fallback(ctx, &X, &xt, &fr, &at)) != 0)
+			return rc;
+		j.res = fr.add_inline;
+	}
 	if (st->packed && wd == st->w_src && st->Mg == j.Mg && st->ksz == j.ksz)
 		packed = st->packed;
 	use_t = packed && j.osz < CONV_T_RATIO * j.Mg && j.osz < CONV_T_MAX;
 	if (cpu_numel(fr.y) == 0)
-		return cpu_fuse_end(ctx, &fr, 1);
+		return conv_end(ctx, &fr, 1, bo);
 	if (conv_taps_fits(&j, G)) {
 		rc = conv_taps_run(ctx, &j, N, X->data, wd, B ? B->data : NULL, fr.y->data);
-		return rc ? rc : cpu_fuse_end(ctx, &fr, 1);
+		return rc ? rc : conv_end(ctx, &fr, 1, bo);
 	}
 	if (conv_direct_fits(&j, G)) {
 		const float *wp = grouped_filter(ctx, st, &j, wd, G);
@@ -588,7 +707,7 @@ static int conv_compute(cpu_ctx *ctx)
 		if (!wp)
 			return CPU_E_NOMEM;
 		rc = conv_direct_run(ctx, &j, N, X->data, wp, B ? B->data : NULL, fr.y->data);
-		return rc ? rc : cpu_fuse_end(ctx, &fr, 1);
+		return rc ? rc : conv_end(ctx, &fr, 1, bo);
 	}
 	if (st->wino && wd == st->wino_src && X->rank == 4 && G == 1 && j.g.k[1] == 3 &&
 	    j.g.k[2] == 3 && j.g.s[1] == 1 && j.g.s[2] == 1 && j.g.d[1] == 1 && j.g.d[2] == 1 &&
@@ -601,7 +720,7 @@ static int conv_compute(cpu_ctx *ctx)
 			if (rc)
 				return rc;
 		}
-		return cpu_fuse_end(ctx, &fr, 1);
+		return conv_end(ctx, &fr, 1, bo);
 	}
 	if (conv_nhwc_fits(&j, G)) {
 		const float *wp = st->nhwc && wd == st->nhwc_src ? st->nhwc : NULL;
@@ -615,7 +734,7 @@ static int conv_compute(cpu_ctx *ctx)
 			wp = s;
 		}
 		rc = conv_nhwc_run(ctx, &j, N, X->data, wp, B ? B->data : NULL, fr.y->data);
-		return rc ? rc : cpu_fuse_end(ctx, &fr, 1);
+		return rc ? rc : conv_end(ctx, &fr, 1, bo);
 	}
 	if (j.Cg == 1 && j.Mg == 1) {
 		if (conv_dw_fits(&j))
@@ -623,7 +742,7 @@ static int conv_compute(cpu_ctx *ctx)
 					 N * G, G);
 		else
 			conv_depthwise(&j, X->data, wd, B ? B->data : NULL, fr.y->data, N * G, G);
-		return rc ? rc : cpu_fuse_end(ctx, &fr, 1);
+		return rc ? rc : conv_end(ctx, &fr, 1, bo);
 	}
 	if (conv_grouped_fits(&j, G)) {
 		const float *wp = grouped_filter(ctx, st, &j, wd, G);
@@ -631,7 +750,7 @@ static int conv_compute(cpu_ctx *ctx)
 		if (!wp)
 			return CPU_E_NOMEM;
 		rc = conv_grouped_run(ctx, &j, N, G, X->data, wp, B ? B->data : NULL, fr.y->data);
-		return rc ? rc : cpu_fuse_end(ctx, &fr, 1);
+		return rc ? rc : conv_end(ctx, &fr, 1, bo);
 	}
 	if (!direct && j.osz && (uint64_t)j.ksz > SIZE_MAX / sizeof(float) / 2 / (uint64_t)j.osz)
 		return cpu_fail(ctx, CPU_E_NOMEM, "im2col buffer too large");
@@ -664,7 +783,7 @@ static int conv_compute(cpu_ctx *ctx)
 		if (ci.failed)
 			return cpu_fail(ctx, CPU_E_NOMEM, "GEMM failed (out of memory)");
 	}
-	return cpu_fuse_end(ctx, &fr, 1);
+	return conv_end(ctx, &fr, 1, bo);
 }
 
 const cpu_op cpu_op_conv = {

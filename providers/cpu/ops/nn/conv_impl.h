@@ -34,6 +34,11 @@ typedef struct conv_state {
 	 * nhwc_src; NULL when not. */
 	const float *nhwc;
 	const float *nhwc_src;
+	/* A 1x1 or depthwise layer on channel-blocked values (node->layout):
+	 * its kind and its filter for conv_blk.c, made from blk_src. */
+	int blk_kind;
+	const float *blk;
+	const float *blk_src;
 } conv_state;
 
 /* One call's geometry: per group Cg input and Mg output channels, ksz =
@@ -108,6 +113,32 @@ size_t conv_nhwc_wsize(int64_t Mg, int64_t Cg, int64_t taps);
 void conv_nhwc_pack(const float *w, int64_t Mg, int64_t Cg, int64_t taps, float *dst);
 int conv_nhwc_run(cpu_ctx *ctx, const conv_job *j, int64_t N, const float *x,
 		  const float *wpacked, const float *b, float *y);
+
+/* conv_blk.c: 1x1 (one group, stride 1, no padding) and depthwise layers
+ * (no dilation) of a multiple of 8 channels, on channel-blocked values
+ * (NCHWc8, cpu_kernel.h's CPU_LAYOUT_*), on a CPU whose best ISA is AVX2 +
+ * FMA (ORTMK_CPU_CONV_BLOCKED=0 turns them off).  conv_blk_kind says from
+ * the node's attributes and its constant filter which kind a Conv is (0:
+ * neither); cpu_layout.c asks it at load.  The filter is laid out by
+ * conv_blk_pack into conv_blk_wsize bytes.  conv_blk_run: x (C channels,
+ * blocked or not) to y (M channels; blocked: with j's residual, blocked
+ * too, and activation; plain: bias only, the tail left to the caller);
+ * 0 or CPU_E_NOMEM. */
+enum { CONV_BLK_PW = 1, CONV_BLK_DW = 2 };
+int conv_blk_enabled(void);
+int conv_blk_kind(const Onnx__NodeProto *p, const cpu_tensor *W);
+size_t conv_blk_wsize(int kind, int64_t M, int64_t Cg, int64_t taps);
+void conv_blk_pack(int kind, const float *w, int64_t M, int64_t Cg, int64_t taps, float *dst);
+int conv_blk_run(cpu_ctx *ctx, int kind, const conv_job *j, int64_t N, int64_t C, int64_t M,
+		 const float *x, int x_blocked, const float *wpacked, const float *b, float *y,
+		 int y_blocked);
+/* N images of C channels (a multiple of 8) and P pixels from NCHW to
+ * NCHWc8 (to_blocked) or back, src and dst apart, over the pool. */
+void conv_blk_reorder(cpu_ctx *ctx, const float *src, float *dst, int64_t N, int64_t C,
+		      int64_t P, int to_blocked);
+/* A float32 tensor of a multiple of 8 channels reordered to NCHWc8 in
+ * place (through scratch); 0 or a status. */
+int conv_blk_block_inplace(cpu_ctx *ctx, cpu_tensor *t);
 
 /* conv_taps.c: a dilated one-group convolution whose taps' in-image
  * outputs cover at most 60% of taps x outputs, as one product per tap

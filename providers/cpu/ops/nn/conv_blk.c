@@ -1,0 +1,585 @@
+/*
+ * conv_blk: 1x1 and depthwise convolutions on channel-blocked activations,
+ * for conv.c, on CPUs whose best ISA is AVX2 + FMA.
+ *
+ * Layout (NCHWc8): an image's C channels (a multiple of 8) as C / 8 blocks
+ * of its H x W pixels, each pixel's eight channels consecutive:
+ * x[n][c / 8][h][w][c % 8].  The same bytes as NCHW, in another order, so
+ * the core's memory plan holds either.  cpu_layout.c decides at load
+ * which values inside a step are kept so: those a 1x1 or depthwise
+ * convolution writes and only such convolutions read (node->layout).
+ *
+ * MobileNet-style networks are chains of 1x1 expansions, depthwise 3x3 or
+ * 5x5 layers and 1x1 projections.  Through the GEMM each 1x1 layer packs
+ * its input (or transposes it and its output for small images) and each
+ * depthwise layer handles every plane's edges on its own; on Zen 3 those
+ * layers ran 1.3-1.7x ONNX Runtime's channel-blocked kernels in the model.
+ * Here no layer reorders anything:
+ *  - 1x1 (stride 1, no padding): tiles of six pixels by sixteen output
+ *    channels (two blocks) in twelve registers; for every input channel
+ *    two vectors of the filter ([pair of blocks][input channel][16],
+ *    packed at load) and six broadcast input values.  The input may also
+ *    be plain NCHW (the first blocked layer after an NCHW one): the six
+ *    values are then consecutive in their channel's plane.
+ *  - depthwise (one input and one output channel a group, any kernel,
+ *    stride and padding, no dilation): a vector is one pixel's eight
+ *    channels, four output pixels of a row at a time in the interior, the
+ *    edges one by one; the filter as [block][tap][8].  A plain input is
+ *    blocked into scratch first.
+ * Bias, a residual of Y's layout, Relu or Clip are applied as a tile is
+ * stored; another fused activation over each finished run of pixels.  A
+ * layer whose output is plain (the last one before another kind of node)
+ * is computed blocked into scratch and unblocked into Y, the fused tail
+ * then applied by cpu_fuse_end.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conv_impl.h"
+#include "gemm.h"
+#include "par.h"
+#include "vfloat.h"
+
+#define CB 8          /* channels a block */
+#define PW_M 16       /* output channels a 1x1 tile: two blocks */
+#define PW_P 6        /* pixels a 1x1 tile */
+#define PW_CHUNK_BYTES (128 << 10)   /* a task's input pixels, at most (all channels) */
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define CB_X86 1
+#include <immintrin.h>
+#define CB_TARGET __attribute__((target("avx2,fma")))
+#endif
+
+int conv_blk_enabled(void)
+{
+#ifdef CB_X86
+	static int env = -1;
+
+	if (env < 0) {
+		const char *e = getenv("ORTMK_CPU_CONV_BLOCKED");
+
+		env = !(e && e[0] == '0');
+	}
+	return env && gemm_isa_best() == GEMM_ISA_AVX2;
+#else
+	return 0;
+#endif
+}
+
+int conv_blk_kind(const Onnx__NodeProto *p, const cpu_tensor *W)
+{
+	cpu_window win;
+	char err[64];
+	int64_t group, M, Cg;
+	int ones = 1;
+
+	if (!conv_blk_enabled() || !W || W->dtype != CPU_FLOAT || W->rank != 4 ||
+	    cpu_window_parse(p, &win, err, sizeof(err)))
+		return 0;
+	group = cpu_attr_int(p, "group", 1);
+	M = W->dims[0];
+	Cg = W->dims[1];
+	if (M < CB || M % CB)
+		return 0;
+	for (int i = 0; i < win.n_dilations; i++)
+		if (win.dilations[i] != 1)
+			return 0;
+	for (int i = 0; i < win.n_strides; i++)
+		ones &= win.strides[i] == 1;
+	for (int i = 0; i < win.n_pads; i++)
+		ones &= win.pads[i] == 0;
+	if (group == 1 && Cg % CB == 0 && W->dims[2] == 1 && W->dims[3] == 1 && ones)
+		return CONV_BLK_PW;
+	if (group == M && Cg == 1)
+		return CONV_BLK_DW;
+	return 0;
+}
+
+size_t conv_blk_wsize(int kind, int64_t M, int64_t Cg, int64_t taps)
+{
+	if (kind == CONV_BLK_PW)
+		return (size_t)((M + PW_M - 1) / PW_M * Cg * PW_M) * sizeof(float);
+	return (size_t)(M * taps) * sizeof(float);
+}
+
+void conv_blk_pack(int kind, const float *w, int64_t M, int64_t Cg, int64_t taps, float *dst)
+{
+	if (kind == CONV_BLK_PW) {
+		for (int64_t q = 0; q < (M + PW_M - 1) / PW_M; q++)
+			for (int64_t c = 0; c < Cg; c++)
+				for (int64_t i = 0; i < PW_M; i++) {
+					int64_t m = q * PW_M + i;
+
+					*dst++ = m < M ? w[m * Cg + c] : 0.0f;
+				}
+		return;
+	}
+	for (int64_t b = 0; b < M / CB; b++)
+		for (int64_t t = 0; t < taps; t++)
+			for (int64_t i = 0; i < CB; i++)
+				*dst++ = w[(b * CB + i) * taps + t];
+}
+
+/* ---- NCHW <-> NCHWc8 ------------------------------------------------------ */
+
+typedef struct reorder_arg {
+	const float *src;
+	float *dst;
+	int64_t blocks, P;   /* per image: C / 8 blocks of P pixels */
+	int to_blocked;
+} reorder_arg;
+
+/* Blocks [b0, b1) (image-major) through 8 x 8 transposes. */
+CPU_MULTIVERSION
+static void reorder_range(void *arg, int64_t b0, int64_t b1, int member)
+{
+	const reorder_arg *a = arg;
+	int64_t P = a->P;
+
+	(void)member;
+	for (int64_t b = b0; b < b1; b++) {
+		const float *s = a->src + b * CB * P;
+		float *d = a->dst + b * CB * P;
+		int64_t p = 0;
+
+		for (; p + 8 <= P; p += 8) {
+			vf8 v[8];
+
+			for (int k = 0; k < 8; k++)
+				v[k] = a->to_blocked ? vf_load(s + k * P + p) : vf_load(s + (p + k) * CB);
+			vf_transpose8(v);
+			for (int k = 0; k < 8; k++)
+				vf_store(a->to_blocked ? d + (p + k) * CB : d + k * P + p, v[k]);
+		}
+		for (; p < P; p++)
+			for (int k = 0; k < CB; k++) {
+				if (a->to_blocked)
+					d[p * CB + k] = s[k * P + p];
+				else
+					d[k * P + p] = s[p * CB + k];
+			}
+	}
+}
+
+void conv_blk_reorder(cpu_ctx *ctx, const float *src, float *dst, int64_t N, int64_t C,
+		      int64_t P, int to_blocked)
+{
+	reorder_arg a = {src, dst, C / CB, P, to_blocked};
+
+	/* ~0.25 ns a float each way */
+	cpu_par_for(ctx, N * a.blocks, 0.5 * (double)(CB * P), 1, reorder_range, &a);
+}
+
+int conv_blk_block_inplace(cpu_ctx *ctx, cpu_tensor *t)
+{
+	int64_t P = 1, n = cpu_numel(t);
+	float *tmp;
+
+	if (n == 0)
+		return 0;
+	if (t->rank < 2 || t->dims[1] % CB)
+		return cpu_fail(ctx, CPU_E_INTERNAL, "a channel-blocked value of %lld channels",
+				t->rank < 2 ? 0LL : (long long)t->dims[1]);
+	for (int i = 2; i < t->rank; i++)
+		P *= t->dims[i];
+	if (!(tmp = cpu_scratch(ctx, (size_t)n * sizeof(float))))
+		return CPU_E_NOMEM;
+	memcpy(tmp, t->data, (size_t)n * sizeof(float));
+	conv_blk_reorder(ctx, tmp, t->data, t->dims[0], t->dims[1], P, 1);
+	return 0;
+}
+
+#ifdef CB_X86
+
+typedef struct blk_job {
+	const conv_job *j;
+	const float *x, *w, *b;   /* w: conv_blk_pack's layout */
+	float *y;
+	const float *res;         /* blocked like y, or NULL */
+	int xblk;                 /* x blocked (else NCHW: the 1x1 layer) */
+	int clamp;                /* Relu or Clip in the store: [lo, hi] */
+	float lo, hi;
+	const cpu_fusion *act;    /* else an activation over each finished run */
+	int64_t C, M, P, OP;      /* channels, input and output pixels an image */
+	/* 1x1: pixel chunks of `chunk`, pairs of output blocks in groups */
+	int64_t chunk, chunks, pairs, pgroups, group_pairs;
+	/* depthwise: output rows in bands */
+	int64_t band_rows, bands;
+} blk_job;
+
+/* ---- 1x1 ----------------------------------------------------------------- */
+
+/* A tile of NP pixels (at x, each ps floats after the last; an input
+ * channel cs floats after the one before it, a block of eight bs after)
+ * by NB blocks of output channels (filter pair w, [C][16]); results to
+ * y0 and y1 (the two blocks' rows at the tile's first pixel). */
+static inline __attribute__((always_inline)) CB_TARGET void
+pw_tile(const blk_job *d, const float *x, int64_t cs, const int ps, int64_t bs, const float *w,
+	const int NB, const int NP, __m256 b0, __m256 b1, float *y0, float *y1, const float *r0,
+	const float *r1)
+{
+	__m256 a00 = b0, a01 = b1, a10 = b0, a11 = b1, a20 = b0, a21 = b1;
+	__m256 a30 = b0, a31 = b1, a40 = b0, a41 = b1, a50 = b0, a51 = b1;
+	int64_t blocks = d->C / CB;
+
+	for (int64_t cb = 0; cb < blocks; cb++, x += bs) {
+		const float *xc = x;
+
+		for (int ci = 0; ci < CB; ci++, xc += cs, w += PW_M) {
+			__m256 w0 = _mm256_loadu_ps(w), w1 = NB > 1 ? _mm256_loadu_ps(w + 8) : w0, v;
+#define PW_PIXEL(p, a0, a1)                                                                \
+	if (NP > (p)) {                                                                    \
+		v = _mm256_broadcast_ss(xc + (p) * ps);                                    \
+		a0 = _mm256_fmadd_ps(v, w0, a0);                                           \
+		if (NB > 1)                                                                \
+			a1 = _mm256_fmadd_ps(v, w1, a1);                                   \
+	}
+			PW_PIXEL(0, a00, a01)
+			PW_PIXEL(1, a10, a11)
+			PW_PIXEL(2, a20, a21)
+			PW_PIXEL(3, a30, a31)
+			PW_PIXEL(4, a40, a41)
+			PW_PIXEL(5, a50, a51)
+#undef PW_PIXEL
+		}
+	}
+	__m256 lo = _mm256_set1_ps(d->lo), hi = _mm256_set1_ps(d->hi);
+#define PW_OUT(p, a0, a1)                                                                  \
+	if (NP > (p)) {                                                                    \
+		if (r0) {                                                                  \
+			a0 = _mm256_add_ps(a0, _mm256_loadu_ps(r0 + (p) * CB));            \
+			if (NB > 1)                                                        \
+				a1 = _mm256_add_ps(a1, _mm256_loadu_ps(r1 + (p) * CB));    \
+		}                                                                          \
+		if (d->clamp) {                                                            \
+			a0 = _mm256_min_ps(hi, _mm256_max_ps(lo, a0));                     \
+			a1 = _mm256_min_ps(hi, _mm256_max_ps(lo, a1));                     \
+		}                                                                          \
+		_mm256_storeu_ps(y0 + (p) * CB, a0);                                       \
+		if (NB > 1)                                                                \
+			_mm256_storeu_ps(y1 + (p) * CB, a1);                               \
+	}
+	PW_OUT(0, a00, a01) PW_OUT(1, a10, a11) PW_OUT(2, a20, a21)
+	PW_OUT(3, a30, a31) PW_OUT(4, a40, a41) PW_OUT(5, a50, a51)
+#undef PW_OUT
+}
+
+/* Pixels [p0, p1) of image n, output blocks (2q, 2q + 1), input layout
+ * XB (1: blocked). */
+static inline __attribute__((always_inline)) CB_TARGET void
+pw_run(const blk_job *d, int64_t n, int64_t q, int64_t p0, int64_t p1, const int XB)
+{
+	int64_t P = d->P, mb = d->M / CB, ob = 2 * q;
+	int NB = ob + 1 < mb ? 2 : 1;
+	const float *w = d->w + q * d->C * PW_M;
+	const float *xi = d->x + n * d->C * P;
+	float *y0 = d->y + (n * mb + ob) * P * CB, *y1 = y0 + P * CB;
+	const float *r0 = d->res ? d->res + (n * mb + ob) * P * CB : NULL;
+	const float *r1 = r0 ? r0 + P * CB : NULL;
+	__m256 b0 = _mm256_setzero_ps(), b1 = b0;
+	const int ps = XB ? CB : 1;
+	int64_t cs = XB ? 1 : P;
+
+	if (d->b) {
+		b0 = _mm256_loadu_ps(d->b + ob * CB);
+		if (NB > 1)
+			b1 = _mm256_loadu_ps(d->b + ob * CB + CB);
+	}
+	for (int64_t p = p0; p < p1; p += PW_P) {
+		const float *x = xi + p * ps;
+		int64_t o = p * CB;
+		int np = (int)(p1 - p < PW_P ? p1 - p : PW_P);
+
+#define PW_CALL(nb, np_)                                                                   \
+	pw_tile(d, x, cs, ps, P * CB, w, nb, np_, b0, b1, y0 + o, y1 + o, r0 ? r0 + o : NULL, \
+		r1 ? r1 + o : NULL)
+		if (NB == 2) {
+			switch (np) {
+			case 6: PW_CALL(2, 6); break;
+			case 5: PW_CALL(2, 5); break;
+			case 4: PW_CALL(2, 4); break;
+			case 3: PW_CALL(2, 3); break;
+			case 2: PW_CALL(2, 2); break;
+			default: PW_CALL(2, 1); break;
+			}
+		} else {
+			switch (np) {
+			case 6: PW_CALL(1, 6); break;
+			case 5: PW_CALL(1, 5); break;
+			case 4: PW_CALL(1, 4); break;
+			case 3: PW_CALL(1, 3); break;
+			case 2: PW_CALL(1, 2); break;
+			default: PW_CALL(1, 1); break;
+			}
+		}
+#undef PW_CALL
+	}
+	if (d->act) {
+		cpu_fuse_act_apply(d->act, y0 + p0 * CB, (p1 - p0) * CB);
+		if (NB > 1)
+			cpu_fuse_act_apply(d->act, y1 + p0 * CB, (p1 - p0) * CB);
+	}
+}
+
+static CB_TARGET void pw_run_blocked(const blk_job *d, int64_t n, int64_t q, int64_t p0,
+				     int64_t p1)
+{
+	pw_run(d, n, q, p0, p1, 1);
+}
+
+static CB_TARGET void pw_run_plain(const blk_job *d, int64_t n, int64_t q, int64_t p0,
+				   int64_t p1)
+{
+	pw_run(d, n, q, p0, p1, 0);
+}
+
+/* Items: (image, pixel chunk, group of block pairs), group fastest. */
+static void pw_range(void *arg, int64_t i0, int64_t i1, int member)
+{
+	const blk_job *d = arg;
+
+	(void)member;
+	for (int64_t it = i0; it < i1; it++) {
+		int64_t grp = it % d->pgroups, ch = it / d->pgroups % d->chunks;
+		int64_t n = it / d->pgroups / d->chunks;
+		int64_t p0 = ch * d->chunk, p1 = p0 + d->chunk < d->P ? p0 + d->chunk : d->P;
+
+		for (int64_t q = grp * d->group_pairs; q < d->pairs && q < (grp + 1) * d->group_pairs;
+		     q++) {
+			if (d->xblk)
+				pw_run_blocked(d, n, q, p0, p1);
+			else
+				pw_run_plain(d, n, q, p0, p1);
+		}
+	}
+}
+
+static void pw_schedule(cpu_ctx *ctx, blk_job *d, int64_t N)
+{
+	int members = cpu_par_members(ctx);
+	int64_t chunk = PW_CHUNK_BYTES / (d->C * (int64_t)sizeof(float)) / PW_P * PW_P;
+
+	d->pairs = (d->M / CB + 1) / 2;
+	chunk = chunk < PW_P ? PW_P : chunk;
+	d->chunks = (d->P + chunk - 1) / chunk;
+	/* at least two items a member where the work allows, by pixel chunks
+	 * first (each reads the whole filter), then by groups of pairs */
+	if (N * d->chunks < 2 * members && d->P > 16 * PW_P) {
+		int64_t want = (2 * members + N - 1) / N;
+		int64_t c2 = (d->P + want - 1) / want;
+
+		c2 = (c2 + PW_P - 1) / PW_P * PW_P;
+		if (c2 < 16 * PW_P)
+			c2 = 16 * PW_P;
+		chunk = c2 < chunk ? c2 : chunk;
+		d->chunks = (d->P + chunk - 1) / chunk;
+	}
+	d->chunk = chunk;
+	d->pgroups = N * d->chunks < 2 * members ? (2 * members + N * d->chunks - 1) /
+		(N * d->chunks) : 1;
+	d->pgroups = d->pgroups < d->pairs ? d->pgroups : d->pairs;
+	d->group_pairs = (d->pairs + d->pgroups - 1) / d->pgroups;
+	d->pgroups = (d->pairs + d->group_pairs - 1) / d->group_pairs;
+	/* ~0.012 ns a multiply-add (two FMA ports of eight lanes, 3 GHz, 80%) */
+	cpu_par_for(ctx, N * d->chunks * d->pgroups,
+		    0.012 * (double)(d->C * d->group_pairs * PW_M * chunk), 1, pw_range, d);
+}
+
+/* ---- depthwise ------------------------------------------------------------ */
+
+/* Output row oh of block cb of image n. */
+static inline __attribute__((always_inline)) CB_TARGET void
+dw_row(const blk_job *d, int64_t n, int64_t cb, int64_t oh, const int KW, const int S)
+{
+	const cpu_geom *g = &d->j->g;
+	int64_t IH = g->in[1], IW = g->in[2], OW = g->out[2], KH = g->k[1];
+	int64_t sh = g->s[1], pt = g->pb[1], pl = g->pb[2];
+	int64_t blocks = d->C / CB, img = (n * blocks + cb);
+	const float *x = d->x + img * d->P * CB;
+	const float *w = d->w + cb * KH * KW * CB;
+	float *y = d->y + (img * d->OP + oh * OW) * CB;
+	const float *r = d->res ? d->res + (img * d->OP + oh * OW) * CB : NULL;
+	__m256 bias = d->b ? _mm256_loadu_ps(d->b + cb * CB) : _mm256_setzero_ps();
+	__m256 lo = _mm256_set1_ps(d->lo), hi = _mm256_set1_ps(d->hi);
+	int64_t ih0 = oh * sh - pt, kh0 = ih0 < 0 ? -ih0 : 0;
+	int64_t kh1 = IH - ih0 < KH ? IH - ih0 : KH;
+	/* outputs whose taps are all inside the row: [ow0, ow1) */
+	int64_t ow0 = (pl + S - 1) / S, ow1 = (IW - 1 + pl - (KW - 1)) / S + 1;
+
+	if (IW - 1 + pl - (KW - 1) < 0)
+		ow1 = 0;
+	ow1 = ow1 > OW ? OW : ow1;
+	ow0 = ow0 > ow1 ? ow1 : ow0;
+	for (int64_t ow = 0; ow < OW;) {
+		if (ow >= ow0 && ow + 4 <= ow1) {
+			__m256 a0 = bias, a1 = bias, a2 = bias, a3 = bias;
+
+			for (int64_t kh = kh0; kh < kh1; kh++) {
+				const float *xr = x + ((ih0 + kh) * IW + ow * S - pl) * CB;
+				const float *wr = w + kh * KW * CB;
+
+#pragma GCC unroll 7
+				for (int kw = 0; kw < KW; kw++) {
+					__m256 wv = _mm256_loadu_ps(wr + kw * CB);
+					const float *xp = xr + kw * CB;
+
+					a0 = _mm256_fmadd_ps(_mm256_loadu_ps(xp), wv, a0);
+					a1 = _mm256_fmadd_ps(_mm256_loadu_ps(xp + S * CB), wv, a1);
+					a2 = _mm256_fmadd_ps(_mm256_loadu_ps(xp + 2 * S * CB), wv, a2);
+					a3 = _mm256_fmadd_ps(_mm256_loadu_ps(xp + 3 * S * CB), wv, a3);
+				}
+			}
+			if (r) {
+				a0 = _mm256_add_ps(a0, _mm256_loadu_ps(r + ow * CB));
+				a1 = _mm256_add_ps(a1, _mm256_loadu_ps(r + (ow + 1) * CB));
+				a2 = _mm256_add_ps(a2, _mm256_loadu_ps(r + (ow + 2) * CB));
+				a3 = _mm256_add_ps(a3, _mm256_loadu_ps(r + (ow + 3) * CB));
+			}
+			if (d->clamp) {
+				a0 = _mm256_min_ps(hi, _mm256_max_ps(lo, a0));
+				a1 = _mm256_min_ps(hi, _mm256_max_ps(lo, a1));
+				a2 = _mm256_min_ps(hi, _mm256_max_ps(lo, a2));
+				a3 = _mm256_min_ps(hi, _mm256_max_ps(lo, a3));
+			}
+			_mm256_storeu_ps(y + ow * CB, a0);
+			_mm256_storeu_ps(y + (ow + 1) * CB, a1);
+			_mm256_storeu_ps(y + (ow + 2) * CB, a2);
+			_mm256_storeu_ps(y + (ow + 3) * CB, a3);
+			ow += 4;
+			continue;
+		}
+		/* one output, its taps checked against the row's ends */
+		__m256 a = bias;
+		int64_t iw0 = ow * S - pl;
+
+		for (int64_t kh = kh0; kh < kh1; kh++) {
+			const float *xr = x + (ih0 + kh) * IW * CB;
+			const float *wr = w + kh * KW * CB;
+
+			for (int kw = 0; kw < KW; kw++) {
+				int64_t iw = iw0 + kw;
+
+				if (iw >= 0 && iw < IW)
+					a = _mm256_fmadd_ps(_mm256_loadu_ps(xr + iw * CB),
+							    _mm256_loadu_ps(wr + kw * CB), a);
+			}
+		}
+		if (r)
+			a = _mm256_add_ps(a, _mm256_loadu_ps(r + ow * CB));
+		if (d->clamp)
+			a = _mm256_min_ps(hi, _mm256_max_ps(lo, a));
+		_mm256_storeu_ps(y + ow * CB, a);
+		ow++;
+	}
+	if (d->act)
+		cpu_fuse_act_apply(d->act, y, OW * CB);
+}
+
+static CB_TARGET void dw_row_any(const blk_job *d, int64_t n, int64_t cb, int64_t oh)
+{
+	const cpu_geom *g = &d->j->g;
+	int64_t kw = g->k[2], s = g->s[2];
+
+	if (kw == 3 && s == 1)
+		dw_row(d, n, cb, oh, 3, 1);
+	else if (kw == 3 && s == 2)
+		dw_row(d, n, cb, oh, 3, 2);
+	else if (kw == 5 && s == 1)
+		dw_row(d, n, cb, oh, 5, 1);
+	else if (kw == 5 && s == 2)
+		dw_row(d, n, cb, oh, 5, 2);
+	else if (s == 1)
+		dw_row(d, n, cb, oh, (int)kw, 1);
+	else
+		dw_row(d, n, cb, oh, (int)kw, (int)s);
+}
+
+/* Items: (image, block, band of output rows). */
+static void dw_range(void *arg, int64_t i0, int64_t i1, int member)
+{
+	const blk_job *d = arg;
+	int64_t OH = d->j->g.out[1], blocks = d->C / CB;
+
+	(void)member;
+	for (int64_t it = i0; it < i1; it++) {
+		int64_t band = it % d->bands, img = it / d->bands;
+		int64_t oh0 = band * d->band_rows;
+		int64_t oh1 = oh0 + d->band_rows < OH ? oh0 + d->band_rows : OH;
+
+		for (int64_t oh = oh0; oh < oh1; oh++)
+			dw_row_any(d, img / blocks, img % blocks, oh);
+	}
+}
+
+static void dw_schedule(cpu_ctx *ctx, blk_job *d, int64_t N)
+{
+	const cpu_geom *g = &d->j->g;
+	int members = cpu_par_members(ctx);
+	int64_t OH = g->out[1], planes = N * d->C / CB;
+
+	d->bands = planes >= 4 * members ? 1 : (4 * members + planes - 1) / planes;
+	d->bands = d->bands < OH ? d->bands : OH;
+	d->band_rows = (OH + d->bands - 1) / d->bands;
+	d->bands = (OH + d->band_rows - 1) / d->band_rows;
+	/* ~0.1 ns a multiply-add of eight lanes and its loads */
+	cpu_par_for(ctx, planes * d->bands,
+		    0.1 * (double)(d->band_rows * g->out[2] * g->k[1] * g->k[2]), 1, dw_range, d);
+}
+
+int conv_blk_run(cpu_ctx *ctx, int kind, const conv_job *j, int64_t N, int64_t C, int64_t M,
+		 const float *x, int x_blocked, const float *wpacked, const float *b, float *y,
+		 int y_blocked)
+{
+	const cpu_geom *g = &j->g;
+	blk_job d = {.j = j, .x = x, .w = wpacked, .b = b, .y = y, .act = j->act,
+		     .lo = -INFINITY, .hi = INFINITY, .xblk = x_blocked, .C = C, .M = M};
+
+	d.P = g->in[0] * g->in[1] * g->in[2];
+	d.OP = j->osz;
+	if (y_blocked) {
+		d.res = j->res ? j->res->data : NULL;
+		if (j->relu || (j->act && j->act->act == CPU_FUSE_ACT_CLIP &&
+				j->act->act_a <= j->act->act_b)) {
+			d.clamp = 1;
+			d.lo = j->relu ? 0.0f : j->act->act_a;
+			d.hi = j->relu ? INFINITY : j->act->act_b;
+			d.act = NULL;
+		}
+	} else {
+		/* blocked into scratch; the caller's cpu_fuse_end does the tail */
+		d.act = NULL;
+		if (!(d.y = cpu_scratch(ctx, (size_t)(N * M * d.OP) * sizeof(float))))
+			return CPU_E_NOMEM;
+	}
+	if (kind == CONV_BLK_DW && !x_blocked) {
+		float *xs = cpu_scratch(ctx, (size_t)(N * C * d.P) * sizeof(float));
+
+		if (!xs)
+			return CPU_E_NOMEM;
+		conv_blk_reorder(ctx, x, xs, N, C, d.P, 1);
+		d.x = xs;
+		d.xblk = 1;
+	}
+	if (kind == CONV_BLK_PW)
+		pw_schedule(ctx, &d, N);
+	else
+		dw_schedule(ctx, &d, N);
+	if (!y_blocked)
+		conv_blk_reorder(ctx, d.y, y, N, M, d.OP, 0);
+	return 0;
+}
+
+#else
+
+int conv_blk_run(cpu_ctx *ctx, int kind, const conv_job *j, int64_t N, int64_t C, int64_t M,
+		 const float *x, int x_blocked, const float *wpacked, const float *b, float *y,
+		 int y_blocked)
+{
+	(void)ctx, (void)kind, (void)j, (void)N, (void)C, (void)M, (void)x, (void)x_blocked;
+	(void)wpacked, (void)b, (void)y, (void)y_blocked;
+	return CPU_E_INTERNAL;
+}
+
+#endif

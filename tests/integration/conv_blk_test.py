@@ -1,0 +1,240 @@
+"""Chains of 1x1 and depthwise convolutions on channel-blocked values
+(cpu_layout.c decides which values, conv_blk.c runs the layers on a CPU
+whose best ISA is AVX2 + FMA), against numpy (float64).
+
+usage: conv_blk_test.py ORT_RUN
+
+Each case is a small network: an input, then layers that each read the
+output of the one before (or of the layer `src` names): 1x1 layers
+("pw", output channels), depthwise layers ("dw", kernel, stride, pads
+t, l, b, r), each with an optional residual (the output of an earlier
+layer added) and activation, and nodes of other kinds that read a value
+(so it must stay NCHW): Sigmoid, a squeeze-excite (GlobalAveragePool, 1x1,
+HardSigmoid, Mul), a 3x3 one-group convolution, a graph output in the
+middle.  The cases cover NCHW inputs into a blocked chain, blocked values
+into a last plain output, residuals blocked and not, an addend that
+broadcasts ([N, C, 1, 1] from a 1x1 layer after a pooling: the plain
+kernels then run and the output is blocked after), 24 and 40 output
+channels (a last single block of 8), pixel counts that end inside a tile
+of six, batches, strides 1 and 2, 3x3 and 5x5, asymmetric pads, Relu, Clip
+and HardSwish.  On such a CPU the provider's debug log must also say how
+many values it kept blocked, the count worked out here from the graph;
+elsewhere nothing is blocked and the outputs must match all the same.
+Prints one line per case, exit 1 on any failure.
+"""
+import os
+import subprocess
+import sys
+
+sys.dont_write_bytecode = True   # the modules beside this file: no __pycache__ in the tree
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import numpy as np  # noqa: E402
+import onnx  # noqa: E402
+from onnx import helper, numpy_helper, TensorProto  # noqa: E402
+
+from case_runner import run_cases  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "tools", "models"))
+import common as C  # noqa: E402
+
+# name: (input N, C, H, W; layers; blocked values expected on an AVX2 CPU)
+# layer: dict(op=pw|dw|sigmoid|se|conv3|output, ...); src: index of the
+# layer read (default the one before; -1 the input), add: index of the
+# layer whose output is added, act: relu|clip|hardswish.
+CASES = {
+    "inverted_residual": ((1, 16, 14, 14), [
+        dict(op="pw", m=96, act="clip"),
+        dict(op="dw", k=3, s=1, pads=(1, 1, 1, 1), act="clip"),
+        dict(op="pw", m=16),
+        dict(op="pw", m=96, act="clip"),
+        dict(op="dw", k=3, s=1, pads=(1, 1, 1, 1), act="clip"),
+        dict(op="pw", m=16, add=2),
+    ], 4),
+    "strided_5x5_m24": ((1, 32, 23, 17), [
+        dict(op="dw", k=5, s=2, pads=(2, 2, 2, 2), act="relu"),
+        dict(op="pw", m=24),
+        dict(op="dw", k=3, s=1, pads=(0, 1, 2, 0)),
+        dict(op="pw", m=40, act="hardswish"),
+    ], 3),
+    "batch3_tails": ((3, 8, 7, 9), [
+        dict(op="pw", m=24, act="relu"),
+        dict(op="dw", k=3, s=2, pads=(1, 1, 1, 1)),
+        dict(op="pw", m=8, act="clip"),
+        dict(op="pw", m=40),
+    ], 3),
+    "exits": ((1, 16, 10, 11), [
+        dict(op="pw", m=32, act="relu"),
+        dict(op="sigmoid"),                     # reads 0: 0 stays NCHW
+        dict(op="dw", k=3, s=1, pads=(1, 1, 1, 1), src=0),
+        dict(op="output"),                      # 2 is a graph output
+        dict(op="pw", m=16, src=2),
+        dict(op="dw", k=3, s=1, pads=(1, 1, 1, 1)),
+        dict(op="conv3", m=16),                 # reads 5: 5 stays NCHW
+        dict(op="pw", m=16, src=4, add=4),      # 4: read by 5, and by 7 twice
+        dict(op="pw", m=8),                     # 7: blocked, so 4 is too
+    ], 2),
+    "squeeze_excite": ((1, 16, 12, 12), [
+        dict(op="pw", m=32, act="hardswish"),
+        dict(op="dw", k=5, s=1, pads=(2, 2, 2, 2), act="relu"),
+        dict(op="se"),                          # GlobalAveragePool and Mul read 1
+        dict(op="pw", m=24),
+        dict(op="pw", m=24, add=3),
+        dict(op="pw", m=16, act="relu"),
+    ], 3),
+    "broadcast_addend": ((2, 16, 9, 8), [
+        dict(op="pw", m=32),
+        dict(op="gap", src=-1),                 # [N, 16, 1, 1]
+        dict(op="pw", m=32),                    # [N, 32, 1, 1], only an addend
+        dict(op="dw", k=3, s=1, pads=(1, 1, 1, 1), src=0, add=2, act="relu"),
+        dict(op="pw", m=16),
+    ], 3),
+    "large_plane_split": ((1, 16, 56, 57), [
+        dict(op="pw", m=48, act="clip"),
+        dict(op="dw", k=3, s=2, pads=(0, 0, 1, 1), act="clip"),
+        dict(op="pw", m=24),
+    ], 2),
+}
+
+
+def act_ref(x, act):
+    if act == "relu":
+        return np.maximum(x, 0.0)
+    if act == "clip":
+        return np.clip(x, 0.0, 6.0)
+    if act == "hardswish":
+        return x * np.clip(x / 6.0 + 0.5, 0.0, 1.0)
+    return x
+
+
+def build(case, rng):
+    """The model, its feeds, and the reference of every graph output."""
+    shape, layers, _ = case
+    x = rng.standard_normal(shape).astype(np.float32)
+    vals, refs = ["x"], [x.astype(np.float64)]   # index 0 is the input
+    nodes, inits, outs = [], [], []
+
+    def const(name, a):
+        inits.append(numpy_helper.from_array(np.asarray(a, np.float32), name))
+        return name
+
+    const("lo", 0.0)
+    const("hi", 6.0)
+    for i, L in enumerate(layers):
+        src = L.get("src", i - 1) + 1
+        xin, xr = vals[src], refs[src]
+        name = "v%d" % i
+        op = L["op"]
+        if op in ("pw", "dw", "conv3"):
+            c = xr.shape[1]
+            m = L.get("m", c)
+            k = 1 if op == "pw" else 3 if op == "conv3" else L["k"]
+            group = c if op == "dw" else 1
+            s = L.get("s", 1)
+            pads = L.get("pads", (1, 1, 1, 1) if op == "conv3" else (0, 0, 0, 0))
+            w = (rng.standard_normal((m, c // group, k, k)) / np.sqrt(c // group * k * k))
+            w = w.astype(np.float32)
+            b = (rng.standard_normal(m) * 0.1).astype(np.float32)
+            act = L.get("act")
+            cur = name + "_c" if "add" in L or act else name
+            nodes.append(helper.make_node(
+                "Conv", [xin, const(name + "_w", w), const(name + "_b", b)], [cur],
+                group=group, kernel_shape=[k, k], strides=[s, s], pads=list(pads)))
+            r = C.conv2d(xr, w.astype(np.float64), b.astype(np.float64), strides=(s, s),
+                         pads=pads, dilations=(1, 1), group=group)
+            if "add" in L:
+                to = name + "_a" if act else name
+                nodes.append(helper.make_node("Add", [cur, vals[L["add"] + 1]], [to]))
+                r = r + refs[L["add"] + 1]
+                cur = to
+            if act == "relu":
+                nodes.append(helper.make_node("Relu", [cur], [name]))
+            elif act == "clip":
+                nodes.append(helper.make_node("Clip", [cur, "lo", "hi"], [name]))
+            elif act == "hardswish":
+                nodes.append(helper.make_node("HardSwish", [cur], [name]))
+            r = act_ref(r, act)
+            if op == "conv3":
+                outs.append((name, r))
+        elif op == "sigmoid":
+            nodes.append(helper.make_node("Sigmoid", [xin], [name]))
+            r = 1.0 / (1.0 + np.exp(-xr))
+            outs.append((name, r))
+        elif op == "gap":
+            nodes.append(helper.make_node("GlobalAveragePool", [xin], [name]))
+            r = xr.mean(axis=(2, 3), keepdims=True)
+        elif op == "se":
+            c = xr.shape[1]
+            w = (rng.standard_normal((c, c, 1, 1)) / np.sqrt(c)).astype(np.float32)
+            nodes.append(helper.make_node("GlobalAveragePool", [xin], [name + "_p"]))
+            nodes.append(helper.make_node("Conv", [name + "_p", const(name + "_w", w)],
+                                          [name + "_s"], kernel_shape=[1, 1]))
+            nodes.append(helper.make_node("HardSigmoid", [name + "_s"], [name + "_h"],
+                                          alpha=1.0 / 6, beta=0.5))
+            nodes.append(helper.make_node("Mul", [xin, name + "_h"], [name]))
+            p = xr.mean(axis=(2, 3), keepdims=True)
+            sc = np.einsum("mc,ncij->nmij", w[:, :, 0, 0].astype(np.float64), p)
+            r = xr * np.clip(sc / 6.0 + 0.5, 0.0, 1.0)
+        elif op == "output":
+            outs.append((vals[src], xr))
+            vals.append(xin)
+            refs.append(xr)
+            continue
+        vals.append(name)
+        refs.append(r)
+    outs.append((vals[-1], refs[-1]))
+    g = helper.make_graph(
+        nodes, "blk", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(shape))],
+        [helper.make_tensor_value_info(n, TensorProto.FLOAT, list(r.shape)) for n, r in outs],
+        inits)
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    return model, {"x": x}, outs
+
+
+def blocking_cpu():
+    """Whether cpu_layout.c blocks values here: AVX2 and FMA without
+    AVX-512 (the GEMM's best ISA AVX2)."""
+    try:
+        flags = open("/proc/cpuinfo").read().split("flags")[1].split("\n")[0].split()
+    except (OSError, IndexError):
+        return False
+    return "avx2" in flags and "fma" in flags and "avx512f" not in flags
+
+
+def run_case(ort_run, name, case, rng, tmp):
+    model, feeds, outs = build(case, rng)
+    d = os.path.join(tmp, name)
+    os.makedirs(d)
+    path = os.path.join(d, "model.onnx")
+    onnx.save(model, path)
+    np.save(os.path.join(d, "in_x.npy"), feeds["x"])
+    cmd = [ort_run, path, "--output-dir", d, "--iters", "2", "--threads", "2",
+           "--input", "x=" + os.path.join(d, "in_x.npy")]
+    env = dict(os.environ, ORTMK_LOG="debug")
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+    if p.returncode:
+        return "ort-run failed: " + (p.stderr.strip().splitlines() or ["?"])[-1]
+    for out, ref in outs:
+        got = np.load(os.path.join(d, out + ".npy")).astype(np.float64)
+        if got.shape != ref.shape:
+            return "%s: shape %s, expected %s" % (out, list(got.shape), list(ref.shape))
+        err = np.abs(got - ref)
+        tol = 1e-5 + 1e-5 * np.abs(ref)
+        if not np.all(err <= tol):
+            i = np.unravel_index(np.argmax(err - tol), err.shape)
+            return "%s at %s got %r, expected %r" % (out, list(i), got[i], ref[i])
+    want = case[2] if blocking_cpu() else 0
+    lines = [ln for ln in p.stderr.splitlines() if "values kept channel-blocked" in ln]
+    got_n = int(lines[0].split("debug:")[1].split()[0]) if lines else 0
+    if got_n != want:
+        return "%d values kept blocked, expected %d" % (got_n, want)
+    return None
+
+
+def main():
+    return run_cases(CASES, run_case, 11)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
