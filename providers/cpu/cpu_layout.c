@@ -34,13 +34,14 @@ static int runs(const cpu_fuse_graph *fg, const cpu_fuse_node *fuse, size_t k, r
 	return 1;
 }
 
+/* Node k's conv_blk_kind, or 0. */
 static int blk_conv(const cpu_fuse_graph *fg, size_t k, const run_node *r)
 {
 	const Onnx__NodeProto *p = fg->g->node[k];
 
 	return p->op_type && strcmp(p->op_type, "Conv") == 0 &&
 	       (!p->domain || !p->domain[0] || strcmp(p->domain, "ai.onnx") == 0) &&
-	       r->in[0] >= 0 && conv_blk_kind(p, r->w) != 0;
+	       r->in[0] >= 0 ? conv_blk_kind(p, r->w) : 0;
 }
 
 int cpu_layout_plan(const cpu_fuse_graph *fg, const cpu_fuse_node *fuse,
@@ -63,18 +64,19 @@ int cpu_layout_plan(const cpu_fuse_graph *fg, const cpu_fuse_node *fuse,
 		return CPU_E_NOMEM;
 	}
 	for (size_t k = 0; k < nn; k++)
-		if (runs(fg, fuse, k, &r) && blk_conv(fg, k, &r)) {
-			cap[k] = 1;
+		if (runs(fg, fuse, k, &r) && (cap[k] = (unsigned char)blk_conv(fg, k, &r)) != 0) {
 			if (r.out >= 0 && !fg->exported[r.out] &&
 			    !(fg->extra_reads && fg->extra_reads[r.out]) && !fg->consts[r.out].data)
 				blk[r.out] = 1;
 		}
-	/* every reader must be a blocked Conv reading it as X or as its addend */
+	/* every reader must be a blocked Conv reading it as X (a first layer's
+	 * kernel reads NCHW) or as its addend */
 	for (size_t k = 0; k < nn; k++) {
 		if (!runs(fg, fuse, k, &r))
 			continue;
 		for (int i = 0; i < r.n_in; i++)
-			if (r.in[i] >= 0 && !(cap[k] && (i == 0 || i == r.add)))
+			if (r.in[i] >= 0 && !(cap[k] && ((i == 0 && cap[k] != CONV_BLK_IN) ||
+						       i == r.add)))
 				blk[r.in[i]] = 0;
 	}
 	/* an addend has its head's output layout */

@@ -7,8 +7,9 @@
  *
  * A value is blocked when a Conv that conv_blk_kind accepts (a 1x1 or
  * depthwise layer with a constant float32 filter, a multiple of 8
- * channels) writes it as its output 0, and every reader is such a Conv
- * reading it as its input X or as its fused residual; when the core never
+ * channels, or a first layer of a few plain input channels) writes it as
+ * its output 0, and every reader is a 1x1 or depthwise one reading it as
+ * its input X, or any of them reading it as its fused residual; when the core never
  * reads it (LoadSubgraph.exported: outputs of the step, values another
  * provider or a later step needs), no nested subgraph reads it and it is
  * not a constant.  A fused residual has its head's output layout: where

@@ -17,7 +17,8 @@ broadcasts ([N, C, 1, 1] from a 1x1 layer after a pooling: the plain
 kernels then run and the output is blocked after), 24 and 40 output
 channels (a last single block of 8), pixel counts that end inside a tile
 of six, batches, strides 1 and 2, 3x3 and 5x5, asymmetric pads, Relu, Clip
-and HardSwish.  On such a CPU the provider's debug log must also say how
+and HardSwish, and first layers of 1 or 3 plain input channels ("first",
+3x3 and 7x7, stride 2) writing blocked values.  On such a CPU the provider's debug log must also say how
 many values it kept blocked, the count worked out here from the graph;
 elsewhere nothing is blocked and the outputs must match all the same.
 Prints one line per case, exit 1 on any failure.
@@ -89,6 +90,16 @@ CASES = {
         dict(op="dw", k=3, s=1, pads=(1, 1, 1, 1), src=0, add=2, act="relu"),
         dict(op="pw", m=16),
     ], 3),
+    "first_3x3_s2_b2": ((2, 3, 20, 23), [
+        dict(op="first", m=24, k=3, s=2, pads=(1, 1, 1, 1), act="clip"),
+        dict(op="dw", k=3, s=1, pads=(1, 1, 1, 1), act="clip"),
+        dict(op="pw", m=16),
+    ], 2),
+    "first_7x7_s2_gray": ((1, 1, 31, 26), [
+        dict(op="first", m=16, k=7, s=2, pads=(3, 3, 2, 3), act="relu"),
+        dict(op="dw", k=3, s=2, pads=(1, 1, 1, 1)),
+        dict(op="pw", m=32),
+    ], 2),
     "large_plane_split": ((1, 16, 56, 57), [
         dict(op="pw", m=48, act="clip"),
         dict(op="dw", k=3, s=2, pads=(0, 0, 1, 1), act="clip"),
@@ -125,7 +136,7 @@ def build(case, rng):
         xin, xr = vals[src], refs[src]
         name = "v%d" % i
         op = L["op"]
-        if op in ("pw", "dw", "conv3"):
+        if op in ("pw", "dw", "conv3", "first"):
             c = xr.shape[1]
             m = L.get("m", c)
             k = 1 if op == "pw" else 3 if op == "conv3" else L["k"]
@@ -136,13 +147,13 @@ def build(case, rng):
             w = w.astype(np.float32)
             b = (rng.standard_normal(m) * 0.1).astype(np.float32)
             act = L.get("act")
-            cur = name + "_c" if "add" in L or act else name
+            cur = name + "_c" if L.get("add") is not None or act else name
             nodes.append(helper.make_node(
                 "Conv", [xin, const(name + "_w", w), const(name + "_b", b)], [cur],
                 group=group, kernel_shape=[k, k], strides=[s, s], pads=list(pads)))
             r = C.conv2d(xr, w.astype(np.float64), b.astype(np.float64), strides=(s, s),
                          pads=pads, dilations=(1, 1), group=group)
-            if "add" in L:
+            if L.get("add") is not None:
                 to = name + "_a" if act else name
                 nodes.append(helper.make_node("Add", [cur, vals[L["add"] + 1]], [to]))
                 r = r + refs[L["add"] + 1]

@@ -21,6 +21,10 @@
  *    packed at load) and six broadcast input values.  The input may also
  *    be plain NCHW (the first blocked layer after an NCHW one): the six
  *    values are then consecutive in their channel's plane.
+ *  - a first layer (one group, at most CONV_BLK_IN_MAX_C plain input
+ *    channels, more than one tap, no dilation): the same tile over the
+ *    zero-padded input planes, six output pixels of a row, for every
+ *    channel and tap two filter vectors and six broadcast values.
  *  - depthwise (one input and one output channel a group, any kernel,
  *    stride and padding, no dilation): a vector is one pixel's eight
  *    channels, four output pixels of a row at a time in the interior, the
@@ -94,26 +98,30 @@ int conv_blk_kind(const Onnx__NodeProto *p, const cpu_tensor *W)
 		return CONV_BLK_PW;
 	if (group == M && Cg == 1)
 		return CONV_BLK_DW;
+	if (group == 1 && Cg <= CONV_BLK_IN_MAX_C && W->dims[2] * W->dims[3] > 1)
+		return CONV_BLK_IN;
 	return 0;
 }
 
 size_t conv_blk_wsize(int kind, int64_t M, int64_t Cg, int64_t taps)
 {
-	if (kind == CONV_BLK_PW)
-		return (size_t)((M + PW_M - 1) / PW_M * Cg * PW_M) * sizeof(float);
+	if (kind == CONV_BLK_PW || kind == CONV_BLK_IN)
+		return (size_t)((M + PW_M - 1) / PW_M * Cg * taps * PW_M) * sizeof(float);
 	return (size_t)(M * taps) * sizeof(float);
 }
 
 void conv_blk_pack(int kind, const float *w, int64_t M, int64_t Cg, int64_t taps, float *dst)
 {
-	if (kind == CONV_BLK_PW) {
+	if (kind == CONV_BLK_PW || kind == CONV_BLK_IN) {
+		/* [pair][channel][tap][16] (a 1x1 layer has one tap) */
 		for (int64_t q = 0; q < (M + PW_M - 1) / PW_M; q++)
 			for (int64_t c = 0; c < Cg; c++)
-				for (int64_t i = 0; i < PW_M; i++) {
-					int64_t m = q * PW_M + i;
+				for (int64_t t = 0; t < taps; t++)
+					for (int64_t i = 0; i < PW_M; i++) {
+						int64_t m = q * PW_M + i;
 
-					*dst++ = m < M ? w[m * Cg + c] : 0.0f;
-				}
+						*dst++ = m < M ? w[(m * Cg + c) * taps + t] : 0.0f;
+					}
 		return;
 	}
 	for (int64_t b = 0; b < M / CB; b++)
@@ -205,8 +213,9 @@ typedef struct blk_job {
 	int64_t C, M, P, OP;      /* channels, input and output pixels an image */
 	/* 1x1: pixel chunks of `chunk`, pairs of output blocks in groups */
 	int64_t chunk, chunks, pairs, pgroups, group_pairs;
-	/* depthwise: output rows in bands */
+	/* depthwise and first layers: output rows in bands */
 	int64_t band_rows, bands;
+	int64_t PHd, PWd;         /* first layers: the padded planes */
 } blk_job;
 
 /* ---- 1x1 ----------------------------------------------------------------- */
@@ -387,6 +396,184 @@ static void pw_schedule(cpu_ctx *ctx, blk_job *d, int64_t N)
 		    0.012 * (double)(d->C * d->group_pairs * PW_M * chunk), 1, pw_range, d);
 }
 
+/* ---- a few plain input channels (first layers) ----------------------------- */
+
+/* A tile of NP output pixels of a row (their windows S apart in the padded
+ * input xp, planes PP floats, rows PWd) by NB output blocks; taps KH x KW. */
+static inline __attribute__((always_inline)) CB_TARGET void
+in_tile(const blk_job *d, const float *xp, int64_t PP, int64_t PWd, const int S, const int KW,
+	int64_t KH, const float *w, const int NB, const int NP, __m256 b0, __m256 b1, float *y0,
+	float *y1, const float *r0, const float *r1)
+{
+	__m256 a00 = b0, a01 = b1, a10 = b0, a11 = b1, a20 = b0, a21 = b1;
+	__m256 a30 = b0, a31 = b1, a40 = b0, a41 = b1, a50 = b0, a51 = b1;
+
+	for (int64_t c = 0; c < d->C; c++)
+		for (int64_t kh = 0; kh < KH; kh++) {
+			const float *xr = xp + c * PP + kh * PWd;
+
+			for (int kw = 0; kw < KW; kw++, w += PW_M) {
+				__m256 w0 = _mm256_loadu_ps(w), w1 = NB > 1 ? _mm256_loadu_ps(w + 8) : w0;
+				__m256 v;
+#define IN_PIXEL(p, a0, a1)                                                                	if (NP > (p)) {                                                                    		v = _mm256_broadcast_ss(xr + (p) * S + kw);                                		a0 = _mm256_fmadd_ps(v, w0, a0);                                           		if (NB > 1)                                                                			a1 = _mm256_fmadd_ps(v, w1, a1);                                   	}
+				IN_PIXEL(0, a00, a01)
+				IN_PIXEL(1, a10, a11)
+				IN_PIXEL(2, a20, a21)
+				IN_PIXEL(3, a30, a31)
+				IN_PIXEL(4, a40, a41)
+				IN_PIXEL(5, a50, a51)
+#undef IN_PIXEL
+			}
+		}
+	__m256 lo = _mm256_set1_ps(d->lo), hi = _mm256_set1_ps(d->hi);
+#define IN_OUT(p, a0, a1)                                                                  	if (NP > (p)) {                                                                    		if (r0) {                                                                  			a0 = _mm256_add_ps(a0, _mm256_loadu_ps(r0 + (p) * CB));            			if (NB > 1)                                                        				a1 = _mm256_add_ps(a1, _mm256_loadu_ps(r1 + (p) * CB));    		}                                                                          		if (d->clamp) {                                                            			a0 = _mm256_min_ps(hi, _mm256_max_ps(lo, a0));                     			a1 = _mm256_min_ps(hi, _mm256_max_ps(lo, a1));                     		}                                                                          		_mm256_storeu_ps(y0 + (p) * CB, a0);                                       		if (NB > 1)                                                                			_mm256_storeu_ps(y1 + (p) * CB, a1);                               	}
+	IN_OUT(0, a00, a01) IN_OUT(1, a10, a11) IN_OUT(2, a20, a21)
+	IN_OUT(3, a30, a31) IN_OUT(4, a40, a41) IN_OUT(5, a50, a51)
+#undef IN_OUT
+}
+
+/* Output row oh of image n (its padded input at xp), output blocks
+ * (2q, 2q + 1). */
+static inline __attribute__((always_inline)) CB_TARGET void
+in_row(const blk_job *d, const float *xp, int64_t n, int64_t q, int64_t oh, const int S,
+       const int KW)
+{
+	const cpu_geom *g = &d->j->g;
+	int64_t OW = g->out[2], KH = g->k[1], mb = d->M / CB, ob = 2 * q;
+	int64_t PWd = d->PWd, PP = d->PHd * PWd;
+	int NB = ob + 1 < mb ? 2 : 1;
+	const float *w = d->w + q * d->C * KH * KW * PW_M;
+	int64_t o = ((n * mb + ob) * d->OP + oh * OW) * CB;
+	float *y0 = d->y + o, *y1 = y0 + d->OP * CB;
+	const float *r0 = d->res ? d->res + o : NULL, *r1 = r0 ? r0 + d->OP * CB : NULL;
+	__m256 b0 = _mm256_setzero_ps(), b1 = b0;
+
+	if (d->b) {
+		b0 = _mm256_loadu_ps(d->b + ob * CB);
+		if (NB > 1)
+			b1 = _mm256_loadu_ps(d->b + ob * CB + CB);
+	}
+	xp += oh * S * PWd;
+	for (int64_t ow = 0; ow < OW; ow += PW_P) {
+		int np = (int)(OW - ow < PW_P ? OW - ow : PW_P);
+		int64_t e = ow * CB;
+
+#define IN_CALL(nb, np_)                                                                   	in_tile(d, xp + ow * S, PP, PWd, S, KW, KH, w, nb, np_, b0, b1, y0 + e, y1 + e,      		r0 ? r0 + e : NULL, r1 ? r1 + e : NULL)
+		if (NB == 2) {
+			switch (np) {
+			case 6: IN_CALL(2, 6); break;
+			case 5: IN_CALL(2, 5); break;
+			case 4: IN_CALL(2, 4); break;
+			case 3: IN_CALL(2, 3); break;
+			case 2: IN_CALL(2, 2); break;
+			default: IN_CALL(2, 1); break;
+			}
+		} else {
+			switch (np) {
+			case 6: IN_CALL(1, 6); break;
+			case 5: IN_CALL(1, 5); break;
+			case 4: IN_CALL(1, 4); break;
+			case 3: IN_CALL(1, 3); break;
+			case 2: IN_CALL(1, 2); break;
+			default: IN_CALL(1, 1); break;
+			}
+		}
+#undef IN_CALL
+	}
+	if (d->act) {
+		cpu_fuse_act_apply(d->act, y0, OW * CB);
+		if (NB > 1)
+			cpu_fuse_act_apply(d->act, y1, OW * CB);
+	}
+}
+
+static CB_TARGET void in_row_any(const blk_job *d, const float *xp, int64_t n, int64_t q,
+				 int64_t oh)
+{
+	const cpu_geom *g = &d->j->g;
+	int64_t kw = g->k[2], s = g->s[2];
+
+	if (kw == 3 && s == 2)
+		in_row(d, xp, n, q, oh, 2, 3);
+	else if (kw == 3 && s == 1)
+		in_row(d, xp, n, q, oh, 1, 3);
+	else if (kw == 7 && s == 2)
+		in_row(d, xp, n, q, oh, 2, 7);
+	else
+		in_row(d, xp, n, q, oh, (int)s, (int)kw);
+}
+
+/* Items: (image, band of output rows, pair of output blocks). */
+static void in_range(void *arg, int64_t i0, int64_t i1, int member)
+{
+	const blk_job *d = arg;
+	int64_t OH = d->j->g.out[1];
+
+	(void)member;
+	for (int64_t it = i0; it < i1; it++) {
+		int64_t q = it % d->pairs, band = it / d->pairs % d->bands;
+		int64_t n = it / d->pairs / d->bands;
+		int64_t oh0 = band * d->band_rows;
+		int64_t oh1 = oh0 + d->band_rows < OH ? oh0 + d->band_rows : OH;
+		const float *xp = d->x + n * d->C * d->PHd * d->PWd;
+
+		for (int64_t oh = oh0; oh < oh1; oh++)
+			in_row_any(d, xp, n, q, oh);
+	}
+}
+
+/* Zero-padded copies of the images' planes (d->x then points at them). */
+static int in_pad(cpu_ctx *ctx, blk_job *d, int64_t N)
+{
+	const cpu_geom *g = &d->j->g;
+	int64_t IH = g->in[1], IW = g->in[2], pt = g->pb[1], pl = g->pb[2];
+	int64_t planes = N * d->C;
+	float *xp;
+
+	d->PHd = (g->out[1] - 1) * g->s[1] + g->k[1];
+	d->PWd = (g->out[2] - 1) * g->s[2] + g->k[2];
+	if (!(xp = cpu_scratch(ctx, (size_t)(planes * d->PHd * d->PWd) * sizeof(float))))
+		return CPU_E_NOMEM;
+	memset(xp, 0, (size_t)(planes * d->PHd * d->PWd) * sizeof(float));
+	for (int64_t p = 0; p < planes; p++)
+		for (int64_t h = 0; h < IH; h++) {
+			int64_t r = h + pt, c0 = pl, w0 = 0, w1 = IW;
+
+			if (r < 0 || r >= d->PHd)
+				continue;
+			/* columns of the row inside the padded width (a pad may be
+			 * negative in effect: the window never reaches the last ones) */
+			if (c0 + w1 > d->PWd)
+				w1 = d->PWd - c0;
+			if (w1 > w0)
+				memcpy(xp + (p * d->PHd + r) * d->PWd + c0 + w0,
+				       d->x + (p * IH + h) * IW + w0, (size_t)(w1 - w0) * sizeof(float));
+		}
+	d->x = xp;
+	return 0;
+}
+
+static int in_schedule(cpu_ctx *ctx, blk_job *d, int64_t N)
+{
+	const cpu_geom *g = &d->j->g;
+	int members = cpu_par_members(ctx);
+	int64_t OH = g->out[1];
+	int rc = in_pad(ctx, d, N);
+
+	if (rc)
+		return rc;
+	d->pairs = (d->M / CB + 1) / 2;
+	d->bands = N * d->pairs >= 4 * members ? 1 : (4 * members + N * d->pairs - 1) / (N * d->pairs);
+	d->bands = d->bands < OH ? d->bands : OH;
+	d->band_rows = (OH + d->bands - 1) / d->bands;
+	d->bands = (OH + d->band_rows - 1) / d->band_rows;
+	/* ~0.015 ns a multiply-add */
+	cpu_par_for(ctx, N * d->bands * d->pairs,
+		    0.015 * (double)(d->band_rows * g->out[2] * PW_M * d->C * g->k[1] * g->k[2]), 1,
+		    in_range, d);
+	return 0;
+}
+
 /* ---- depthwise ------------------------------------------------------------ */
 
 /* Output row oh of block cb of image n. */
@@ -562,10 +749,16 @@ int conv_blk_run(cpu_ctx *ctx, int kind, const conv_job *j, int64_t N, int64_t C
 		d.x = xs;
 		d.xblk = 1;
 	}
-	if (kind == CONV_BLK_PW)
+	if (kind == CONV_BLK_PW) {
 		pw_schedule(ctx, &d, N);
-	else
+	} else if (kind == CONV_BLK_IN) {
+		int rc = in_schedule(ctx, &d, N);
+
+		if (rc)
+			return rc;
+	} else {
 		dw_schedule(ctx, &d, N);
+	}
 	if (!y_blocked)
 		conv_blk_reorder(ctx, d.y, y, N, M, d.OP, 0);
 	return 0;

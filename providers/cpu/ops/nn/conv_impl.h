@@ -115,7 +115,8 @@ int conv_nhwc_run(cpu_ctx *ctx, const conv_job *j, int64_t N, const float *x,
 		  const float *wpacked, const float *b, float *y);
 
 /* conv_blk.c: 1x1 (one group, stride 1, no padding) and depthwise layers
- * (no dilation) of a multiple of 8 channels, on channel-blocked values
+ * (no dilation) of a multiple of 8 channels, and first layers writing
+ * them (CONV_BLK_IN), on channel-blocked values
  * (NCHWc8, cpu_kernel.h's CPU_LAYOUT_*), on a CPU whose best ISA is AVX2 +
  * FMA (ORTMK_CPU_CONV_BLOCKED=0 turns them off).  conv_blk_kind says from
  * the node's attributes and its constant filter which kind a Conv is (0:
@@ -124,7 +125,10 @@ int conv_nhwc_run(cpu_ctx *ctx, const conv_job *j, int64_t N, const float *x,
  * blocked or not) to y (M channels; blocked: with j's residual, blocked
  * too, and activation; plain: bias only, the tail left to the caller);
  * 0 or CPU_E_NOMEM. */
-enum { CONV_BLK_PW = 1, CONV_BLK_DW = 2 };
+enum { CONV_BLK_PW = 1, CONV_BLK_DW = 2, CONV_BLK_IN = 3 };
+/* CONV_BLK_IN: a one-group layer of at most this many input channels and
+ * more than one tap (a first layer: RGB in), NCHW in, blocked out. */
+#define CONV_BLK_IN_MAX_C 4
 int conv_blk_enabled(void);
 int conv_blk_kind(const Onnx__NodeProto *p, const cpu_tensor *W);
 size_t conv_blk_wsize(int kind, int64_t M, int64_t Cg, int64_t taps);
