@@ -39,7 +39,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
                                 "tools", "models"))
 import common as C  # noqa: E402
 
-# name: (input N, C, H, W; layers; blocked values expected on an AVX2 CPU)
+# name: (input N, C, H, W; layers; blocked values expected on an AVX2 CPU[;
+# environment])
 # layer: dict(op=pw|dw|sigmoid|se|conv3|output, ...); src: index of the
 # layer read (default the one before; -1 the input), add: index of the
 # layer whose output is added, act: relu|clip|hardswish.
@@ -90,6 +91,15 @@ CASES = {
         dict(op="dw", k=3, s=1, pads=(1, 1, 1, 1), src=0, add=2, act="relu"),
         dict(op="pw", m=16),
     ], 3),
+    # the same network through the plain kernels: the fused Add's addend
+    # [N, C, 1, 1] dies where the core may place the output over it
+    "broadcast_addend_plain": ((2, 16, 9, 8), [
+        dict(op="pw", m=32),
+        dict(op="gap", src=-1),
+        dict(op="pw", m=32),
+        dict(op="dw", k=3, s=1, pads=(1, 1, 1, 1), src=0, add=2, act="relu"),
+        dict(op="pw", m=16),
+    ], 0, {"ORTMK_CPU_CONV_BLOCKED": "0"}),
     "first_3x3_s2_b2": ((2, 3, 20, 23), [
         dict(op="first", m=24, k=3, s=2, pads=(1, 1, 1, 1), act="clip"),
         dict(op="dw", k=3, s=1, pads=(1, 1, 1, 1), act="clip"),
@@ -120,7 +130,7 @@ def act_ref(x, act):
 
 def build(case, rng):
     """The model, its feeds, and the reference of every graph output."""
-    shape, layers, _ = case
+    shape, layers = case[:2]
     x = rng.standard_normal(shape).astype(np.float32)
     vals, refs = ["x"], [x.astype(np.float64)]   # index 0 is the input
     nodes, inits, outs = [], [], []
@@ -222,7 +232,7 @@ def run_case(ort_run, name, case, rng, tmp):
     np.save(os.path.join(d, "in_x.npy"), feeds["x"])
     cmd = [ort_run, path, "--output-dir", d, "--iters", "2", "--threads", "2",
            "--input", "x=" + os.path.join(d, "in_x.npy")]
-    env = dict(os.environ, ORTMK_LOG="debug")
+    env = dict(os.environ, ORTMK_LOG="debug", **(case[3] if len(case) > 3 else {}))
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
     if p.returncode:
         return "ort-run failed: " + (p.stderr.strip().splitlines() or ["?"])[-1]

@@ -339,12 +339,25 @@ int cpu_fuse_begin(cpu_ctx *ctx, int rank, const int64_t *dims, cpu_fuse_run *fr
 	}
 	if (!fr->out)
 		return CPU_E_NOMEM;
-	/* The addend may be the output's own bytes (added element by element
-	 * in place); any other overlap with an input needs scratch. */
+	/* The addend may be the output's own bytes when it has the output's
+	 * shape (added element by element in place).  One that broadcasts and
+	 * overlaps the output (the core placed the last node's output over it,
+	 * dead after the Add in the graph's own order) would be overwritten
+	 * before its last read: it is copied first.  Any other overlap with
+	 * an input needs scratch for y. */
+	if (fr->add && overlaps(fr->add, fr->out) &&
+	    !(fr->add->data == fr->out->data && !widen && fr->add->nbytes == fr->out->nbytes)) {
+		fr->add_copy = *fr->add;
+		if (!(fr->add_copy.data = cpu_scratch(ctx, fr->add->nbytes + 1)))
+			return CPU_E_NOMEM;
+		memcpy(fr->add_copy.data, fr->add->data, fr->add->nbytes);
+		fr->add = &fr->add_copy;
+	}
 	for (int i = 0; i < ctx->n_in; i++) {
 		const cpu_tensor *t = ctx->in[i];
 		if (t && t->dtype != CPU_SEQUENCE && t->dtype != CPU_NONE && overlaps(t, fr->out) &&
-		    !(t == fr->add && t->data == fr->out->data && !widen))
+		    !(i == fu->add_input && (fr->add == &fr->add_copy ||
+					     (t->data == fr->out->data && !widen))))
 			alias = 1;
 	}
 	fr->y = fr->out;

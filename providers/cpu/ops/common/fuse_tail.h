@@ -23,7 +23,8 @@ typedef struct cpu_fuse_run {
 	cpu_tensor *out;                /* the node's output 0 */
 	cpu_tensor *y;                  /* the kernel's result: out or scratch */
 	cpu_tensor tmp;                 /* y's header when it is scratch */
-	const cpu_tensor *add;          /* the addend, or NULL */
+	const cpu_tensor *add;          /* the addend (or add_copy), or NULL */
+	cpu_tensor add_copy;            /* the addend copied when it overlaps out */
 	const cpu_tensor *add_inline;   /* add, when the kernel may add it itself */
 	cpu_fuse_act act;               /* the tail's activation */
 	cpu_fuse_act act_inline;        /* act, when the kernel may apply it itself */

@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "blk8.h"
 #include "conv_impl.h"
 #include "fuse_tail.h"
 #include "gemm.h"
@@ -577,7 +578,7 @@ static int conv_end(cpu_ctx *ctx, cpu_fuse_run *fr, int done, int block_out)
 {
 	int rc = cpu_fuse_end(ctx, fr, done);
 
-	return rc || !block_out ? rc : conv_blk_block_inplace(ctx, fr->out);
+	return rc || !block_out ? rc : cpu_blk8_block_inplace(ctx, fr->out);
 }
 
 /* A layer on channel-blocked values through conv_blk.c: 0 or a status when
@@ -613,28 +614,16 @@ static int conv_blk_fallback(cpu_ctx *ctx, const cpu_tensor **X, cpu_tensor *xt,
 			     cpu_tensor *at)
 {
 	unsigned lay = ctx->node->layout;
-	const cpu_tensor *src[2] = {(lay & CPU_LAYOUT_IN_BLK8) ? *X : NULL,
-				    (lay & CPU_LAYOUT_OUT_BLK8) ? fr->add : NULL};
-	cpu_tensor *dst[2] = {xt, at};
+	int rc;
 
-	for (int i = 0; i < 2; i++) {
-		int64_t P = 1;
-
-		if (!src[i])
-			continue;
-		*dst[i] = *src[i];
-		if (src[i]->rank != 4 || src[i]->dims[1] % 8)
-			return cpu_fail(ctx, CPU_E_INTERNAL, "a channel-blocked value of shape rank %d",
-					src[i]->rank);
-		if (!(dst[i]->data = cpu_scratch(ctx, src[i]->nbytes + 1)))
-			return CPU_E_NOMEM;
-		P = src[i]->dims[2] * src[i]->dims[3];
-		conv_blk_reorder(ctx, src[i]->data, dst[i]->data, src[i]->dims[0], src[i]->dims[1],
-				 P, 0);
-	}
-	if (src[0])
+	if ((lay & CPU_LAYOUT_IN_BLK8)) {
+		if ((rc = cpu_blk8_plain(ctx, *X, xt)) != 0)
+			return rc;
 		*X = xt;
-	if (src[1]) {
+	}
+	if ((lay & CPU_LAYOUT_OUT_BLK8) && fr->add) {
+		if ((rc = cpu_blk8_plain(ctx, fr->add, at)) != 0)
+			return rc;
 		if (fr->add_inline)
 			fr->add_inline = at;
 		fr->add = at;

@@ -40,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "blk8.h"
 #include "conv_impl.h"
 #include "gemm.h"
 #include "par.h"
@@ -128,75 +129,6 @@ void conv_blk_pack(int kind, const float *w, int64_t M, int64_t Cg, int64_t taps
 		for (int64_t t = 0; t < taps; t++)
 			for (int64_t i = 0; i < CB; i++)
 				*dst++ = w[(b * CB + i) * taps + t];
-}
-
-/* ---- NCHW <-> NCHWc8 ------------------------------------------------------ */
-
-typedef struct reorder_arg {
-	const float *src;
-	float *dst;
-	int64_t blocks, P;   /* per image: C / 8 blocks of P pixels */
-	int to_blocked;
-} reorder_arg;
-
-/* Blocks [b0, b1) (image-major) through 8 x 8 transposes. */
-CPU_MULTIVERSION
-static void reorder_range(void *arg, int64_t b0, int64_t b1, int member)
-{
-	const reorder_arg *a = arg;
-	int64_t P = a->P;
-
-	(void)member;
-	for (int64_t b = b0; b < b1; b++) {
-		const float *s = a->src + b * CB * P;
-		float *d = a->dst + b * CB * P;
-		int64_t p = 0;
-
-		for (; p + 8 <= P; p += 8) {
-			vf8 v[8];
-
-			for (int k = 0; k < 8; k++)
-				v[k] = a->to_blocked ? vf_load(s + k * P + p) : vf_load(s + (p + k) * CB);
-			vf_transpose8(v);
-			for (int k = 0; k < 8; k++)
-				vf_store(a->to_blocked ? d + (p + k) * CB : d + k * P + p, v[k]);
-		}
-		for (; p < P; p++)
-			for (int k = 0; k < CB; k++) {
-				if (a->to_blocked)
-					d[p * CB + k] = s[k * P + p];
-				else
-					d[k * P + p] = s[p * CB + k];
-			}
-	}
-}
-
-void conv_blk_reorder(cpu_ctx *ctx, const float *src, float *dst, int64_t N, int64_t C,
-		      int64_t P, int to_blocked)
-{
-	reorder_arg a = {src, dst, C / CB, P, to_blocked};
-
-	/* ~0.25 ns a float each way */
-	cpu_par_for(ctx, N * a.blocks, 0.5 * (double)(CB * P), 1, reorder_range, &a);
-}
-
-int conv_blk_block_inplace(cpu_ctx *ctx, cpu_tensor *t)
-{
-	int64_t P = 1, n = cpu_numel(t);
-	float *tmp;
-
-	if (n == 0)
-		return 0;
-	if (t->rank < 2 || t->dims[1] % CB)
-		return cpu_fail(ctx, CPU_E_INTERNAL, "a channel-blocked value of %lld channels",
-				t->rank < 2 ? 0LL : (long long)t->dims[1]);
-	for (int i = 2; i < t->rank; i++)
-		P *= t->dims[i];
-	if (!(tmp = cpu_scratch(ctx, (size_t)n * sizeof(float))))
-		return CPU_E_NOMEM;
-	memcpy(tmp, t->data, (size_t)n * sizeof(float));
-	conv_blk_reorder(ctx, tmp, t->data, t->dims[0], t->dims[1], P, 1);
-	return 0;
 }
 
 #ifdef CB_X86
@@ -745,7 +677,7 @@ int conv_blk_run(cpu_ctx *ctx, int kind, const conv_job *j, int64_t N, int64_t C
 
 		if (!xs)
 			return CPU_E_NOMEM;
-		conv_blk_reorder(ctx, x, xs, N, C, d.P, 1);
+		cpu_blk8_reorder(ctx, x, xs, N, C, d.P, 1);
 		d.x = xs;
 		d.xblk = 1;
 	}
@@ -760,7 +692,7 @@ int conv_blk_run(cpu_ctx *ctx, int kind, const conv_job *j, int64_t N, int64_t C
 		dw_schedule(ctx, &d, N);
 	}
 	if (!y_blocked)
-		conv_blk_reorder(ctx, d.y, y, N, M, d.OP, 0);
+		cpu_blk8_reorder(ctx, d.y, y, N, M, d.OP, 0);
 	return 0;
 }
 

@@ -136,14 +136,6 @@ void conv_blk_pack(int kind, const float *w, int64_t M, int64_t Cg, int64_t taps
 int conv_blk_run(cpu_ctx *ctx, int kind, const conv_job *j, int64_t N, int64_t C, int64_t M,
 		 const float *x, int x_blocked, const float *wpacked, const float *b, float *y,
 		 int y_blocked);
-/* N images of C channels (a multiple of 8) and P pixels from NCHW to
- * NCHWc8 (to_blocked) or back, src and dst apart, over the pool. */
-void conv_blk_reorder(cpu_ctx *ctx, const float *src, float *dst, int64_t N, int64_t C,
-		      int64_t P, int to_blocked);
-/* A float32 tensor of a multiple of 8 channels reordered to NCHWc8 in
- * place (through scratch); 0 or a status. */
-int conv_blk_block_inplace(cpu_ctx *ctx, cpu_tensor *t);
-
 /* conv_taps.c: a dilated one-group convolution whose taps' in-image
  * outputs cover at most 60% of taps x outputs, as one product per tap
  * over the outputs it reads the image for (bias, residual and the fused
