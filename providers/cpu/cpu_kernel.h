@@ -194,13 +194,14 @@ typedef struct cpu_node {
 	/* Outputs (bit i) a widened node leaves in float32: values inside the
 	 * provider that only widened nodes read (cpu_exec.h, cpu_plan_wide). */
 	uint32_t f16_wide_out;
-	/* CPU_LAYOUT_* bits: values inside the provider a Conv reads (input 0;
-	 * a fused addend follows the output) or writes channel-blocked
-	 * (cpu_layout.h), set before prepare. */
+	/* CPU_LAYOUT_* bits: which of its values inside the provider the node
+	 * reads (inputs 0 and 1; a Conv's fused addend follows its output) or
+	 * writes (output 0) channel-blocked (cpu_layout.h), set before
+	 * prepare. */
 	unsigned layout;
 } cpu_node;
 
-enum { CPU_LAYOUT_IN_BLK8 = 1, CPU_LAYOUT_OUT_BLK8 = 2 };
+enum { CPU_LAYOUT_IN_BLK8 = 1, CPU_LAYOUT_OUT_BLK8 = 2, CPU_LAYOUT_IN1_BLK8 = 4 };
 
 enum { CPU_F16_UNDECIDED = 0, CPU_F16_WIDEN = 1, CPU_F16_AS_IS = 2 };
 

@@ -34,71 +34,132 @@ static int runs(const cpu_fuse_graph *fg, const cpu_fuse_node *fuse, size_t k, r
 	return 1;
 }
 
-/* Node k's conv_blk_kind, or 0. */
-static int blk_conv(const cpu_fuse_graph *fg, size_t k, const run_node *r)
+/* What node k does with blocked values. */
+enum {
+	ROLE_NONE = 0,
+	ROLE_CONV,      /* conv_blk_kind: reads X (not a first layer) and its addend, writes */
+	ROLE_GAP,       /* GlobalAveragePool: reads (its [N, C, 1, 1] result is plain) */
+	ROLE_UNARY,     /* element-wise on one input: either layout, the output's the input's */
+	ROLE_BINARY,    /* Add, Mul: blocked if either input is (binary.c) */
+};
+
+static int is_onnx(const Onnx__NodeProto *p, const char *op)
+{
+	return p->op_type && strcmp(p->op_type, op) == 0 &&
+	       (!p->domain || !p->domain[0] || strcmp(p->domain, "ai.onnx") == 0);
+}
+
+/* Element-wise ops of one tensor input whose kernels do not care about the
+ * order of the elements (Clip's bounds are scalars). */
+static const char *const unary_ops[] = {
+	"Relu", "Sigmoid", "HardSigmoid", "HardSwish", "Clip", "LeakyRelu", "Tanh", "Elu",
+};
+
+static int role(const cpu_fuse_graph *fg, size_t k, const run_node *r, int *kind)
 {
 	const Onnx__NodeProto *p = fg->g->node[k];
 
-	return p->op_type && strcmp(p->op_type, "Conv") == 0 &&
-	       (!p->domain || !p->domain[0] || strcmp(p->domain, "ai.onnx") == 0) &&
-	       r->in[0] >= 0 ? conv_blk_kind(p, r->w) : 0;
+	*kind = 0;
+	if (r->n_in < 1 || r->in[0] < 0 || r->out < 0)
+		return ROLE_NONE;
+	if (is_onnx(p, "Conv"))
+		return (*kind = conv_blk_kind(p, r->w)) != 0 ? ROLE_CONV : ROLE_NONE;
+	if (is_onnx(p, "GlobalAveragePool"))
+		return ROLE_GAP;
+	/* (numpy broadcasting: opset 7 on) */
+	if ((is_onnx(p, "Add") || is_onnx(p, "Mul")) && r->n_in == 2 && r->in[1] >= 0 &&
+	    fg->opset >= 7)
+		return ROLE_BINARY;
+	for (size_t i = 0; i < sizeof(unary_ops) / sizeof(unary_ops[0]); i++)
+		if (is_onnx(p, unary_ops[i]))
+			return ROLE_UNARY;
+	return ROLE_NONE;
+}
+
+/* Whether node k (role ro, conv kind) reads input i blocked. */
+static int reads_blocked(int ro, int kind, const run_node *r, int i)
+{
+	switch (ro) {
+	case ROLE_CONV: return (i == 0 && kind != CONV_BLK_IN) || i == r->add;
+	case ROLE_GAP:
+	case ROLE_UNARY: return i == 0;
+	case ROLE_BINARY: return i <= 1;
+	default: return 0;
+	}
 }
 
 int cpu_layout_plan(const cpu_fuse_graph *fg, const cpu_fuse_node *fuse,
 		    unsigned char *node_layout)
 {
 	size_t nv = fg->n_values, nn = fg->g->n_node;
-	unsigned char *blk = calloc(nv + 1, 1), *cap = calloc(nn + 1, 1);
+	unsigned char *blk = calloc(nv + 1, 1), *ro = calloc(nn + 1, 1), *kind = calloc(nn + 1, 1);
 	int count = 0, changed = 1;
 	run_node r;
 
 	memset(node_layout, 0, nn);
-	if (!conv_blk_enabled()) {
-		free(blk);
-		free(cap);
-		return 0;
+	if (!blk || !ro || !kind || !conv_blk_enabled()) {
+		count = blk && ro && kind ? 0 : CPU_E_NOMEM;
+		goto out;
 	}
-	if (!blk || !cap) {
-		free(blk);
-		free(cap);
-		return CPU_E_NOMEM;
+	for (size_t k = 0; k < nn; k++) {
+		int kd;
+
+		if (!runs(fg, fuse, k, &r))
+			continue;
+		ro[k] = (unsigned char)role(fg, k, &r, &kd);
+		kind[k] = (unsigned char)kd;
+		if ((ro[k] == ROLE_CONV || ro[k] == ROLE_UNARY || ro[k] == ROLE_BINARY) &&
+		    !fg->exported[r.out] && !(fg->extra_reads && fg->extra_reads[r.out]) &&
+		    !fg->consts[r.out].data)
+			blk[r.out] = 1;
 	}
-	for (size_t k = 0; k < nn; k++)
-		if (runs(fg, fuse, k, &r) && (cap[k] = (unsigned char)blk_conv(fg, k, &r)) != 0) {
-			if (r.out >= 0 && !fg->exported[r.out] &&
-			    !(fg->extra_reads && fg->extra_reads[r.out]) && !fg->consts[r.out].data)
-				blk[r.out] = 1;
-		}
-	/* every reader must be a blocked Conv reading it as X (a first layer's
-	 * kernel reads NCHW) or as its addend */
+	/* every reader must read it blocked */
 	for (size_t k = 0; k < nn; k++) {
 		if (!runs(fg, fuse, k, &r))
 			continue;
 		for (int i = 0; i < r.n_in; i++)
-			if (r.in[i] >= 0 && !(cap[k] && ((i == 0 && cap[k] != CONV_BLK_IN) ||
-						       i == r.add)))
+			if (r.in[i] >= 0 && !reads_blocked(ro[k], kind[k], &r, i))
 				blk[r.in[i]] = 0;
 	}
-	/* an addend has its head's output layout */
+	/* A Conv's addend has its output's layout; a unary op's input and
+	 * output have one layout; a binary op's output is blocked when an
+	 * input is, and then only. */
 	while (changed) {
 		changed = 0;
 		for (size_t k = 0; k < nn; k++) {
-			if (!cap[k] || !runs(fg, fuse, k, &r) || r.add < 0 || r.add >= r.n_in ||
-			    r.in[r.add] < 0 || r.out < 0)
+			unsigned char *o, *a, *b;
+
+			if (!ro[k] || !runs(fg, fuse, k, &r))
 				continue;
-			if (blk[r.in[r.add]] != blk[r.out]) {
-				blk[r.in[r.add]] = blk[r.out] = 0;
+			o = &blk[r.out];
+			a = &blk[r.in[0]];
+			if (ro[k] == ROLE_CONV && r.add >= 0 && r.add < r.n_in && r.in[r.add] >= 0)
+				a = &blk[r.in[r.add]];
+			else if (ro[k] != ROLE_UNARY && ro[k] != ROLE_BINARY)
+				continue;
+			if (ro[k] == ROLE_BINARY) {
+				b = &blk[r.in[1]];
+				if (*o != (*a || *b)) {
+					*o = *a = *b = 0;
+					changed = 1;
+				}
+			} else if (*a != *o) {
+				*a = *o = 0;
 				changed = 1;
 			}
 		}
 	}
 	for (size_t k = 0; k < nn; k++)
-		if (cap[k] && runs(fg, fuse, k, &r))
+		if (ro[k] && runs(fg, fuse, k, &r))
 			node_layout[k] = (blk[r.in[0]] ? CPU_LAYOUT_IN_BLK8 : 0) |
-					 (r.out >= 0 && blk[r.out] ? CPU_LAYOUT_OUT_BLK8 : 0);
+					 (r.n_in > 1 && r.in[1] >= 0 && blk[r.in[1]] ?
+					  CPU_LAYOUT_IN1_BLK8 : 0) |
+					 (blk[r.out] ? CPU_LAYOUT_OUT_BLK8 : 0);
 	for (size_t v = 0; v < nv; v++)
 		count += blk[v];
+out:
 	free(blk);
-	free(cap);
+	free(ro);
+	free(kind);
 	return count;
 }

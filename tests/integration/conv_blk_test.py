@@ -10,8 +10,9 @@ output of the one before (or of the layer `src` names): 1x1 layers
 t, l, b, r), each with an optional residual (the output of an earlier
 layer added) and activation, and nodes of other kinds that read a value
 (so it must stay NCHW): Sigmoid, a squeeze-excite (GlobalAveragePool, 1x1,
-HardSigmoid, Mul), a 3x3 one-group convolution, a graph output in the
-middle.  The cases cover NCHW inputs into a blocked chain, blocked values
+HardSigmoid, Mul; the blocked Mul reads a blocked value or writes one
+from plain operands), Add and Mul between blocked values or by constants, a
+Tanh, a 3x3 one-group convolution, a graph output in the middle.  The cases cover NCHW inputs into a blocked chain, blocked values
 into a last plain output, residuals blocked and not, an addend that
 broadcasts ([N, C, 1, 1] from a 1x1 layer after a pooling: the plain
 kernels then run and the output is blocked after), 24 and 40 output
@@ -83,7 +84,32 @@ CASES = {
         dict(op="pw", m=24),
         dict(op="pw", m=24, add=3),
         dict(op="pw", m=16, act="relu"),
-    ], 3),
+    ], 6),                                      # 0, 1, the scale, 2, 3, 4
+    # element-wise nodes between blocked layers: an Add of two blocked
+    # values (not fused: each has another reader, or its other operand
+    # comes later), a Mul by a constant per channel, by a scalar, a Tanh
+    "elementwise": ((1, 16, 10, 12), [
+        dict(op="pw", m=32, act="relu"),
+        dict(op="pw", m=32, src=-1),
+        dict(op="add2", a=0, b=1),
+        dict(op="dw", k=3, s=1, pads=(1, 1, 1, 1), src=0),
+        dict(op="dw", k=3, s=1, pads=(1, 1, 1, 1), src=1),
+        dict(op="mulc", src=2),
+        dict(op="muls"),
+        dict(op="tanh"),
+        dict(op="add2", a=7, b=3),
+        dict(op="add2", a=8, b=4),
+        dict(op="pw", m=16),
+    ], 10),
+    # RegNet's pattern: a squeeze-excite (Mul(scale, x)) on a value no
+    # blocked layer writes, then a 1x1 layer that reads the blocked product
+    # and writes NCHW with a residual the core may place its output over
+    "se_plain_trunk": ((1, 16, 12, 12), [
+        dict(op="dw", k=3, s=1, pads=(2, 2, 2, 2), dil=2, act="relu"),
+        dict(op="se", order="sx"),
+        dict(op="pw", m=16, add=0, act="relu"),
+        dict(op="dw", k=3, s=1, pads=(2, 2, 2, 2), dil=2),
+    ], 2),                                      # the scale and 1
     "broadcast_addend": ((2, 16, 9, 8), [
         dict(op="pw", m=32),
         dict(op="gap", src=-1),                 # [N, 16, 1, 1]
@@ -152,6 +178,7 @@ def build(case, rng):
             k = 1 if op == "pw" else 3 if op == "conv3" else L["k"]
             group = c if op == "dw" else 1
             s = L.get("s", 1)
+            dil = L.get("dil", 1)
             pads = L.get("pads", (1, 1, 1, 1) if op == "conv3" else (0, 0, 0, 0))
             w = (rng.standard_normal((m, c // group, k, k)) / np.sqrt(c // group * k * k))
             w = w.astype(np.float32)
@@ -160,9 +187,10 @@ def build(case, rng):
             cur = name + "_c" if L.get("add") is not None or act else name
             nodes.append(helper.make_node(
                 "Conv", [xin, const(name + "_w", w), const(name + "_b", b)], [cur],
-                group=group, kernel_shape=[k, k], strides=[s, s], pads=list(pads)))
+                group=group, kernel_shape=[k, k], strides=[s, s], pads=list(pads),
+                dilations=[dil, dil]))
             r = C.conv2d(xr, w.astype(np.float64), b.astype(np.float64), strides=(s, s),
-                         pads=pads, dilations=(1, 1), group=group)
+                         pads=pads, dilations=(dil, dil), group=group)
             if L.get("add") is not None:
                 to = name + "_a" if act else name
                 nodes.append(helper.make_node("Add", [cur, vals[L["add"] + 1]], [to]))
@@ -181,6 +209,19 @@ def build(case, rng):
             nodes.append(helper.make_node("Sigmoid", [xin], [name]))
             r = 1.0 / (1.0 + np.exp(-xr))
             outs.append((name, r))
+        elif op == "add2":
+            nodes.append(helper.make_node("Add", [vals[L["a"] + 1], vals[L["b"] + 1]], [name]))
+            r = refs[L["a"] + 1] + refs[L["b"] + 1]
+        elif op == "mulc":
+            c = (rng.standard_normal((1, xr.shape[1], 1, 1)) + 1.0).astype(np.float32)
+            nodes.append(helper.make_node("Mul", [xin, const(name + "_k", c)], [name]))
+            r = xr * c.astype(np.float64)
+        elif op == "muls":
+            nodes.append(helper.make_node("Mul", [const(name + "_k", 0.5), xin], [name]))
+            r = xr * 0.5
+        elif op == "tanh":
+            nodes.append(helper.make_node("Tanh", [xin], [name]))
+            r = np.tanh(xr)
         elif op == "gap":
             nodes.append(helper.make_node("GlobalAveragePool", [xin], [name]))
             r = xr.mean(axis=(2, 3), keepdims=True)
@@ -192,7 +233,8 @@ def build(case, rng):
                                           [name + "_s"], kernel_shape=[1, 1]))
             nodes.append(helper.make_node("HardSigmoid", [name + "_s"], [name + "_h"],
                                           alpha=1.0 / 6, beta=0.5))
-            nodes.append(helper.make_node("Mul", [xin, name + "_h"], [name]))
+            pair = [name + "_h", xin] if L.get("order") == "sx" else [xin, name + "_h"]
+            nodes.append(helper.make_node("Mul", pair, [name]))
             p = xr.mean(axis=(2, 3), keepdims=True)
             sc = np.einsum("mc,ncij->nmij", w[:, :, 0, 0].astype(np.float64), p)
             r = xr * np.clip(sc / 6.0 + 0.5, 0.0, 1.0)

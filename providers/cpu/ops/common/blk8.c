@@ -12,6 +12,7 @@
 typedef struct reorder_arg {
 	const float *src;
 	float *dst;
+	const float *add;    /* to plain: added on the way (dst's layout), or NULL */
 	int64_t blocks, P;   /* per image: C / 8 blocks of P pixels */
 	int to_blocked;
 } reorder_arg;
@@ -35,15 +36,19 @@ static void reorder_range(void *arg, int64_t b0, int64_t b1, int member)
 			for (int k = 0; k < 8; k++)
 				v[k] = a->to_blocked ? vf_load(s + k * P + p) : vf_load(s + (p + k) * CB);
 			vf_transpose8(v);
-			for (int k = 0; k < 8; k++)
+			for (int k = 0; k < 8; k++) {
+				if (a->add)
+					v[k] += vf_load(a->add + b * CB * P + k * P + p);
 				vf_store(a->to_blocked ? d + (p + k) * CB : d + k * P + p, v[k]);
+			}
 		}
 		for (; p < P; p++)
 			for (int k = 0; k < CB; k++) {
 				if (a->to_blocked)
 					d[p * CB + k] = s[k * P + p];
 				else
-					d[k * P + p] = s[p * CB + k];
+					d[k * P + p] = s[p * CB + k] +
+						       (a->add ? a->add[b * CB * P + k * P + p] : 0.0f);
 			}
 	}
 }
@@ -51,10 +56,18 @@ static void reorder_range(void *arg, int64_t b0, int64_t b1, int member)
 void cpu_blk8_reorder(cpu_ctx *ctx, const float *src, float *dst, int64_t N, int64_t C,
 		      int64_t P, int to_blocked)
 {
-	reorder_arg a = {src, dst, C / CB, P, to_blocked};
+	reorder_arg a = {src, dst, NULL, C / CB, P, to_blocked};
 
 	/* ~0.25 ns a float each way */
 	cpu_par_for(ctx, N * a.blocks, 0.5 * (double)(CB * P), 1, reorder_range, &a);
+}
+
+void cpu_blk8_unblock_add(cpu_ctx *ctx, const float *src, float *dst, const float *add,
+			  int64_t N, int64_t C, int64_t P)
+{
+	reorder_arg a = {src, dst, add, C / CB, P, 0};
+
+	cpu_par_for(ctx, N * a.blocks, 0.7 * (double)(CB * P), 1, reorder_range, &a);
 }
 
 int cpu_blk8_block_inplace(cpu_ctx *ctx, cpu_tensor *t)

@@ -16,6 +16,10 @@
  * NCHWc8 (to_blocked) or back, src and dst apart, over the pool. */
 void cpu_blk8_reorder(cpu_ctx *ctx, const float *src, float *dst, int64_t N, int64_t C,
 		      int64_t P, int to_blocked);
+/* NCHWc8 src to NCHW dst plus add (NCHW, may be dst itself: each element
+ * is read before it is written; NULL: nothing added). */
+void cpu_blk8_unblock_add(cpu_ctx *ctx, const float *src, float *dst, const float *add,
+			  int64_t N, int64_t C, int64_t P);
 /* A float32 tensor of rank >= 2 and a multiple of 8 channels reordered to
  * NCHWc8 in place (through scratch); 0 or a status. */
 int cpu_blk8_block_inplace(cpu_ctx *ctx, cpu_tensor *t);

@@ -15,8 +15,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "blk8.h"
 #include "cpu_ops.h"
 #include "par.h"
+#include "vfloat.h"
 
 /* The comparisons come last: op >= OP_EQ means a bool output. */
 enum binop {
@@ -383,6 +385,86 @@ static int variadic_compute(cpu_ctx *ctx, int op)
 	return rc;
 }
 
+/* ---- channel-blocked operands (cpu_layout.h) ---- */
+
+static int64_t pixels(const cpu_tensor *t)
+{
+	int64_t p = 1;
+
+	for (int i = 2; i < t->rank; i++)
+		p *= t->dims[i];
+	return p;
+}
+
+typedef struct blk_bin {
+	int add;
+	const float *x, *s;       /* x blocked [N][C / 8][P][8]; s [N or 1][C] */
+	float *y;
+	int64_t blocks, P, s_img; /* s_img: floats of s per image (0: shared) */
+} blk_bin;
+
+/* Blocks [b0, b1) (image-major): y = x op s[channel]. */
+CPU_MULTIVERSION
+static void blk_bin_range(void *arg, int64_t b0, int64_t b1, int member)
+{
+	const blk_bin *a = arg;
+
+	(void)member;
+	for (int64_t b = b0; b < b1; b++) {
+		const float *x = a->x + b * a->P * CPU_BLK8;
+		float *y = a->y + b * a->P * CPU_BLK8;
+		vf8 s = vf_load(a->s + b / a->blocks * a->s_img + b % a->blocks * CPU_BLK8);
+
+		for (int64_t p = 0; p < a->P; p++)
+			vf_store(y + p * CPU_BLK8, a->add ? vf_load(x + p * CPU_BLK8) + s :
+				 vf_load(x + p * CPU_BLK8) * s);
+	}
+}
+
+/* Add or Mul of float32 operands some of which cpu_layout.c keeps
+ * channel-blocked (node->layout).  An operand of one pixel an image is the
+ * same either way.  Element-wise on operands of one shape, or with a
+ * scalar, whatever the order; a blocked image times (plus) a value per
+ * channel ([N or 1, C, 1, 1], a squeeze-excite's scale) here; anything
+ * else through NCHW copies, the output blocked after when it must be. */
+static int bin_blocked(cpu_ctx *ctx, int op, const cpu_tensor *A, const cpu_tensor *B)
+{
+	unsigned lay = ctx->node->layout;
+	int ab = (lay & CPU_LAYOUT_IN_BLK8) && pixels(A) > 1;
+	int bb = (lay & CPU_LAYOUT_IN1_BLK8) && pixels(B) > 1;
+	int yb = (lay & CPU_LAYOUT_OUT_BLK8) != 0, rc;
+	const cpu_tensor *X = ab ? A : B, *S = ab ? B : A;
+	cpu_tensor *Y = NULL, pa, pb;
+
+	if (yb && (ab || bb) && ab != bb && X->rank == 4 && S->rank == 4 &&
+	    S->dims[1] == X->dims[1] && S->dims[2] == 1 && S->dims[3] == 1 &&
+	    (S->dims[0] == X->dims[0] || S->dims[0] == 1) && X->dims[1] % CPU_BLK8 == 0 &&
+	    cpu_numel(S) > 1) {
+		blk_bin a = {op == OP_ADD, X->data, S->data, NULL, X->dims[1] / CPU_BLK8, pixels(X),
+			     S->dims[0] == 1 ? 0 : X->dims[1]};
+
+		if (!(Y = cpu_output(ctx, 0, CPU_FLOAT, 4, X->dims)))
+			return CPU_E_NOMEM;
+		a.y = Y->data;
+		cpu_par_for(ctx, X->dims[0] * a.blocks, 0.3 * (double)(a.P * CPU_BLK8), 1,
+			    blk_bin_range, &a);
+		return 0;
+	}
+	/* one layout on both sides (or a scalar): the plain kernel as it is */
+	if ((ab == bb && (ab || !yb) && A->rank == B->rank &&
+	     !memcmp(A->dims, B->dims, sizeof(int64_t) * (size_t)A->rank)) ||
+	    (yb && (ab || bb) && cpu_numel(S) == 1))
+		return bin_apply(ctx, op, A, B, B->rank, B->dims, A->dtype, &Y);
+	pa = *A;
+	pb = *B;
+	if ((ab && (rc = cpu_blk8_plain(ctx, A, &pa)) != 0) ||
+	    (bb && (rc = cpu_blk8_plain(ctx, B, &pb)) != 0))
+		return rc;
+	if ((rc = bin_apply(ctx, op, &pa, &pb, pb.rank, pb.dims, A->dtype, &Y)) != 0)
+		return rc;
+	return yb && pixels(Y) > 1 ? cpu_blk8_block_inplace(ctx, Y) : 0;
+}
+
 static int bin_compute(cpu_ctx *ctx)
 {
 	int op = op_of(ctx->node->proto->op_type), brank, rc = 0;
@@ -402,6 +484,8 @@ static int bin_compute(cpu_ctx *ctx)
 	if (op != OP_POW && A->dtype != B->dtype)
 		return cpu_fail(ctx, CPU_E_INVALID, "operands are %s and %s",
 				cpu_dtype_name(A->dtype), cpu_dtype_name(B->dtype));
+	if (ctx->node->layout && (op == OP_ADD || op == OP_MUL) && A->dtype == CPU_FLOAT)
+		return bin_blocked(ctx, op, A, B);
 	if ((rc = legacy_b_shape(ctx, A, B, &brank, bdims)) != 0)
 		return rc;
 	ydt = op >= OP_EQ ? CPU_BOOL : A->dtype;

@@ -605,7 +605,13 @@ static int conv_blk_try(cpu_ctx *ctx, const conv_state *st, const conv_job *j, i
 	rc = conv_blk_run(ctx, st->blk_kind, j, N, j->Cg * G, M, X->data,
 			  (lay & CPU_LAYOUT_IN_BLK8) != 0, st->blk, B ? B->data : NULL,
 			  fr->y->data, y_blk);
-	return rc ? rc : cpu_fuse_end(ctx, fr, y_blk);
+	if (rc)
+		return rc;
+	/* plain out: the residual was added as it was unblocked (it may be
+	 * y's own bytes), the activation follows */
+	if (!y_blk && fr->act_inline != CPU_FUSE_ACT_NONE)
+		cpu_fuse_act_apply(ctx->node->fuse, fr->y->data, cpu_numel(fr->y));
+	return cpu_fuse_end(ctx, fr, 1);
 }
 
 /* The call conv_blk.c does not take: its blocked input and addend in NCHW

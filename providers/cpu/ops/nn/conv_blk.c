@@ -692,7 +692,7 @@ int conv_blk_run(cpu_ctx *ctx, int kind, const conv_job *j, int64_t N, int64_t C
 		dw_schedule(ctx, &d, N);
 	}
 	if (!y_blocked)
-		cpu_blk8_reorder(ctx, d.y, y, N, M, d.OP, 0);
+		cpu_blk8_unblock_add(ctx, d.y, y, j->res ? j->res->data : NULL, N, M, d.OP);
 	return 0;
 }
 

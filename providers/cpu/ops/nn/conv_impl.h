@@ -123,8 +123,8 @@ int conv_nhwc_run(cpu_ctx *ctx, const conv_job *j, int64_t N, const float *x,
  * neither); cpu_layout.c asks it at load.  The filter is laid out by
  * conv_blk_pack into conv_blk_wsize bytes.  conv_blk_run: x (C channels,
  * blocked or not) to y (M channels; blocked: with j's residual, blocked
- * too, and activation; plain: bias only, the tail left to the caller);
- * 0 or CPU_E_NOMEM. */
+ * too, and activation; plain: with the residual (plain, possibly y's own
+ * bytes), the activation left to the caller); 0 or CPU_E_NOMEM. */
 enum { CONV_BLK_PW = 1, CONV_BLK_DW = 2, CONV_BLK_IN = 3 };
 /* CONV_BLK_IN: a one-group layer of at most this many input channels and
  * more than one tap (a first layer: RGB in), NCHW in, blocked out. */

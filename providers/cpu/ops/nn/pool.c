@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "blk8.h"
 #include "cpu_ops.h"
 #include "par.h"
 #include "vfloat.h"
@@ -697,6 +698,35 @@ static void global_range(void *arg, int64_t p0, int64_t p1, int member)
 			  global_mean(j->x + p * j->sz, j->sz);
 }
 
+/* GlobalAveragePool of channel-blocked images (cpu_layout.h): eight
+ * channels a vector, each lane summed in global_mean's order (four running
+ * sums over pixels 4i .. 4i + 3, (s0 + s2) + (s1 + s3), the rest one by
+ * one, / n), so the same bits as the plain kernel. */
+CPU_MULTIVERSION
+static void global_blk_range(void *arg, int64_t b0, int64_t b1, int member)
+{
+	const global_job *j = arg;
+	int64_t n = j->sz;
+
+	(void)member;
+	for (int64_t b = b0; b < b1; b++) {
+		const float *x = j->x + b * n * CPU_BLK8;
+		vf8 s0 = vf_splat(0.0f), s1 = s0, s2 = s0, s3 = s0, r;
+		int64_t i = 0;
+
+		for (; i + 4 <= n; i += 4) {
+			s0 += vf_load(x + i * CPU_BLK8);
+			s1 += vf_load(x + (i + 1) * CPU_BLK8);
+			s2 += vf_load(x + (i + 2) * CPU_BLK8);
+			s3 += vf_load(x + (i + 3) * CPU_BLK8);
+		}
+		r = (s0 + s2) + (s1 + s3);
+		for (; i < n; i++)
+			r += vf_load(x + i * CPU_BLK8);
+		vf_store(j->y + b * CPU_BLK8, r / vf_splat((float)n));
+	}
+}
+
 static int global_compute(cpu_ctx *ctx)
 {
 	int is_max = ctx->node->proto->op_type[6] == 'M';
@@ -724,6 +754,12 @@ static int global_compute(cpu_ctx *ctx)
 	j.y = Y->data;
 	j.sz = sz;
 	j.is_max = is_max;
+	if ((ctx->node->layout & CPU_LAYOUT_IN_BLK8) && sz > 1) {
+		if (is_max || X->dims[1] % CPU_BLK8)
+			return cpu_fail(ctx, CPU_E_INTERNAL, "a channel-blocked input it cannot pool");
+		cpu_par_for(ctx, planes / CPU_BLK8, (double)sz * 0.4 + 5.0, 1, global_blk_range, &j);
+		return 0;
+	}
 	cpu_par_for(ctx, planes, (double)sz * 0.1 + 5.0, 1, global_range, &j);
 	return 0;
 }
