@@ -397,7 +397,7 @@ static int64_t pixels(const cpu_tensor *t)
 }
 
 typedef struct blk_bin {
-	int add;
+	int add, x_plain;         /* x_plain: x is NCHW (y blocked all the same) */
 	const float *x, *s;       /* x blocked [N][C / 8][P][8]; s [N or 1][C] */
 	float *y;
 	int64_t blocks, P, s_img; /* s_img: floats of s per image (0: shared) */
@@ -414,8 +414,26 @@ static void blk_bin_range(void *arg, int64_t b0, int64_t b1, int member)
 		const float *x = a->x + b * a->P * CPU_BLK8;
 		float *y = a->y + b * a->P * CPU_BLK8;
 		vf8 s = vf_load(a->s + b / a->blocks * a->s_img + b % a->blocks * CPU_BLK8);
+		int64_t p = 0;
 
-		for (int64_t p = 0; p < a->P; p++)
+		if (a->x_plain) {
+			/* the block's eight planes through 8 x 8 transposes */
+			for (; p + 8 <= a->P; p += 8) {
+				vf8 v[8];
+
+				for (int k = 0; k < 8; k++)
+					v[k] = vf_load(x + k * a->P + p);
+				vf_transpose8(v);
+				for (int k = 0; k < 8; k++)
+					vf_store(y + (p + k) * CPU_BLK8, a->add ? v[k] + s : v[k] * s);
+			}
+			for (; p < a->P; p++)
+				for (int k = 0; k < CPU_BLK8; k++)
+					y[p * CPU_BLK8 + k] = a->add ? x[k * a->P + p] + s[k] :
+						x[k * a->P + p] * s[k];
+			continue;
+		}
+		for (; p < a->P; p++)
 			vf_store(y + p * CPU_BLK8, a->add ? vf_load(x + p * CPU_BLK8) + s :
 				 vf_load(x + p * CPU_BLK8) * s);
 	}
@@ -436,12 +454,18 @@ static int bin_blocked(cpu_ctx *ctx, int op, const cpu_tensor *A, const cpu_tens
 	const cpu_tensor *X = ab ? A : B, *S = ab ? B : A;
 	cpu_tensor *Y = NULL, pa, pb;
 
-	if (yb && (ab || bb) && ab != bb && X->rank == 4 && S->rank == 4 &&
+	/* neither operand blocked in a way that matters, the output blocked:
+	 * the larger one is the image (the scale's one pixel is the same in
+	 * both layouts) */
+	if (yb && !ab && !bb && pixels(A) != pixels(B))
+		X = pixels(A) > 1 ? A : B, S = pixels(A) > 1 ? B : A;
+	if (yb && (ab != bb || (!ab && pixels(X) > 1 && pixels(S) == 1)) && X->rank == 4 &&
+	    S->rank == 4 &&
 	    S->dims[1] == X->dims[1] && S->dims[2] == 1 && S->dims[3] == 1 &&
 	    (S->dims[0] == X->dims[0] || S->dims[0] == 1) && X->dims[1] % CPU_BLK8 == 0 &&
 	    cpu_numel(S) > 1) {
-		blk_bin a = {op == OP_ADD, X->data, S->data, NULL, X->dims[1] / CPU_BLK8, pixels(X),
-			     S->dims[0] == 1 ? 0 : X->dims[1]};
+		blk_bin a = {op == OP_ADD, !ab && !bb, X->data, S->data, NULL, X->dims[1] / CPU_BLK8,
+			     pixels(X), S->dims[0] == 1 ? 0 : X->dims[1]};
 
 		if (!(Y = cpu_output(ctx, 0, CPU_FLOAT, 4, X->dims)))
 			return CPU_E_NOMEM;
