@@ -173,6 +173,45 @@ static int npack_fill(void *dst, size_t size, void *arg)
 	return 0;
 }
 
+typedef struct tpack_arg {
+	const float *w;
+	int64_t M, C, taps;
+} tpack_arg;
+
+static int tpack_fill(void *dst, size_t size, void *arg)
+{
+	const tpack_arg *a = arg;
+
+	(void)size;
+	conv_taps_pack(a->w, a->M, a->C, a->taps, dst);
+	return 0;
+}
+
+/* A dilated one-group layer's filter for conv_taps.c (taken on images
+ * small enough that the outer taps read mostly padding). */
+static int pack_taps(cpu_node *node, conv_state *st, char *err, size_t n)
+{
+	const cpu_tensor *W = cpu_node_const(node, 1);
+	int dilated = 0;
+	tpack_arg a;
+
+	for (int i = 0; i < st->win.n_dilations; i++)
+		dilated |= st->win.dilations[i] > 1;
+	if (!dilated || st->group != 1 || !W || W->dtype != CPU_FLOAT || W->rank < 3 ||
+	    W->rank > 4)
+		return 0;
+	a.w = W->data;
+	a.M = W->dims[0];
+	a.C = W->dims[1];
+	a.taps = W->rank == 4 ? W->dims[2] * W->dims[3] : W->dims[2];
+	st->taps = cpu_prepack(node, 1, "conv-taps-v1", (size_t)(a.M * a.C * a.taps) * sizeof(float),
+			       tpack_fill, &a, err, n);
+	if (!st->taps)
+		return CPU_E_NOMEM;
+	st->taps_src = W->data;
+	return 0;
+}
+
 typedef struct bpack_arg {
 	const float *w;
 	int kind;
@@ -250,6 +289,8 @@ static int conv_prepare(cpu_node *node, char *err, size_t n)
 		rc = CPU_E_INVALID;
 	}
 	st->win.ceil_mode = 0;   /* a pooling attribute, not Conv's */
+	if (!rc)
+		rc = pack_taps(node, st, err, n);
 	if (!rc)
 		rc = pack_blk(node, st, err, n);
 	if (!rc && st->blk)
@@ -696,7 +737,8 @@ static int conv_compute(cpu_ctx *ctx)
 	if (cpu_numel(fr.y) == 0)
 		return conv_end(ctx, &fr, 1, bo);
 	if (conv_taps_fits(&j, G)) {
-		rc = conv_taps_run(ctx, &j, N, X->data, wd, B ? B->data : NULL, fr.y->data);
+		rc = conv_taps_run(ctx, &j, N, X->data, wd, st->taps && wd == st->taps_src ? st->taps : NULL,
+				   B ? B->data : NULL, fr.y->data);
 		return rc ? rc : conv_end(ctx, &fr, 1, bo);
 	}
 	if (conv_direct_fits(&j, G)) {

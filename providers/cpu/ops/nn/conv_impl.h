@@ -34,6 +34,10 @@ typedef struct conv_state {
 	 * nhwc_src; NULL when not. */
 	const float *nhwc;
 	const float *nhwc_src;
+	/* Dilated, one group: every tap's Mg x Cg slice for conv_taps.c
+	 * ([tap][Mg][Cg]), made from taps_src; NULL when not. */
+	const float *taps;
+	const float *taps_src;
 	/* A 1x1 or depthwise layer on channel-blocked values (node->layout):
 	 * its kind and its filter for conv_blk.c, made from blk_src. */
 	int blk_kind;
@@ -140,10 +144,12 @@ int conv_blk_run(cpu_ctx *ctx, int kind, const conv_job *j, int64_t N, int64_t C
  * outputs cover at most 60% of taps x outputs, as one product per tap
  * over the outputs it reads the image for (bias, residual and the fused
  * activation applied); 0 or CPU_E_NOMEM.  w: the Mg x Cg x KH x KW
- * filter. */
+ * filter; wt: its slices laid out by conv_taps_pack (at load), or NULL
+ * (laid out now). */
 int conv_taps_fits(const conv_job *j, int64_t group);
+void conv_taps_pack(const float *w, int64_t M, int64_t C, int64_t taps, float *dst);
 int conv_taps_run(cpu_ctx *ctx, const conv_job *j, int64_t N, const float *x, const float *w,
-		  const float *b, float *y);
+		  const float *wt, const float *b, float *y);
 
 /* conv_wino.c: packs the transformed filter when the node qualifies
  * (3x3, stride 1, no dilation, one group, constant W); 0 or a status. */

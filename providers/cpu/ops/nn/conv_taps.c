@@ -111,25 +111,33 @@ static void taps_finish(const conv_job *j, int64_t N, const float *b, float *y)
 		}
 }
 
+void conv_taps_pack(const float *w, int64_t M, int64_t C, int64_t taps, float *dst)
+{
+	for (int64_t mc = 0; mc < M * C; mc++)
+		for (int64_t t = 0; t < taps; t++)
+			dst[t * M * C + mc] = w[mc * taps + t];
+}
+
 int conv_taps_run(cpu_ctx *ctx, const conv_job *j, int64_t N, const float *x, const float *w,
-		  const float *b, float *y)
+		  const float *wt, const float *b, float *y)
 {
 	const cpu_geom *g = &j->g;
 	int64_t M = j->Mg, C = j->Cg, KH = g->k[1], KW = g->k[2], osz = j->osz;
 	int64_t isz = g->in[1] * g->in[2];
 	/* every tap's Mg x Cg slice, from one pass over the filter (a pass
 	 * per tap read all of it KH x KW times: 8.8 MB each for the ASPP
-	 * layer) */
-	float *wt = cpu_scratch(ctx, (size_t)(M * C * KH * KW) * sizeof(float));
+	 * layer); a constant filter's at load */
+	float *ws = wt ? NULL : cpu_scratch(ctx, (size_t)(M * C * KH * KW) * sizeof(float));
 	float *xt = cpu_scratch(ctx, (size_t)(C * osz) * sizeof(float));
 	float *ct = cpu_scratch(ctx, (size_t)(M * osz) * sizeof(float));
 
-	if (!wt || !xt || !ct)
+	if ((!wt && !ws) || !xt || !ct)
 		return CPU_E_NOMEM;
 	memset(y, 0, (size_t)(N * M * osz) * sizeof(float));
-	for (int64_t mc = 0; mc < M * C; mc++)
-		for (int64_t t = 0; t < KH * KW; t++)
-			wt[t * M * C + mc] = w[mc * KH * KW + t];
+	if (!wt) {
+		conv_taps_pack(w, M, C, KH * KW, ws);
+		wt = ws;
+	}
 	for (int64_t kh = 0; kh < KH; kh++)
 		for (int64_t kw = 0; kw < KW; kw++) {
 			int64_t r[4], n_rect = tap_rect(g, kh, kw, r);
