@@ -7,7 +7,7 @@ CACHE/<model>/in/<set>/*.npy), the figures of docs/PERFORMANCE.md's
 usage: tools/bench/zoo_bench.py [--zoo DIR] [--build-dir build]
            [--models all|a,b] [--variants fp32,int8,fp16] [--opset 17]
            [--threads 1,2] [--rounds 2] [--budget-ms 1000] [--iters N]
-           [--json FILE]
+           [--set a] [--batch N] [--json FILE]
 
 For every (variant, model, threads) it runs, R rounds, `ort-run MODEL
 --json` and ONNX Runtime (ort_npy_median.js: onnxruntime-node,
@@ -24,6 +24,12 @@ printed too.  At the end: the geometric mean of the paired ratios per
 variant and thread count.  The first lines name the CPU, its flags that
 pick kernels, the ONNX Runtime version, the commit and the load average.
 
+--batch N feeds N images a run: set a's inputs (one image each) repeated
+N times along dim 0, each copy but the first with seeded noise of 1% of
+the input's spread added (a classifier's batch of distinct images), made
+in a temporary folder; models whose first input dimension is not dynamic
+fail and are skipped.
+
 --models all takes every model of the cache that has the variant at
 --opset (else at its newest opset).  A model that fails on either side
 is reported and skipped.  Run it on a quiet machine.
@@ -33,8 +39,10 @@ import json
 import math
 import os
 import statistics
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -106,11 +114,32 @@ def zoo_order(a):
     return names
 
 
+def batched(a, m):
+    """Set a's inputs of model m as a batch of a.batch (see --batch)."""
+    import numpy as np
+    src = os.path.join(a.zoo, m, "in", "a")
+    dst = os.path.join(a.tmp, m)
+    os.makedirs(dst, exist_ok=True)
+    rng = np.random.default_rng(1)
+    for f in os.listdir(src):
+        if f.endswith(".npy"):
+            x = np.load(os.path.join(src, f))
+            if x.ndim == 0 or x.shape[0] != 1:
+                raise ValueError("input %s has no batch dimension of 1" % f)
+            xs = [x]
+            for _ in range(a.batch - 1):
+                xs.append(x if x.dtype.kind != "f" else
+                          (x + rng.standard_normal(x.shape) * 0.01 * float(x.std() or 1))
+                          .astype(x.dtype))
+            np.save(os.path.join(dst, f), np.concatenate(xs, 0))
+    return dst
+
+
 def bench(a, m, variant, t):
     model, op = model_path(a, m, variant)
     if not model:
         return None
-    indir = os.path.join(a.zoo, m, "in", a.set)
+    indir = batched(a, m) if a.batch > 1 else os.path.join(a.zoo, m, "in", a.set)
     ins = sorted((f[:-4], os.path.join(indir, f)) for f in os.listdir(indir) if f.endswith(".npy"))
     iters = a.iters or max(3, min(20, int(a.budget_ms / max(ortmk(a, model, ins, t, 1)[0], 1.0))))
     mk, rt, pr = [], [], []
@@ -144,8 +173,17 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--budget-ms", type=float, default=1000)
     ap.add_argument("--iters", type=int, default=0)
+    ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--json", metavar="FILE")
     a = ap.parse_args()
+    a.tmp = tempfile.mkdtemp(prefix="zoo_bench")
+    try:
+        run(a)
+    finally:
+        shutil.rmtree(a.tmp, ignore_errors=True)
+
+
+def run(a):
     a.zoo, a.build_dir = os.path.abspath(a.zoo), os.path.abspath(a.build_dir)
     a.ort_version = None
     models = zoo_order(a) if a.models == "all" else [x for x in a.models.split(",") if x]
@@ -154,6 +192,8 @@ def main():
     print("# cpu: %s" % cpu_line())
     print("# ortmk %s (%s), %s, load average %s" % (head, a.build_dir, time.strftime("%Y-%m-%d %H:%M"),
                                                      " ".join(open("/proc/loadavg").read().split()[:3])))
+    if a.batch > 1:
+        print("# batch %d (set a's inputs repeated, seeded noise)" % a.batch)
     print("# %-28s %-5s %2s %3s %10s %10s %6s %6s %9s %9s %7s %7s" % (
         "model", "var", "op", "thr", "ortmk ms", "ORT ms", "ratio", "paired", "create k", "create O",
         "MB k", "MB O"), flush=True)
