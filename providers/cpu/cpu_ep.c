@@ -302,13 +302,19 @@ static unsigned opt_level(const ep_subgraph *sg)
 
 /* Channel-blocked values between 1x1 and depthwise convolutions
  * (cpu_layout.h); ORTMK_CPU_CONV_BLOCKED=0 keeps every value NCHW. */
-static void plan_layout(cpu_sg *c, const cpu_fuse_graph *fg)
+static void plan_layout(cpu_sg *c, const ep_subgraph *sg, const cpu_fuse_graph *fg)
 {
+	int32_t *dt = calloc(c->plan.n_values + 1, sizeof(*dt));
 	int count;
 
-	if (!(c->plan.layout = malloc(c->plan.n_nodes + 1)))
+	if (!dt || !(c->plan.layout = malloc(c->plan.n_nodes + 1))) {
+		free(dt);
 		return;
-	count = cpu_layout_plan(fg, c->fuse, c->plan.layout);
+	}
+	for (size_t v = 0; v < c->plan.n_values; v++)
+		dt[v] = sg->values[v].dtype;
+	count = cpu_layout_plan(fg, c->fuse, dt, c->plan.layout);
+	free(dt);
 	if (count <= 0) {
 		free(c->plan.layout);
 		c->plan.layout = NULL;
@@ -332,7 +338,7 @@ static void plan_fusions(cpu_sg *c, const ep_subgraph *sg, unsigned char *export
 			for (int i = 0; p->node_refs[k][i] >= 0; i++)
 				extra[p->node_refs[k][i]]++;
 		c->fuse = cpu_fuse_plan(&fg);
-		plan_layout(c, &fg);
+		plan_layout(c, sg, &fg);
 	}
 	for (size_t k = 0; c->fuse && k < p->n_nodes; k++)
 		if (c->fuse[k].head)

@@ -220,6 +220,19 @@ static int take(planner *pl, int k, int r)
 	return single_out(pl, r);
 }
 
+/* A constant float or float16 with one element, or NAN: a float16
+ * model's Clip bounds (0 and 6 in float16 are exact, and rounding to
+ * float16 commutes with a clamp to exact bounds, so the float32 tail
+ * gives what the Clip on the rounded value gives). */
+static float bound_of(const planner *pl, int v)
+{
+	const cpu_tensor *t = v >= 0 ? &pl->fg->consts[v] : NULL;
+
+	if (t && t->data && t->dtype == CPU_FLOAT16 && cpu_numel(t) == 1)
+		return cpu_f16_to_f32(*(const uint16_t *)t->data);
+	return scalar_of(pl, v);
+}
+
 /* Clip's bounds: attributes before opset 11, constant scalar inputs (or
  * omitted) after; 0 when they are not known at load. */
 static int clip_bounds(const planner *pl, int r, float *lo, float *hi)
@@ -233,9 +246,9 @@ static int clip_bounds(const planner *pl, int r, float *lo, float *hi)
 		*hi = cpu_attr_float(p, "max", 3.402823466e38f);
 		return 1;
 	}
-	if (p->n_input > 1 && pl->fg->node_in[r][1] >= 0 && isnan(*lo = scalar_of(pl, pl->fg->node_in[r][1])))
+	if (p->n_input > 1 && pl->fg->node_in[r][1] >= 0 && isnan(*lo = bound_of(pl, pl->fg->node_in[r][1])))
 		return 0;
-	if (p->n_input > 2 && pl->fg->node_in[r][2] >= 0 && isnan(*hi = scalar_of(pl, pl->fg->node_in[r][2])))
+	if (p->n_input > 2 && pl->fg->node_in[r][2] >= 0 && isnan(*hi = bound_of(pl, pl->fg->node_in[r][2])))
 		return 0;
 	return 1;
 }

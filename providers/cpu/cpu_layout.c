@@ -55,7 +55,15 @@ static const char *const unary_ops[] = {
 	"Relu", "Sigmoid", "HardSigmoid", "HardSwish", "Clip", "LeakyRelu", "Tanh", "Elu",
 };
 
-static int role(const cpu_fuse_graph *fg, size_t k, const run_node *r, int *kind)
+/* float32, or float16 (Add and Mul then always run widened: cpu_f16.c's
+ * slow_f16 list, so their float32 kernel sees the layout). */
+static int is_float(int32_t dt)
+{
+	return dt == CPU_FLOAT || dt == CPU_FLOAT16;
+}
+
+static int role(const cpu_fuse_graph *fg, size_t k, const run_node *r, const int32_t *dtype,
+		int *kind)
 {
 	const Onnx__NodeProto *p = fg->g->node[k];
 
@@ -68,7 +76,8 @@ static int role(const cpu_fuse_graph *fg, size_t k, const run_node *r, int *kind
 		return ROLE_GAP;
 	/* (numpy broadcasting: opset 7 on) */
 	if ((is_onnx(p, "Add") || is_onnx(p, "Mul")) && r->n_in == 2 && r->in[1] >= 0 &&
-	    fg->opset >= 7)
+	    fg->opset >= 7 && dtype && is_float(dtype[r->in[0]]) && is_float(dtype[r->in[1]]) &&
+	    is_float(dtype[r->out]))
 		return ROLE_BINARY;
 	for (size_t i = 0; i < sizeof(unary_ops) / sizeof(unary_ops[0]); i++)
 		if (is_onnx(p, unary_ops[i]))
@@ -88,7 +97,7 @@ static int reads_blocked(int ro, int kind, const run_node *r, int i)
 	}
 }
 
-int cpu_layout_plan(const cpu_fuse_graph *fg, const cpu_fuse_node *fuse,
+int cpu_layout_plan(const cpu_fuse_graph *fg, const cpu_fuse_node *fuse, const int32_t *dtype,
 		    unsigned char *node_layout)
 {
 	size_t nv = fg->n_values, nn = fg->g->n_node;
@@ -106,7 +115,7 @@ int cpu_layout_plan(const cpu_fuse_graph *fg, const cpu_fuse_node *fuse,
 
 		if (!runs(fg, fuse, k, &r))
 			continue;
-		ro[k] = (unsigned char)role(fg, k, &r, &kd);
+		ro[k] = (unsigned char)role(fg, k, &r, dtype, &kd);
 		kind[k] = (unsigned char)kd;
 		if ((ro[k] == ROLE_CONV || ro[k] == ROLE_UNARY || ro[k] == ROLE_BINARY) &&
 		    !fg->exported[r.out] && !(fg->extra_reads && fg->extra_reads[r.out]) &&

@@ -17,6 +17,12 @@
  * same number either way (its channels are a multiple of 8), so the core's
  * memory plan is unchanged; only the provider's kernels see the order.
  *
+ * float16 models: a Conv with a float16 filter runs widened (its kernel on
+ * float32 copies, converted element by element, so in the same order) and
+ * takes part; Add and Mul only where dtype[] (per value, 0 unknown) says
+ * their operands and result are float32 or float16 (with float16 they
+ * always run widened: their float32 kernel sees the layout).
+ *
  * Output: node_layout[k] = CPU_LAYOUT_IN_BLK8 | CPU_LAYOUT_OUT_BLK8 as
  * node k's input 0 and output 0 are blocked.  Returns how many values are
  * blocked, or CPU_E_NOMEM.  Caller: cpu_ep.c.
@@ -26,7 +32,7 @@
 
 #include "cpu_fuse.h"
 
-int cpu_layout_plan(const cpu_fuse_graph *fg, const cpu_fuse_node *fuse,
+int cpu_layout_plan(const cpu_fuse_graph *fg, const cpu_fuse_node *fuse, const int32_t *dtype,
 		    unsigned char *node_layout);
 
 #endif

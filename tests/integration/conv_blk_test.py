@@ -41,7 +41,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import common as C  # noqa: E402
 
 # name: (input N, C, H, W; layers; blocked values expected on an AVX2 CPU[;
-# environment])
+# environment[; options: fp16, the model in float16]])
 # layer: dict(op=pw|dw|sigmoid|se|conv3|output, ...); src: index of the
 # layer read (default the one before; -1 the input), add: index of the
 # layer whose output is added, act: relu|clip|hardswish.
@@ -54,6 +54,16 @@ CASES = {
         dict(op="dw", k=3, s=1, pads=(1, 1, 1, 1), act="clip"),
         dict(op="pw", m=16, add=2),
     ], 4),
+    # the same in float16 (weights, input, Clip's bounds): the layers run
+    # widened, their values stay float32 and blocked between them
+    "inverted_residual_fp16": ((1, 16, 14, 14), [
+        dict(op="pw", m=96, act="clip"),
+        dict(op="dw", k=3, s=1, pads=(1, 1, 1, 1), act="clip"),
+        dict(op="pw", m=16),
+        dict(op="pw", m=96, act="clip"),
+        dict(op="dw", k=3, s=1, pads=(1, 1, 1, 1), act="clip"),
+        dict(op="pw", m=16, add=2),
+    ], 4, {}, {"fp16": True}),
     "strided_5x5_m24": ((1, 32, 23, 17), [
         dict(op="dw", k=5, s=2, pads=(2, 2, 2, 2), act="relu"),
         dict(op="pw", m=24),
@@ -252,7 +262,39 @@ def build(case, rng):
         inits)
     model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
+    if len(case) > 4 and case[4].get("fp16"):
+        return to_fp16(model, x, case)
     return model, {"x": x}, outs
+
+
+def to_fp16(model, x, case):
+    """The model with float16 initializers, input and outputs, and the
+    reference recomputed from the float16-rounded input and weights."""
+    for t in model.graph.initializer:
+        a = numpy_helper.to_array(t)
+        t.CopyFrom(numpy_helper.from_array(a.astype(np.float16), t.name))
+    for v in list(model.graph.input) + list(model.graph.output):
+        v.type.tensor_type.elem_type = TensorProto.FLOAT16
+    x16 = x.astype(np.float16)
+    return model, {"x": x16}, reference_fp16(case[1], x16, model)
+
+
+def reference_fp16(layers, x16, model16):
+    """The last output of a chain of pw/dw layers on input x16 with
+    model16's float16 weights, in float64."""
+    w = {t.name: numpy_helper.to_array(t).astype(np.float64) for t in model16.graph.initializer}
+    refs = [x16.astype(np.float64)]
+    for i, L in enumerate(layers):
+        name = "v%d" % i
+        src = L.get("src", i - 1) + 1
+        xr = refs[src]
+        group = xr.shape[1] if L["op"] == "dw" else 1
+        r = C.conv2d(xr, w[name + "_w"], w[name + "_b"], strides=(L.get("s", 1),) * 2,
+                     pads=L.get("pads", (0, 0, 0, 0)), dilations=(1, 1), group=group)
+        if L.get("add") is not None:
+            r = r + refs[L["add"] + 1]
+        refs.append(act_ref(r, L.get("act")))
+    return [("v%d" % (len(layers) - 1), refs[-1])]
 
 
 def blocking_cpu():
@@ -283,7 +325,10 @@ def run_case(ort_run, name, case, rng, tmp):
         if got.shape != ref.shape:
             return "%s: shape %s, expected %s" % (out, list(got.shape), list(ref.shape))
         err = np.abs(got - ref)
-        tol = 1e-5 + 1e-5 * np.abs(ref)
+        # float16: the output's rounding and the stored values' between
+        # layers that are not kept float32
+        tol = (1e-5 + 1e-5 * np.abs(ref)) if feeds["x"].dtype == np.float32 else \
+            (2e-3 + 2e-3 * np.abs(ref))
         if not np.all(err <= tol):
             i = np.unravel_index(np.argmax(err - tol), err.shape)
             return "%s at %s got %r, expected %r" % (out, list(i), got[i], ref[i])

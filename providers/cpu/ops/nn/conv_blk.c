@@ -80,7 +80,10 @@ int conv_blk_kind(const Onnx__NodeProto *p, const cpu_tensor *W)
 	int64_t group, M, Cg;
 	int ones = 1;
 
-	if (!conv_blk_enabled() || !W || W->dtype != CPU_FLOAT || W->rank != 4 ||
+	/* a float16 filter: the node runs widened (cpu_f16.c), its kernel on
+	 * float32 copies of the same order */
+	if (!conv_blk_enabled() || !W || (W->dtype != CPU_FLOAT && W->dtype != CPU_FLOAT16) ||
+	    W->rank != 4 ||
 	    cpu_window_parse(p, &win, err, sizeof(err)))
 		return 0;
 	group = cpu_attr_int(p, "group", 1);
