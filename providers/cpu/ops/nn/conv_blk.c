@@ -333,24 +333,35 @@ static void pw_schedule(cpu_ctx *ctx, blk_job *d, int64_t N)
 
 /* ---- a few plain input channels (first layers) ----------------------------- */
 
-/* A tile of NP output pixels of a row (their windows S apart in the padded
- * input xp, planes PP floats, rows PWd) by NB output blocks; taps KH x KW. */
+/* A tile of NP output pixels of a row (their windows S pixels apart in the
+ * padded input xp: planes planes of PP floats, rows of PWd pixels of CIB
+ * channels each, 1 plain or 8 blocked) by NB output blocks; taps KH x KW;
+ * the filter w as [plane][tap][CIB][WS] (WS 16: two blocks' output
+ * channels, 8: one). */
 static inline __attribute__((always_inline)) CB_TARGET void
-in_tile(const blk_job *d, const float *xp, int64_t PP, int64_t PWd, const int S, const int KW,
-	int64_t KH, const float *w, const int NB, const int NP, __m256 b0, __m256 b1, float *y0,
-	float *y1, const float *r0, const float *r1)
+in_tile(const blk_job *d, const float *xp, int64_t planes, int64_t PP, int64_t PWd,
+	const int CIB, const int WS, const int S, const int KW, int64_t KH, const float *w,
+	const int NB, const int NP, __m256 b0, __m256 b1, float *y0, float *y1, const float *r0,
+	const float *r1)
 {
 	__m256 a00 = b0, a01 = b1, a10 = b0, a11 = b1, a20 = b0, a21 = b1;
 	__m256 a30 = b0, a31 = b1, a40 = b0, a41 = b1, a50 = b0, a51 = b1;
 
-	for (int64_t c = 0; c < d->C; c++)
+	for (int64_t c = 0; c < planes; c++)
 		for (int64_t kh = 0; kh < KH; kh++) {
-			const float *xr = xp + c * PP + kh * PWd;
+			const float *xr = xp + c * PP + kh * PWd * CIB;
 
-			for (int kw = 0; kw < KW; kw++, w += PW_M) {
+			for (int kw = 0; kw < KW; kw++)
+			for (int ci = 0; ci < CIB; ci++, w += WS) {
 				__m256 w0 = _mm256_loadu_ps(w), w1 = NB > 1 ? _mm256_loadu_ps(w + 8) : w0;
 				__m256 v;
-#define IN_PIXEL(p, a0, a1)                                                                	if (NP > (p)) {                                                                    		v = _mm256_broadcast_ss(xr + (p) * S + kw);                                		a0 = _mm256_fmadd_ps(v, w0, a0);                                           		if (NB > 1)                                                                			a1 = _mm256_fmadd_ps(v, w1, a1);                                   	}
+#define IN_PIXEL(p, a0, a1)                                                                \
+	if (NP > (p)) {                                                                    \
+		v = _mm256_broadcast_ss(xr + ((p) * S + kw) * CIB + ci);                   \
+		a0 = _mm256_fmadd_ps(v, w0, a0);                                           \
+		if (NB > 1)                                                                \
+			a1 = _mm256_fmadd_ps(v, w1, a1);                                   \
+	}
 				IN_PIXEL(0, a00, a01)
 				IN_PIXEL(1, a10, a11)
 				IN_PIXEL(2, a20, a21)
@@ -361,7 +372,21 @@ in_tile(const blk_job *d, const float *xp, int64_t PP, int64_t PWd, const int S,
 			}
 		}
 	__m256 lo = _mm256_set1_ps(d->lo), hi = _mm256_set1_ps(d->hi);
-#define IN_OUT(p, a0, a1)                                                                  	if (NP > (p)) {                                                                    		if (r0) {                                                                  			a0 = _mm256_add_ps(a0, _mm256_loadu_ps(r0 + (p) * CB));            			if (NB > 1)                                                        				a1 = _mm256_add_ps(a1, _mm256_loadu_ps(r1 + (p) * CB));    		}                                                                          		if (d->clamp) {                                                            			a0 = _mm256_min_ps(hi, _mm256_max_ps(lo, a0));                     			a1 = _mm256_min_ps(hi, _mm256_max_ps(lo, a1));                     		}                                                                          		_mm256_storeu_ps(y0 + (p) * CB, a0);                                       		if (NB > 1)                                                                			_mm256_storeu_ps(y1 + (p) * CB, a1);                               	}
+#define IN_OUT(p, a0, a1)                                                                  \
+	if (NP > (p)) {                                                                    \
+		if (r0) {                                                                  \
+			a0 = _mm256_add_ps(a0, _mm256_loadu_ps(r0 + (p) * CB));            \
+			if (NB > 1)                                                        \
+				a1 = _mm256_add_ps(a1, _mm256_loadu_ps(r1 + (p) * CB));    \
+		}                                                                          \
+		if (d->clamp) {                                                            \
+			a0 = _mm256_min_ps(hi, _mm256_max_ps(lo, a0));                     \
+			a1 = _mm256_min_ps(hi, _mm256_max_ps(lo, a1));                     \
+		}                                                                          \
+		_mm256_storeu_ps(y0 + (p) * CB, a0);                                       \
+		if (NB > 1)                                                                \
+			_mm256_storeu_ps(y1 + (p) * CB, a1);                               \
+	}
 	IN_OUT(0, a00, a01) IN_OUT(1, a10, a11) IN_OUT(2, a20, a21)
 	IN_OUT(3, a30, a31) IN_OUT(4, a40, a41) IN_OUT(5, a50, a51)
 #undef IN_OUT
@@ -393,7 +418,9 @@ in_row(const blk_job *d, const float *xp, int64_t n, int64_t q, int64_t oh, cons
 		int np = (int)(OW - ow < PW_P ? OW - ow : PW_P);
 		int64_t e = ow * CB;
 
-#define IN_CALL(nb, np_)                                                                   	in_tile(d, xp + ow * S, PP, PWd, S, KW, KH, w, nb, np_, b0, b1, y0 + e, y1 + e,      		r0 ? r0 + e : NULL, r1 ? r1 + e : NULL)
+#define IN_CALL(nb, np_)                                                                   \
+	in_tile(d, xp + ow * S, d->C, PP, PWd, 1, PW_M, S, KW, KH, w, nb, np_, b0, b1,       \
+		y0 + e, y1 + e, r0 ? r0 + e : NULL, r1 ? r1 + e : NULL)
 		if (NB == 2) {
 			switch (np) {
 			case 6: IN_CALL(2, 6); break;
