@@ -146,6 +146,14 @@ CASES = {
         dict(op="dw", k=3, s=2, pads=(1, 1, 1, 1)),
         dict(op="pw", m=32),
     ], 2),
+    # groups of 8 channels (RegNet's 3x3 layers, CONV_BLK_G8): from a plain
+    # input at stride 2, then between blocked 1x1 layers with a residual
+    "grouped8": ((1, 16, 13, 15), [
+        dict(op="g8", k=3, s=2, pads=(1, 1, 1, 1), act="relu"),
+        dict(op="pw", m=32),
+        dict(op="g8", k=3, s=1, pads=(1, 0, 1, 2), add=1, act="relu"),
+        dict(op="pw", m=16),
+    ], 3),
     "large_plane_split": ((1, 16, 56, 57), [
         dict(op="pw", m=48, act="clip"),
         dict(op="dw", k=3, s=2, pads=(0, 0, 1, 1), act="clip"),
@@ -182,11 +190,11 @@ def build(case, rng):
         xin, xr = vals[src], refs[src]
         name = "v%d" % i
         op = L["op"]
-        if op in ("pw", "dw", "conv3", "first"):
+        if op in ("pw", "dw", "conv3", "first", "g8"):
             c = xr.shape[1]
             m = L.get("m", c)
             k = 1 if op == "pw" else 3 if op == "conv3" else L["k"]
-            group = c if op == "dw" else 1
+            group = c if op == "dw" else c // 8 if op == "g8" else 1
             s = L.get("s", 1)
             dil = L.get("dil", 1)
             pads = L.get("pads", (1, 1, 1, 1) if op == "conv3" else (0, 0, 0, 0))

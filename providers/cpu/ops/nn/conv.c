@@ -241,7 +241,8 @@ static int pack_blk(cpu_node *node, conv_state *st, char *err, size_t n)
 	a.Cg = W->dims[1];
 	a.taps = W->dims[2] * W->dims[3];
 	st->blk = cpu_prepack(node, 1, a.kind == CONV_BLK_PW ? "conv-blk-pw-v1" :
-			      a.kind == CONV_BLK_DW ? "conv-blk-dw-v1" : "conv-blk-in-v1",
+			      a.kind == CONV_BLK_DW ? "conv-blk-dw-v1" :
+			      a.kind == CONV_BLK_G8 ? "conv-blk-g8-v1" : "conv-blk-in-v1",
 			      conv_blk_wsize(a.kind, a.M, a.Cg, a.taps), bpack_fill, &a, err, n);
 	if (!st->blk)
 		return CPU_E_NOMEM;
@@ -639,6 +640,8 @@ static int conv_blk_try(cpu_ctx *ctx, const conv_state *st, const conv_job *j, i
 		      g->pb[1] == 0 && g->pb[2] == 0 && g->pe[1] == 0 && g->pe[2] == 0;
 	else if (st->blk_kind == CONV_BLK_IN)
 		ok &= G == 1 && y_blk && !(lay & CPU_LAYOUT_IN_BLK8);
+	else if (st->blk_kind == CONV_BLK_G8)
+		ok &= G > 1 && j->Cg == 8 && j->Mg == 8;
 	else
 		ok &= j->Cg == 1 && j->Mg == 1;
 	if (!ok || (y_blk && fr->add && !fr->add_inline))

@@ -25,6 +25,9 @@
  *    channels, more than one tap, no dilation): the same tile over the
  *    zero-padded input planes, six output pixels of a row, for every
  *    channel and tap two filter vectors and six broadcast values.
+ *  - groups of eight input and eight output channels (RegNet): the same
+ *    tile over input block g for output block g, one filter vector and
+ *    six broadcast values for every tap and channel of the group.
  *  - depthwise (one input and one output channel a group, any kernel,
  *    stride and padding, no dilation): a vector is one pixel's eight
  *    channels, four output pixels of a row at a time in the interior, the
@@ -102,6 +105,8 @@ int conv_blk_kind(const Onnx__NodeProto *p, const cpu_tensor *W)
 		return CONV_BLK_PW;
 	if (group == M && Cg == 1)
 		return CONV_BLK_DW;
+	if (group > 1 && Cg == CB && M == group * CB)
+		return CONV_BLK_G8;
 	if (group == 1 && Cg <= CONV_BLK_IN_MAX_C && W->dims[2] * W->dims[3] > 1)
 		return CONV_BLK_IN;
 	return 0;
@@ -111,6 +116,8 @@ size_t conv_blk_wsize(int kind, int64_t M, int64_t Cg, int64_t taps)
 {
 	if (kind == CONV_BLK_PW || kind == CONV_BLK_IN)
 		return (size_t)((M + PW_M - 1) / PW_M * Cg * taps * PW_M) * sizeof(float);
+	if (kind == CONV_BLK_G8)
+		return (size_t)(M * CB * taps) * sizeof(float);
 	return (size_t)(M * taps) * sizeof(float);
 }
 
@@ -128,6 +135,15 @@ void conv_blk_pack(int kind, const float *w, int64_t M, int64_t Cg, int64_t taps
 					}
 		return;
 	}
+	if (kind == CONV_BLK_G8) {
+		/* [group][tap][input channel][8 output channels] */
+		for (int64_t g = 0; g < M / CB; g++)
+			for (int64_t t = 0; t < taps; t++)
+				for (int64_t c = 0; c < CB; c++)
+					for (int64_t o = 0; o < CB; o++)
+						*dst++ = w[((g * CB + o) * CB + c) * taps + t];
+		return;
+	}
 	for (int64_t b = 0; b < M / CB; b++)
 		for (int64_t t = 0; t < taps; t++)
 			for (int64_t i = 0; i < CB; i++)
@@ -141,6 +157,7 @@ typedef struct blk_job {
 	const float *x, *w, *b;   /* w: conv_blk_pack's layout */
 	float *y;
 	const float *res;         /* blocked like y, or NULL */
+	int kind;                 /* CONV_BLK_* */
 	int xblk;                 /* x blocked (else NCHW: the 1x1 layer) */
 	int clamp;                /* Relu or Clip in the store: [lo, hi] */
 	float lo, hi;
@@ -449,12 +466,57 @@ in_row(const blk_job *d, const float *xp, int64_t n, int64_t q, int64_t oh, cons
 	}
 }
 
+/* Output row oh of image n, group grp of eight channels: the tile above
+ * over input block grp of the padded blocked input at xp, one output
+ * block. */
+static inline __attribute__((always_inline)) CB_TARGET void
+g8_row(const blk_job *d, const float *xp, int64_t n, int64_t grp, int64_t oh, const int S,
+       const int KW)
+{
+	const cpu_geom *g = &d->j->g;
+	int64_t OW = g->out[2], KH = g->k[1], G = d->M / CB;
+	int64_t PWd = d->PWd, PP = d->PHd * PWd * CB;
+	const float *w = d->w + grp * KH * KW * CB * CB;
+	int64_t o = ((n * G + grp) * d->OP + oh * OW) * CB;
+	float *y0 = d->y + o;
+	const float *r0 = d->res ? d->res + o : NULL;
+	__m256 b0 = d->b ? _mm256_loadu_ps(d->b + grp * CB) : _mm256_setzero_ps();
+
+	xp += grp * PP + oh * S * PWd * CB;
+	for (int64_t ow = 0; ow < OW; ow += PW_P) {
+		int np = (int)(OW - ow < PW_P ? OW - ow : PW_P);
+		const float *x = xp + ow * S * CB;
+		float *y = y0 + ow * CB;
+		const float *r = r0 ? r0 + ow * CB : NULL;
+
+		switch (np) {
+		case 6: in_tile(d, x, 1, PP, PWd, CB, CB, S, KW, KH, w, 1, 6, b0, b0, y, y, r, r); break;
+		case 5: in_tile(d, x, 1, PP, PWd, CB, CB, S, KW, KH, w, 1, 5, b0, b0, y, y, r, r); break;
+		case 4: in_tile(d, x, 1, PP, PWd, CB, CB, S, KW, KH, w, 1, 4, b0, b0, y, y, r, r); break;
+		case 3: in_tile(d, x, 1, PP, PWd, CB, CB, S, KW, KH, w, 1, 3, b0, b0, y, y, r, r); break;
+		case 2: in_tile(d, x, 1, PP, PWd, CB, CB, S, KW, KH, w, 1, 2, b0, b0, y, y, r, r); break;
+		default: in_tile(d, x, 1, PP, PWd, CB, CB, S, KW, KH, w, 1, 1, b0, b0, y, y, r, r); break;
+		}
+	}
+	if (d->act)
+		cpu_fuse_act_apply(d->act, y0, OW * CB);
+}
+
 static CB_TARGET void in_row_any(const blk_job *d, const float *xp, int64_t n, int64_t q,
 				 int64_t oh)
 {
 	const cpu_geom *g = &d->j->g;
 	int64_t kw = g->k[2], s = g->s[2];
 
+	if (d->kind == CONV_BLK_G8) {
+		if (kw == 3 && s == 1)
+			g8_row(d, xp, n, q, oh, 1, 3);
+		else if (kw == 3 && s == 2)
+			g8_row(d, xp, n, q, oh, 2, 3);
+		else
+			g8_row(d, xp, n, q, oh, (int)s, (int)kw);
+		return;
+	}
 	if (kw == 3 && s == 2)
 		in_row(d, xp, n, q, oh, 2, 3);
 	else if (kw == 3 && s == 1)
@@ -484,19 +546,20 @@ static void in_range(void *arg, int64_t i0, int64_t i1, int member)
 	}
 }
 
-/* Zero-padded copies of the images' planes (d->x then points at them). */
-static int in_pad(cpu_ctx *ctx, blk_job *d, int64_t N)
+/* Zero-padded copies of the images' planes of cib channels a pixel (1
+ * plain, 8 blocked; d->x then points at them). */
+static int in_pad(cpu_ctx *ctx, blk_job *d, int64_t N, int64_t cib)
 {
 	const cpu_geom *g = &d->j->g;
 	int64_t IH = g->in[1], IW = g->in[2], pt = g->pb[1], pl = g->pb[2];
-	int64_t planes = N * d->C;
+	int64_t planes = N * d->C / cib;
 	float *xp;
 
 	d->PHd = (g->out[1] - 1) * g->s[1] + g->k[1];
 	d->PWd = (g->out[2] - 1) * g->s[2] + g->k[2];
-	if (!(xp = cpu_scratch(ctx, (size_t)(planes * d->PHd * d->PWd) * sizeof(float))))
+	if (!(xp = cpu_scratch(ctx, (size_t)(planes * d->PHd * d->PWd * cib) * sizeof(float))))
 		return CPU_E_NOMEM;
-	memset(xp, 0, (size_t)(planes * d->PHd * d->PWd) * sizeof(float));
+	memset(xp, 0, (size_t)(planes * d->PHd * d->PWd * cib) * sizeof(float));
 	for (int64_t p = 0; p < planes; p++)
 		for (int64_t h = 0; h < IH; h++) {
 			int64_t r = h + pt, c0 = pl, w0 = 0, w1 = IW;
@@ -508,8 +571,9 @@ static int in_pad(cpu_ctx *ctx, blk_job *d, int64_t N)
 			if (c0 + w1 > d->PWd)
 				w1 = d->PWd - c0;
 			if (w1 > w0)
-				memcpy(xp + (p * d->PHd + r) * d->PWd + c0 + w0,
-				       d->x + (p * IH + h) * IW + w0, (size_t)(w1 - w0) * sizeof(float));
+				memcpy(xp + ((p * d->PHd + r) * d->PWd + c0 + w0) * cib,
+				       d->x + ((p * IH + h) * IW + w0) * cib,
+				       (size_t)((w1 - w0) * cib) * sizeof(float));
 		}
 	d->x = xp;
 	return 0;
@@ -520,19 +584,21 @@ static int in_schedule(cpu_ctx *ctx, blk_job *d, int64_t N)
 	const cpu_geom *g = &d->j->g;
 	int members = cpu_par_members(ctx);
 	int64_t OH = g->out[1];
-	int rc = in_pad(ctx, d, N);
+	int g8 = d->kind == CONV_BLK_G8;
+	int rc = in_pad(ctx, d, N, g8 ? CB : 1);
 
 	if (rc)
 		return rc;
-	d->pairs = (d->M / CB + 1) / 2;
+	/* items by pairs of output blocks, or by groups */
+	d->pairs = g8 ? d->M / CB : (d->M / CB + 1) / 2;
 	d->bands = N * d->pairs >= 4 * members ? 1 : (4 * members + N * d->pairs - 1) / (N * d->pairs);
 	d->bands = d->bands < OH ? d->bands : OH;
 	d->band_rows = (OH + d->bands - 1) / d->bands;
 	d->bands = (OH + d->band_rows - 1) / d->band_rows;
 	/* ~0.015 ns a multiply-add */
 	cpu_par_for(ctx, N * d->bands * d->pairs,
-		    0.015 * (double)(d->band_rows * g->out[2] * PW_M * d->C * g->k[1] * g->k[2]), 1,
-		    in_range, d);
+		    0.015 * (double)(d->band_rows * g->out[2] * (g8 ? CB * CB : PW_M * d->C) *
+				     g->k[1] * g->k[2]), 1, in_range, d);
 	return 0;
 }
 
@@ -685,7 +751,7 @@ int conv_blk_run(cpu_ctx *ctx, int kind, const conv_job *j, int64_t N, int64_t C
 {
 	const cpu_geom *g = &j->g;
 	blk_job d = {.j = j, .x = x, .w = wpacked, .b = b, .y = y, .act = j->act,
-		     .lo = -INFINITY, .hi = INFINITY, .xblk = x_blocked, .C = C, .M = M};
+		     .lo = -INFINITY, .hi = INFINITY, .kind = kind, .xblk = x_blocked, .C = C, .M = M};
 
 	d.P = g->in[0] * g->in[1] * g->in[2];
 	d.OP = j->osz;
@@ -704,7 +770,7 @@ int conv_blk_run(cpu_ctx *ctx, int kind, const conv_job *j, int64_t N, int64_t C
 		if (!(d.y = cpu_scratch(ctx, (size_t)(N * M * d.OP) * sizeof(float))))
 			return CPU_E_NOMEM;
 	}
-	if (kind == CONV_BLK_DW && !x_blocked) {
+	if ((kind == CONV_BLK_DW || kind == CONV_BLK_G8) && !x_blocked) {
 		float *xs = cpu_scratch(ctx, (size_t)(N * C * d.P) * sizeof(float));
 
 		if (!xs)
@@ -715,7 +781,7 @@ int conv_blk_run(cpu_ctx *ctx, int kind, const conv_job *j, int64_t N, int64_t C
 	}
 	if (kind == CONV_BLK_PW) {
 		pw_schedule(ctx, &d, N);
-	} else if (kind == CONV_BLK_IN) {
+	} else if (kind == CONV_BLK_IN || kind == CONV_BLK_G8) {
 		int rc = in_schedule(ctx, &d, N);
 
 		if (rc)
