@@ -170,44 +170,49 @@ typedef struct blk_job {
 	int64_t PHd, PWd;         /* first layers: the padded planes */
 } blk_job;
 
-/* ---- 1x1 ----------------------------------------------------------------- */
+/* ---- the tile ------------------------------------------------------------- */
 
-/* A tile of NP pixels (at x, each ps floats after the last; an input
- * channel cs floats after the one before it, a block of eight bs after)
- * by NB blocks of output channels (filter pair w, [C][16]); results to
- * y0 and y1 (the two blocks' rows at the tile's first pixel). */
+/* The tile of the 1x1, first and grouped layers: NP output pixels of a
+ * row (their windows S pixels apart in the (padded) input xp: planes
+ * planes of PP floats, rows of PWd pixels of CIB channels each, 1 plain or
+ * 8 blocked) by NB output blocks; taps KH x KW;
+ * the filter w as [plane][tap][CIB][WS] (WS 16: two blocks' output
+ * channels, 8: one). */
 static inline __attribute__((always_inline)) CB_TARGET void
-pw_tile(const blk_job *d, const float *x, int64_t cs, const int ps, int64_t bs, const float *w,
+in_tile(const blk_job *d, const float *xp, int64_t planes, int64_t PP, int64_t PWd,
+	const int CIB, const int WS, const int S, const int KW, int64_t KH, const float *w,
 	const int NB, const int NP, __m256 b0, __m256 b1, float *y0, float *y1, const float *r0,
 	const float *r1)
 {
 	__m256 a00 = b0, a01 = b1, a10 = b0, a11 = b1, a20 = b0, a21 = b1;
 	__m256 a30 = b0, a31 = b1, a40 = b0, a41 = b1, a50 = b0, a51 = b1;
-	int64_t blocks = d->C / CB;
 
-	for (int64_t cb = 0; cb < blocks; cb++, x += bs) {
-		const float *xc = x;
+	for (int64_t c = 0; c < planes; c++)
+		for (int64_t kh = 0; kh < KH; kh++) {
+			const float *xr = xp + c * PP + kh * PWd * CIB;
 
-		for (int ci = 0; ci < CB; ci++, xc += cs, w += PW_M) {
-			__m256 w0 = _mm256_loadu_ps(w), w1 = NB > 1 ? _mm256_loadu_ps(w + 8) : w0, v;
-#define PW_PIXEL(p, a0, a1)                                                                \
+			for (int kw = 0; kw < KW; kw++)
+			for (int ci = 0; ci < CIB; ci++, w += WS) {
+				__m256 w0 = _mm256_loadu_ps(w), w1 = NB > 1 ? _mm256_loadu_ps(w + 8) : w0;
+				__m256 v;
+#define IN_PIXEL(p, a0, a1)                                                                \
 	if (NP > (p)) {                                                                    \
-		v = _mm256_broadcast_ss(xc + (p) * ps);                                    \
+		v = _mm256_broadcast_ss(xr + ((p) * S + kw) * CIB + ci);                   \
 		a0 = _mm256_fmadd_ps(v, w0, a0);                                           \
 		if (NB > 1)                                                                \
 			a1 = _mm256_fmadd_ps(v, w1, a1);                                   \
 	}
-			PW_PIXEL(0, a00, a01)
-			PW_PIXEL(1, a10, a11)
-			PW_PIXEL(2, a20, a21)
-			PW_PIXEL(3, a30, a31)
-			PW_PIXEL(4, a40, a41)
-			PW_PIXEL(5, a50, a51)
-#undef PW_PIXEL
+				IN_PIXEL(0, a00, a01)
+				IN_PIXEL(1, a10, a11)
+				IN_PIXEL(2, a20, a21)
+				IN_PIXEL(3, a30, a31)
+				IN_PIXEL(4, a40, a41)
+				IN_PIXEL(5, a50, a51)
+#undef IN_PIXEL
+			}
 		}
-	}
 	__m256 lo = _mm256_set1_ps(d->lo), hi = _mm256_set1_ps(d->hi);
-#define PW_OUT(p, a0, a1)                                                                  \
+#define IN_OUT(p, a0, a1)                                                                  \
 	if (NP > (p)) {                                                                    \
 		if (r0) {                                                                  \
 			a0 = _mm256_add_ps(a0, _mm256_loadu_ps(r0 + (p) * CB));            \
@@ -222,10 +227,12 @@ pw_tile(const blk_job *d, const float *x, int64_t cs, const int ps, int64_t bs, 
 		if (NB > 1)                                                                \
 			_mm256_storeu_ps(y1 + (p) * CB, a1);                               \
 	}
-	PW_OUT(0, a00, a01) PW_OUT(1, a10, a11) PW_OUT(2, a20, a21)
-	PW_OUT(3, a30, a31) PW_OUT(4, a40, a41) PW_OUT(5, a50, a51)
-#undef PW_OUT
+	IN_OUT(0, a00, a01) IN_OUT(1, a10, a11) IN_OUT(2, a20, a21)
+	IN_OUT(3, a30, a31) IN_OUT(4, a40, a41) IN_OUT(5, a50, a51)
+#undef IN_OUT
 }
+
+/* ---- 1x1 ----------------------------------------------------------------- */
 
 /* Pixels [p0, p1) of image n, output blocks (2q, 2q + 1), input layout
  * XB (1: blocked). */
@@ -240,8 +247,7 @@ pw_run(const blk_job *d, int64_t n, int64_t q, int64_t p0, int64_t p1, const int
 	const float *r0 = d->res ? d->res + (n * mb + ob) * P * CB : NULL;
 	const float *r1 = r0 ? r0 + P * CB : NULL;
 	__m256 b0 = _mm256_setzero_ps(), b1 = b0;
-	const int ps = XB ? CB : 1;
-	int64_t cs = XB ? 1 : P;
+	const int ps = XB ? CB : 1;   /* floats from a pixel to the next */
 
 	if (d->b) {
 		b0 = _mm256_loadu_ps(d->b + ob * CB);
@@ -254,8 +260,8 @@ pw_run(const blk_job *d, int64_t n, int64_t q, int64_t p0, int64_t p1, const int
 		int np = (int)(p1 - p < PW_P ? p1 - p : PW_P);
 
 #define PW_CALL(nb, np_)                                                                   \
-	pw_tile(d, x, cs, ps, P * CB, w, nb, np_, b0, b1, y0 + o, y1 + o, r0 ? r0 + o : NULL, \
-		r1 ? r1 + o : NULL)
+	in_tile(d, x, XB ? d->C / CB : d->C, XB ? P * CB : P, 1, ps, PW_M, 1, 1, 1, w, nb,    \
+		np_, b0, b1, y0 + o, y1 + o, r0 ? r0 + o : NULL, r1 ? r1 + o : NULL)
 		if (NB == 2) {
 			switch (np) {
 			case 6: PW_CALL(2, 6); break;
@@ -349,65 +355,6 @@ static void pw_schedule(cpu_ctx *ctx, blk_job *d, int64_t N)
 }
 
 /* ---- a few plain input channels (first layers) ----------------------------- */
-
-/* A tile of NP output pixels of a row (their windows S pixels apart in the
- * padded input xp: planes planes of PP floats, rows of PWd pixels of CIB
- * channels each, 1 plain or 8 blocked) by NB output blocks; taps KH x KW;
- * the filter w as [plane][tap][CIB][WS] (WS 16: two blocks' output
- * channels, 8: one). */
-static inline __attribute__((always_inline)) CB_TARGET void
-in_tile(const blk_job *d, const float *xp, int64_t planes, int64_t PP, int64_t PWd,
-	const int CIB, const int WS, const int S, const int KW, int64_t KH, const float *w,
-	const int NB, const int NP, __m256 b0, __m256 b1, float *y0, float *y1, const float *r0,
-	const float *r1)
-{
-	__m256 a00 = b0, a01 = b1, a10 = b0, a11 = b1, a20 = b0, a21 = b1;
-	__m256 a30 = b0, a31 = b1, a40 = b0, a41 = b1, a50 = b0, a51 = b1;
-
-	for (int64_t c = 0; c < planes; c++)
-		for (int64_t kh = 0; kh < KH; kh++) {
-			const float *xr = xp + c * PP + kh * PWd * CIB;
-
-			for (int kw = 0; kw < KW; kw++)
-			for (int ci = 0; ci < CIB; ci++, w += WS) {
-				__m256 w0 = _mm256_loadu_ps(w), w1 = NB > 1 ? _mm256_loadu_ps(w + 8) : w0;
-				__m256 v;
-#define IN_PIXEL(p, a0, a1)                                                                \
-	if (NP > (p)) {                                                                    \
-		v = _mm256_broadcast_ss(xr + ((p) * S + kw) * CIB + ci);                   \
-		a0 = _mm256_fmadd_ps(v, w0, a0);                                           \
-		if (NB > 1)                                                                \
-			a1 = _mm256_fmadd_ps(v, w1, a1);                                   \
-	}
-				IN_PIXEL(0, a00, a01)
-				IN_PIXEL(1, a10, a11)
-				IN_PIXEL(2, a20, a21)
-				IN_PIXEL(3, a30, a31)
-				IN_PIXEL(4, a40, a41)
-				IN_PIXEL(5, a50, a51)
-#undef IN_PIXEL
-			}
-		}
-	__m256 lo = _mm256_set1_ps(d->lo), hi = _mm256_set1_ps(d->hi);
-#define IN_OUT(p, a0, a1)                                                                  \
-	if (NP > (p)) {                                                                    \
-		if (r0) {                                                                  \
-			a0 = _mm256_add_ps(a0, _mm256_loadu_ps(r0 + (p) * CB));            \
-			if (NB > 1)                                                        \
-				a1 = _mm256_add_ps(a1, _mm256_loadu_ps(r1 + (p) * CB));    \
-		}                                                                          \
-		if (d->clamp) {                                                            \
-			a0 = _mm256_min_ps(hi, _mm256_max_ps(lo, a0));                     \
-			a1 = _mm256_min_ps(hi, _mm256_max_ps(lo, a1));                     \
-		}                                                                          \
-		_mm256_storeu_ps(y0 + (p) * CB, a0);                                       \
-		if (NB > 1)                                                                \
-			_mm256_storeu_ps(y1 + (p) * CB, a1);                               \
-	}
-	IN_OUT(0, a00, a01) IN_OUT(1, a10, a11) IN_OUT(2, a20, a21)
-	IN_OUT(3, a30, a31) IN_OUT(4, a40, a41) IN_OUT(5, a50, a51)
-#undef IN_OUT
-}
 
 /* Output row oh of image n (its padded input at xp), output blocks
  * (2q, 2q + 1). */
@@ -757,13 +704,8 @@ int conv_blk_run(cpu_ctx *ctx, int kind, const conv_job *j, int64_t N, int64_t C
 	d.OP = j->osz;
 	if (y_blocked) {
 		d.res = j->res ? j->res->data : NULL;
-		if (j->relu || (j->act && j->act->act == CPU_FUSE_ACT_CLIP &&
-				j->act->act_a <= j->act->act_b)) {
-			d.clamp = 1;
-			d.lo = j->relu ? 0.0f : j->act->act_a;
-			d.hi = j->relu ? INFINITY : j->act->act_b;
+		if ((d.clamp = conv_job_clamp(j, &d.lo, &d.hi)) != 0)
 			d.act = NULL;
-		}
 	} else {
 		/* blocked into scratch; the caller's cpu_fuse_end does the tail */
 		d.act = NULL;

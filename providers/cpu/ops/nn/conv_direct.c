@@ -535,13 +535,8 @@ int conv_direct_run(cpu_ctx *ctx, const conv_job *j, int64_t N, const float *x,
 	cd_job d = {.j = j, .x = x, .w = wpacked, .b = b, .y = y, .act = j->act,
 		    .avx512 = gemm_isa_best() == GEMM_ISA_AVX512};
 
-	if (j->relu || (j->act && j->act->act == CPU_FUSE_ACT_CLIP &&
-			j->act->act_a <= j->act->act_b)) {
-		d.clamp = 1;
-		d.lo = j->relu ? 0.0f : j->act->act_a;
-		d.hi = j->relu ? INFINITY : j->act->act_b;
+	if ((d.clamp = conv_job_clamp(j, &d.lo, &d.hi)) != 0)
 		d.act = NULL;
-	}
 
 	/* A padded row holds every column a tap reads, rounded up to whole
 	 * vectors (the last vector's lanes past OW read zeros, not stored). */

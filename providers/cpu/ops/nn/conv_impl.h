@@ -6,6 +6,7 @@
 #ifndef ORTMK_CONV_IMPL_H
 #define ORTMK_CONV_IMPL_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -56,6 +57,18 @@ typedef struct conv_job {
 	 * finished block of Y after bias and residual, or NULL */
 	const cpu_fusion *act;
 } conv_job;
+
+/* Whether j's activation is a clamp a kernel applies as it stores each
+ * result (Relu, or a Clip with lo <= hi): then its bounds [*lo, *hi]. */
+static inline int conv_job_clamp(const conv_job *j, float *lo, float *hi)
+{
+	if (!j->relu &&
+	    !(j->act && j->act->act == CPU_FUSE_ACT_CLIP && j->act->act_a <= j->act->act_b))
+		return 0;
+	*lo = j->relu ? 0.0f : j->act->act_a;
+	*hi = j->relu ? INFINITY : j->act->act_b;
+	return 1;
+}
 
 /* col[(c, kd, kh, kw), (od, oh, ow)] for the C channels at x. */
 void cpu_im2col(const float *x, int64_t C, const cpu_geom *g, float *col);

@@ -365,13 +365,8 @@ int conv_nhwc_run(cpu_ctx *ctx, const conv_job *j, int64_t N, const float *x,
 	cn_job d = {.j = j, .x = x, .w = wpacked, .b = b, .y = y, .act = j->act,
 		    .lo = -INFINITY, .hi = INFINITY};
 
-	if (j->relu || (j->act && j->act->act == CPU_FUSE_ACT_CLIP &&
-			j->act->act_a <= j->act->act_b)) {
-		d.clamp = 1;
-		d.lo = j->relu ? 0.0f : j->act->act_a;
-		d.hi = j->relu ? INFINITY : j->act->act_b;
+	if ((d.clamp = conv_job_clamp(j, &d.lo, &d.hi)) != 0)
 		d.act = NULL;
-	}
 	/* A padded row holds every column a tap reads. */
 	span = (OW - 1) * g->s[2] + (g->k[2] - 1) * g->d[2] + 1;
 	d.PW = span > g->pb[2] + g->in[2] ? span : g->pb[2] + g->in[2];
