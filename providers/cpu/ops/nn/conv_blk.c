@@ -232,6 +232,59 @@ in_tile(const blk_job *d, const float *xp, int64_t planes, int64_t PP, int64_t P
 #undef IN_OUT
 }
 
+/* n_px output pixels of a row from x (pixel p's window at x + p S CIB),
+ * tile after tile (the last one narrower), into y0 (and y1 with two
+ * blocks) with the residual at r0 (r1); then the activation the store did
+ * not apply, over the finished pixels. */
+static inline __attribute__((always_inline)) CB_TARGET void
+tiles(const blk_job *d, const float *x, int64_t planes, int64_t PP, int64_t PWd, const int CIB,
+      const int WS, const int S, const int KW, int64_t KH, const float *w, int nb, int64_t n_px,
+      __m256 b0, __m256 b1, float *y0, float *y1, const float *r0, const float *r1)
+{
+	for (int64_t p = 0; p < n_px; p += PW_P) {
+		const float *xt = x + p * S * CIB;
+		int64_t o = p * CB;
+		int np = (int)(n_px - p < PW_P ? n_px - p : PW_P);
+
+#define TILE(nb_, np_)                                                                     \
+	in_tile(d, xt, planes, PP, PWd, CIB, WS, S, KW, KH, w, nb_, np_, b0, b1, y0 + o,     \
+		y1 + o, r0 ? r0 + o : NULL, r1 ? r1 + o : NULL)
+		if (nb == 2) {
+			switch (np) {
+			case 6: TILE(2, 6); break;
+			case 5: TILE(2, 5); break;
+			case 4: TILE(2, 4); break;
+			case 3: TILE(2, 3); break;
+			case 2: TILE(2, 2); break;
+			default: TILE(2, 1); break;
+			}
+		} else {
+			switch (np) {
+			case 6: TILE(1, 6); break;
+			case 5: TILE(1, 5); break;
+			case 4: TILE(1, 4); break;
+			case 3: TILE(1, 3); break;
+			case 2: TILE(1, 2); break;
+			default: TILE(1, 1); break;
+			}
+		}
+#undef TILE
+	}
+	if (d->act) {
+		cpu_fuse_act_apply(d->act, y0, n_px * CB);
+		if (nb > 1)
+			cpu_fuse_act_apply(d->act, y1, n_px * CB);
+	}
+}
+
+/* The bias of output blocks ob (and ob + 1 when nb is 2), or zeros. */
+static inline __attribute__((always_inline)) CB_TARGET void
+block_bias(const blk_job *d, int64_t ob, int nb, __m256 *b0, __m256 *b1)
+{
+	*b0 = d->b ? _mm256_loadu_ps(d->b + ob * CB) : _mm256_setzero_ps();
+	*b1 = d->b && nb > 1 ? _mm256_loadu_ps(d->b + ob * CB + CB) : _mm256_setzero_ps();
+}
+
 /* ---- 1x1 ----------------------------------------------------------------- */
 
 /* Pixels [p0, p1) of image n, output blocks (2q, 2q + 1), input layout
@@ -246,48 +299,13 @@ pw_run(const blk_job *d, int64_t n, int64_t q, int64_t p0, int64_t p1, const int
 	float *y0 = d->y + (n * mb + ob) * P * CB, *y1 = y0 + P * CB;
 	const float *r0 = d->res ? d->res + (n * mb + ob) * P * CB : NULL;
 	const float *r1 = r0 ? r0 + P * CB : NULL;
-	__m256 b0 = _mm256_setzero_ps(), b1 = b0;
 	const int ps = XB ? CB : 1;   /* floats from a pixel to the next */
+	__m256 b0, b1;
 
-	if (d->b) {
-		b0 = _mm256_loadu_ps(d->b + ob * CB);
-		if (NB > 1)
-			b1 = _mm256_loadu_ps(d->b + ob * CB + CB);
-	}
-	for (int64_t p = p0; p < p1; p += PW_P) {
-		const float *x = xi + p * ps;
-		int64_t o = p * CB;
-		int np = (int)(p1 - p < PW_P ? p1 - p : PW_P);
-
-#define PW_CALL(nb, np_)                                                                   \
-	in_tile(d, x, XB ? d->C / CB : d->C, XB ? P * CB : P, 1, ps, PW_M, 1, 1, 1, w, nb,    \
-		np_, b0, b1, y0 + o, y1 + o, r0 ? r0 + o : NULL, r1 ? r1 + o : NULL)
-		if (NB == 2) {
-			switch (np) {
-			case 6: PW_CALL(2, 6); break;
-			case 5: PW_CALL(2, 5); break;
-			case 4: PW_CALL(2, 4); break;
-			case 3: PW_CALL(2, 3); break;
-			case 2: PW_CALL(2, 2); break;
-			default: PW_CALL(2, 1); break;
-			}
-		} else {
-			switch (np) {
-			case 6: PW_CALL(1, 6); break;
-			case 5: PW_CALL(1, 5); break;
-			case 4: PW_CALL(1, 4); break;
-			case 3: PW_CALL(1, 3); break;
-			case 2: PW_CALL(1, 2); break;
-			default: PW_CALL(1, 1); break;
-			}
-		}
-#undef PW_CALL
-	}
-	if (d->act) {
-		cpu_fuse_act_apply(d->act, y0 + p0 * CB, (p1 - p0) * CB);
-		if (NB > 1)
-			cpu_fuse_act_apply(d->act, y1 + p0 * CB, (p1 - p0) * CB);
-	}
+	block_bias(d, ob, NB, &b0, &b1);
+	tiles(d, xi + p0 * ps, XB ? d->C / CB : d->C, XB ? P * CB : P, 1, ps, PW_M, 1, 1, 1, w, NB,
+	      p1 - p0, b0, b1, y0 + p0 * CB, y1 + p0 * CB, r0 ? r0 + p0 * CB : NULL,
+	      r1 ? r1 + p0 * CB : NULL);
 }
 
 static CB_TARGET void pw_run_blocked(const blk_job *d, int64_t n, int64_t q, int64_t p0,
@@ -370,47 +388,11 @@ in_row(const blk_job *d, const float *xp, int64_t n, int64_t q, int64_t oh, cons
 	int64_t o = ((n * mb + ob) * d->OP + oh * OW) * CB;
 	float *y0 = d->y + o, *y1 = y0 + d->OP * CB;
 	const float *r0 = d->res ? d->res + o : NULL, *r1 = r0 ? r0 + d->OP * CB : NULL;
-	__m256 b0 = _mm256_setzero_ps(), b1 = b0;
+	__m256 b0, b1;
 
-	if (d->b) {
-		b0 = _mm256_loadu_ps(d->b + ob * CB);
-		if (NB > 1)
-			b1 = _mm256_loadu_ps(d->b + ob * CB + CB);
-	}
-	xp += oh * S * PWd;
-	for (int64_t ow = 0; ow < OW; ow += PW_P) {
-		int np = (int)(OW - ow < PW_P ? OW - ow : PW_P);
-		int64_t e = ow * CB;
-
-#define IN_CALL(nb, np_)                                                                   \
-	in_tile(d, xp + ow * S, d->C, PP, PWd, 1, PW_M, S, KW, KH, w, nb, np_, b0, b1,       \
-		y0 + e, y1 + e, r0 ? r0 + e : NULL, r1 ? r1 + e : NULL)
-		if (NB == 2) {
-			switch (np) {
-			case 6: IN_CALL(2, 6); break;
-			case 5: IN_CALL(2, 5); break;
-			case 4: IN_CALL(2, 4); break;
-			case 3: IN_CALL(2, 3); break;
-			case 2: IN_CALL(2, 2); break;
-			default: IN_CALL(2, 1); break;
-			}
-		} else {
-			switch (np) {
-			case 6: IN_CALL(1, 6); break;
-			case 5: IN_CALL(1, 5); break;
-			case 4: IN_CALL(1, 4); break;
-			case 3: IN_CALL(1, 3); break;
-			case 2: IN_CALL(1, 2); break;
-			default: IN_CALL(1, 1); break;
-			}
-		}
-#undef IN_CALL
-	}
-	if (d->act) {
-		cpu_fuse_act_apply(d->act, y0, OW * CB);
-		if (NB > 1)
-			cpu_fuse_act_apply(d->act, y1, OW * CB);
-	}
+	block_bias(d, ob, NB, &b0, &b1);
+	tiles(d, xp + oh * S * PWd, d->C, PP, PWd, 1, PW_M, S, KW, KH, w, NB, OW, b0, b1, y0, y1,
+	      r0, r1);
 }
 
 /* Output row oh of image n, group grp of eight channels: the tile above
@@ -427,26 +409,11 @@ g8_row(const blk_job *d, const float *xp, int64_t n, int64_t grp, int64_t oh, co
 	int64_t o = ((n * G + grp) * d->OP + oh * OW) * CB;
 	float *y0 = d->y + o;
 	const float *r0 = d->res ? d->res + o : NULL;
-	__m256 b0 = d->b ? _mm256_loadu_ps(d->b + grp * CB) : _mm256_setzero_ps();
+	__m256 b0, b1;
 
-	xp += grp * PP + oh * S * PWd * CB;
-	for (int64_t ow = 0; ow < OW; ow += PW_P) {
-		int np = (int)(OW - ow < PW_P ? OW - ow : PW_P);
-		const float *x = xp + ow * S * CB;
-		float *y = y0 + ow * CB;
-		const float *r = r0 ? r0 + ow * CB : NULL;
-
-		switch (np) {
-		case 6: in_tile(d, x, 1, PP, PWd, CB, CB, S, KW, KH, w, 1, 6, b0, b0, y, y, r, r); break;
-		case 5: in_tile(d, x, 1, PP, PWd, CB, CB, S, KW, KH, w, 1, 5, b0, b0, y, y, r, r); break;
-		case 4: in_tile(d, x, 1, PP, PWd, CB, CB, S, KW, KH, w, 1, 4, b0, b0, y, y, r, r); break;
-		case 3: in_tile(d, x, 1, PP, PWd, CB, CB, S, KW, KH, w, 1, 3, b0, b0, y, y, r, r); break;
-		case 2: in_tile(d, x, 1, PP, PWd, CB, CB, S, KW, KH, w, 1, 2, b0, b0, y, y, r, r); break;
-		default: in_tile(d, x, 1, PP, PWd, CB, CB, S, KW, KH, w, 1, 1, b0, b0, y, y, r, r); break;
-		}
-	}
-	if (d->act)
-		cpu_fuse_act_apply(d->act, y0, OW * CB);
+	block_bias(d, grp, 1, &b0, &b1);
+	tiles(d, xp + grp * PP + oh * S * PWd * CB, 1, PP, PWd, CB, CB, S, KW, KH, w, 1, OW, b0, b1,
+	      y0, y0, r0, NULL);
 }
 
 static CB_TARGET void in_row_any(const blk_job *d, const float *xp, int64_t n, int64_t q,
