@@ -159,32 +159,38 @@ static int pack_grouped(cpu_node *node, conv_state *st, char *err, size_t n)
 	return 0;
 }
 
-typedef struct npack_arg {
+/* A one-group filter (M x C x taps) laid out by pack (conv_nhwc_pack,
+ * conv_taps_pack) into the pre-pack cache. */
+typedef struct wpack_arg {
+	void (*pack)(const float *w, int64_t M, int64_t C, int64_t taps, float *dst);
 	const float *w;
-	int64_t Mg, Cg, taps;
-} npack_arg;
+	int64_t M, C, taps;
+} wpack_arg;
 
-static int npack_fill(void *dst, size_t size, void *arg)
+static int wpack_fill(void *dst, size_t size, void *arg)
 {
-	const npack_arg *a = arg;
+	const wpack_arg *a = arg;
 
 	(void)size;
-	conv_nhwc_pack(a->w, a->Mg, a->Cg, a->taps, dst);
+	a->pack(a->w, a->M, a->C, a->taps, dst);
 	return 0;
 }
 
-typedef struct tpack_arg {
-	const float *w;
-	int64_t M, C, taps;
-} tpack_arg;
-
-static int tpack_fill(void *dst, size_t size, void *arg)
+/* a's filter from W (rank 3 to 5), or 0 when W is not a float32 constant
+ * of that rank. */
+static int wpack_of(const cpu_tensor *W, void (*pack)(const float *, int64_t, int64_t, int64_t,
+						      float *), wpack_arg *a)
 {
-	const tpack_arg *a = arg;
-
-	(void)size;
-	conv_taps_pack(a->w, a->M, a->C, a->taps, dst);
-	return 0;
+	if (!W || W->dtype != CPU_FLOAT || W->rank < 3 || W->rank > 5)
+		return 0;
+	a->pack = pack;
+	a->w = W->data;
+	a->M = W->dims[0];
+	a->C = W->dims[1];
+	a->taps = 1;
+	for (int i = 2; i < W->rank; i++)
+		a->taps *= W->dims[i];
+	return 1;
 }
 
 /* A dilated one-group layer's filter for conv_taps.c (taken on images
@@ -193,19 +199,14 @@ static int pack_taps(cpu_node *node, conv_state *st, char *err, size_t n)
 {
 	const cpu_tensor *W = cpu_node_const(node, 1);
 	int dilated = 0;
-	tpack_arg a;
+	wpack_arg a;
 
 	for (int i = 0; i < st->win.n_dilations; i++)
 		dilated |= st->win.dilations[i] > 1;
-	if (!dilated || st->group != 1 || !W || W->dtype != CPU_FLOAT || W->rank < 3 ||
-	    W->rank > 4)
+	if (!dilated || st->group != 1 || !wpack_of(W, conv_taps_pack, &a) || W->rank > 4)
 		return 0;
-	a.w = W->data;
-	a.M = W->dims[0];
-	a.C = W->dims[1];
-	a.taps = W->rank == 4 ? W->dims[2] * W->dims[3] : W->dims[2];
 	st->taps = cpu_prepack(node, 1, "conv-taps-v1", (size_t)(a.M * a.C * a.taps) * sizeof(float),
-			       tpack_fill, &a, err, n);
+			       wpack_fill, &a, err, n);
 	if (!st->taps)
 		return CPU_E_NOMEM;
 	st->taps_src = W->data;
@@ -255,20 +256,14 @@ static int pack_blk(cpu_node *node, conv_state *st, char *err, size_t n)
 static int pack_nhwc(cpu_node *node, conv_state *st, char *err, size_t n)
 {
 	const cpu_tensor *W = cpu_node_const(node, 1);
-	npack_arg a;
+	wpack_arg a;
 
-	if (st->group != 1 || !W || W->dtype != CPU_FLOAT || W->rank < 3 || W->rank > 5)
+	if (st->group != 1 || !wpack_of(W, conv_nhwc_pack, &a))
 		return 0;
-	a.w = W->data;
-	a.Mg = W->dims[0];
-	a.Cg = W->dims[1];
-	a.taps = 1;
-	for (int i = 2; i < W->rank; i++)
-		a.taps *= W->dims[i];
-	if (!conv_nhwc_takes(a.Cg, a.taps, a.Mg) || conv_direct_takes(a.Cg, a.taps, a.Mg))
+	if (!conv_nhwc_takes(a.C, a.taps, a.M) || conv_direct_takes(a.C, a.taps, a.M))
 		return 0;
-	st->nhwc = cpu_prepack(node, 1, "conv-nhwc-v1", conv_nhwc_wsize(a.Mg, a.Cg, a.taps),
-			       npack_fill, &a, err, n);
+	st->nhwc = cpu_prepack(node, 1, "conv-nhwc-v1", conv_nhwc_wsize(a.M, a.C, a.taps),
+			       wpack_fill, &a, err, n);
 	if (!st->nhwc)
 		return CPU_E_NOMEM;
 	st->nhwc_src = W->data;
