@@ -237,6 +237,11 @@ static int pack_blk(cpu_node *node, conv_state *st, char *err, size_t n)
 
 	if (!node->layout || !(a.kind = conv_blk_kind(node->proto, W)))
 		return 0;
+	/* A 1x1 layer reading NCHW runs as a GEMM, its output blocked after:
+	 * 1.1-2.2x faster than the blocked tile reading six pixels of each
+	 * input plane (64 to 2048 input channels, Zen 3) */
+	if (a.kind == CONV_BLK_PW && !(node->layout & CPU_LAYOUT_IN_BLK8))
+		return 0;
 	a.w = W->data;
 	a.M = W->dims[0];
 	a.Cg = W->dims[1];
