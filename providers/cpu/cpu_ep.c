@@ -320,6 +320,13 @@ static void plan_layout(cpu_sg *c, const ep_subgraph *sg, const cpu_fuse_graph *
 		c->plan.layout = NULL;
 	} else {
 		ipc_log(IPC_LOG_DEBUG, "%d values kept channel-blocked", count);
+		for (size_t k = 0; k < c->plan.n_nodes; k++)
+			if (c->plan.layout[k])
+				ipc_log(IPC_LOG_DEBUG, "channel-blocked: '%s' (%s)%s%s%s",
+					sg->graph->node[k]->name, sg->graph->node[k]->op_type,
+					c->plan.layout[k] & CPU_LAYOUT_IN_BLK8 ? " in" : "",
+					c->plan.layout[k] & CPU_LAYOUT_IN1_BLK8 ? " in1" : "",
+					c->plan.layout[k] & CPU_LAYOUT_OUT_BLK8 ? " out" : "");
 	}
 }
 

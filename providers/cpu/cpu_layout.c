@@ -39,7 +39,8 @@ enum {
 	ROLE_NONE = 0,
 	ROLE_CONV,      /* conv_blk_kind: reads X (not a first layer) and its addend, writes */
 	ROLE_GAP,       /* GlobalAveragePool: reads (its [N, C, 1, 1] result is plain) */
-	ROLE_UNARY,     /* element-wise on one input: either layout, the output's the input's */
+	ROLE_UNARY,     /* element-wise on one input or a 2-D pooling: either layout, the
+			 * output's the input's */
 	ROLE_BINARY,    /* Add, Mul: blocked if either input is (binary.c) */
 };
 
@@ -66,6 +67,7 @@ static int role(const cpu_fuse_graph *fg, size_t k, const run_node *r, const int
 		int *kind)
 {
 	const Onnx__NodeProto *p = fg->g->node[k];
+	const int64_t *ks;
 
 	*kind = 0;
 	if (r->n_in < 1 || r->in[0] < 0 || r->out < 0)
@@ -82,6 +84,13 @@ static int role(const cpu_fuse_graph *fg, size_t k, const run_node *r, const int
 	for (size_t i = 0; i < sizeof(unary_ops) / sizeof(unary_ops[0]); i++)
 		if (is_onnx(p, unary_ops[i]))
 			return ROLE_UNARY;
+	/* 2-D MaxPool (without Indices) and AveragePool: pool.c's blocked
+	 * kernel, the output in the input's layout */
+	if ((is_onnx(p, "MaxPool") || is_onnx(p, "AveragePool")) &&
+	    cpu_attr_ints(p, "kernel_shape", &ks) == 2 &&
+	    (p->n_output == 1 || !p->output[1] || !p->output[1][0]) && dtype &&
+	    is_float(dtype[r->in[0]]))
+		return ROLE_UNARY;
 	return ROLE_NONE;
 }
 

@@ -19,7 +19,7 @@ kernels then run and the output is blocked after), 24 and 40 output
 channels (a last single block of 8), pixel counts that end inside a tile
 of six, batches, strides 1 and 2, 3x3 and 5x5, asymmetric pads, Relu, Clip
 and HardSwish, and first layers of 1 or 3 plain input channels ("first",
-3x3 and 7x7, stride 2) writing blocked values.  On such a CPU the provider's debug log must also say how
+3x3, stride 1 and 2) writing blocked values (a 7x7 one does not).  On such a CPU the provider's debug log must also say how
 many values it kept blocked, the count worked out here from the graph;
 elsewhere nothing is blocked and the outputs must match all the same.
 Prints one line per case, exit 1 on any failure.
@@ -141,11 +141,18 @@ CASES = {
         dict(op="dw", k=3, s=1, pads=(1, 1, 1, 1), act="clip"),
         dict(op="pw", m=16),
     ], 2),
-    "first_7x7_s2_gray": ((1, 1, 31, 26), [
-        dict(op="first", m=16, k=7, s=2, pads=(3, 3, 2, 3), act="relu"),
+    "first_3x3_s1_gray": ((1, 1, 31, 26), [
+        dict(op="first", m=16, k=3, s=1, pads=(1, 0, 2, 1), act="relu"),
         dict(op="dw", k=3, s=2, pads=(1, 1, 1, 1)),
         dict(op="pw", m=32),
     ], 2),
+    # a 7x7 first layer runs as a GEMM (CONV_BLK_IN_MAX_K) and writes
+    # NCHW; the depthwise layer after it blocks its input itself
+    "first_7x7_s2_gemm": ((1, 3, 31, 26), [
+        dict(op="first", m=16, k=7, s=2, pads=(3, 3, 2, 3), act="relu"),
+        dict(op="dw", k=3, s=2, pads=(1, 1, 1, 1)),
+        dict(op="pw", m=32),
+    ], 1),
     # groups of 8 channels (RegNet's 3x3 layers, CONV_BLK_G8): from a plain
     # input at stride 2, then between blocked 1x1 layers with a residual
     "grouped8": ((1, 16, 13, 15), [
@@ -154,6 +161,19 @@ CASES = {
         dict(op="g8", k=3, s=1, pads=(1, 0, 1, 2), add=1, act="relu"),
         dict(op="pw", m=16),
     ], 3),
+    # a first layer, then MaxPool and AveragePool between blocked layers
+    # (pool.c's blocked kernel): padded, strided, ceil_mode, an average
+    # with and without the padding counted; two images
+    "pools": ((2, 3, 33, 35), [
+        dict(op="first", m=16, k=3, s=2, pads=(1, 1, 1, 1), act="relu"),
+        dict(op="maxpool", k=3, s=2, pads=(1, 1, 1, 1)),
+        dict(op="pw", m=24),
+        dict(op="avgpool", k=3, s=1, pads=(1, 1, 1, 1)),
+        dict(op="pw", m=24, add=2, act="relu"),
+        dict(op="maxpool", k=2, s=2, ceil=1),
+        dict(op="avgpool", k=3, s=2, pads=(1, 0, 1, 1), incl=1),
+        dict(op="pw", m=8),
+    ], 7),
     "large_plane_split": ((1, 16, 56, 57), [
         dict(op="pw", m=48, act="clip"),
         dict(op="dw", k=3, s=2, pads=(0, 0, 1, 1), act="clip"),
@@ -170,6 +190,30 @@ def act_ref(x, act):
     if act == "hardswish":
         return x * np.clip(x / 6.0 + 0.5, 0.0, 1.0)
     return x
+
+
+def pool_ref(x, k, s, pads, is_max, ceil, incl):
+    """2-D MaxPool or AveragePool of x (pads t, l, b, r), ONNX's output
+    size (ceil_mode rounding up); the average over the taps inside the
+    image, or inside the padded image with count_include_pad."""
+    t, l, b, r = pads
+    n, c, h, w = x.shape
+    rnd = np.ceil if ceil else np.floor
+    oh = int(rnd((h + t + b - k) / s)) + 1
+    ow = int(rnd((w + l + r - k) / s)) + 1
+    y = np.empty((n, c, oh, ow))
+    for i in range(oh):
+        h0 = i * s - t
+        for j in range(ow):
+            w0 = j * s - l
+            win = x[:, :, max(h0, 0):min(h0 + k, h), max(w0, 0):min(w0 + k, w)]
+            if is_max:
+                y[:, :, i, j] = win.max(axis=(2, 3))
+            else:
+                cnt = ((min(h0 + k, h + b) - max(h0, -t)) * (min(w0 + k, w + r) - max(w0, -l))
+                       if incl else win.shape[2] * win.shape[3])
+                y[:, :, i, j] = win.sum(axis=(2, 3)) / cnt
+    return y
 
 
 def build(case, rng):
@@ -240,6 +284,15 @@ def build(case, rng):
         elif op == "tanh":
             nodes.append(helper.make_node("Tanh", [xin], [name]))
             r = np.tanh(xr)
+        elif op in ("maxpool", "avgpool"):
+            k, st, pads = L["k"], L.get("s", 1), L.get("pads", (0, 0, 0, 0))
+            attrs = dict(kernel_shape=[k, k], strides=[st, st], pads=list(pads),
+                         ceil_mode=int(L.get("ceil", 0)))
+            if op == "avgpool":
+                attrs["count_include_pad"] = int(L.get("incl", 0))
+            nodes.append(helper.make_node("MaxPool" if op == "maxpool" else "AveragePool",
+                                          [xin], [name], **attrs))
+            r = pool_ref(xr, k, st, pads, op == "maxpool", L.get("ceil", 0), L.get("incl", 0))
         elif op == "gap":
             nodes.append(helper.make_node("GlobalAveragePool", [xin], [name]))
             r = xr.mean(axis=(2, 3), keepdims=True)

@@ -107,7 +107,10 @@ int conv_blk_kind(const Onnx__NodeProto *p, const cpu_tensor *W)
 		return CONV_BLK_DW;
 	if (group > 1 && Cg == CB && M == group * CB)
 		return CONV_BLK_G8;
-	if (group == 1 && Cg <= CONV_BLK_IN_MAX_C && W->dims[2] * W->dims[3] > 1)
+	/* (ResNet's 7x7 first layer ran 1.3-1.6x its GEMM's time: a tap of one
+	 * channel a loop) */
+	if (group == 1 && Cg <= CONV_BLK_IN_MAX_C && W->dims[2] * W->dims[3] > 1 &&
+	    W->dims[2] <= CONV_BLK_IN_MAX_K && W->dims[3] <= CONV_BLK_IN_MAX_K)
 		return CONV_BLK_IN;
 	return 0;
 }

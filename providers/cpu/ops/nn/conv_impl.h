@@ -148,6 +148,7 @@ enum { CONV_BLK_PW = 1, CONV_BLK_DW = 2, CONV_BLK_IN = 3, CONV_BLK_G8 = 4 };
 /* CONV_BLK_IN: a one-group layer of at most this many input channels and
  * more than one tap (a first layer: RGB in), NCHW in, blocked out. */
 #define CONV_BLK_IN_MAX_C 4
+#define CONV_BLK_IN_MAX_K 3   /* ... and a window of at most this a side */
 int conv_blk_enabled(void);
 int conv_blk_kind(const Onnx__NodeProto *p, const cpu_tensor *W);
 size_t conv_blk_wsize(int kind, int64_t M, int64_t Cg, int64_t taps);

@@ -529,6 +529,78 @@ static int pool_planes(cpu_ctx *ctx, const cpu_geom *g, const cpu_tensor *X, cpu
 	return 0;
 }
 
+/* MaxPool and AveragePool of channel-blocked 2-D images (cpu_layout.h):
+ * eight channels a vector, each output pixel's taps inside the image found
+ * as pool_window finds them (so the same count for AveragePool, and a
+ * window of no taps gives what it gives); MaxPool makes a window with a
+ * NaN NaN, the average sums in float in tap order. */
+typedef struct blk_pool_job {
+	const pool_state *st;
+	const cpu_geom *g;
+	const float *x;
+	float *y;
+} blk_pool_job;
+
+CPU_MULTIVERSION
+static void blk_pool_range(void *arg, int64_t r0, int64_t r1, int member)
+{
+	const blk_pool_job *j = arg;
+	const cpu_geom *g = j->g;
+	int64_t IH = g->in[1], IW = g->in[2], OH = g->out[1], OW = g->out[2];
+	int is_max = j->st->is_max, incl = j->st->count_include_pad && !is_max;
+
+	(void)member;
+	for (int64_t r = r0; r < r1; r++) {   /* r: block plane * OH + output row */
+		int64_t b = r / OH, oh = r % OH, sh = oh * g->s[1] - g->pb[1], ha, hb, pa, pb;
+		const float *x = j->x + b * IH * IW * CPU_BLK8;
+		float *y = j->y + r * OW * CPU_BLK8;
+
+		taps(sh, g->k[1], g->d[1], 0, IH, &ha, &hb);
+		taps(sh, g->k[1], g->d[1], -g->pb[1], IH + g->pe[1], &pa, &pb);
+		for (int64_t ow = 0; ow < OW; ow++) {
+			int64_t sw = ow * g->s[2] - g->pb[2], wa = 0, wb = g->k[2], qa = 0, qb = wb, cnt;
+			vf8 acc = vf_splat(is_max ? -FLT_MAX : 0.0f);
+
+			/* the window's taps: all of them where it lies inside the row */
+			if (sw < 0 || sw + (wb - 1) * g->d[2] >= IW) {
+				taps(sw, g->k[2], g->d[2], 0, IW, &wa, &wb);
+				taps(sw, g->k[2], g->d[2], -g->pb[2], IW + g->pe[2], &qa, &qb);
+			}
+			cnt = incl ? (pb - pa) * (qb - qa) : (hb - ha) * (wb - wa);
+			if (is_max && hb > ha && wb > wa) {
+				/* from the first tap on; the NaNs seen kept apart
+				 * (cheaper than vf_max_nan at every tap) */
+				const float *x0 = x + ((sh + ha * g->d[1]) * IW + sw + wa * g->d[2]) *
+						  CPU_BLK8;
+				vi8 nan;
+
+				acc = vf_load(x0);
+				nan = acc != acc;
+				for (int64_t kh = ha; kh < hb; kh++) {
+					const float *xr = x + (sh + kh * g->d[1]) * IW * CPU_BLK8;
+
+					for (int64_t kw = kh == ha ? wa + 1 : wa; kw < wb; kw++) {
+						vf8 v = vf_load(xr + (sw + kw * g->d[2]) * CPU_BLK8);
+
+						nan |= v != v;
+						acc = vf_max(v, acc);
+					}
+				}
+				acc = vf_sel(nan, vf_splat(NAN), acc);
+			} else if (!is_max) {
+				for (int64_t kh = ha; kh < hb; kh++) {
+					const float *xr = x + (sh + kh * g->d[1]) * IW * CPU_BLK8;
+
+					for (int64_t kw = wa; kw < wb; kw++)
+						acc += vf_load(xr + (sw + kw * g->d[2]) * CPU_BLK8);
+				}
+				acc = cnt ? acc / vf_splat((float)cnt) : vf_splat(0.0f);
+			}
+			vf_store(y + ow * CPU_BLK8, acc);
+		}
+	}
+}
+
 static int pool_compute(cpu_ctx *ctx)
 {
 	const pool_state *st = ctx->node->state;
@@ -557,6 +629,16 @@ static int pool_compute(cpu_ctx *ctx)
 		return CPU_E_NOMEM;
 	if (st->is_max && ctx->n_out > 1 && !(I = cpu_output(ctx, 1, CPU_INT64, X->rank, dims)))
 		return CPU_E_NOMEM;
+	if (ctx->node->layout & CPU_LAYOUT_IN_BLK8) {
+		blk_pool_job bj = {st, &g, X->data, Y->data};
+
+		if (X->rank != 4 || I || X->dtype != CPU_FLOAT || X->dims[1] % CPU_BLK8)
+			return cpu_fail(ctx, CPU_E_INTERNAL, "a channel-blocked input it cannot pool");
+		/* ~0.3 ns a tap of eight lanes */
+		cpu_par_for(ctx, X->dims[0] * X->dims[1] / CPU_BLK8 * g.out[1],
+			    0.3 * (double)(g.out[2] * g.k[1] * g.k[2]) + 5.0, 1, blk_pool_range, &bj);
+		return 0;
+	}
 	return pool_planes(ctx, &g, X, Y, I);
 }
 
