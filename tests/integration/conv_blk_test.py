@@ -161,6 +161,28 @@ CASES = {
         dict(op="g8", k=3, s=1, pads=(1, 0, 1, 2), add=1, act="relu"),
         dict(op="pw", m=16),
     ], 3),
+    # a 1x1 layer reading NCHW (through the GEMM) with a residual writes
+    # NCHW though a depthwise layer reads it, and so its addend is NCHW
+    # too: only 3 is blocked (else 0, 2 and 3)
+    "plain_in_residual": ((1, 16, 12, 12), [
+        dict(op="pw", m=16, act="relu"),        # read only as 2's addend
+        dict(op="conv3", m=16, src=-1),         # NCHW
+        dict(op="pw", m=16, src=1, add=0),      # NCHW in, residual: NCHW out
+        dict(op="dw", k=3, s=1, pads=(1, 1, 1, 1)),
+        dict(op="pw", m=8),
+    ], 1),
+    # strided 1x1 layers (CONV_BLK_PWS: ResNet's and RegNet's projections)
+    # on blocked input, stride 2 and 2 x 1, one with a residual after it;
+    # a first layer of stride 1 x 2
+    "strided_1x1": ((2, 3, 23, 19), [
+        dict(op="first", m=16, k=3, s=(1, 2), pads=(1, 1, 1, 1), act="relu"),
+        dict(op="pw", m=32, act="relu"),
+        dict(op="pw", m=48, s=2),
+        dict(op="dw", k=3, s=1, pads=(1, 1, 1, 1), act="relu"),
+        dict(op="pw", m=48, add=2),
+        dict(op="pw", m=24, s=(2, 1), act="relu"),
+        dict(op="pw", m=8),
+    ], 6),
     # a first layer, then MaxPool and AveragePool between blocked layers
     # (pool.c's blocked kernel): padded, strided, ceil_mode, an average
     # with and without the padding counted; two images
@@ -240,6 +262,7 @@ def build(case, rng):
             k = 1 if op == "pw" else 3 if op == "conv3" else L["k"]
             group = c if op == "dw" else c // 8 if op == "g8" else 1
             s = L.get("s", 1)
+            sh, sw = s if isinstance(s, tuple) else (s, s)
             dil = L.get("dil", 1)
             pads = L.get("pads", (1, 1, 1, 1) if op == "conv3" else (0, 0, 0, 0))
             w = (rng.standard_normal((m, c // group, k, k)) / np.sqrt(c // group * k * k))
@@ -249,9 +272,9 @@ def build(case, rng):
             cur = name + "_c" if L.get("add") is not None or act else name
             nodes.append(helper.make_node(
                 "Conv", [xin, const(name + "_w", w), const(name + "_b", b)], [cur],
-                group=group, kernel_shape=[k, k], strides=[s, s], pads=list(pads),
+                group=group, kernel_shape=[k, k], strides=[sh, sw], pads=list(pads),
                 dilations=[dil, dil]))
-            r = C.conv2d(xr, w.astype(np.float64), b.astype(np.float64), strides=(s, s),
+            r = C.conv2d(xr, w.astype(np.float64), b.astype(np.float64), strides=(sh, sw),
                          pads=pads, dilations=(dil, dil), group=group)
             if L.get("add") is not None:
                 to = name + "_a" if act else name

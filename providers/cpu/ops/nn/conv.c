@@ -240,7 +240,8 @@ static int pack_blk(cpu_node *node, conv_state *st, char *err, size_t n)
 	/* A 1x1 layer reading NCHW runs as a GEMM, its output blocked after:
 	 * 1.1-2.2x faster than the blocked tile reading six pixels of each
 	 * input plane (64 to 2048 input channels, Zen 3) */
-	if (a.kind == CONV_BLK_PW && !(node->layout & CPU_LAYOUT_IN_BLK8))
+	if ((a.kind == CONV_BLK_PW || a.kind == CONV_BLK_PWS) &&
+	    !(node->layout & CPU_LAYOUT_IN_BLK8))
 		return 0;
 	a.w = W->data;
 	a.M = W->dims[0];
@@ -248,7 +249,8 @@ static int pack_blk(cpu_node *node, conv_state *st, char *err, size_t n)
 	a.taps = W->dims[2] * W->dims[3];
 	st->blk = cpu_prepack(node, 1, a.kind == CONV_BLK_PW ? "conv-blk-pw-v1" :
 			      a.kind == CONV_BLK_DW ? "conv-blk-dw-v1" :
-			      a.kind == CONV_BLK_G8 ? "conv-blk-g8-v1" : "conv-blk-in-v1",
+			      a.kind == CONV_BLK_G8 ? "conv-blk-g8-v1" :
+			      a.kind == CONV_BLK_PWS ? "conv-blk-pw-v1" : "conv-blk-in-v1",
 			      conv_blk_wsize(a.kind, a.M, a.Cg, a.taps), bpack_fill, &a, err, n);
 	if (!st->blk)
 		return CPU_E_NOMEM;
@@ -635,9 +637,10 @@ static int conv_blk_try(cpu_ctx *ctx, const conv_state *st, const conv_job *j, i
 	const cpu_geom *g = &j->g;
 	int ok = X->rank == 4 && g->d[1] == 1 && g->d[2] == 1;
 
-	if (st->blk_kind == CONV_BLK_PW)
-		ok &= G == 1 && g->k[1] == 1 && g->k[2] == 1 && g->s[1] == 1 && g->s[2] == 1 &&
-		      g->pb[1] == 0 && g->pb[2] == 0 && g->pe[1] == 0 && g->pe[2] == 0;
+	if (st->blk_kind == CONV_BLK_PW || st->blk_kind == CONV_BLK_PWS)
+		ok &= G == 1 && g->k[1] == 1 && g->k[2] == 1 && g->pb[1] == 0 && g->pb[2] == 0 &&
+		      g->pe[1] == 0 && g->pe[2] == 0 &&
+		      (st->blk_kind == CONV_BLK_PWS || (g->s[1] == 1 && g->s[2] == 1));
 	else if (st->blk_kind == CONV_BLK_IN)
 		ok &= G == 1 && y_blk && !(lay & CPU_LAYOUT_IN_BLK8);
 	else if (st->blk_kind == CONV_BLK_G8)

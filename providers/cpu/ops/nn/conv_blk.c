@@ -81,7 +81,7 @@ int conv_blk_kind(const Onnx__NodeProto *p, const cpu_tensor *W)
 	cpu_window win;
 	char err[64];
 	int64_t group, M, Cg;
-	int ones = 1;
+	int ones = 1, no_pad = 1;
 
 	/* a float16 filter: the node runs widened (cpu_f16.c), its kernel on
 	 * float32 copies of the same order */
@@ -100,9 +100,13 @@ int conv_blk_kind(const Onnx__NodeProto *p, const cpu_tensor *W)
 	for (int i = 0; i < win.n_strides; i++)
 		ones &= win.strides[i] == 1;
 	for (int i = 0; i < win.n_pads; i++)
-		ones &= win.pads[i] == 0;
-	if (group == 1 && Cg % CB == 0 && W->dims[2] == 1 && W->dims[3] == 1 && ones)
+		no_pad &= win.pads[i] == 0;
+	/* (auto_pad SAME on a strided 1x1 pads: left to the GEMM) */
+	no_pad &= win.auto_pad == CPU_PAD_NOTSET || win.auto_pad == CPU_PAD_VALID;
+	if (group == 1 && Cg % CB == 0 && W->dims[2] == 1 && W->dims[3] == 1 && ones && no_pad)
 		return CONV_BLK_PW;
+	if (group == 1 && Cg % CB == 0 && W->dims[2] == 1 && W->dims[3] == 1 && no_pad)
+		return CONV_BLK_PWS;
 	if (group == M && Cg == 1)
 		return CONV_BLK_DW;
 	if (group > 1 && Cg == CB && M == group * CB)
@@ -117,7 +121,7 @@ int conv_blk_kind(const Onnx__NodeProto *p, const cpu_tensor *W)
 
 size_t conv_blk_wsize(int kind, int64_t M, int64_t Cg, int64_t taps)
 {
-	if (kind == CONV_BLK_PW || kind == CONV_BLK_IN)
+	if (kind == CONV_BLK_PW || kind == CONV_BLK_PWS || kind == CONV_BLK_IN)
 		return (size_t)((M + PW_M - 1) / PW_M * Cg * taps * PW_M) * sizeof(float);
 	if (kind == CONV_BLK_G8)
 		return (size_t)(M * CB * taps) * sizeof(float);
@@ -126,7 +130,7 @@ size_t conv_blk_wsize(int kind, int64_t M, int64_t Cg, int64_t taps)
 
 void conv_blk_pack(int kind, const float *w, int64_t M, int64_t Cg, int64_t taps, float *dst)
 {
-	if (kind == CONV_BLK_PW || kind == CONV_BLK_IN) {
+	if (kind == CONV_BLK_PW || kind == CONV_BLK_PWS || kind == CONV_BLK_IN) {
 		/* [pair][channel][tap][16] (a 1x1 layer has one tap) */
 		for (int64_t q = 0; q < (M + PW_M - 1) / PW_M; q++)
 			for (int64_t c = 0; c < Cg; c++)
@@ -373,7 +377,7 @@ in_row(const blk_job *d, const float *xp, int64_t n, int64_t q, int64_t oh, cons
 	__m256 b0, b1;
 
 	block_bias(d, ob, NB, &b0, &b1);
-	tiles(d, xp + oh * S * PWd, d->C, PP, PWd, 1, PW_M, S, KW, KH, w, NB, OW, b0, b1, y0, y1,
+	tiles(d, xp + oh * g->s[1] * PWd, d->C, PP, PWd, 1, PW_M, S, KW, KH, w, NB, OW, b0, b1, y0, y1,
 	      r0, r1);
 }
 
@@ -394,8 +398,28 @@ g8_row(const blk_job *d, const float *xp, int64_t n, int64_t grp, int64_t oh, co
 	__m256 b0, b1;
 
 	block_bias(d, grp, 1, &b0, &b1);
-	tiles(d, xp + grp * PP + oh * S * PWd * CB, 1, PP, PWd, CB, CB, S, KW, KH, w, 1, OW, b0, b1,
+	tiles(d, xp + grp * PP + oh * g->s[1] * PWd * CB, 1, PP, PWd, CB, CB, S, KW, KH, w, 1, OW,
+	      b0, b1,
 	      y0, y0, r0, NULL);
+}
+
+/* Output row oh of image n, output blocks (2q, 2q + 1) of a strided 1x1
+ * layer: the 1x1 tile over every S-th pixel of input row oh * sh. */
+static inline __attribute__((always_inline)) CB_TARGET void
+pws_row(const blk_job *d, const float *x, int64_t n, int64_t q, int64_t oh, const int S)
+{
+	const cpu_geom *g = &d->j->g;
+	int64_t OW = g->out[2], mb = d->M / CB, ob = 2 * q, IW = d->PWd;
+	int NB = ob + 1 < mb ? 2 : 1;
+	const float *w = d->w + q * d->C * PW_M;
+	int64_t o = ((n * mb + ob) * d->OP + oh * OW) * CB;
+	float *y0 = d->y + o, *y1 = y0 + d->OP * CB;
+	const float *r0 = d->res ? d->res + o : NULL, *r1 = r0 ? r0 + d->OP * CB : NULL;
+	__m256 b0, b1;
+
+	block_bias(d, ob, NB, &b0, &b1);
+	tiles(d, x + oh * g->s[1] * IW * CB, d->C / CB, d->P * CB, IW, CB, PW_M, S, 1, 1, w, NB, OW,
+	      b0, b1, y0, y1, r0, r1);
 }
 
 static CB_TARGET void in_row_any(const blk_job *d, const float *xp, int64_t n, int64_t q,
@@ -403,6 +427,14 @@ static CB_TARGET void in_row_any(const blk_job *d, const float *xp, int64_t n, i
 {
 	const cpu_geom *g = &d->j->g;
 	int64_t kw = g->k[2], s = g->s[2];
+
+	if (d->kind == CONV_BLK_PWS) {
+		if (s == 2)
+			pws_row(d, xp, n, q, oh, 2);
+		else
+			pws_row(d, xp, n, q, oh, (int)s);
+		return;
+	}
 
 	if (d->kind == CONV_BLK_G8) {
 		if (kw == 3 && s == 1)
@@ -503,10 +535,15 @@ static int in_schedule(cpu_ctx *ctx, blk_job *d, int64_t N)
 	int members = cpu_par_members(ctx);
 	int64_t OH = g->out[1];
 	int g8 = d->kind == CONV_BLK_G8;
-	int rc = in_pad(ctx, d, N, g8 ? CB : 1);
+	int rc = 0;
 
-	if (rc)
+	if (d->kind == CONV_BLK_PWS) {
+		/* no padding: the blocked input as it is */
+		d->PHd = g->in[1];
+		d->PWd = g->in[2];
+	} else if ((rc = in_pad(ctx, d, N, g8 ? CB : 1)) != 0) {
 		return rc;
+	}
 	/* items by pairs of output blocks, or by groups */
 	d->pairs = g8 ? d->M / CB : (d->M / CB + 1) / 2;
 	d->bands = N * d->pairs >= 4 * members ? 1 : (4 * members + N * d->pairs - 1) / (N * d->pairs);
@@ -693,7 +730,7 @@ int conv_blk_run(cpu_ctx *ctx, int kind, const conv_job *j, int64_t N, int64_t C
 	}
 	if (kind == CONV_BLK_PW) {
 		pw_schedule(ctx, &d, N);
-	} else if (kind == CONV_BLK_IN || kind == CONV_BLK_G8) {
+	} else if (kind == CONV_BLK_IN || kind == CONV_BLK_G8 || kind == CONV_BLK_PWS) {
 		int rc = in_schedule(ctx, &d, N);
 
 		if (rc)

@@ -144,7 +144,9 @@ int conv_nhwc_run(cpu_ctx *ctx, const conv_job *j, int64_t N, const float *x,
  * bytes), the activation left to the caller); 0 or CPU_E_NOMEM. */
 /* CONV_BLK_G8: groups of 8 input and 8 output channels (RegNet's 3x3
  * layers), each group one block. */
-enum { CONV_BLK_PW = 1, CONV_BLK_DW = 2, CONV_BLK_IN = 3, CONV_BLK_G8 = 4 };
+/* CONV_BLK_PWS: a 1x1 one-group layer with a stride (no padding): ResNet's
+ * and RegNet's projections. */
+enum { CONV_BLK_PW = 1, CONV_BLK_DW = 2, CONV_BLK_IN = 3, CONV_BLK_G8 = 4, CONV_BLK_PWS = 5 };
 /* CONV_BLK_IN: a one-group layer of at most this many input channels and
  * more than one tap (a first layer: RGB in), NCHW in, blocked out. */
 #define CONV_BLK_IN_MAX_C 4
