@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cpu_ops.h"
+#include "par.h"
 
 static int any_supports(const Onnx__NodeProto *p, int64_t opset, const int32_t *dt, int n_in,
 			char *why, size_t n)
@@ -36,6 +37,39 @@ static int concat_check(cpu_ctx *ctx, const cpu_tensor *X0, int axis, int64_t *a
 		*axis_total += X->dims[axis];
 	}
 	return 0;
+}
+
+/* Concat's copies as output bytes: row o (of `row` bytes) holds input i's
+ * block o at [start[i], start[i] + block[i]). */
+typedef struct concat_job {
+	cpu_ctx *ctx;
+	char *out;
+	int64_t row, inner, axis, end;   /* end: the output's bytes */
+} concat_job;
+
+enum { CONCAT_CHUNK = 64 << 10 };   /* output bytes a pool item */
+
+/* Output bytes [c0 * CONCAT_CHUNK, c1 * CONCAT_CHUNK), clipped to the end. */
+static void concat_range(void *arg, int64_t c0, int64_t c1, int member)
+{
+	const concat_job *j = arg;
+	int64_t b0 = c0 * CONCAT_CHUNK, b1 = c1 * CONCAT_CHUNK < j->end ? c1 * CONCAT_CHUNK : j->end;
+
+	(void)member;
+	for (int64_t o = b0 / j->row; o * j->row < b1; o++) {
+		int64_t at = o * j->row;
+
+		for (int i = 0; i < j->ctx->n_in && at < b1; i++) {
+			const cpu_tensor *X = j->ctx->in[i];
+			int64_t block = X->dims[j->axis] * j->inner;
+			int64_t lo = at > b0 ? at : b0, hi = at + block < b1 ? at + block : b1;
+
+			if (hi > lo)
+				memcpy(j->out + lo, (const char *)X->data + o * block + (lo - at),
+				       (size_t)(hi - lo));
+			at += block;
+		}
+	}
 }
 
 static int concat_compute(cpu_ctx *ctx)
@@ -70,6 +104,15 @@ static int concat_compute(cpu_ctx *ctx)
 			inner *= X0->dims[d];
 	}
 	out = Y->data;
+	if (outer * total * inner > 4 * CONCAT_CHUNK && cpu_par_members(ctx) > 1) {
+		/* large: split over the pool by output bytes (~0.1 ns a byte) */
+		int64_t bytes = outer * total * inner;
+		concat_job j = {ctx, out, total * inner, inner, axis, bytes};
+
+		cpu_par_for(ctx, (bytes + CONCAT_CHUNK - 1) / CONCAT_CHUNK, 0.1 * CONCAT_CHUNK, 1,
+			    concat_range, &j);
+		return 0;
+	}
 	for (int64_t o = 0; o < outer; o++)
 		for (int i = 0; i < ctx->n_in; i++) {
 			const cpu_tensor *X = ctx->in[i];
