@@ -20,9 +20,11 @@
  *    two vectors of the filter ([pair of blocks][input channel][16],
  *    packed at load) and six broadcast input values.  A 1x1 layer reading
  *    plain NCHW runs as a GEMM instead (conv.c's pack_blk), its output
- *    blocked after.
+ *    blocked after.  With a stride (CONV_BLK_PWS, no padding) the tile
+ *    takes every s-th pixel of every sh-th row, a row at a time.
  *  - a first layer (one group, at most CONV_BLK_IN_MAX_C plain input
- *    channels, more than one tap, no dilation): the same tile over the
+ *    channels, more than one tap and at most CONV_BLK_IN_MAX_K a side, no
+ *    dilation): the same tile over the
  *    zero-padded input planes, six output pixels of a row, for every
  *    channel and tap two filter vectors and six broadcast values.
  *  - groups of eight input and eight output channels (RegNet): the same

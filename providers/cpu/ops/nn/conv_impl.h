@@ -131,7 +131,7 @@ void conv_nhwc_pack(const float *w, int64_t Mg, int64_t Cg, int64_t taps, float 
 int conv_nhwc_run(cpu_ctx *ctx, const conv_job *j, int64_t N, const float *x,
 		  const float *wpacked, const float *b, float *y);
 
-/* conv_blk.c: 1x1 (one group, stride 1, no padding) and depthwise layers
+/* conv_blk.c: 1x1 (one group, any stride, no padding) and depthwise layers
  * (no dilation) of a multiple of 8 channels, and first layers writing
  * them (CONV_BLK_IN), on channel-blocked values
  * (NCHWc8, cpu_kernel.h's CPU_LAYOUT_*), on a CPU whose best ISA is AVX2 +
