@@ -757,7 +757,7 @@ static int conv_compute(cpu_ctx *ctx)
 	}
 	if (st->wino && wd == st->wino_src && X->rank == 4 && G == 1 && j.g.k[1] == 3 &&
 	    j.g.k[2] == 3 && j.g.s[1] == 1 && j.g.s[2] == 1 && j.g.d[1] == 1 && j.g.d[2] == 1 &&
-	    conv_wino_fits(&j)) {
+	    conv_wino_fits(&j, cpu_pool_threads(ctx->pool))) {
 		for (int64_t b = 0; b < N; b++) {
 			const float *res = j.res ? (const float *)j.res->data + b * M * j.osz : NULL;
 

@@ -176,7 +176,7 @@ int conv_wino_prepare(cpu_node *node, conv_state *st, char *err, size_t n);
 /* Whether Winograd pays on this image: its transformed input (16 floats
  * per tile and channel) must stay near the caches; on large images the
  * direct forms win (a U-Net's 3x3 layers at 256x256 to 1024x1024: 2 to 5x). */
-int conv_wino_fits(const conv_job *j);
+int conv_wino_fits(const conv_job *j, int members);
 int conv_wino_run(cpu_ctx *ctx, const conv_state *st, const conv_job *j, const float *x,
 		  const float *bias, const float *res, float *y);
 

@@ -426,11 +426,23 @@ static int run_bands(cpu_ctx *ctx, const conv_state *st, const wino_par *w, int6
 	return 0;
 }
 
-int conv_wino_fits(const conv_job *j)
+int conv_wino_fits(const conv_job *j, int members)
 {
 	int64_t th = (j->g.out[1] + 1) / 2, tw = (j->g.out[2] + 1) / 2;
 
-	return th * tw * j->Cg <= WINO_MAX_TILE_CHANNELS;
+	if (th * tw * j->Cg > WINO_MAX_TILE_CHANNELS)
+		return 0;
+	/* Unbanded (the transformed input and products of the whole image
+	 * outgrow BAND_BYTES a band) over at least 196 tiles, the products
+	 * stream through memory: conv_nhwc.c took 0.73-0.91x the time (Zen 3,
+	 * paired per layer: Inception's 80 -> 192 at 71 x 71, GoogLeNet's
+	 * 16 -> 32, 32 -> 96 and 128 -> 192 at 28 x 28, SqueezeNet's 32 -> 128
+	 * at 27 x 27), where banded layers and small images ran 1.0-1.6x
+	 * faster through Winograd */
+	if (th * tw >= 196 && band_rows(th, tw, j->Cg, j->Mg, members) == 0 &&
+	    conv_nhwc_takes(j->Cg, 9, j->Mg))
+		return 0;
+	return 1;
 }
 
 int conv_wino_run(cpu_ctx *ctx, const conv_state *st, const conv_job *j, const float *x,
