@@ -4,7 +4,7 @@ alternating short runs, for machines whose speed drifts (the 2-vCPU VMs
 this project is measured on move by 10-40% over minutes, so two separate
 benchmark runs of the same binary can disagree more than a change does).
 
-usage: tools/bench/ab_nodes.py (--zoo NAME | MODEL --input NAME=FILE.npy ...)
+usage: tools/bench/ab_nodes.py (--zoo NAME [--variant fp32] | MODEL --input NAME=FILE.npy ...)
            --a 'VAR=VAL ...' --b 'VAR=VAL ...' [--threads 1] [--rounds 7]
            [--iters 3] [--rows 25] [--build-dir build]
 
@@ -65,6 +65,7 @@ def main():
     ap = argparse.ArgumentParser(usage=__doc__.split("\n\n")[1])
     ap.add_argument("model", nargs="?")
     ap.add_argument("--zoo")
+    ap.add_argument("--variant", default="fp32")
     ap.add_argument("--input", action="append", default=[])
     ap.add_argument("--a", default="")
     ap.add_argument("--b", default="")
@@ -77,7 +78,7 @@ def main():
     model, inputs = a.model, list(a.input)
     if a.zoo:
         z = os.path.join(a.build_dir, "zoo", a.zoo)
-        model = os.path.join(z, "op17", "fp32.onnx")
+        model = os.path.join(z, "op17", a.variant + ".onnx")
         ind = os.path.join(z, "in", "a")
         inputs += ["%s=%s" % (f[:-4], os.path.join(ind, f))
                    for f in sorted(os.listdir(ind)) if f.endswith(".npy")]
