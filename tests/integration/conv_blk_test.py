@@ -196,6 +196,15 @@ CASES = {
         dict(op="avgpool", k=3, s=2, pads=(1, 0, 1, 1), incl=1),
         dict(op="pw", m=8),
     ], 7),
+    # NaN in the input: the first layer spreads it over a few pixels (every
+    # channel), the blocked MaxPool must keep it in every window that holds
+    # it, at any tap (its four-outputs path and the edges), and the 1x1
+    # layer after it shows exactly which pixels are NaN
+    "pools_nan": ((2, 3, 33, 35), [
+        dict(op="first", m=16, k=3, s=2, pads=(1, 1, 1, 1)),
+        dict(op="maxpool", k=3, s=2, pads=(1, 1, 1, 1)),
+        dict(op="pw", m=8),
+    ], 2, {}, {"nan": [(0, 1, 9, 12), (0, 2, 16, 21), (1, 0, 0, 34), (1, 2, 20, 3)]}),
     "large_plane_split": ((1, 16, 56, 57), [
         dict(op="pw", m=48, act="clip"),
         dict(op="dw", k=3, s=2, pads=(0, 0, 1, 1), act="clip"),
@@ -242,6 +251,8 @@ def build(case, rng):
     """The model, its feeds, and the reference of every graph output."""
     shape, layers = case[:2]
     x = rng.standard_normal(shape).astype(np.float32)
+    for at in (case[4].get("nan", ()) if len(case) > 4 else ()):
+        x[at] = np.nan
     vals, refs = ["x"], [x.astype(np.float64)]   # index 0 is the input
     nodes, inits, outs = [], [], []
 
@@ -409,10 +420,11 @@ def run_case(ort_run, name, case, rng, tmp):
         if got.shape != ref.shape:
             return "%s: shape %s, expected %s" % (out, list(got.shape), list(ref.shape))
         err = np.abs(got - ref)
+        err[np.isnan(got) & np.isnan(ref)] = 0.0   # NaN where numpy has NaN
         # float16: the output's rounding and the stored values' between
         # layers that are not kept float32
-        tol = (1e-5 + 1e-5 * np.abs(ref)) if feeds["x"].dtype == np.float32 else \
-            (2e-3 + 2e-3 * np.abs(ref))
+        mag = np.abs(np.nan_to_num(ref))
+        tol = (1e-5 + 1e-5 * mag) if feeds["x"].dtype == np.float32 else (2e-3 + 2e-3 * mag)
         if not np.all(err <= tol):
             i = np.unravel_index(np.argmax(err - tol), err.shape)
             return "%s at %s got %r, expected %r" % (out, list(i), got[i], ref[i])

@@ -559,7 +559,46 @@ static void blk_pool_range(void *arg, int64_t r0, int64_t r1, int member)
 		taps(sh, g->k[1], g->d[1], -g->pb[1], IH + g->pe[1], &pa, &pb);
 		for (int64_t ow = 0; ow < OW; ow++) {
 			int64_t sw = ow * g->s[2] - g->pb[2], wa = 0, wb = g->k[2], qa = 0, qb = wb, cnt;
+			int64_t sws = g->s[2], dw = g->d[2];
 			vf8 acc = vf_splat(is_max ? -FLT_MAX : 0.0f);
+
+			/* MaxPool, four outputs whose windows lie inside the row: four
+			 * independent chains of max (one chain waited on each tap's
+			 * compare and select: 1.5x the plain separable kernel) */
+			if (is_max && hb > ha && ow + 4 <= OW && sw >= 0 &&
+			    sw + 3 * sws + (wb - 1) * dw < IW) {
+				const float *xr = x + (sh + ha * g->d[1]) * IW * CPU_BLK8;
+				vf8 a0 = vf_load(xr + sw * CPU_BLK8);
+				vf8 a1 = vf_load(xr + (sw + sws) * CPU_BLK8);
+				vf8 a2 = vf_load(xr + (sw + 2 * sws) * CPU_BLK8);
+				vf8 a3 = vf_load(xr + (sw + 3 * sws) * CPU_BLK8);
+				vi8 n0 = a0 != a0, n1 = a1 != a1, n2 = a2 != a2, n3 = a3 != a3;
+
+				for (int64_t kh = ha; kh < hb; kh++) {
+					xr = x + (sh + kh * g->d[1]) * IW * CPU_BLK8;
+					for (int64_t kw = kh == ha ? 1 : 0; kw < wb; kw++) {
+						const float *xt = xr + (sw + kw * dw) * CPU_BLK8;
+						vf8 v0 = vf_load(xt), v1 = vf_load(xt + sws * CPU_BLK8);
+						vf8 v2 = vf_load(xt + 2 * sws * CPU_BLK8);
+						vf8 v3 = vf_load(xt + 3 * sws * CPU_BLK8);
+
+						n0 |= v0 != v0;
+						n1 |= v1 != v1;
+						n2 |= v2 != v2;
+						n3 |= v3 != v3;
+						a0 = vf_max(v0, a0);
+						a1 = vf_max(v1, a1);
+						a2 = vf_max(v2, a2);
+						a3 = vf_max(v3, a3);
+					}
+				}
+				vf_store(y + ow * CPU_BLK8, vf_sel(n0, vf_splat(NAN), a0));
+				vf_store(y + (ow + 1) * CPU_BLK8, vf_sel(n1, vf_splat(NAN), a1));
+				vf_store(y + (ow + 2) * CPU_BLK8, vf_sel(n2, vf_splat(NAN), a2));
+				vf_store(y + (ow + 3) * CPU_BLK8, vf_sel(n3, vf_splat(NAN), a3));
+				ow += 3;
+				continue;
+			}
 
 			/* the window's taps: all of them where it lies inside the row */
 			if (sw < 0 || sw + (wb - 1) * g->d[2] >= IW) {
