@@ -247,10 +247,10 @@ static int pack_blk(cpu_node *node, conv_state *st, char *err, size_t n)
 	a.M = W->dims[0];
 	a.Cg = W->dims[1];
 	a.taps = W->dims[2] * W->dims[3];
-	st->blk = cpu_prepack(node, 1, a.kind == CONV_BLK_PW ? "conv-blk-pw-v1" :
+	st->blk = cpu_prepack(node, 1,
+			      a.kind == CONV_BLK_PW || a.kind == CONV_BLK_PWS ? "conv-blk-pw-v1" :
 			      a.kind == CONV_BLK_DW ? "conv-blk-dw-v1" :
-			      a.kind == CONV_BLK_G8 ? "conv-blk-g8-v1" :
-			      a.kind == CONV_BLK_PWS ? "conv-blk-pw-v1" : "conv-blk-in-v1",
+			      a.kind == CONV_BLK_G8 ? "conv-blk-g8-v1" : "conv-blk-in-v1",
 			      conv_blk_wsize(a.kind, a.M, a.Cg, a.taps), bpack_fill, &a, err, n);
 	if (!st->blk)
 		return CPU_E_NOMEM;

@@ -83,7 +83,7 @@ int conv_blk_kind(const Onnx__NodeProto *p, const cpu_tensor *W)
 	cpu_window win;
 	char err[64];
 	int64_t group, M, Cg;
-	int ones = 1, no_pad = 1;
+	int ones = 1, no_pad = 1;   /* ones: every stride 1 */
 
 	/* a float16 filter: the node runs widened (cpu_f16.c), its kernel on
 	 * float32 copies of the same order */
@@ -105,10 +105,8 @@ int conv_blk_kind(const Onnx__NodeProto *p, const cpu_tensor *W)
 		no_pad &= win.pads[i] == 0;
 	/* (auto_pad SAME on a strided 1x1 pads: left to the GEMM) */
 	no_pad &= win.auto_pad == CPU_PAD_NOTSET || win.auto_pad == CPU_PAD_VALID;
-	if (group == 1 && Cg % CB == 0 && W->dims[2] == 1 && W->dims[3] == 1 && ones && no_pad)
-		return CONV_BLK_PW;
 	if (group == 1 && Cg % CB == 0 && W->dims[2] == 1 && W->dims[3] == 1 && no_pad)
-		return CONV_BLK_PWS;
+		return ones ? CONV_BLK_PW : CONV_BLK_PWS;
 	if (group == M && Cg == 1)
 		return CONV_BLK_DW;
 	if (group > 1 && Cg == CB && M == group * CB)
@@ -360,17 +358,19 @@ static void pw_schedule(cpu_ctx *ctx, blk_job *d, int64_t N)
 		    0.012 * (double)(d->C * d->group_pairs * PW_M * chunk), 1, pw_range, d);
 }
 
-/* ---- a few plain input channels (first layers) ----------------------------- */
+/* ---- rows: first layers (a few plain input channels), strided 1x1 ----- */
 
-/* Output row oh of image n (its padded input at xp), output blocks
- * (2q, 2q + 1). */
+/* Output row oh of image n, output blocks (2q, 2q + 1): the tile over the
+ * (padded) input at xp, planes of CIB channels a pixel: a first layer's
+ * plain channels (1), or a strided 1x1 layer's blocks (CB, its input as it
+ * is: PHd x PWd the image). */
 static inline __attribute__((always_inline)) CB_TARGET void
 in_row(const blk_job *d, const float *xp, int64_t n, int64_t q, int64_t oh, const int S,
-       const int KW)
+       const int KW, const int CIB)
 {
 	const cpu_geom *g = &d->j->g;
 	int64_t OW = g->out[2], KH = g->k[1], mb = d->M / CB, ob = 2 * q;
-	int64_t PWd = d->PWd, PP = d->PHd * PWd;
+	int64_t PWd = d->PWd, PP = d->PHd * PWd * CIB;
 	int NB = ob + 1 < mb ? 2 : 1;
 	const float *w = d->w + q * d->C * KH * KW * PW_M;
 	int64_t o = ((n * mb + ob) * d->OP + oh * OW) * CB;
@@ -379,8 +379,8 @@ in_row(const blk_job *d, const float *xp, int64_t n, int64_t q, int64_t oh, cons
 	__m256 b0, b1;
 
 	block_bias(d, ob, NB, &b0, &b1);
-	tiles(d, xp + oh * g->s[1] * PWd, d->C, PP, PWd, 1, PW_M, S, KW, KH, w, NB, OW, b0, b1, y0, y1,
-	      r0, r1);
+	tiles(d, xp + oh * g->s[1] * PWd * CIB, d->C / CIB, PP, PWd, CIB, PW_M, S, KW, KH, w, NB, OW,
+	      b0, b1, y0, y1, r0, r1);
 }
 
 /* Output row oh of image n, group grp of eight channels: the tile above
@@ -401,27 +401,7 @@ g8_row(const blk_job *d, const float *xp, int64_t n, int64_t grp, int64_t oh, co
 
 	block_bias(d, grp, 1, &b0, &b1);
 	tiles(d, xp + grp * PP + oh * g->s[1] * PWd * CB, 1, PP, PWd, CB, CB, S, KW, KH, w, 1, OW,
-	      b0, b1,
-	      y0, y0, r0, NULL);
-}
-
-/* Output row oh of image n, output blocks (2q, 2q + 1) of a strided 1x1
- * layer: the 1x1 tile over every S-th pixel of input row oh * sh. */
-static inline __attribute__((always_inline)) CB_TARGET void
-pws_row(const blk_job *d, const float *x, int64_t n, int64_t q, int64_t oh, const int S)
-{
-	const cpu_geom *g = &d->j->g;
-	int64_t OW = g->out[2], mb = d->M / CB, ob = 2 * q, IW = d->PWd;
-	int NB = ob + 1 < mb ? 2 : 1;
-	const float *w = d->w + q * d->C * PW_M;
-	int64_t o = ((n * mb + ob) * d->OP + oh * OW) * CB;
-	float *y0 = d->y + o, *y1 = y0 + d->OP * CB;
-	const float *r0 = d->res ? d->res + o : NULL, *r1 = r0 ? r0 + d->OP * CB : NULL;
-	__m256 b0, b1;
-
-	block_bias(d, ob, NB, &b0, &b1);
-	tiles(d, x + oh * g->s[1] * IW * CB, d->C / CB, d->P * CB, IW, CB, PW_M, S, 1, 1, w, NB, OW,
-	      b0, b1, y0, y1, r0, r1);
+	      b0, b1, y0, y0, r0, NULL);
 }
 
 static CB_TARGET void in_row_any(const blk_job *d, const float *xp, int64_t n, int64_t q,
@@ -432,12 +412,11 @@ static CB_TARGET void in_row_any(const blk_job *d, const float *xp, int64_t n, i
 
 	if (d->kind == CONV_BLK_PWS) {
 		if (s == 2)
-			pws_row(d, xp, n, q, oh, 2);
+			in_row(d, xp, n, q, oh, 2, 1, CB);
 		else
-			pws_row(d, xp, n, q, oh, (int)s);
+			in_row(d, xp, n, q, oh, (int)s, 1, CB);
 		return;
 	}
-
 	if (d->kind == CONV_BLK_G8) {
 		if (kw == 3 && s == 1)
 			g8_row(d, xp, n, q, oh, 1, 3);
@@ -447,14 +426,13 @@ static CB_TARGET void in_row_any(const blk_job *d, const float *xp, int64_t n, i
 			g8_row(d, xp, n, q, oh, (int)s, (int)kw);
 		return;
 	}
+	/* (a first layer's window is at most CONV_BLK_IN_MAX_K a side) */
 	if (kw == 3 && s == 2)
-		in_row(d, xp, n, q, oh, 2, 3);
+		in_row(d, xp, n, q, oh, 2, 3, 1);
 	else if (kw == 3 && s == 1)
-		in_row(d, xp, n, q, oh, 1, 3);
-	else if (kw == 7 && s == 2)
-		in_row(d, xp, n, q, oh, 2, 7);
+		in_row(d, xp, n, q, oh, 1, 3, 1);
 	else
-		in_row(d, xp, n, q, oh, (int)s, (int)kw);
+		in_row(d, xp, n, q, oh, (int)s, (int)kw, 1);
 }
 
 /* Items: (image, band of output rows, pair of output blocks). */
