@@ -39,8 +39,9 @@ static int concat_check(cpu_ctx *ctx, const cpu_tensor *X0, int axis, int64_t *a
 	return 0;
 }
 
-/* Concat's copies as output bytes: row o (of `row` bytes) holds input i's
- * block o at [start[i], start[i] + block[i]). */
+/* Concat's copies as output bytes: row o (of `row` bytes, `outer` rows)
+ * holds each input's block o (its axis dim times `inner` bytes) in input
+ * order. */
 typedef struct concat_job {
 	cpu_ctx *ctx;
 	char *out;
@@ -76,10 +77,9 @@ static int concat_compute(cpu_ctx *ctx)
 {
 	const cpu_tensor *X0;
 	int64_t raw = cpu_attr_int(ctx->node->proto, "axis", 1), dims[CPU_MAX_RANK];
-	int64_t outer = 1, inner, total;
+	int64_t outer = 1, inner, total, bytes;
 	size_t es;
 	cpu_tensor *Y;
-	char *out;
 	int axis, rc = 0;
 
 	if (!(X0 = cpu_require(ctx, 0, &rc)))
@@ -103,24 +103,15 @@ static int concat_compute(cpu_ctx *ctx)
 		else if (d > axis)
 			inner *= X0->dims[d];
 	}
-	out = Y->data;
-	if (outer * total * inner > 4 * CONCAT_CHUNK && cpu_par_members(ctx) > 1) {
-		/* large: split over the pool by output bytes (~0.1 ns a byte) */
-		int64_t bytes = outer * total * inner;
-		concat_job j = {ctx, out, total * inner, inner, axis, bytes};
+	bytes = outer * total * inner;
+	{
+		concat_job j = {ctx, Y->data, total * inner, inner, axis, bytes};
 
+		/* ~0.1 ns a byte: up to 4 chunks (256 KiB) stay on the caller
+		 * (cpu_par_for's threshold), larger ones split over the pool */
 		cpu_par_for(ctx, (bytes + CONCAT_CHUNK - 1) / CONCAT_CHUNK, 0.1 * CONCAT_CHUNK, 1,
 			    concat_range, &j);
-		return 0;
 	}
-	for (int64_t o = 0; o < outer; o++)
-		for (int i = 0; i < ctx->n_in; i++) {
-			const cpu_tensor *X = ctx->in[i];
-			size_t block = (size_t)(X->dims[axis] * inner);
-			if (block)
-				memcpy(out, (const char *)X->data + o * (int64_t)block, block);
-			out += block;
-		}
 	return 0;
 }
 
