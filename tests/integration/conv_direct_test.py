@@ -1,5 +1,6 @@
 """One-group convolutions with short filters (conv_direct.c: input channels
-x taps <= 160; on AVX2 also <= 1152 with at most 16 output channels) of
+x taps <= 160; on AVX2 also <= 1152 with at most 16 output channels; on
+AVX2 not where conv_nhwc.c takes them, 16 input and output channels) of
 every geometry that kernel distinguishes, against numpy
 (float64), through depthwise_test.py's model builder and checks.
 
@@ -60,11 +61,11 @@ CASES = {
     "add_clip": (1, 6, 14, 15, 3, 3, 1, 1, (1, 1, 1, 1), "add_clip", 13),
     "after_unpadded": (1, 8, 20, 22, 3, 3, 1, 1, (1, 1, 1, 1), "after_unpadded", 16),
     "after_unpadded_s2": (1, 8, 20, 22, 3, 3, 2, 1, (1, 1, 1, 1), "after_unpadded", 16),
-    # on AVX2 also longer filters with at most 16 output channels (DBNet's
-    # 64 -> 16): up to 1152 input channels x taps
-    "few_relu": (1, 64, 20, 37, 3, 3, 1, 1, (1, 1, 1, 1), "relu", 16),
+    # on AVX2 also longer filters with fewer than 16 output channels (at
+    # 16 and more conv_nhwc.c takes them): up to 1152 input channels x taps
+    "few_relu": (1, 64, 20, 37, 3, 3, 1, 1, (1, 1, 1, 1), "relu", 15),
     "few_s2_add": (1, 48, 15, 22, 3, 3, 2, 1, (1, 1, 1, 1), "add", 12),
-    "few_k1152_b2": (2, 128, 9, 17, 3, 3, 1, 1, (1, 1, 1, 1), None, 16),
+    "few_k1152_b2": (2, 128, 9, 17, 3, 3, 1, 1, (1, 1, 1, 1), None, 9),
     "few_k5_m3": (1, 24, 12, 30, 5, 5, 1, 1, (2, 2, 2, 2), "clip", 3),
     # dilated filters whose outer taps read the image for few outputs
     # (conv_taps.c: DeepLabV3's atrous pyramid), a product per tap
@@ -73,7 +74,11 @@ CASES = {
     "taps_s2_clip": (1, 8, 25, 25, 3, 3, 2, 10, (10, 10, 10, 10), "clip", 5),
     "taps_1d": (1, 4, 1, 40, 1, 3, 1, 30, (0, 30, 0, 30), None, 6),
     "taps_asym_hardswish": (1, 6, 11, 23, 3, 3, 1, 9, (9, 4, 9, 14), "hardswish", 7),
-    # past conv_direct.c's limits: the other paths, same checks
+    # past conv_direct.c's limits: the other paths, same checks (on AVX2,
+    # 16 input and output channels and more go to conv_nhwc.c: DBNet's
+    # 64 -> 16, a 16 -> 16 with Relu, the example CNN's 16 -> 32)
+    "nhwc_m16": (1, 64, 20, 37, 3, 3, 1, 1, (1, 1, 1, 1), "relu", 16),
+    "nhwc_c16_b2": (2, 16, 9, 17, 3, 3, 1, 1, (1, 1, 1, 1), "add_relu", 16),
     "few_m17": (1, 64, 10, 20, 3, 3, 1, 1, (1, 1, 1, 1), None, 17),
     "few_k1161": (1, 129, 6, 12, 3, 3, 1, 1, (1, 1, 1, 1), None, 8),
     "dilated": (1, 3, 15, 20, 3, 3, 1, 2, (2, 2, 2, 2), None, 8),

@@ -26,7 +26,9 @@
  * [channel block][input channel][kh][kw][8].  Work is split over the pool
  * by (image, band of output rows).  The example CNN's two layers (3 -> 16
  * at 32x32, 16 -> 32 at 16x16): 17 -> 6 and 29 -> 14 us an image (1
- * thread, docs/PERFORMANCE.md).
+ * thread, docs/PERFORMANCE.md); on AVX2 the second now goes to
+ * conv_nhwc.c, as every layer of 16 input and output channels and more
+ * (conv_direct_takes).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -61,12 +63,18 @@ int conv_direct_takes(int64_t Cg, int64_t taps, int64_t Mg)
 	 * packing, each element used by only Mg rows, cost more than the
 	 * product (DBNet's 64 -> 16 3x3 at 120x160: 18 ms through the GEMM
 	 * on Zen 3, ONNX Runtime 5.2).  Not at 32 output channels: DenseNet's
-	 * 128 -> 32 3x3 layers took 1.5x the GEMM's time here. */
+	 * 128 -> 32 3x3 layers took 1.5x the GEMM's time here.  Nor where
+	 * conv_nhwc.c takes the layer (16 input and output channels and
+	 * more): there this kernel's four channels of two rows a tile, eight
+	 * accumulators, took 1.2-1.5x conv_nhwc.c's time (Zen 3, paired per
+	 * layer: 16 -> 16 at 240 x 320 and 256 x 256, 32 -> 16 at 512 x 512,
+	 * 64 -> 16 at 120 x 160, 16 -> 32 at 28 x 28; SqueezeNet's 16 -> 64 at
+	 * 55 x 55 the same). */
 	if (!env || taps <= 1)
 		return 0;
 	if (isa == GEMM_ISA_AVX512)
 		return Cg * taps <= CONV_DIRECT_KMAX;
-	return isa == GEMM_ISA_AVX2 &&
+	return isa == GEMM_ISA_AVX2 && !conv_nhwc_takes(Cg, taps, Mg) &&
 	       (Cg * taps <= CONV_DIRECT_KMAX ||
 		(Mg <= CONV_DIRECT_FEW_M && Cg * taps <= CONV_DIRECT_FEW_KMAX));
 #else

@@ -106,7 +106,8 @@ int conv_grouped_run(cpu_ctx *ctx, const conv_job *j, int64_t N, int64_t G, cons
 
 /* conv_direct.c: one group whose filter has at most CONV_DIRECT_KMAX
  * input channels x taps (on AVX2 also up to CONV_DIRECT_FEW_KMAX with at
- * most CONV_DIRECT_FEW_M output channels), 1-D and 2-D, stride 1 or 2, no
+ * most CONV_DIRECT_FEW_M output channels; on AVX2 none that conv_nhwc.c
+ * takes), 1-D and 2-D, stride 1 or 2, no
  * dilation, on an AVX-512 or AVX2 + FMA CPU (ORTMK_CPU_CONV_DIRECT=0
  * turns it off).  The filter is laid out by conv_grouped_pack with G = 1. */
 #define CONV_DIRECT_KMAX 160
