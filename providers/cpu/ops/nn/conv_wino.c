@@ -95,8 +95,13 @@ int conv_wino_prepare(cpu_node *node, conv_state *st, char *err, size_t n)
 	/* At 16 input channels the sixteen products are 16 deep, shorter
 	 * than the tiles' loads and stores: conv_nhwc.c took 0.75-0.85x the
 	 * time where it takes the layer (Zen 3, paired: SqueezeNet's 16 -> 64
-	 * at 55 x 55, 16 -> 32 at 28 x 28) and never more. */
-	if (W->dims[1] <= 16 && conv_nhwc_takes(W->dims[1], 9, W->dims[0]))
+	 * at 55 x 55, 16 -> 32 at 28 x 28) and never more.  At 32 output
+	 * channels and fewer each tile's input transform serves too few
+	 * outputs: DenseNet's 128 -> 32 layers took 0.92x (56 x 56), 0.86x
+	 * (28 x 28), 0.76x (14 x 14) and 0.53x (7 x 7) of Winograd's time
+	 * through conv_nhwc.c. */
+	if ((W->dims[1] <= 16 || W->dims[0] <= 32) &&
+	    conv_nhwc_takes(W->dims[1], 9, W->dims[0]))
 		return 0;
 	for (int i = 0; i < w->n_strides; i++)
 		if (w->strides[i] != 1)
