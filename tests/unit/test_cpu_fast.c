@@ -929,6 +929,53 @@ static void test_transpose_random(void **state)
 }
 
 /* Empty tensors go through every fast path without touching memory. */
+/* ---- ReduceSum / ReduceMean over one run of middle axes ---- */
+
+/* x [outer, R, inner] reduced over R (axes from a to b of a rank-4 shape
+ * with axes after them), against a double sum in r order: the fast path
+ * (reduce.c's red_mid) sums four outputs a vector and the rest one by
+ * one, both in that order, so the float results are the same bits. */
+static void test_reduce_middle(void **state)
+{
+	static const int64_t shapes[][4] = {
+		{1, 192, 3, 80}, {2, 5, 7, 67}, {3, 4, 9, 3}, {1, 1, 130, 129},
+	};
+	static const int64_t axes[][2] = {{2, 2}, {1, 2}, {1, 1}, {2, 2}};
+	(void)state;
+	for (int c = 0; c < 4; c++)
+		for (int op = 0; op < 2; op++) {
+			const int64_t *d = shapes[c];
+			int64_t a = axes[c][0], b = axes[c][1], outer = 1, R = 1, inner = 1;
+			int64_t ax[2] = {a, b};
+			cpu_tensor x = rtens(4, d, -3.0f, 3.0f), y[1];
+			const cpu_tensor *in[1] = {&x};
+			tnode t;
+
+			for (int k = 0; k < 4; k++)
+				*(k < a ? &outer : k <= b ? &R : &inner) *= d[k];
+			tn(&t, op ? "ReduceMean" : "ReduceSum", 1, 1);
+			tn_ints(&t, "axes", ax, a == b ? 1 : 2);
+			tn_int(&t, "keepdims", 0);
+			run_alt(&t, 11, 1, in, 1, y);
+			assert_int_equal(cpu_numel(&y[0]), outer * inner);
+			for (int64_t o = 0; o < outer; o++)
+				for (int64_t i = 0; i < inner; i++) {
+					double sum = 0.0;
+					float want, got = ((float *)y[0].data)[o * inner + i];
+
+					for (int64_t r = 0; r < R; r++)
+						sum += ((float *)x.data)[(o * R + r) * inner + i];
+					want = (float)(op ? sum / (double)R : sum);
+					if (got != want)
+						fail_msg("%s case %d [%lld, %lld]: got %.9g want %.9g",
+							 op ? "ReduceMean" : "ReduceSum", c, (long long)o,
+							 (long long)i, got, want);
+				}
+			free_outs(y, 1);
+			free(x.data);
+		}
+}
+
 static void test_empty_tensors(void **state)
 {
 	static const int64_t d0[2] = {0, 5}, d1[2] = {3, 0}, d4[4] = {0, 3, 8, 8};
@@ -985,6 +1032,7 @@ int main(void)
 		cmocka_unit_test(test_binary_random),
 		cmocka_unit_test(test_variadic_max),
 		cmocka_unit_test(test_transpose_random),
+		cmocka_unit_test(test_reduce_middle),
 		cmocka_unit_test(test_empty_tensors),
 	};
 	int rc;
