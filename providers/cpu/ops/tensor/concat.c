@@ -157,11 +157,43 @@ static int split_sizes(cpu_ctx *ctx, int64_t dim, int64_t *sz)
 	return 0;
 }
 
+/* Split's copies as input bytes, Concat's the other way round: row o of
+ * the input (`row` bytes) holds each output's block o in output order. */
+typedef struct split_job {
+	const char *in;
+	char **out;
+	const int64_t *sz;
+	int n_out;
+	int64_t row, inner, end;   /* end: the input's bytes */
+} split_job;
+
+/* Input bytes [c0 * CONCAT_CHUNK, c1 * CONCAT_CHUNK), clipped to the end. */
+static void split_range(void *arg, int64_t c0, int64_t c1, int member)
+{
+	const split_job *j = arg;
+	int64_t b0 = c0 * CONCAT_CHUNK, b1 = c1 * CONCAT_CHUNK < j->end ? c1 * CONCAT_CHUNK : j->end;
+
+	(void)member;
+	for (int64_t o = b0 / j->row; o * j->row < b1; o++) {
+		int64_t at = o * j->row;
+
+		for (int i = 0; i < j->n_out && at < b1; i++) {
+			int64_t block = j->sz[i] * j->inner;
+			int64_t lo = at > b0 ? at : b0, hi = at + block < b1 ? at + block : b1;
+
+			if (hi > lo)
+				memcpy(j->out[i] + o * block + (lo - at), j->in + lo, (size_t)(hi - lo));
+			at += block;
+		}
+	}
+}
+
 static int split_compute(cpu_ctx *ctx)
 {
 	const cpu_tensor *X;
 	int64_t raw = cpu_attr_int(ctx->node->proto, "axis", 0), dims[CPU_MAX_RANK];
-	int64_t outer = 1, inner, *sz, at = 0;
+	int64_t outer = 1, inner, *sz, bytes;
+	char **out;
 	int axis, rc = 0;
 
 	if (!(X = cpu_require(ctx, 0, &rc)))
@@ -169,8 +201,9 @@ static int split_compute(cpu_ctx *ctx)
 	if (ctx->n_out < 1 || (axis = cpu_norm_axis(raw, X->rank)) < 0)
 		return cpu_fail(ctx, CPU_E_INVALID, "axis %lld out of range for rank %d",
 				(long long)raw, X->rank);
-	if (!(sz = cpu_scratch(ctx, sizeof(int64_t) * (size_t)ctx->n_out)))
+	if (!(sz = cpu_scratch(ctx, (sizeof(int64_t) + sizeof(char *)) * (size_t)ctx->n_out)))
 		return CPU_E_NOMEM;
+	out = (char **)(sz + ctx->n_out);
 	if ((rc = split_sizes(ctx, X->dims[axis], sz)) != 0)
 		return rc;
 	inner = (int64_t)cpu_dtype_size(X->dtype);
@@ -183,14 +216,21 @@ static int split_compute(cpu_ctx *ctx)
 	memcpy(dims, X->dims, sizeof(int64_t) * (size_t)X->rank);
 	for (int i = 0; i < ctx->n_out; i++) {
 		cpu_tensor *Y;
-		size_t block = (size_t)(sz[i] * inner);
+
 		dims[axis] = sz[i];
 		if (!(Y = cpu_output(ctx, i, X->dtype, X->rank, dims)))
 			return CPU_E_NOMEM;
-		for (int64_t o = 0; o < outer && block; o++)
-			memcpy((char *)Y->data + o * (int64_t)block,
-			       (const char *)X->data + (o * X->dims[axis] + at) * inner, block);
-		at += sz[i];
+		out[i] = Y->data;
+	}
+	bytes = outer * X->dims[axis] * inner;
+	{
+		split_job j = {X->data, out, sz, ctx->n_out, X->dims[axis] * inner, inner, bytes};
+
+		/* as Concat: ~0.1 ns a byte, large ones split over the pool
+		 * (YOLO's channel splits of 3 MB: 2.5x ONNX Runtime's time on
+		 * one thread) */
+		cpu_par_for(ctx, (bytes + CONCAT_CHUNK - 1) / CONCAT_CHUNK, 0.1 * CONCAT_CHUNK, 1,
+			    split_range, &j);
 	}
 	return 0;
 }
