@@ -5,8 +5,8 @@ this project is measured on move by 10-40% over minutes, so two separate
 benchmark runs of the same binary can disagree more than a change does).
 
 usage: tools/bench/ab_nodes.py (--zoo NAME [--variant fp32] | MODEL --input NAME=FILE.npy ...)
-           --a 'VAR=VAL ...' --b 'VAR=VAL ...' [--threads 1] [--rounds 7]
-           [--iters 3] [--rows 25] [--build-dir build]
+           --a 'VAR=VAL ...' --b 'VAR=VAL ...' [--threads 1] [--threads-b T]
+           [--rounds 7] [--iters 3] [--rows 25] [--build-dir build]
 
 Each round runs ort-run with A's environment, B's, B's again and A's
 again (the second run of a pair tends to be faster), each with
@@ -23,6 +23,12 @@ ORTMK_EP_DIR (docs/ENVIRONMENT.md), e.g. --a ORTMK_EP_DIR=/tmp/old --b ''
 after copying the old build's providers/cpu/ort-ep-cpu to /tmp/old.  An
 algorithm switch: --a '' --b ORTMK_CPU_WINOGRAD=0.  --zoo NAME takes the
 model and set a's inputs from build/zoo/NAME (tools/zoo/gen.py).
+
+--threads-b T runs B with T intra-op threads (A with --threads): with
+--a '' --b '' --threads 1 --threads-b 2 each node's B/A is its 2-thread
+time over its 1-thread time, and a node near 1.0 is one the pool does
+not split (a cost estimate under cpu_par_for's threshold, or a split
+that defeats the kernel: how this project's 13th session found three).
 """
 import argparse
 import os
@@ -70,6 +76,7 @@ def main():
     ap.add_argument("--a", default="")
     ap.add_argument("--b", default="")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--threads-b", type=int)
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--iters", type=int, default=3)
     ap.add_argument("--rows", type=int, default=25)
@@ -92,8 +99,10 @@ def main():
         for r in range(a.rounds):
             # A B B A: whichever runs second in a pair tends to run faster
             # (caches, the clock); each side gets both places every round
-            got = [run(ort_run, model, inputs, a.threads, a.iters, e, prof)
-                   for e in (ea, eb, eb, ea)]
+            tb_threads = a.threads_b or a.threads
+            got = [run(ort_run, model, inputs, t, a.iters, e, prof)
+                   for e, t in ((ea, a.threads), (eb, tb_threads), (eb, tb_threads),
+                                (ea, a.threads))]
             ta = {k: (us + got[3].get(k, us)) / 2 for k, us in got[0].items()}
             tb = {k: (us + got[2].get(k, us)) / 2 for k, us in got[1].items()}
             for k, us in ta.items():
@@ -101,8 +110,9 @@ def main():
                     ratios.setdefault(k, []).append(tb[k] / us)
                     times.setdefault(k, []).append(us)
             totals.append(sum(tb.values()) / max(sum(ta.values()), 1e-9))
-    print("total B/A %.3f (median of %d rounds; A %s, B %s)" %
-          (statistics.median(totals), a.rounds, a.a or "unset", a.b or "unset"))
+    print("total B/A %.3f (median of %d rounds; A %s, B %s%s)" %
+          (statistics.median(totals), a.rounds, a.a or "unset", a.b or "unset",
+           ", B at %d threads" % a.threads_b if a.threads_b else ""))
     for k in sorted(times, key=lambda k: -statistics.median(times[k]))[:a.rows]:
         print("%10.1f us  B/A %5.2f  %-16s %s" % (statistics.median(times[k]),
                                                   statistics.median(ratios[k]), k[1], k[0]))
