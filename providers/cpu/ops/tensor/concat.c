@@ -39,45 +39,59 @@ static int concat_check(cpu_ctx *ctx, const cpu_tensor *X0, int axis, int64_t *a
 	return 0;
 }
 
-/* Concat's copies as output bytes: row o (of `row` bytes, `outer` rows)
- * holds each input's block o (its axis dim times `inner` bytes) in input
- * order. */
-typedef struct concat_job {
-	cpu_ctx *ctx;
-	char *out;
-	int64_t row, inner, axis, end;   /* end: the output's bytes */
-} concat_job;
+/* The copies of Concat (parts into the whole) or Split (the whole into
+ * parts) as bytes of the whole: its row o (`row` bytes, `end` in all)
+ * holds each part's block o (sz[i] times `inner` bytes) in part order. */
+typedef struct blocks_job {
+	char *whole;
+	char *const *parts;
+	const int64_t *sz;
+	int n, split;
+	int64_t row, inner, end;
+} blocks_job;
 
-enum { CONCAT_CHUNK = 64 << 10 };   /* output bytes a pool item */
+enum { CONCAT_CHUNK = 64 << 10 };   /* bytes of the whole a pool item */
 
-/* Output bytes [c0 * CONCAT_CHUNK, c1 * CONCAT_CHUNK), clipped to the end. */
-static void concat_range(void *arg, int64_t c0, int64_t c1, int member)
+/* Bytes [c0 * CONCAT_CHUNK, c1 * CONCAT_CHUNK) of the whole, clipped to
+ * the end. */
+static void blocks_range(void *arg, int64_t c0, int64_t c1, int member)
 {
-	const concat_job *j = arg;
+	const blocks_job *j = arg;
 	int64_t b0 = c0 * CONCAT_CHUNK, b1 = c1 * CONCAT_CHUNK < j->end ? c1 * CONCAT_CHUNK : j->end;
 
 	(void)member;
 	for (int64_t o = b0 / j->row; o * j->row < b1; o++) {
 		int64_t at = o * j->row;
 
-		for (int i = 0; i < j->ctx->n_in && at < b1; i++) {
-			const cpu_tensor *X = j->ctx->in[i];
-			int64_t block = X->dims[j->axis] * j->inner;
+		for (int i = 0; i < j->n && at < b1; i++) {
+			int64_t block = j->sz[i] * j->inner;
 			int64_t lo = at > b0 ? at : b0, hi = at + block < b1 ? at + block : b1;
+			char *part = j->parts[i] + o * block + (lo - at);
 
 			if (hi > lo)
-				memcpy(j->out + lo, (const char *)X->data + o * block + (lo - at),
+				memcpy(j->split ? part : j->whole + lo, j->split ? j->whole + lo : part,
 				       (size_t)(hi - lo));
 			at += block;
 		}
 	}
 }
 
+/* ~0.1 ns a byte: up to 4 chunks (256 KiB) stay on the caller
+ * (cpu_par_for's threshold), larger ones split over the pool (SqueezeNet's
+ * fire Concats, YOLO's 3 MB channel Splits: 2.5x ONNX Runtime's time on
+ * one thread). */
+static void blocks_copy(cpu_ctx *ctx, const blocks_job *j)
+{
+	cpu_par_for(ctx, (j->end + CONCAT_CHUNK - 1) / CONCAT_CHUNK, 0.1 * CONCAT_CHUNK, 1,
+		    blocks_range, (void *)j);
+}
+
 static int concat_compute(cpu_ctx *ctx)
 {
 	const cpu_tensor *X0;
 	int64_t raw = cpu_attr_int(ctx->node->proto, "axis", 1), dims[CPU_MAX_RANK];
-	int64_t outer = 1, inner, total, bytes;
+	int64_t outer = 1, inner, total, bytes, *sz;
+	char **parts;
 	size_t es;
 	cpu_tensor *Y;
 	int axis, rc = 0;
@@ -104,14 +118,15 @@ static int concat_compute(cpu_ctx *ctx)
 			inner *= X0->dims[d];
 	}
 	bytes = outer * total * inner;
-	{
-		concat_job j = {ctx, Y->data, total * inner, inner, axis, bytes};
-
-		/* ~0.1 ns a byte: up to 4 chunks (256 KiB) stay on the caller
-		 * (cpu_par_for's threshold), larger ones split over the pool */
-		cpu_par_for(ctx, (bytes + CONCAT_CHUNK - 1) / CONCAT_CHUNK, 0.1 * CONCAT_CHUNK, 1,
-			    concat_range, &j);
+	if (!(sz = cpu_scratch(ctx, (sizeof(int64_t) + sizeof(char *)) * (size_t)ctx->n_in)))
+		return CPU_E_NOMEM;
+	parts = (char **)(sz + ctx->n_in);
+	for (int i = 0; i < ctx->n_in; i++) {
+		sz[i] = ctx->in[i]->dims[axis];
+		parts[i] = (char *)ctx->in[i]->data;   /* read only: Concat copies into Y */
 	}
+	blocks_copy(ctx, &(blocks_job){Y->data, parts, sz, ctx->n_in, 0, total * inner, inner,
+				       bytes});
 	return 0;
 }
 
@@ -157,37 +172,6 @@ static int split_sizes(cpu_ctx *ctx, int64_t dim, int64_t *sz)
 	return 0;
 }
 
-/* Split's copies as input bytes, Concat's the other way round: row o of
- * the input (`row` bytes) holds each output's block o in output order. */
-typedef struct split_job {
-	const char *in;
-	char **out;
-	const int64_t *sz;
-	int n_out;
-	int64_t row, inner, end;   /* end: the input's bytes */
-} split_job;
-
-/* Input bytes [c0 * CONCAT_CHUNK, c1 * CONCAT_CHUNK), clipped to the end. */
-static void split_range(void *arg, int64_t c0, int64_t c1, int member)
-{
-	const split_job *j = arg;
-	int64_t b0 = c0 * CONCAT_CHUNK, b1 = c1 * CONCAT_CHUNK < j->end ? c1 * CONCAT_CHUNK : j->end;
-
-	(void)member;
-	for (int64_t o = b0 / j->row; o * j->row < b1; o++) {
-		int64_t at = o * j->row;
-
-		for (int i = 0; i < j->n_out && at < b1; i++) {
-			int64_t block = j->sz[i] * j->inner;
-			int64_t lo = at > b0 ? at : b0, hi = at + block < b1 ? at + block : b1;
-
-			if (hi > lo)
-				memcpy(j->out[i] + o * block + (lo - at), j->in + lo, (size_t)(hi - lo));
-			at += block;
-		}
-	}
-}
-
 static int split_compute(cpu_ctx *ctx)
 {
 	const cpu_tensor *X;
@@ -223,15 +207,8 @@ static int split_compute(cpu_ctx *ctx)
 		out[i] = Y->data;
 	}
 	bytes = outer * X->dims[axis] * inner;
-	{
-		split_job j = {X->data, out, sz, ctx->n_out, X->dims[axis] * inner, inner, bytes};
-
-		/* as Concat: ~0.1 ns a byte, large ones split over the pool
-		 * (YOLO's channel splits of 3 MB: 2.5x ONNX Runtime's time on
-		 * one thread) */
-		cpu_par_for(ctx, (bytes + CONCAT_CHUNK - 1) / CONCAT_CHUNK, 0.1 * CONCAT_CHUNK, 1,
-			    split_range, &j);
-	}
+	blocks_copy(ctx, &(blocks_job){(char *)X->data, out, sz, ctx->n_out, 1,
+				       X->dims[axis] * inner, inner, bytes});   /* X read only */
 	return 0;
 }
 
