@@ -75,7 +75,7 @@ static int64_t ipow(int64_t x, int64_t e, int e_unsigned)
 }
 
 /* Integer semantics: wrap on overflow (computed unsigned), C truncation. */
-static inline int64_t i64_op(int op, int64_t x, int64_t y)
+static inline __attribute__((always_inline)) int64_t i64_op(int op, int64_t x, int64_t y)
 {
 	switch (op) {
 	case OP_ADD: return (int64_t)((uint64_t)x + (uint64_t)y);
@@ -251,20 +251,25 @@ static void f32_range(void *arg, int64_t e0, int64_t e1, int member)
 	}
 }
 
-/* int64 op int64 into int64 (+ - * Max Min) or bool (the comparisons): a
- * loop per op, no per-element dtype switch (a GPT export's causal mask,
- * LessOrEqual of a [1, T] and a [T, 1] range, took 13 ns an element
- * through the generic access).  Returns 0 when the row is not of that
- * kind. */
-#define I64_LOOP(T, EXPR)                                                                  \
-	do {                                                                               \
-		T *y = (T *)r->y + off[r->yk];                                             \
-		for (int64_t i = 0; i < n; i++) {                                          \
-			int64_t x = a[i * sa], v = b[i * sb];                              \
-			y[i] = (T)(EXPR);                                                  \
-		}                                                                          \
-	} while (0)
+/* int64 op int64 into int64 (+ - * Max Min) or bool (the comparisons):
+ * i64_op with a constant op, one loop per op, no per-element dtype switch
+ * (a GPT export's causal mask, LessOrEqual of a [1, T] and a [T, 1]
+ * range, took 13 ns an element through the generic access). */
+static inline __attribute__((always_inline)) void
+i64_loop(int op, int to_bool, const int64_t *a, int64_t sa, const int64_t *b, int64_t sb,
+	 void *y, int64_t n)
+{
+	for (int64_t i = 0; i < n; i++) {
+		int64_t v = i64_op(op, a[i * sa], b[i * sb]);
 
+		if (to_bool)
+			((uint8_t *)y)[i] = (uint8_t)v;
+		else
+			((int64_t *)y)[i] = v;
+	}
+}
+
+/* Returns 0 when the row is not of that kind. */
 static int i64_row(const bin_run *r, int64_t n, const int64_t *off, const int64_t *st)
 {
 	const int64_t *a = (const int64_t *)r->a + off[0], *b = (const int64_t *)r->b + off[1];
@@ -273,27 +278,30 @@ static int i64_row(const bin_run *r, int64_t n, const int64_t *off, const int64_
 	if (r->adt != CPU_INT64 || r->bdt != CPU_INT64)
 		return 0;
 	if (r->ydt == CPU_BOOL) {
+		uint8_t *y = (uint8_t *)r->y + off[r->yk];
+
 		switch (r->op) {
-		case OP_EQ: I64_LOOP(uint8_t, x == v); return 1;
-		case OP_LT: I64_LOOP(uint8_t, x < v); return 1;
-		case OP_GT: I64_LOOP(uint8_t, x > v); return 1;
-		case OP_LE: I64_LOOP(uint8_t, x <= v); return 1;
-		case OP_GE: I64_LOOP(uint8_t, x >= v); return 1;
+		case OP_EQ: i64_loop(OP_EQ, 1, a, sa, b, sb, y, n); return 1;
+		case OP_LT: i64_loop(OP_LT, 1, a, sa, b, sb, y, n); return 1;
+		case OP_GT: i64_loop(OP_GT, 1, a, sa, b, sb, y, n); return 1;
+		case OP_LE: i64_loop(OP_LE, 1, a, sa, b, sb, y, n); return 1;
+		case OP_GE: i64_loop(OP_GE, 1, a, sa, b, sb, y, n); return 1;
 		default: return 0;
 		}
 	}
 	if (r->ydt != CPU_INT64)
 		return 0;
+	int64_t *y = (int64_t *)r->y + off[r->yk];
+
 	switch (r->op) {
-	case OP_ADD: I64_LOOP(int64_t, (uint64_t)x + (uint64_t)v); return 1;
-	case OP_SUB: I64_LOOP(int64_t, (uint64_t)x - (uint64_t)v); return 1;
-	case OP_MUL: I64_LOOP(int64_t, (uint64_t)x * (uint64_t)v); return 1;
-	case OP_MAX: I64_LOOP(int64_t, x > v ? x : v); return 1;
-	case OP_MIN: I64_LOOP(int64_t, x < v ? x : v); return 1;
+	case OP_ADD: i64_loop(OP_ADD, 0, a, sa, b, sb, y, n); return 1;
+	case OP_SUB: i64_loop(OP_SUB, 0, a, sa, b, sb, y, n); return 1;
+	case OP_MUL: i64_loop(OP_MUL, 0, a, sa, b, sb, y, n); return 1;
+	case OP_MAX: i64_loop(OP_MAX, 0, a, sa, b, sb, y, n); return 1;
+	case OP_MIN: i64_loop(OP_MIN, 0, a, sa, b, sb, y, n); return 1;
 	default: return 0;
 	}
 }
-#undef I64_LOOP
 
 /* The other dtypes, one broadcast row at a time. */
 static int bin_row(void *arg, int64_t n, const int64_t *off, const int64_t *st)

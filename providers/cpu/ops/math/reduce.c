@@ -151,7 +151,8 @@ static void red_rows_range(void *arg, int64_t r0, int64_t r1, int member)
  * axes after it (x viewed as [outer][R][inner], y as [outer][inner]):
  * each output summed in double over r in order, as the general walk does,
  * four outputs of a row a vector (SVTR's mean over the height, 4x ONNX
- * Runtime's time through the walk).  Items: (outer, block of 64 inner). */
+ * Runtime's time through the walk).  Items: (outer, block of 64 inner);
+ * R > 0 (red_compute takes the general walk for an empty reduction). */
 typedef struct red_mid {
 	const float *x;
 	float *y;
@@ -184,14 +185,14 @@ static void red_mid_range(void *arg, int64_t t0, int64_t t1, int member)
 				acc += __builtin_convertvector(u, vd4);
 			}
 			for (int k = 0; k < 4; k++)
-				y[i + k] = (float)(a->mean ? (a->R ? acc[k] / (double)a->R : NAN) : acc[k]);
+				y[i + k] = (float)(a->mean ? acc[k] / (double)a->R : acc[k]);
 		}
 		for (; i < i1; i++) {
 			double s = 0.0;
 
 			for (int64_t r = 0; r < a->R; r++)
 				s += x[r * a->inner + i];
-			y[i] = (float)(a->mean ? (a->R ? s / (double)a->R : NAN) : s);
+			y[i] = (float)(a->mean ? s / (double)a->R : s);
 		}
 	}
 }
@@ -225,24 +226,10 @@ static int red_compute(cpu_ctx *ctx)
 		return CPU_E_NOMEM;
 	r.op = red_op(ctx->node->proto->op_type);
 	{
-		/* reduced axes all trailing: contiguous rows */
-		int d = X->rank;
-
-		while (d > 0 && red[d - 1])
-			d--;
-		for (int e = 0; e < d; e++)
-			if (red[e])
-				d = -1;
-		if (X->dtype == CPU_FLOAT && r.op <= R_MEAN && d >= 0 && d < X->rank && count > 0) {
-			red_rows a = {X->data, Y->data, count, r.op == R_MEAN};
-
-			cpu_par_for(ctx, m, 0.3 * (double)count, 1, red_rows_range, &a);
-			return 0;
-		}
-	}
-	{
-		/* one run of reduced axes [d0, d1) with kept axes after it */
-		int d0 = 0, d1;
+		/* float sums and means over one run of reduced axes [d0, d1):
+		 * trailing, contiguous rows (red_rows); with kept axes after it,
+		 * [outer][R][inner] (red_mid) */
+		int d0 = 0, d1, one_run = 1;
 		int64_t outer = 1, inner = 1;
 
 		while (d0 < X->rank && !red[d0])
@@ -252,19 +239,26 @@ static int red_compute(cpu_ctx *ctx)
 			d1++;
 		for (int e = d1; e < X->rank; e++) {
 			inner *= X->dims[e];
-			if (red[e])
-				d1 = -1;
+			one_run &= !red[e];
 		}
-		if (X->dtype == CPU_FLOAT && r.op <= R_MEAN && d1 > d0 && d1 < X->rank && count > 0 &&
-		    inner > 0) {
-			red_mid a = {X->data, Y->data, count, inner,
-				     (inner + RED_MID_BLOCK - 1) / RED_MID_BLOCK, r.op == R_MEAN};
+		if (X->dtype == CPU_FLOAT && r.op <= R_MEAN && one_run && d1 > d0 && count > 0) {
+			if (d1 == X->rank) {
+				red_rows a = {X->data, Y->data, count, r.op == R_MEAN};
 
-			cpu_par_for(ctx, outer * a.blocks,
-				    0.3 * (double)count * (double)(inner < RED_MID_BLOCK ? inner :
-								   RED_MID_BLOCK),
-				    1, red_mid_range, &a);
-			return 0;
+				cpu_par_for(ctx, m, 0.3 * (double)count, 1, red_rows_range, &a);
+				return 0;
+			}
+			if (inner > 0) {
+				red_mid a = {X->data, Y->data, count, inner,
+					     (inner + RED_MID_BLOCK - 1) / RED_MID_BLOCK,
+					     r.op == R_MEAN};
+
+				cpu_par_for(ctx, outer * a.blocks,
+					    0.3 * (double)count *
+						    (double)(inner < RED_MID_BLOCK ? inner : RED_MID_BLOCK),
+					    1, red_mid_range, &a);
+				return 0;
+			}
 		}
 	}
 	r.is_float = cpu_dtype_is_float(X->dtype);

@@ -91,25 +91,9 @@ static int cos_compute(cpu_ctx *ctx)
 	if (!(Y = cpu_output(ctx, 0, dt, (int)n, dims)))
 		return CPU_E_NOMEM;
 	total = cpu_numel(Y);
-	/* by element type: one memcpy call an element took 5 ns */
-	if (es == 4) {
-		uint32_t v32;
-
-		memcpy(&v32, val, 4);
-		for (int64_t i = 0; i < total; i++)
-			((uint32_t *)Y->data)[i] = v32;
-	} else if (es == 8) {
-		uint64_t v64;
-
-		memcpy(&v64, val, 8);
-		for (int64_t i = 0; i < total; i++)
-			((uint64_t *)Y->data)[i] = v64;
-	} else if (es == 1) {
-		memset(Y->data, *(const uint8_t *)val, (size_t)total);
-	} else {
-		for (int64_t i = 0; i < total; i++)
-			memcpy((char *)Y->data + (size_t)i * es, val, es);
-	}
+	/* the value broadcast by a stride-0 copy (copy_row fills by element
+	 * type: one memcpy call an element took 5 ns) */
+	cpu_copy_strided(Y->data, val, es, 1, &total, &(int64_t){0});
 	return 0;
 }
 
