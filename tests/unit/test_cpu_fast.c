@@ -289,11 +289,14 @@ static void test_pool_common(void **state)
 }
 
 /* A NaN anywhere in a MaxPool window makes the output NaN, on every path:
- * the separable one (padded), pool_s2's vectors and tail, with Indices. */
+ * pool_rowmax's (AVX2: rows of at most 8 and more, column stride 1 and 2,
+ * a last vector overlapping the one before), else the separable one,
+ * pool_s2's vectors and tail, with Indices. */
 static void test_pool_nan(void **state)
 {
 	static const int64_t shapes[][4] = {{9, 3, 2, 1}, {34, 2, 2, 0}, {37, 2, 2, 0},
-					    {37, 3, 2, 0}};   /* H=W k s pad */
+					    {37, 3, 2, 0}, {14, 3, 1, 1}, {7, 3, 1, 1},
+					    {31, 3, 1, 1}};   /* H=W k s pad */
 	(void)state;
 	for (size_t c = 0; c < sizeof(shapes) / sizeof(shapes[0]); c++) {
 		int64_t n = shapes[c][0], xd[4] = {1, 1, n, n};
@@ -319,7 +322,9 @@ static void test_pool_nan(void **state)
 		xv[0] = NAN;                /* a window's first tap */
 		xv[1 * n + 3] = NAN;        /* first tap of a row of windows */
 		xv[5 * n + 5] = NAN;        /* the middle of windows */
-		xv[8 * n + 8] = -INFINITY;
+		if (n > 8)
+			xv[8 * n + 8] = -INFINITY;
+		xv[3 * n + n - 1] = NAN;    /* a row's last column */
 		if (n > 30) {
 			xv[2 * n + 21] = NAN;   /* an odd column inside a vector */
 			xv[7 * n + 30] = NAN;   /* an even one */
