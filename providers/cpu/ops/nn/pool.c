@@ -16,8 +16,8 @@
  * rows combine the kernel rows they cover.  Columns whose windows touch the
  * padding are done tap by tap, unless the plane is copied into padded rows
  * first (MaxPool's padding -inf, a counted average's zeros: pad_copy_fits).
- * On AVX2 a 2-D MaxPool at column stride 1 or 2 runs row by row instead
- * (pool_rowmax); small 2-D planes of a multiple of eight channels that it
+ * On AVX2 a 2-D window at column stride 1 or 2 runs row by row instead
+ * (pool_rows); small 2-D planes of a multiple of eight channels that it
  * does not take are pooled blocked (small_planes_blocked); 3-D windows
  * and MaxPool with Indices go through
  * the general pool_window.  A NaN in a MaxPool window makes the
@@ -404,29 +404,34 @@ static void pool_s2(int is_max, const float *x, float *y, int64_t planes, int64_
 		s2_planes(0, x, y, planes, H, W, OH, OW);
 }
 
+/* MaxPool and AveragePool of 2-D windows at column stride 1 or 2, no
+ * dilation, every window holding a tap of the plane: for each output row,
+ * the kernel rows inside the plane are reduced into one row (vm, its left
+ * padding and everything past the image -inf for max, 0 for the sum),
+ * whose windows then give eight outputs a vector, the taps as shifted
+ * loads (stride 2: the even lanes of two); an average divides by the
+ * window's rows times its columns that count (inside the plane, or inside
+ * its pads with count_include_pad: pool_window's count).  No edge column
+ * or row is special and a row costs a few vectors, where the separable
+ * kernel's per-row calls and the padded copy cost more than the pooling
+ * on small planes (GoogLeNet's 3x3/1 MaxPools on 14x14 planes of 480-832
+ * channels: 4x ONNX Runtime's blocked kernel; Inception's 3x3/1
+ * AveragePools on 35x35 and 17x17: 2.5-3x).  A NaN in a max window is
+ * tracked apart, as blk_pool_range does, and wins.  AVX2 intrinsics for
+ * maxps: the generic vectors' max is a compare and a blend, whose chain
+ * per tap left the loop latency-bound (2-3x slower); other CPUs keep the
+ * separable kernel. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #include <immintrin.h>
 #define RM_X86 1
 #define RM_TARGET __attribute__((target("avx2,fma")))
+#define RM_VM_FLOATS 4096   /* rows of vm a block of output rows, at most (one at least) */
 
-/* MaxPool of 2-D windows at column stride 1 or 2, no dilation, every
- * window holding a tap of the plane: for each output row, the kernel rows
- * inside the plane are reduced into one row (vm, its left padding and
- * everything past the image -inf), whose windows then give eight outputs
- * a vector, the taps as shifted loads (stride 2: the even lanes of two).
- * No edge column or row is special and a row costs a few vectors, where
- * the separable kernel's per-row calls and the padded copy cost more than
- * the pooling on small planes (GoogLeNet's 3x3/1 pools on 14x14 planes of
- * 480-832 channels: 4x ONNX Runtime's blocked kernel).  A NaN is tracked
- * apart, as blk_pool_range does, and wins.  AVX2 intrinsics for maxps:
- * the generic vectors' max is a compare and a blend, whose chain per tap
- * left the loop latency-bound (2-3x slower); other CPUs keep the
- * separable kernel. */
-
-/* Eight floats of row x (W of them) from w, the lanes past W -inf (only
- * W < 8 has such lanes: a row's last vector overlaps the one before). */
+/* Eight floats of row x (W of them) from w, the lanes past W `fill`
+ * (only W < 8 has such lanes: a row's last vector overlaps the one
+ * before). */
 static inline __attribute__((always_inline)) RM_TARGET __m256 rm8_load(const float *x, int64_t w,
-								       int64_t W)
+								       int64_t W, float fill)
 {
 	__m256i m;
 
@@ -434,14 +439,16 @@ static inline __attribute__((always_inline)) RM_TARGET __m256 rm8_load(const flo
 		return _mm256_loadu_ps(x + w);
 	m = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(W - w)),
 			       _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-	return _mm256_blendv_ps(_mm256_set1_ps(-INFINITY), _mm256_maskload_ps(x + w, m),
+	return _mm256_blendv_ps(_mm256_set1_ps(fill), _mm256_maskload_ps(x + w, m),
 				_mm256_castsi256_ps(m));
 }
 
+/* The max (NaN winning) or the sum of a window's taps along a row of vm,
+ * eight outputs. */
 static inline __attribute__((always_inline)) RM_TARGET __m256 rm8_taps(const float *v, int kw,
-								       int s2)
+								       int s2, int is_max)
 {
-	__m256 acc = _mm256_set1_ps(-INFINITY), nan = _mm256_setzero_ps();
+	__m256 acc = _mm256_set1_ps(is_max ? -INFINITY : 0.0f), nan = _mm256_setzero_ps();
 
 	for (int t = 0; t < kw; t++) {
 		__m256 u = _mm256_loadu_ps(v + t);
@@ -452,101 +459,172 @@ static inline __attribute__((always_inline)) RM_TARGET __m256 rm8_taps(const flo
 			u = _mm256_castpd_ps(_mm256_permute4x64_pd(
 				_mm256_castps_pd(_mm256_shuffle_ps(u, b, 0x88)), 0xd8));
 		}
-		nan = _mm256_or_ps(nan, _mm256_cmp_ps(u, u, _CMP_UNORD_Q));
-		acc = _mm256_max_ps(u, acc);
+		if (is_max) {
+			nan = _mm256_or_ps(nan, _mm256_cmp_ps(u, u, _CMP_UNORD_Q));
+			acc = _mm256_max_ps(u, acc);
+		} else {
+			acc = _mm256_add_ps(acc, u);
+		}
 	}
-	return _mm256_blendv_ps(acc, _mm256_set1_ps(NAN), nan);
+	return is_max ? _mm256_blendv_ps(acc, _mm256_set1_ps(NAN), nan) : acc;
 }
 
+/* The count of taps of window start `start` (kernel k, no dilation) in
+ * [lo, hi). */
+static int64_t rm_count(int64_t start, int64_t k, int64_t lo, int64_t hi)
+{
+	int64_t a, b;
+
+	taps(start, k, 1, lo, hi, &a, &b);
+	return b - a;
+}
+
+/* One plane; cc: an average's column counts (OW of them, then room for a
+ * vector), NULL for max. */
 static inline __attribute__((always_inline)) RM_TARGET void
-rm8_plane(const cpu_geom *g, const float *x, float *y, float *vm, int64_t vs, int kw, int s2)
+rm8_plane(const pool_state *st, const cpu_geom *g, const float *x, float *y, float *vm,
+	  int64_t vs, const float *cc, int kw, int s2, int is_max)
 {
 	int64_t H = g->in[1], W = g->in[2], OH = g->out[1], OW = g->out[2];
 	int64_t pl = g->pb[2], sw = s2 ? 2 : 1;
+	float fill = is_max ? -INFINITY : 0.0f;
 
-	/* every output row's kernel rows into its row of vm (all of them
-	 * first: a vector read back right after its store would wait on the
-	 * store buffer); then each row's windows, the kernel width a constant
-	 * for 2 and 3 */
-	for (int64_t oh = 0; oh < OH; oh++) {
-		int64_t ra = oh * g->s[1] - g->pb[1], rb = ra + g->k[1];
+	/* output rows a block (vm: 16 KiB), each block's kernel rows into its
+	 * rows of vm first (a vector read back right after its store would
+	 * wait on the store buffer), then its windows, the kernel width a
+	 * constant for 2 and 3 */
+	int64_t rows = RM_VM_FLOATS / vs > 1 ? RM_VM_FLOATS / vs : 1;
 
-		ra = ra < 0 ? 0 : ra;
-		rb = rb < H ? rb : H;
-		for (int64_t w = 0; w < W; w += 8) {
-			int64_t at = W >= 8 && w + 8 > W ? W - 8 : w;
-			__m256 acc = rm8_load(x + ra * W, at, W);
-			__m256 nan = _mm256_cmp_ps(acc, acc, _CMP_UNORD_Q);
+	for (int64_t oh0 = 0; oh0 < OH; oh0 += rows) {
+		int64_t oh1 = oh0 + rows < OH ? oh0 + rows : OH;
 
-			for (int64_t r = ra + 1; r < rb; r++) {
-				__m256 u = rm8_load(x + r * W, at, W);
+		for (int64_t oh = oh0; oh < oh1; oh++) {
+			int64_t ra = oh * g->s[1] - g->pb[1], rb = ra + g->k[1];
+			float *vr = vm + (oh - oh0) * vs + pl;
 
-				nan = _mm256_or_ps(nan, _mm256_cmp_ps(u, u, _CMP_UNORD_Q));
-				acc = _mm256_max_ps(u, acc);
+			ra = ra < 0 ? 0 : ra;
+			rb = rb < H ? rb : H;
+			for (int64_t w = 0; w < W; w += 8) {
+				int64_t at = W >= 8 && w + 8 > W ? W - 8 : w;
+				__m256 acc = rm8_load(x + ra * W, at, W, fill);
+				__m256 nan = _mm256_cmp_ps(acc, acc, _CMP_UNORD_Q);
+
+				for (int64_t r = ra + 1; r < rb; r++) {
+					__m256 u = rm8_load(x + r * W, at, W, fill);
+
+					if (is_max) {
+						nan = _mm256_or_ps(nan,
+								   _mm256_cmp_ps(u, u, _CMP_UNORD_Q));
+						acc = _mm256_max_ps(u, acc);
+					} else {
+						acc = _mm256_add_ps(acc, u);
+					}
+				}
+				if (is_max)
+					acc = _mm256_blendv_ps(acc, _mm256_set1_ps(NAN), nan);
+				_mm256_storeu_ps(vr + at, acc);
 			}
-			_mm256_storeu_ps(vm + oh * vs + pl + at,
-					 _mm256_blendv_ps(acc, _mm256_set1_ps(NAN), nan));
+		}
+		for (int64_t oh = oh0; oh < oh1; oh++) {
+			__m256 rc = _mm256_setzero_ps();
+
+			if (!is_max) {
+				int64_t s = oh * g->s[1] - g->pb[1];
+
+				rc = _mm256_set1_ps((float)(st->count_include_pad ?
+							    rm_count(s, g->k[1], -g->pb[1], H + g->pe[1]) :
+							    rm_count(s, g->k[1], 0, H)));
+			}
+			for (int64_t ow = 0; ow < OW; ow += 8) {
+				int64_t at = OW >= 8 && ow + 8 > OW ? OW - 8 : ow;
+				__m256 o = rm8_taps(vm + (oh - oh0) * vs + at * sw, kw, s2, is_max);
+
+				if (!is_max)
+					o = _mm256_div_ps(o, _mm256_mul_ps(rc, _mm256_loadu_ps(cc + at)));
+				if (OW >= 8) {
+					_mm256_storeu_ps(y + oh * OW + at, o);
+				} else {
+					float b[8];
+
+					_mm256_storeu_ps(b, o);
+					memcpy(y + oh * OW, b, (size_t)OW * sizeof(float));
+				}
+			}
 		}
 	}
-	for (int64_t oh = 0; oh < OH; oh++)
-		for (int64_t ow = 0; ow < OW; ow += 8) {
-			int64_t at = OW >= 8 && ow + 8 > OW ? OW - 8 : ow;
-			__m256 o = rm8_taps(vm + oh * vs + at * sw, kw, s2);
-
-			if (OW >= 8) {
-				_mm256_storeu_ps(y + oh * OW + at, o);
-			} else {
-				float b[8];
-
-				_mm256_storeu_ps(b, o);
-				memcpy(y + oh * OW, b, (size_t)OW * sizeof(float));
-			}
-		}
 }
 
-/* pool_rowmax's rows of vm: the padded row, a vector past the image, and
+/* pool_rows' rows of vm: the padded row, a vector past the image, and
  * what the last vector of outputs reads. */
-static int64_t rowmax_stride(const cpu_geom *g)
+static int64_t rows_stride(const cpu_geom *g)
 {
 	int64_t a = g->pb[2] + g->in[2] + 8, b = g->s[2] * (g->out[2] + 8) + g->k[2] + 8;
 
 	return a > b ? a : b;
 }
 
-/* Planes [0, planes) of x into y; vm: rowmax_floats, -inf. */
-static RM_TARGET void pool_rowmax(const cpu_geom *g, const float *x, float *y, int64_t planes,
-				  float *vm)
+/* vm's floats: a block of rows. */
+static int64_t rows_vm(const cpu_geom *g)
 {
-	int64_t vs = rowmax_stride(g);
+	int64_t vs = rows_stride(g), rows = RM_VM_FLOATS / vs > 1 ? RM_VM_FLOATS / vs : 1;
 
-	int64_t isz = g->in[1] * g->in[2], osz = g->out[1] * g->out[2];
+	return vs * (rows < g->out[1] ? rows : g->out[1]);
+}
+
+static inline __attribute__((always_inline)) RM_TARGET void
+rows_planes(const pool_state *st, const cpu_geom *g, const float *x, float *y, int64_t planes,
+	    float *vm, const float *cc, int is_max)
+{
+	int64_t vs = rows_stride(g), isz = g->in[1] * g->in[2], osz = g->out[1] * g->out[2];
 	int s2 = g->s[2] == 2, kw = (int)g->k[2];
 
 	for (int64_t p = 0; p < planes; p++, x += isz, y += osz)
 		if (kw == 3 && s2)
-			rm8_plane(g, x, y, vm, vs, 3, 1);
+			rm8_plane(st, g, x, y, vm, vs, cc, 3, 1, is_max);
 		else if (kw == 3)
-			rm8_plane(g, x, y, vm, vs, 3, 0);
+			rm8_plane(st, g, x, y, vm, vs, cc, 3, 0, is_max);
 		else if (kw == 2 && s2)
-			rm8_plane(g, x, y, vm, vs, 2, 1);
+			rm8_plane(st, g, x, y, vm, vs, cc, 2, 1, is_max);
 		else if (kw == 2)
-			rm8_plane(g, x, y, vm, vs, 2, 0);
+			rm8_plane(st, g, x, y, vm, vs, cc, 2, 0, is_max);
 		else
-			rm8_plane(g, x, y, vm, vs, kw, s2);
+			rm8_plane(st, g, x, y, vm, vs, cc, kw, s2, is_max);
+}
+
+/* Planes [0, planes) of x into y; buf: rows_floats of scratch. */
+static RM_TARGET void pool_rows(const pool_state *st, const cpu_geom *g, const float *x, float *y,
+				int64_t planes, float *buf)
+{
+	int64_t n = rows_vm(g), OW = g->out[2], W = g->in[2];
+	float *cc = buf + n;
+
+	for (int64_t i = 0; i < n; i++)
+		buf[i] = st->is_max ? -INFINITY : 0.0f;
+	if (st->is_max) {
+		rows_planes(st, g, x, y, planes, buf, NULL, 1);
+		return;
+	}
+	for (int64_t ow = 0; ow < OW + 8; ow++) {
+		int64_t s = ow * g->s[2] - g->pb[2];
+
+		cc[ow] = ow >= OW ? 1.0f : (float)(st->count_include_pad ?
+						   rm_count(s, g->k[2], -g->pb[2], W + g->pe[2]) :
+						   rm_count(s, g->k[2], 0, W));
+	}
+	rows_planes(st, g, x, y, planes, buf, cc, 0);
 }
 #endif
 
-/* pool_rowmax's scratch floats: a row of vm an output row. */
-static int64_t rowmax_floats(const cpu_geom *g)
+/* pool_rows' scratch floats: vm, an average's column counts. */
+static int64_t rows_floats(const cpu_geom *g)
 {
 #ifdef RM_X86
-	return rowmax_stride(g) * g->out[1];
+	return rows_vm(g) + g->out[2] + 8;
 #else
 	(void)g;
 	return 0;
 #endif
 }
-
 
 /* Whether pool_s2 takes g: 2-D, 2x2, stride 2, no dilation, no pads,
  * every window inside. */
@@ -557,12 +635,12 @@ static int s2_fits(const cpu_geom *g)
 	       2 * g->out[1] <= g->in[1] && 2 * g->out[2] <= g->in[2];
 }
 
-/* Whether pool_rowmax takes a MaxPool of geometry g (float, no Indices):
- * an AVX2 CPU; 2-D or 1-D, column stride 1 or 2, no dilation, pads
- * shorter than the kernel, every window (ceil_mode's last included)
- * starting inside the plane or its leading pads; not pool_s2's 2x2 at
- * stride 2 (0.6-0.9x pool_rowmax's time on 32x32 and 14x14 planes). */
-static int rowmax_takes(const cpu_geom *g)
+/* Whether pool_rows takes geometry g (float, no Indices): an AVX2 CPU;
+ * 2-D or 1-D, column stride 1 or 2, no dilation, pads shorter than the
+ * kernel, every window (ceil_mode's last included) starting inside the
+ * plane or its leading pads; not pool_s2's 2x2 at stride 2 (0.6-0.9x
+ * pool_rows' time on 32x32 and 14x14 planes). */
+static int rows_takes(const cpu_geom *g)
 {
 #ifdef RM_X86
 	return cpu_has_avx2_fma() && g->in[0] == 1 && g->k[0] == 1 && g->d[1] == 1 &&
@@ -586,7 +664,7 @@ typedef struct pool_job {
 	cpu_tensor *Y, *I;
 	float *scratch;
 	int64_t isz, osz, per_member;   /* scratch floats per member */
-	int fast, s2, rowmax;   /* pool2d_plane; pool_s2; pool_rowmax */
+	int fast, s2, rows;   /* pool2d_plane; pool_s2; pool_rows */
 	/* An average counting its padding: each plane is copied into zeroed
 	 * padded rows (member scratch after the row buffer) and pooled with
 	 * geometry pg, which has no pads, so no window touches an edge. */
@@ -653,11 +731,9 @@ static void pool_range(void *arg, int64_t p0, int64_t p1, int member)
 		return;
 	}
 #ifdef RM_X86
-	if (j->rowmax) {
-		for (int64_t i = 0; i < j->per_member; i++)
-			hb[i] = -INFINITY;
-		pool_rowmax(j->g, (const float *)X->data + p0 * j->isz,
-			    (float *)j->Y->data + p0 * j->osz, p1 - p0, hb);
+	if (j->rows) {
+		pool_rows(j->st, j->g, (const float *)X->data + p0 * j->isz,
+			  (float *)j->Y->data + p0 * j->osz, p1 - p0, hb);
 		return;
 	}
 #endif
@@ -700,9 +776,9 @@ static int pool_planes(cpu_ctx *ctx, const cpu_geom *g, const cpu_tensor *X, cpu
 	j.fast = g->in[0] == 1 && g->k[0] == 1 && !I;
 	j.s2 = j.fast && s2_fits(g);
 	j.per_member = j.fast ? g->in[1] * g->out[2] + g->in[2] : 0;
-	if (j.fast && X->dtype == CPU_FLOAT && j.st->is_max && rowmax_takes(g)) {
-		j.rowmax = 1;
-		j.per_member = rowmax_floats(g);
+	if (j.fast && X->dtype == CPU_FLOAT && rows_takes(g)) {
+		j.rows = 1;
+		j.per_member = rows_floats(g);
 	} else if (j.fast && X->dtype == CPU_FLOAT && pad_copy_fits(j.st, g, &pg)) {
 		j.pg = &pg;
 		j.per_member = pg.in[1] * pg.out[2] + pg.in[2] + pg.in[1] * pg.in[2];
@@ -905,7 +981,7 @@ static int pool_compute(cpu_ctx *ctx)
 		blk_pool(ctx, st, &g, X->data, Y->data, X->dims[0] * X->dims[1] / CPU_BLK8);
 		return 0;
 	}
-	if (small_planes_blocked(&g, X, I) && !(st->is_max && rowmax_takes(&g)))
+	if (small_planes_blocked(&g, X, I) && !rows_takes(&g))
 		return pool_via_blocks(ctx, st, &g, X, Y);
 	return pool_planes(ctx, &g, X, Y, I);
 }
