@@ -69,7 +69,7 @@ static cpu_tensor run_node(tnode *t, const cpu_fusion *fu, const cpu_tensor **co
 
 	if (cpu_node_init(&node, TEST_LOAD, fu, &t->p, 17, consts, n_in, 1, err, sizeof(err)))
 		fail_msg("init: %s", err);
-	if (cpu_node_run(&node, &(cpu_run_env){NULL, NULL, pool, pool ? 2 : 1, NULL, NULL, 0}, in, pl, &out,
+	if (cpu_node_run(&node, &(cpu_run_env){.pool = pool, .threads = pool ? 2 : 1}, in, pl, &out,
 			 &heap, err, sizeof(err)))
 		fail_msg("run: %s", err);
 	cpu_node_fini(&node);
@@ -304,6 +304,12 @@ static void test_convinteger_shapes(void **state)
 		{2, 1, 130, 7, 1, {1, 9, 9}, {1, 3, 3}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}, {1, 1, 1},
 		 CPU_INT8, CPU_INT8, 0, 0},
 		{2, 1, 300, 12, 1, {1, 9, 11}, {1, 3, 3}, {1, 2, 2}, {0, 1, 1}, {0, 1, 1}, {1, 1, 1},
+		 CPU_UINT8, CPU_UINT8, 0, 1},
+		/* stride 2 over rows of 32 bytes and more (qconv.c's evens16),
+		 * grouped as RegNet's 8-channel groups, int8 input (flipped) */
+		{2, 1, 48, 48, 6, {1, 21, 70}, {1, 3, 3}, {1, 2, 2}, {0, 1, 1}, {0, 1, 1}, {1, 1, 1},
+		 CPU_INT8, CPU_UINT8, 0, 1},
+		{2, 1, 5, 8, 1, {1, 9, 67}, {1, 3, 3}, {1, 2, 2}, {0, 0, 0}, {0, 0, 0}, {1, 1, 1},
 		 CPU_UINT8, CPU_UINT8, 0, 1},
 		/* unpadded 1x1 on small planes, run as one flattened row (7x7:
 		 * MobileNetV2's last stage; 5x9 over two images, int8 input) */

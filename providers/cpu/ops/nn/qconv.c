@@ -205,10 +205,28 @@ static int panel_segs(const im2col_ctx *c, int64_t n0, seg *s)
 	return ns;
 }
 
+/* Bytes j = 0..15 of src at stride 2 (src[2 j]), flipped: the even bytes
+ * of 32 (all readable). */
+static void evens16(const uint8_t *src, uint8_t flip, uint8_t *row)
+{
+#ifdef __SSE2__
+	__m128i m = _mm_set1_epi16(0x00ff);
+	__m128i a = _mm_and_si128(_mm_loadu_si128((const __m128i *)src), m);
+	__m128i b = _mm_and_si128(_mm_loadu_si128((const __m128i *)(src + 16)), m);
+
+	_mm_storeu_si128((__m128i *)row,
+			 _mm_xor_si128(_mm_packus_epi16(a, b), _mm_set1_epi8((char)flip)));
+#else
+	for (int j = 0; j < 16; j++)
+		row[j] = src[2 * j] ^ flip;
+#endif
+}
+
 /* Row k of B at the panel's 16 pixels (segments s), as stored bytes. */
 static void tap_row(const im2col_ctx *c, const tap *tp, const seg *s, int ns, uint8_t *row)
 {
 	const cpu_geom *g = c->g;
+	int64_t sw = g->s[2], W = g->in[2];
 
 	memset(row, c->pad, 16);
 	if (!tp->valid) {
@@ -219,20 +237,17 @@ static void tap_row(const im2col_ctx *c, const tap *tp, const seg *s, int ns, ui
 		int64_t id = s[q].id + tp->dd, ih = s[q].ih + tp->dh, iw = s[q].iw + tp->dw;
 		int64_t len = s[q].j1 - s[q].j0, lo, hi;
 		const uint8_t *src;
+		uint8_t *r = row + s[q].j0;
 
-		if (id < 0 || id >= g->in[0] || ih < 0 || ih >= g->in[1])
+		if (id < 0 || id >= g->in[0] || ih < 0 || ih >= g->in[1] || iw >= W)
 			continue;
-		src = c->x + tp->coff + (id * g->in[1] + ih) * g->in[2];
-		if (g->s[2] != 1) {
-			for (int64_t j = 0; j < len; j++, iw += g->s[2])
-				if (iw >= 0 && iw < g->in[2])
-					row[s[q].j0 + j] = src[iw] ^ c->flip;
-			continue;
-		}
-		lo = iw < 0 ? -iw : 0;
-		hi = g->in[2] - iw < len ? g->in[2] - iw : len;
+		src = c->x + tp->coff + (id * g->in[1] + ih) * W;
+		/* the pixels j whose column iw + j sw is inside: [lo, hi) */
+		lo = iw < 0 ? (-iw + sw - 1) / sw : 0;
+		hi = (W - 1 - iw) / sw + 1;
+		hi = hi < len ? hi : len;
 		for (int64_t j = lo; j < hi; j++)
-			row[s[q].j0 + j] = src[iw + j] ^ c->flip;
+			r[j] = src[iw + j * sw] ^ c->flip;
 	}
 }
 
@@ -267,18 +282,23 @@ static void im2col_pack(void *arg, int64_t g0, int64_t gs, int64_t p0, int64_t p
 
 	for (int64_t p = p0; p < p1; p++, dst += gs * 64) {
 		int ns = panel_segs(c, p * 16, s);
-		/* the common case: 16 pixels of one row, stride 1, all inside */
-		int one = ns == 1 && s[0].j1 == 16 && g->s[2] == 1;
+		/* the common case: 16 pixels of one row, stride 1 or 2, all
+		 * inside (stride 2: the 32 bytes it reads) */
+		int one = ns == 1 && s[0].j1 == 16 && (g->s[2] == 1 || g->s[2] == 2);
+		int64_t span = g->s[2] == 1 ? 16 : 32;
 
 		for (int64_t q = 0; q < gs; q++) {
 			for (int t = 0; t < 4; t++) {
 				const tap *tp = &c->taps[(g0 + q) * 4 + t];
 				int64_t id = s[0].id + tp->dd, ih = s[0].ih + tp->dh, iw = s[0].iw + tp->dw;
 				if (one && tp->valid && id >= 0 && id < g->in[0] && ih >= 0 &&
-				    ih < g->in[1] && iw >= 0 && iw + 16 <= g->in[2]) {
+				    ih < g->in[1] && iw >= 0 && iw + span <= g->in[2]) {
 					const uint8_t *src = c->x + tp->coff + (id * g->in[1] + ih) * g->in[2] + iw;
-					for (int j = 0; j < 16; j++)
-						rows[t][j] = src[j] ^ c->flip;
+					if (span == 32)
+						evens16(src, c->flip, rows[t]);
+					else
+						for (int j = 0; j < 16; j++)
+							rows[t][j] = src[j] ^ c->flip;
 				} else {
 					tap_row(c, tp, s, ns, rows[t]);
 				}
