@@ -217,7 +217,7 @@ static int run(trun *r, tnode *t, const cpu_scope *scope, int n_in, const cpu_te
 			   consts, n_in, (int)t->p.n_output, r->err, ERRLEN);
 	if (rc)
 		return rc;
-	rc = cpu_node_run(&node, &(cpu_run_env){r->arena, scope, NULL, 1, NULL, NULL, 0}, in, planned, r->out,
+	rc = cpu_node_run(&node, &(cpu_run_env){.arena = r->arena, .scope = scope, .threads = 1}, in, planned, r->out,
 			  r->heap, r->err, ERRLEN);
 	cpu_node_fini(&node);
 	return rc;

@@ -98,7 +98,7 @@ static cpu_tensor run_node(tnode *t, const cpu_fusion *fu, const cpu_tensor **co
 	if (cpu_node_init(&node, TEST_LOAD, fu, &t->p, 17, consts, n_in, 1, err,
 			  sizeof(err)))
 		fail_msg("init: %s", err);
-	if (cpu_node_run(&node, &(cpu_run_env){NULL, NULL, pool, pool ? 2 : 1, NULL, NULL, 0}, in, pl, &out,
+	if (cpu_node_run(&node, &(cpu_run_env){.pool = pool, .threads = pool ? 2 : 1}, in, pl, &out,
 			 &heap, err, sizeof(err)))
 		fail_msg("run: %s", err);
 	cpu_node_fini(&node);
@@ -735,7 +735,7 @@ static void test_no_alloc(void **state)
 			const cpu_tensor *pl[1] = {&Y};
 			cpu_fusion fu = {3, -1, CPU_FUSE_ACT_RELU, 0, 0, -1, 0, 0, 0, {0, 0}, 0, -1, -1};
 			cpu_keep keep = {0};
-			cpu_run_env env = {NULL, NULL, pool, threads, &keep, NULL, 0};
+			cpu_run_env env = {.pool = pool, .threads = threads, .keep = &keep};
 			cpu_node node;
 			char err[ERRLEN];
 			int heap;
@@ -774,7 +774,7 @@ static void test_no_alloc(void **state)
 			const cpu_tensor *pl[1] = {&Y};
 			cpu_fusion fu = {-1, 2, CPU_FUSE_ACT_GELU, 0, 0, -1, 0, 0, 0, {0, 0}, 0, -1, -1};
 			cpu_keep keep = {0};
-			cpu_run_env env = {NULL, NULL, pool, threads, &keep, NULL, 0};
+			cpu_run_env env = {.pool = pool, .threads = threads, .keep = &keep};
 			cpu_node node;
 			char err[ERRLEN];
 			int heap;
