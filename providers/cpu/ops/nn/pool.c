@@ -443,6 +443,25 @@ static inline __attribute__((always_inline)) RM_TARGET __m256 rm8_load(const flo
 				_mm256_castsi256_ps(m));
 }
 
+/* acc folded with u: the max, the NaNs seen kept in nan; or the sum. */
+static inline __attribute__((always_inline)) RM_TARGET void rm8_fold(__m256 *acc, __m256 *nan,
+								     __m256 u, int is_max)
+{
+	if (is_max) {
+		*nan = _mm256_or_ps(*nan, _mm256_cmp_ps(u, u, _CMP_UNORD_Q));
+		*acc = _mm256_max_ps(u, *acc);
+	} else {
+		*acc = _mm256_add_ps(*acc, u);
+	}
+}
+
+/* A max is NaN where a NaN was seen. */
+static inline __attribute__((always_inline)) RM_TARGET __m256 rm8_result(__m256 acc, __m256 nan,
+									 int is_max)
+{
+	return is_max ? _mm256_blendv_ps(acc, _mm256_set1_ps(NAN), nan) : acc;
+}
+
 /* The max (NaN winning) or the sum of a window's taps along a row of vm,
  * eight outputs. */
 static inline __attribute__((always_inline)) RM_TARGET __m256 rm8_taps(const float *v, int kw,
@@ -459,24 +478,28 @@ static inline __attribute__((always_inline)) RM_TARGET __m256 rm8_taps(const flo
 			u = _mm256_castpd_ps(_mm256_permute4x64_pd(
 				_mm256_castps_pd(_mm256_shuffle_ps(u, b, 0x88)), 0xd8));
 		}
-		if (is_max) {
-			nan = _mm256_or_ps(nan, _mm256_cmp_ps(u, u, _CMP_UNORD_Q));
-			acc = _mm256_max_ps(u, acc);
-		} else {
-			acc = _mm256_add_ps(acc, u);
-		}
+		rm8_fold(&acc, &nan, u, is_max);
 	}
-	return is_max ? _mm256_blendv_ps(acc, _mm256_set1_ps(NAN), nan) : acc;
+	return rm8_result(acc, nan, is_max);
 }
 
-/* The count of taps of window start `start` (kernel k, no dilation) in
- * [lo, hi). */
-static int64_t rm_count(int64_t start, int64_t k, int64_t lo, int64_t hi)
+/* An average's count along axis i (1 rows, 2 columns) for the window
+ * starting at `start` (no dilation): its taps inside the plane, or inside
+ * the plane and its pads with count_include_pad (pool_window's count). */
+static int64_t rm_count(const pool_state *st, const cpu_geom *g, int i, int64_t start)
 {
-	int64_t a, b;
+	int64_t lo = st->count_include_pad ? -g->pb[i] : 0;
+	int64_t hi = st->count_include_pad ? g->in[i] + g->pe[i] : g->in[i], a, b;
 
-	taps(start, k, 1, lo, hi, &a, &b);
+	taps(start, g->k[i], 1, lo, hi, &a, &b);
 	return b - a;
+}
+
+/* Output rows a block: their rows of vm (vs floats each) within
+ * RM_VM_FLOATS, one at least. */
+static int64_t rm_block_rows(int64_t vs)
+{
+	return RM_VM_FLOATS / vs > 1 ? RM_VM_FLOATS / vs : 1;
 }
 
 /* One plane; cc: an average's column counts (OW of them, then room for a
@@ -493,7 +516,7 @@ rm8_plane(const pool_state *st, const cpu_geom *g, const float *x, float *y, flo
 	 * rows of vm first (a vector read back right after its store would
 	 * wait on the store buffer), then its windows, the kernel width a
 	 * constant for 2 and 3 */
-	int64_t rows = RM_VM_FLOATS / vs > 1 ? RM_VM_FLOATS / vs : 1;
+	int64_t rows = rm_block_rows(vs);
 
 	for (int64_t oh0 = 0; oh0 < OH; oh0 += rows) {
 		int64_t oh1 = oh0 + rows < OH ? oh0 + rows : OH;
@@ -509,32 +532,16 @@ rm8_plane(const pool_state *st, const cpu_geom *g, const float *x, float *y, flo
 				__m256 acc = rm8_load(x + ra * W, at, W, fill);
 				__m256 nan = _mm256_cmp_ps(acc, acc, _CMP_UNORD_Q);
 
-				for (int64_t r = ra + 1; r < rb; r++) {
-					__m256 u = rm8_load(x + r * W, at, W, fill);
-
-					if (is_max) {
-						nan = _mm256_or_ps(nan,
-								   _mm256_cmp_ps(u, u, _CMP_UNORD_Q));
-						acc = _mm256_max_ps(u, acc);
-					} else {
-						acc = _mm256_add_ps(acc, u);
-					}
-				}
-				if (is_max)
-					acc = _mm256_blendv_ps(acc, _mm256_set1_ps(NAN), nan);
-				_mm256_storeu_ps(vr + at, acc);
+				for (int64_t r = ra + 1; r < rb; r++)
+					rm8_fold(&acc, &nan, rm8_load(x + r * W, at, W, fill), is_max);
+				_mm256_storeu_ps(vr + at, rm8_result(acc, nan, is_max));
 			}
 		}
 		for (int64_t oh = oh0; oh < oh1; oh++) {
 			__m256 rc = _mm256_setzero_ps();
 
-			if (!is_max) {
-				int64_t s = oh * g->s[1] - g->pb[1];
-
-				rc = _mm256_set1_ps((float)(st->count_include_pad ?
-							    rm_count(s, g->k[1], -g->pb[1], H + g->pe[1]) :
-							    rm_count(s, g->k[1], 0, H)));
-			}
+			if (!is_max)
+				rc = _mm256_set1_ps((float)rm_count(st, g, 1, oh * g->s[1] - g->pb[1]));
 			for (int64_t ow = 0; ow < OW; ow += 8) {
 				int64_t at = OW >= 8 && ow + 8 > OW ? OW - 8 : ow;
 				__m256 o = rm8_taps(vm + (oh - oh0) * vs + at * sw, kw, s2, is_max);
@@ -566,7 +573,7 @@ static int64_t rows_stride(const cpu_geom *g)
 /* vm's floats: a block of rows. */
 static int64_t rows_vm(const cpu_geom *g)
 {
-	int64_t vs = rows_stride(g), rows = RM_VM_FLOATS / vs > 1 ? RM_VM_FLOATS / vs : 1;
+	int64_t vs = rows_stride(g), rows = rm_block_rows(vs);
 
 	return vs * (rows < g->out[1] ? rows : g->out[1]);
 }
@@ -595,7 +602,7 @@ rows_planes(const pool_state *st, const cpu_geom *g, const float *x, float *y, i
 static RM_TARGET void pool_rows(const pool_state *st, const cpu_geom *g, const float *x, float *y,
 				int64_t planes, float *buf)
 {
-	int64_t n = rows_vm(g), OW = g->out[2], W = g->in[2];
+	int64_t n = rows_vm(g), OW = g->out[2];
 	float *cc = buf + n;
 
 	for (int64_t i = 0; i < n; i++)
@@ -604,13 +611,8 @@ static RM_TARGET void pool_rows(const pool_state *st, const cpu_geom *g, const f
 		rows_planes(st, g, x, y, planes, buf, NULL, 1);
 		return;
 	}
-	for (int64_t ow = 0; ow < OW + 8; ow++) {
-		int64_t s = ow * g->s[2] - g->pb[2];
-
-		cc[ow] = ow >= OW ? 1.0f : (float)(st->count_include_pad ?
-						   rm_count(s, g->k[2], -g->pb[2], W + g->pe[2]) :
-						   rm_count(s, g->k[2], 0, W));
-	}
+	for (int64_t ow = 0; ow < OW + 8; ow++)
+		cc[ow] = ow >= OW ? 1.0f : (float)rm_count(st, g, 2, ow * g->s[2] - g->pb[2]);
 	rows_planes(st, g, x, y, planes, buf, cc, 0);
 }
 #endif
