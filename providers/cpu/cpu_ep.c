@@ -23,6 +23,7 @@
 #include "cpu_io.h"
 #include "cpu_prepack.h"
 #include "ep_host.h"
+#include "igemm.h"
 #include "log.h"
 #include "ops_table.h"
 #include "threadpool.h"
@@ -67,6 +68,9 @@ static int cpu_init(void **self, char *detail, size_t n)
 		return -1;
 	if (path && path[0] && !(ep->profile = fopen(path, "a")))
 		ipc_log(IPC_LOG_WARN, "ORTMK_CPU_PROFILE=%s: cannot open it; no profile", path);
+	/* the int8 kernels' choice asks Linux for the AMX tile state, which
+	 * the sandbox entered after init would refuse */
+	(void)igemm_isa_best();
 	snprintf(detail, n, "cpu, %d cores", cpu_pool_cores());
 	return 0;
 }

@@ -317,6 +317,14 @@ static void test_convinteger_shapes(void **state)
 		 CPU_UINT8, CPU_UINT8, 1, 1},
 		{2, 2, 13, 9, 1, {1, 5, 9}, {1, 1, 1}, {1, 1, 1}, {0}, {0}, {1, 1, 1},
 		 CPU_INT8, CPU_INT8, 0, 1},
+		/* shapes AMX takes where the CPU has it (16 rows and 16 groups of
+		 * 4 k at least): 40 rows as a full and a ragged tile, 96
+		 * channels read in place as 16 + 8 groups a tap; a 1x1 of 80
+		 * channels (16 + 4 groups) into 33 rows */
+		{2, 1, 96, 40, 1, {1, 11, 37}, {1, 3, 3}, {1, 1, 1}, {0, 1, 1}, {0, 1, 1}, {1, 1, 1},
+		 CPU_UINT8, CPU_UINT8, 1, 1},
+		{2, 2, 80, 33, 1, {1, 12, 13}, {1, 1, 1}, {1, 1, 1}, {0}, {0}, {1, 1, 1},
+		 CPU_INT8, CPU_UINT8, 0, 1},
 	};
 	cpu_pool *pool = NULL;
 	(void)state;

@@ -208,7 +208,7 @@ static void test_random_cases(void **state)
 	int tested = 0;
 	(void)state;
 	assert_int_equal(cpu_pool_create(2, &pool), 0);
-	for (igemm_isa isa = IGEMM_ISA_SCALAR; isa <= IGEMM_ISA_AVX512VNNI; isa++) {
+	for (igemm_isa isa = IGEMM_ISA_SCALAR; isa <= IGEMM_ISA_LAST; isa++) {
 		if (!igemm_isa_supported(isa)) {
 			printf("igemm: %s not supported here, skipped\n", igemm_isa_name(isa));
 			continue;
@@ -252,7 +252,7 @@ static void test_k_blocks(void **state)
 	};
 	(void)state;
 	assert_int_equal(cpu_pool_create(2, &pool), 0);
-	for (igemm_isa isa = IGEMM_ISA_SCALAR; isa <= IGEMM_ISA_AVX512VNNI; isa++) {
+	for (igemm_isa isa = IGEMM_ISA_SCALAR; isa <= IGEMM_ISA_LAST; isa++) {
 		if (!igemm_isa_supported(isa))
 			continue;
 		for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
@@ -277,7 +277,7 @@ static void test_wraparound(void **state)
 	assert_non_null(B);
 	memset(A, 255, M * K);
 	memset(B, -128, (size_t)K * N);
-	for (igemm_isa isa = IGEMM_ISA_SCALAR; isa <= IGEMM_ISA_AVX512VNNI; isa++) {
+	for (igemm_isa isa = IGEMM_ISA_SCALAR; isa <= IGEMM_ISA_LAST; isa++) {
 		if (!igemm_isa_supported(isa))
 			continue;
 		memset(&p, 0, sizeof(p));

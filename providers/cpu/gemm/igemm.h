@@ -32,10 +32,14 @@
  * filter, which is the A of W x im2col(X); igemm_pack_b for MatMulInteger's
  * B), with their row or column sums; the other operand is packed per call.
  *
- * Microkernels per ISA, chosen once from cpuid and XGETBV: AVX-512 VNNI
- * (vpdpbusd on zmm), AVX-VNNI (vpdpbusd on ymm), AVX2 (vpmaddwd on
- * bytes widened to 16 bits: vpmaddubsw would saturate) and scalar.
- * ORTMK_IGEMM_ISA=scalar|avx2|avxvnni|avx512vnni lowers the choice.
+ * Microkernels per ISA, chosen once from cpuid and XGETBV: AMX-INT8
+ * (tdpbusd on 16 x 64-byte tiles; Linux grants the tile state on request,
+ * which igemm_isa_best makes: a sandboxed process calls it before its
+ * filter forbids arch_prctl), AVX-512 VNNI (vpdpbusd on zmm), AVX-VNNI
+ * (vpdpbusd on ymm), AVX2 (vpmaddwd on bytes widened to 16 bits:
+ * vpmaddubsw would saturate) and scalar.  The B layout is AMX's: a group
+ * of 4 k x 16 columns is one 64-byte tile row.
+ * ORTMK_IGEMM_ISA=scalar|avx2|avxvnni|avx512vnni|amx lowers the choice.
  *
  * Errors are negative errno values; 0 is OK.  Callers: providers/cpu/ops/nn
  * (qconv.c, qmatmul.c), tests/unit/test_igemm.c, tools/bench_igemm.c.
@@ -54,7 +58,10 @@ typedef enum igemm_isa {
 	IGEMM_ISA_AVX2 = 2,        /* AVX2: 16-bit products, vpmaddwd */
 	IGEMM_ISA_AVXVNNI = 3,     /* AVX2 + AVX-VNNI (VEX vpdpbusd, ymm) */
 	IGEMM_ISA_AVX512VNNI = 4,  /* AVX-512 F/BW/VL + VNNI (zmm) */
+	IGEMM_ISA_AMX = 5,         /* AVX-512 VNNI + AMX-TILE/INT8 (tdpbusd) */
 } igemm_isa;
+
+#define IGEMM_ISA_LAST IGEMM_ISA_AMX
 
 /* The ISA IGEMM_ISA_AUTO stands for (decided once). */
 igemm_isa igemm_isa_best(void);

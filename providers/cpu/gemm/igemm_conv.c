@@ -66,7 +66,9 @@ static void conv_task(void *arg, int64_t t, int member)
 			int64_t c1 = c0 + chunk < cv->ow ? c0 + chunk : cv->ow;
 
 			for (int64_t tl = 0; tl < tiles; tl++) {
-				int64_t i0 = m0 + tl * (m1 - m0) / tiles, i1 = m0 + (tl + 1) * (m1 - m0) / tiles;
+				int64_t i0, i1;
+
+				igemm_tile_rows(d, m0, m1, tl, tiles, &i0, &i1);
 
 				ep.row_off = r->row_off ? r->row_off + i0 : NULL;
 				ep.rk_row = r->rk_row ? r->rk_row + i0 : NULL;
@@ -90,7 +92,7 @@ static void conv_task(void *arg, int64_t t, int member)
 
 int igemm_conv_compute(cpu_pool *pool, igemm_isa isa, const igemm_conv *cv)
 {
-	const igemm_isa_desc *d = igemm_isa_desc_get(isa);
+	const igemm_isa_desc *d = igemm_desc_for(isa, cv->M, cv->cg);
 	int64_t K4 = (int64_t)cv->ntaps * cv->cg * 4;
 	uint32_t K = (uint32_t)cv->K;
 	double macs;

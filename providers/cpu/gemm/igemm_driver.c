@@ -2,10 +2,11 @@
  * igemm_driver: which int8 kernel this CPU gets, and the blocking and
  * threading around it (igemm_compute).
  *
- * ISA: cpuid leaf 7 (AVX2, AVX-512 F/BW/VL/VNNI; subleaf 1 for AVX-VNNI)
- * and XGETBV, which says whether the OS saves the ymm and zmm/opmask
- * state: a CPU with AVX-512 under an OS (or hypervisor) that does not
- * enable it must not get the AVX-512 kernel.
+ * ISA: cpuid leaf 7 (AVX2, AVX-512 F/BW/VL/VNNI, AMX-TILE/INT8; subleaf 1
+ * for AVX-VNNI) and XGETBV, which says whether the OS saves the ymm,
+ * zmm/opmask and tile state: a CPU with AVX-512 under an OS (or
+ * hypervisor) that does not enable it must not get the AVX-512 kernel;
+ * AMX also needs the kernel's permission, asked for once here.
  *
  * Blocking.  C is cut into tasks of rows [m0, m1) x panels [q0, q1); a
  * task walks K in blocks of at most KG_MAX groups of 4.  The B block of
@@ -28,6 +29,8 @@
 #include <string.h>
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #endif
 
 #include "igemm_kern.h"
@@ -37,6 +40,8 @@ enum {
 	L2_BLOCK = 384 * 1024,           /* bytes of a task's B block */
 	L1_A = 16 * 1024,                /* A's rows of a K block that L1 keeps */
 	MIN_MACS_PER_THREAD = 1 << 19,   /* below, another thread costs more */
+	AMX_MIN_ROWS = 16,               /* igemm_desc_for */
+	AMX_MIN_GROUPS = 16,
 };
 
 /* ---- ISA selection ---- */
@@ -51,11 +56,25 @@ static uint64_t xgetbv0(void)
 }
 #endif
 
+#ifdef IGEMM_HAVE_AMX
+/* Linux (5.16 on) enables the tile data state of a process only on
+ * request (ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA); without it
+ * tdpbusd faults.  An older kernel refuses the request: no AMX. */
+static int amx_permitted(void)
+{
+#ifdef SYS_arch_prctl
+	return syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18 /* XTILEDATA */) == 0;
+#else
+	return 0;
+#endif
+}
+#endif
+
 /* What the CPU and OS allow, best first. */
 static igemm_isa detect(void)
 {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-	unsigned a, b, c, d, b7, c7, a71 = 0;
+	unsigned a, b, c, d, b7, c7, d7, a71 = 0;
 	uint64_t xcr0;
 
 	if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27)))   /* OSXSAVE */
@@ -63,7 +82,7 @@ static igemm_isa detect(void)
 	xcr0 = xgetbv0();
 	if ((xcr0 & 0x6) != 0x6)                                  /* xmm, ymm state */
 		return IGEMM_ISA_SCALAR;
-	if (!__get_cpuid_count(7, 0, &a, &b7, &c7, &d))
+	if (!__get_cpuid_count(7, 0, &a, &b7, &c7, &d7))
 		return IGEMM_ISA_SCALAR;
 	if (a >= 1)
 		__get_cpuid_count(7, 1, &a71, &b, &c, &d);
@@ -71,8 +90,16 @@ static igemm_isa detect(void)
 	/* F (ebx 16), BW (ebx 30), VL (ebx 31), VNNI (ecx 11); opmask and
 	 * zmm state (xcr0 bits 5-7) */
 	if ((b7 & (1u << 16)) && (b7 & (1u << 30)) && (b7 & (1u << 31)) && (c7 & (1u << 11)) &&
-	    (xcr0 & 0xe0) == 0xe0)
+	    (xcr0 & 0xe0) == 0xe0) {
+#ifdef IGEMM_HAVE_AMX
+		/* AMX-TILE (edx 24), AMX-INT8 (edx 25); tile config and data
+		 * state (xcr0 bits 17, 18); and Linux's permission to use it */
+		if ((d7 & (1u << 24)) && (d7 & (1u << 25)) && (xcr0 & 0x60000) == 0x60000 &&
+		    amx_permitted())
+			return IGEMM_ISA_AMX;
+#endif
 		return IGEMM_ISA_AVX512VNNI;
+	}
 #endif
 	if (!(b7 & (1u << 5)))                                    /* AVX2 */
 		return IGEMM_ISA_SCALAR;
@@ -90,6 +117,9 @@ static igemm_isa detect(void)
 static const igemm_isa_desc *desc_of(igemm_isa isa)
 {
 	switch (isa) {
+#ifdef IGEMM_HAVE_AMX
+	case IGEMM_ISA_AMX: return &igemm_desc_amx;
+#endif
 #ifdef IGEMM_HAVE_AVX512VNNI
 	case IGEMM_ISA_AVX512VNNI: return &igemm_desc_avx512vnni;
 #endif
@@ -143,7 +173,7 @@ igemm_isa igemm_isa_best(void)
 	i = cpu_isa();
 	/* ORTMK_IGEMM_ISA lowers the choice (benchmarks, tests) */
 	if ((env = getenv("ORTMK_IGEMM_ISA")) != NULL) {
-		for (igemm_isa k = IGEMM_ISA_SCALAR; k <= IGEMM_ISA_AVX512VNNI; k++)
+		for (igemm_isa k = IGEMM_ISA_SCALAR; k <= IGEMM_ISA_LAST; k++)
 			if (strcmp(env, igemm_isa_name(k)) == 0 && igemm_isa_supported(k))
 				i = k;
 	}
@@ -158,6 +188,7 @@ const char *igemm_isa_name(igemm_isa isa)
 	case IGEMM_ISA_AVX2: return "avx2";
 	case IGEMM_ISA_AVXVNNI: return "avxvnni";
 	case IGEMM_ISA_AVX512VNNI: return "avx512vnni";
+	case IGEMM_ISA_AMX: return "amx";
 	default: return "auto";
 	}
 }
@@ -167,6 +198,23 @@ const igemm_isa_desc *igemm_isa_desc_get(igemm_isa isa)
 	if (isa == IGEMM_ISA_AUTO)
 		isa = igemm_isa_best();
 	return igemm_isa_supported(isa) ? desc_of(isa) : NULL;
+}
+
+const igemm_isa_desc *igemm_desc_for(igemm_isa isa, int64_t M, int64_t groups)
+{
+	const igemm_isa_desc *d = igemm_isa_desc_get(isa);
+
+#ifdef IGEMM_HAVE_AMX
+	/* AMX's tiles are 16 rows x 16 groups: a product with fewer rows, or
+	 * runs of fewer groups along K, fills a fraction of each and pays the
+	 * tile loads and the padded tails regardless; zmm does it better */
+	if (isa == IGEMM_ISA_AUTO && d == &igemm_desc_amx && (M < AMX_MIN_ROWS || groups < AMX_MIN_GROUPS))
+		return &igemm_desc_avx512vnni;
+#else
+	(void)M;
+	(void)groups;
+#endif
+	return d;
 }
 
 /* ---- the product ---- */
@@ -239,10 +287,11 @@ static void block_tiles(const run *r, int64_t m0, int64_t m1, int64_t q0, int64_
 	for (int64_t u = 0; u < outer; u++)
 		for (int64_t w = 0; w < inner; w++) {
 			int64_t t = panels_outer ? w : u, qq = panels_outer ? u : w;
-			int64_t i0 = m0 + t * (m1 - m0) / tiles, i1 = m0 + (t + 1) * (m1 - m0) / tiles;
-			int64_t q = q0 + qq * kp, j0 = q * IGEMM_NR;
+			int64_t i0, i1, q = q0 + qq * kp, j0 = q * IGEMM_NR;
 			int64_t nr = r->N - j0 < d->nr ? r->N - j0 : d->nr;
 			int64_t jl = j0 - q0 * IGEMM_NR;   /* column within the task */
+
+			igemm_tile_rows(d, m0, m1, t, tiles, &i0, &i1);
 
 			if (q1 * IGEMM_NR - j0 < nr)
 				nr = q1 * IGEMM_NR - j0;
@@ -521,7 +570,7 @@ int igemm_compute(cpu_pool *pool, igemm_isa isa, const igemm_problem *p)
 	memset(&r, 0, sizeof(r));
 	if ((rc = check(p)))
 		return rc;
-	if (!(r.d = igemm_isa_desc_get(isa)))
+	if (!(r.d = igemm_desc_for(isa, p->M, igemm_k4(p->K) / 4)))
 		return -ENOTSUP;
 	if (!p->M || !p->N)
 		return 0;

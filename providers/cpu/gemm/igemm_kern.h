@@ -64,6 +64,8 @@ typedef struct igemm_isa_desc {
 	igemm_isa id;
 	const char *name;
 	int mr, nr;                    /* microkernel tile (nr a multiple of 16) */
+	int full_rows;                 /* row tiles of mr rows, the last ragged
+					* (else nearly equal heights) */
 	igemm_kernel_fn *kernel;
 	igemm_colsum_fn *colsum;
 } igemm_isa_desc;
@@ -78,9 +80,31 @@ extern const igemm_isa_desc igemm_desc_avxvnni;
 #ifdef IGEMM_HAVE_AVX512VNNI
 extern const igemm_isa_desc igemm_desc_avx512vnni;
 #endif
+#ifdef IGEMM_HAVE_AMX
+extern const igemm_isa_desc igemm_desc_amx;
+#endif
 
 /* NULL when this binary or CPU lacks it (AUTO: the best). */
 const igemm_isa_desc *igemm_isa_desc_get(igemm_isa isa);
+/* The same for a product of M rows whose kernels walk runs of `groups`
+ * groups of 4 k (a K block, or a tap's channels): AUTO may pick a lesser
+ * ISA whose kernel suits the shape better (AMX's below 16 of either). */
+const igemm_isa_desc *igemm_desc_for(igemm_isa isa, int64_t M, int64_t groups);
+
+/* Rows [*i0, *i1) of row tile t of the `tiles` that cover [m0, m1) (tiles
+ * = ceil((m1 - m0) / mr)): nearly equal heights, or mr rows each and the
+ * last ragged when the kernel wants full tiles. */
+static inline void igemm_tile_rows(const igemm_isa_desc *d, int64_t m0, int64_t m1, int64_t t,
+				   int64_t tiles, int64_t *i0, int64_t *i1)
+{
+	if (d->full_rows) {
+		*i0 = m0 + t * d->mr;
+		*i1 = *i0 + d->mr < m1 ? *i0 + d->mr : m1;
+	} else {
+		*i0 = m0 + t * (m1 - m0) / tiles;
+		*i1 = m0 + (t + 1) * (m1 - m0) / tiles;
+	}
+}
 
 /* y clamped as igemm_out says: min(hi, max(lo, y)) in maxps' and minps'
  * operand order, so a NaN stays (Relu's bits at lo 0, hi +inf). */

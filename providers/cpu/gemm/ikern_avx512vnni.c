@@ -15,51 +15,9 @@
 #include <immintrin.h>
 #include <string.h>
 
-#include "igemm_kern.h"
+#include "ikern_ep512.h"
 
 enum { MR = 6, NV = 4, NR = NV * 16 };
-
-static inline __mmask16 lane_mask(int n)
-{
-	return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (n > 0 ? n : 0)) - 1u);
-}
-
-/* The epilogue of one vector: 16 results of row i from column j. */
-static inline __attribute__((always_inline)) void finish_vec(const igemm_tile_ep *ep, int i,
-							      int j, __mmask16 m, __m512i y,
-							      void *c, const float *addp)
-{
-	__m512 f, s;
-
-	if (ep->row_off)
-		y = _mm512_add_epi32(y, _mm512_set1_epi32(ep->row_off[i]));
-	if (ep->col_off)
-		y = _mm512_add_epi32(y, _mm512_maskz_loadu_epi32(m, ep->col_off + j));
-	if (ep->rk_row)
-		y = _mm512_add_epi32(y, _mm512_mullo_epi32(_mm512_set1_epi32(ep->rk_row[i]),
-							   _mm512_maskz_loadu_epi32(m, ep->rk_col + j)));
-	if (ep->rk2_row)
-		y = _mm512_add_epi32(y, _mm512_mullo_epi32(_mm512_set1_epi32(ep->rk2_row[i]),
-							   _mm512_maskz_loadu_epi32(m, ep->rk2_col + j)));
-	if (!ep->is_float) {
-		_mm512_mask_storeu_epi32(c, m, y);
-		return;
-	}
-	f = _mm512_cvtepi32_ps(y);
-	s = ep->scale_row ? _mm512_set1_ps(ep->scale_row[i]) :
-	    ep->scale_col ? _mm512_maskz_loadu_ps(m, ep->scale_col + j) : _mm512_set1_ps(ep->scale);
-	f = _mm512_mul_ps(f, s);
-	if (ep->bias_row)
-		f = _mm512_add_ps(f, _mm512_set1_ps(ep->bias_row[i]));
-	else if (ep->bias_col)
-		f = _mm512_add_ps(f, _mm512_maskz_loadu_ps(m, ep->bias_col + j));
-	if (addp)
-		f = _mm512_add_ps(f, _mm512_maskz_loadu_ps(m, addp));
-	/* max(lo, f), min(hi, .) return f for NaN and a tie: igemm_ep_one's bits */
-	if (ep->clamp)
-		f = _mm512_min_ps(_mm512_set1_ps(ep->hi), _mm512_max_ps(_mm512_set1_ps(ep->lo), f));
-	_mm512_mask_storeu_ps(c, m, f);
-}
 
 static inline __attribute__((always_inline)) void tile(const int rows, const int nv,
 							const uint8_t *a, int64_t lda,
@@ -89,17 +47,8 @@ static inline __attribute__((always_inline)) void tile(const int rows, const int
 	}
 	for (int i = 0; i < rows; i++) {
 		int32_t *ci = (int32_t *)c + i * ldc;
-		for (int v = 0; v < nv; v++) {
-			__mmask16 m = lane_mask(nr - 16 * v);
-			__m512i y = acc[i][v];
-			if (!ep->first)
-				y = _mm512_add_epi32(y, _mm512_maskz_loadu_epi32(m, ci + 16 * v));
-			if (ep->finish)
-				finish_vec(ep, i, 16 * v, m, y, ci + 16 * v,
-					   ep->add ? ep->add + i * ldc + 16 * v : NULL);
-			else
-				_mm512_mask_storeu_epi32(ci + 16 * v, m, y);
-		}
+		for (int v = 0; v < nv; v++)
+			ik512_out(ep, i, 16 * v, lane_mask(nr - 16 * v), acc[i][v], ci + 16 * v, ldc);
 	}
 }
 
@@ -169,23 +118,7 @@ static void kernel(const uint8_t *a, int64_t lda, const igemm_bwalk *bw, void *c
 	}
 }
 
-static void colsum(const int8_t *panel, int64_t kg, int32_t *sums)
-{
-	const __m512i ones = _mm512_set1_epi8(1);
-	__m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
-	int64_t g = 0;
-
-	for (; g + 2 <= kg; g += 2) {
-		s0 = _mm512_dpbusd_epi32(s0, ones, _mm512_loadu_si512(panel + g * 64));
-		s1 = _mm512_dpbusd_epi32(s1, ones, _mm512_loadu_si512(panel + g * 64 + 64));
-	}
-	if (g < kg)
-		s0 = _mm512_dpbusd_epi32(s0, ones, _mm512_loadu_si512(panel + g * 64));
-	s0 = _mm512_add_epi32(_mm512_add_epi32(s0, s1), _mm512_loadu_si512(sums));
-	_mm512_storeu_si512(sums, s0);
-}
-
 const igemm_isa_desc igemm_desc_avx512vnni = {
 	.id = IGEMM_ISA_AVX512VNNI, .name = "avx512vnni", .mr = MR, .nr = NR,
-	.kernel = kernel, .colsum = colsum,
+	.kernel = kernel, .colsum = ik512_colsum,
 };

@@ -51,7 +51,7 @@ int nbits_q8_available(const nbits_w *w)
 	igemm_isa isa = igemm_isa_best();
 
 	return w->bits == 4 && w->bs % 32 == 0 &&
-	       (isa == IGEMM_ISA_AVX512VNNI || isa == IGEMM_ISA_AVXVNNI);
+	       (isa >= IGEMM_ISA_AVX512VNNI || isa == IGEMM_ISA_AVXVNNI);
 #else
 	(void)w;
 	return 0;
@@ -205,7 +205,7 @@ static void q8_cols(void *arg, int64_t g0, int64_t g1, int member)
 	const q8_job *j = arg;
 	const nbits_w *w = j->w;
 	int64_t cb = nbits_col_bytes(w), kp = w->nb * w->bs;
-	int vnni512 = igemm_isa_best() == IGEMM_ISA_AVX512VNNI;
+	int vnni512 = igemm_isa_best() >= IGEMM_ISA_AVX512VNNI;
 
 	(void)member;
 	for (int64_t r = 0; r < j->rows; r++) {
@@ -257,7 +257,7 @@ int nbits_gemv_q8(cpu_ctx *ctx, const nbits_w *w, const float *A, int64_t lda, i
 	for (int64_t r = 0; r < rows; r++) {
 		quantize_row(A + r * lda, w->K, w->bs, w->nb, (int8_t *)scratch + r * kp,
 			     (float *)j.sa + r * w->nb, (float *)j.ca + r * w->nb);
-		if (igemm_isa_best() == IGEMM_ISA_AVX512VNNI)
+		if (igemm_isa_best() >= IGEMM_ISA_AVX512VNNI)
 			zmm_order((int8_t *)scratch + r * kp, kp);
 	}
 	cpu_par_for(ctx, groups, (double)rows * (double)kp * NBQ8_COLS * 0.02, 4, q8_cols, &j);
