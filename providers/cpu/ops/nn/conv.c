@@ -739,7 +739,7 @@ static int conv_compute(cpu_ctx *ctx)
 	}
 	if (st->packed && wd == st->w_src && st->Mg == j.Mg && st->ksz == j.ksz)
 		packed = st->packed;
-	use_t = packed && j.osz < CONV_T_RATIO * j.Mg && j.osz < CONV_T_MAX;
+	use_t = packed && j.osz < CONV_T_RATIO * j.Mg && j.osz < CONV_T_MAX && !getenv("NOT");
 	if (cpu_numel(fr.y) == 0)
 		return conv_end(ctx, &fr, 1, bo);
 	if (conv_taps_fits(&j, G)) {

@@ -40,6 +40,7 @@
 #define CN_P 6    /* output pixels a tile */
 #define CN_BAND_MIN 96     /* output pixels a band, at least (where the image has them) */
 #define CN_BAND_MAX 2048   /* ... at most */
+#define CN_LARGE_IMAGE 2048   /* output pixels from which AVX-512 takes any 3 x 3 */
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define CN_X86 1
@@ -63,29 +64,45 @@ void conv_nhwc_pack(const float *w, int64_t Mg, int64_t Cg, int64_t taps, float 
 				}
 }
 
-int conv_nhwc_takes(int64_t Cg, int64_t taps, int64_t Mg)
+/* conv_nhwc_takes, also knowing the output pixels a plane (osz; 0: not
+ * known yet, at load). */
+static int takes(int64_t Cg, int64_t taps, int64_t Mg, int64_t osz)
 {
 #ifdef CN_X86
 	static int env = -1;
+	gemm_isa isa = gemm_isa_best();
 
 	if (env < 0) {
 		const char *e = getenv("ORTMK_CPU_CONV_NHWC");
 
 		env = !(e && e[0] == '0');
 	}
-	return env && gemm_isa_best() == GEMM_ISA_AVX2 && taps > 1 && Cg >= CONV_NHWC_MIN_C &&
-	       Mg >= CONV_NHWC_MIN_M;
+	/* On AVX-512 3 x 3 filters only with few input or output channels,
+	 * or on large images: otherwise the zmm GEMM was faster where
+	 * Winograd does not fit (GoogLeNet's 128 -> 192 at 28 x 28: 1.5 ms,
+	 * 2.1 here), where Inception's 80 -> 192 at 69 x 69 took 0.76x the
+	 * GEMM's time here */
+	return env && taps > 1 && Cg >= CONV_NHWC_MIN_C && Mg >= CONV_NHWC_MIN_M &&
+	       (isa == GEMM_ISA_AVX2 ||
+		(isa == GEMM_ISA_AVX512 &&
+		 (taps != 9 || Cg <= 32 || Mg <= 64 || osz >= CN_LARGE_IMAGE)));
 #else
 	(void)Cg;
 	(void)taps;
 	(void)Mg;
+	(void)osz;
 	return 0;
 #endif
 }
 
+int conv_nhwc_takes(int64_t Cg, int64_t taps, int64_t Mg)
+{
+	return takes(Cg, taps, Mg, 0);
+}
+
 int conv_nhwc_fits(const conv_job *j, int64_t group)
 {
-	return group == 1 && conv_nhwc_takes(j->Cg, j->ksz / j->Cg, j->Mg);
+	return group == 1 && takes(j->Cg, j->ksz / j->Cg, j->Mg, j->osz);
 }
 
 #ifdef CN_X86
@@ -105,6 +122,7 @@ typedef struct cn_job {
 	int clamp;                /* Relu or Clip in the store: [lo, hi] */
 	float lo, hi;
 	const cpu_fusion *act;    /* else an activation over each finished band */
+	int zmm;                  /* AVX-512: cn_tile512's twelve pixels a tile */
 } cn_job;
 
 /* Padded rows [r0, r1) (padded row r is input row r - pt) of the plane
@@ -205,6 +223,138 @@ cn_tile(const float *const *xq, const float *w, int64_t C, int KD, int KH, int K
 #undef CN_OUT
 }
 
+#define CN_P512 12   /* output pixels a tile on AVX-512: a zmm each */
+#define CN_T512 __attribute__((target("avx512f,avx2,fma")))
+
+/* cn_tile on AVX-512: P (1 to 12) output pixels times the sixteen output
+ * channels in one zmm each, twelve multiply-adds for one filter load and
+ * twelve broadcasts. */
+static inline __attribute__((always_inline)) CN_T512 void
+cn_tile512(const float *const *xq, const float *w, int64_t C, int KD, int KH, int KW,
+	   int64_t slabf, int64_t rowf, int64_t colf, const float *bias, float *out, int P)
+{
+	__m512 b = _mm512_loadu_ps(bias);
+	__m512 a0 = b, a1 = b, a2 = b, a3 = b, a4 = b, a5 = b;
+	__m512 a6 = b, a7 = b, a8 = b, a9 = b, a10 = b, a11 = b;
+
+	for (int kd = 0; kd < KD; kd++)
+	for (int kh = 0; kh < KH; kh++)
+		for (int kw = 0; kw < KW; kw++) {
+			int64_t o = kd * slabf + kh * rowf + kw * colf;
+			const float *wt = w + ((kd * KH + kh) * KW + kw) * C * CN_M;
+			const float *x0 = xq[0] + o, *x1 = xq[1] + o, *x2 = xq[2] + o;
+			const float *x3 = xq[3] + o, *x4 = xq[4] + o, *x5 = xq[5] + o;
+			const float *x6 = xq[6] + o, *x7 = xq[7] + o, *x8 = xq[8] + o;
+			const float *x9 = xq[9] + o, *x10 = xq[10] + o, *x11 = xq[11] + o;
+
+			for (int64_t c = 0; c < C; c++, wt += CN_M) {
+				__m512 wv = _mm512_loadu_ps(wt);
+#define CN_PX(p, xp, a)                                                                    \
+	if (P > (p))                                                                       \
+		a = _mm512_fmadd_ps(_mm512_set1_ps(xp[c]), wv, a);
+				CN_PX(0, x0, a0) CN_PX(1, x1, a1) CN_PX(2, x2, a2)
+				CN_PX(3, x3, a3) CN_PX(4, x4, a4) CN_PX(5, x5, a5)
+				CN_PX(6, x6, a6) CN_PX(7, x7, a7) CN_PX(8, x8, a8)
+				CN_PX(9, x9, a9) CN_PX(10, x10, a10) CN_PX(11, x11, a11)
+#undef CN_PX
+			}
+		}
+#define CN_O(p, a)                                                                         \
+	if (P > (p))                                                                       \
+		_mm512_storeu_ps(out + (p) * CN_M, a);
+	CN_O(0, a0) CN_O(1, a1) CN_O(2, a2) CN_O(3, a3) CN_O(4, a4) CN_O(5, a5)
+	CN_O(6, a6) CN_O(7, a7) CN_O(8, a8) CN_O(9, a9) CN_O(10, a10) CN_O(11, a11)
+#undef CN_O
+}
+
+/* One tile of P pixels through cn_tile512, P a constant in each case. */
+static CN_T512 void cn_tile512_p(const float *const *xq, const float *w, int64_t C, int KD,
+				 int KH, int KW, int64_t slabf, int64_t rowf, int64_t colf,
+				 const float *bias, float *out, int P)
+{
+	switch (P) {
+#define CN_C(n)                                                                            \
+	case n:                                                                            \
+		cn_tile512(xq, w, C, KD, KH, KW, slabf, rowf, colf, bias, out, n);         \
+		break;
+	CN_C(1) CN_C(2) CN_C(3) CN_C(4) CN_C(5) CN_C(6)
+	CN_C(7) CN_C(8) CN_C(9) CN_C(10) CN_C(11)
+#undef CN_C
+	default:
+		cn_tile512(xq, w, C, KD, KH, KW, slabf, rowf, colf, bias, out, CN_P512);
+		break;
+	}
+}
+
+#define CN_P2 8   /* output pixels a tile of two blocks on AVX-512 */
+
+/* Two filter blocks at once on AVX-512 (w and w + wblock): P (1 to 8)
+ * output pixels times 32 output channels in sixteen zmm, sixteen
+ * multiply-adds for two filter loads and eight broadcasts (cn_tile512's
+ * twelve broadcasts for twelve bound it by the loads); block 0's results
+ * into out0, block 1's into out1, [pixel][16] each. */
+static inline __attribute__((always_inline)) CN_T512 void
+cn_tile512x2(const float *const *xq, const float *w, int64_t wblock, int64_t C, int KD, int KH,
+	     int KW, int64_t slabf, int64_t rowf, int64_t colf, const float *bias, float *out0,
+	     float *out1, int P)
+{
+	__m512 b0 = _mm512_loadu_ps(bias), b1 = _mm512_loadu_ps(bias + CN_M);
+	__m512 a00 = b0, a01 = b1, a10 = b0, a11 = b1, a20 = b0, a21 = b1, a30 = b0, a31 = b1;
+	__m512 a40 = b0, a41 = b1, a50 = b0, a51 = b1, a60 = b0, a61 = b1, a70 = b0, a71 = b1;
+
+	for (int kd = 0; kd < KD; kd++)
+	for (int kh = 0; kh < KH; kh++)
+		for (int kw = 0; kw < KW; kw++) {
+			int64_t o = kd * slabf + kh * rowf + kw * colf;
+			const float *wt = w + ((kd * KH + kh) * KW + kw) * C * CN_M;
+			const float *x0 = xq[0] + o, *x1 = xq[1] + o, *x2 = xq[2] + o;
+			const float *x3 = xq[3] + o, *x4 = xq[4] + o, *x5 = xq[5] + o;
+			const float *x6 = xq[6] + o, *x7 = xq[7] + o;
+
+			for (int64_t c = 0; c < C; c++, wt += CN_M) {
+				__m512 w0 = _mm512_loadu_ps(wt), w1 = _mm512_loadu_ps(wt + wblock), v;
+#define CN_PX(p, xp, a0, a1)                                                               \
+	if (P > (p)) {                                                                     \
+		v = _mm512_set1_ps(xp[c]);                                                 \
+		a0 = _mm512_fmadd_ps(v, w0, a0);                                           \
+		a1 = _mm512_fmadd_ps(v, w1, a1);                                           \
+	}
+				CN_PX(0, x0, a00, a01) CN_PX(1, x1, a10, a11)
+				CN_PX(2, x2, a20, a21) CN_PX(3, x3, a30, a31)
+				CN_PX(4, x4, a40, a41) CN_PX(5, x5, a50, a51)
+				CN_PX(6, x6, a60, a61) CN_PX(7, x7, a70, a71)
+#undef CN_PX
+			}
+		}
+#define CN_O(p, a0, a1)                                                                    \
+	if (P > (p)) {                                                                     \
+		_mm512_storeu_ps(out0 + (p) * CN_M, a0);                                   \
+		_mm512_storeu_ps(out1 + (p) * CN_M, a1);                                   \
+	}
+	CN_O(0, a00, a01) CN_O(1, a10, a11) CN_O(2, a20, a21) CN_O(3, a30, a31)
+	CN_O(4, a40, a41) CN_O(5, a50, a51) CN_O(6, a60, a61) CN_O(7, a70, a71)
+#undef CN_O
+}
+
+static CN_T512 void cn_tile512x2_p(const float *const *xq, const float *w, int64_t wblock,
+				   int64_t C, int KD, int KH, int KW, int64_t slabf, int64_t rowf,
+				   int64_t colf, const float *bias, float *out0, float *out1, int P)
+{
+	switch (P) {
+#define CN_C(n)                                                                            \
+	case n:                                                                            \
+		cn_tile512x2(xq, w, wblock, C, KD, KH, KW, slabf, rowf, colf, bias, out0, out1, \
+			     n);                                                           \
+		break;
+	CN_C(1) CN_C(2) CN_C(3) CN_C(4) CN_C(5) CN_C(6) CN_C(7)
+#undef CN_C
+	default:
+		cn_tile512x2(xq, w, wblock, C, KD, KH, KW, slabf, rowf, colf, bias, out0, out1,
+			     CN_P2);
+		break;
+	}
+}
+
 /* Row buffer rb ([pixel][16], OW pixels) to channels [m0, m0 + nm) of
  * output row y (plane stride osz; the residual at res, same layout), with
  * the clamp. */
@@ -242,6 +392,43 @@ static CN_TARGET void cn_row_out(const cn_job *d, const float *rb, int64_t OW, f
 		}
 }
 
+/* Blocks m0 / CN_M and the next (nm2 channels in all) over the band's
+ * output rows [oh0, oh1) on AVX-512: the second block's results in rb
+ * after the first's (the band's pixels x 16 each). */
+static CN_TARGET void cn_pair(const cn_job *d, const float *xp, float *rb, const float *w,
+			      int64_t wblock, const float *bias, int64_t n, int64_t od, int64_t oh0,
+			      int64_t oh1, int64_t m0, int nm2, int KD, int KH, int KW)
+{
+	const conv_job *j = d->j;
+	const cpu_geom *g = &j->g;
+	int64_t C = j->Cg, OW = g->out[2], osz = j->osz, PW = d->PW;
+	int64_t rowf = g->d[1] * PW * C, colf = g->d[2] * C, slabf = d->rows_max * PW * C;
+	int64_t done = 0, np = (oh1 - oh0) * OW, oh = oh0;
+	float *rb1 = rb + np * CN_M;
+
+	for (int64_t p0 = 0; p0 < np; p0 += CN_P2) {
+		const float *xq[CN_P2];
+		int P = (int)(np - p0 < CN_P2 ? np - p0 : CN_P2);
+
+		for (int i = 0; i < CN_P2; i++) {
+			int64_t q = p0 + (i < P ? i : 0), r = q / OW, c = q % OW;
+
+			xq[i] = xp + (r * g->s[1] * PW + c * g->s[2]) * C;
+		}
+		cn_tile512x2_p(xq, w, wblock, C, KD, KH, KW, slabf, rowf, colf, bias,
+			       rb + p0 * CN_M, rb1 + p0 * CN_M, P);
+		for (; done + OW <= p0 + P; done += OW, oh++)
+			for (int h = 0; h < 2; h++) {
+				int64_t yoff = (n * j->Mg + m0 + h * CN_M) * osz +
+					       (od * g->out[1] + oh) * OW;
+
+				cn_row_out(d, (h ? rb1 : rb) + done * CN_M, OW, d->y + yoff,
+					   j->res ? (const float *)j->res->data + yoff : NULL, osz,
+					   h ? nm2 - CN_M : CN_M);
+			}
+	}
+}
+
 /* Output rows [oh0, oh1) of depth slice od of image n from its band xp
  * (padded rows from oh0 * sh, a slab per kernel depth), blocks [mb0, mb1)
  * of sixteen output channels. */
@@ -259,9 +446,19 @@ cn_rows(const cn_job *d, const float *xp, float *rb, int64_t n, int64_t od, int6
 	for (int64_t m0 = mb0 * CN_M; m0 < j->Mg && m0 < mb1 * CN_M; m0 += CN_M) {
 		int nm = (int)(j->Mg - m0 < CN_M ? j->Mg - m0 : CN_M);
 		const float *w = d->w + m0 / CN_M * wblock;
-		float bias[CN_M] = {0};
+		float bias[2 * CN_M] = {0};
 		__m256 b0, b1;
 
+		/* AVX-512: blocks in pairs where the group has two left */
+		if (d->zmm && m0 + CN_M < j->Mg && m0 + CN_M < mb1 * CN_M) {
+			int nm2 = (int)(j->Mg - m0 < 2 * CN_M ? j->Mg - m0 : 2 * CN_M);
+
+			for (int m = 0; d->b && m < nm2; m++)
+				bias[m] = d->b[m0 + m];
+			cn_pair(d, xp, rb, w, wblock, bias, n, od, oh0, oh1, m0, nm2, KD, KH, KW);
+			m0 += CN_M;
+			continue;
+		}
 		for (int m = 0; d->b && m < nm; m++)
 			bias[m] = d->b[m0 + m];
 		b0 = _mm256_loadu_ps(bias);
@@ -270,17 +467,21 @@ cn_rows(const cn_job *d, const float *xp, float *rb, int64_t n, int64_t od, int6
 		 * (a 7 x 7 image: eight tiles and one pixel, not seven rows of a
 		 * tile and a one-pixel tail, each streaming the filter block) */
 		int64_t done = 0, np = (oh1 - oh0) * OW, oh = oh0;
+		int tp = d->zmm ? CN_P512 : CN_P;
 
-		for (int64_t p0 = 0; p0 < np; p0 += CN_P) {
-			const float *xq[CN_P];
-			int P = (int)(np - p0 < CN_P ? np - p0 : CN_P);
+		for (int64_t p0 = 0; p0 < np; p0 += tp) {
+			const float *xq[CN_P512];
+			int P = (int)(np - p0 < tp ? np - p0 : tp);
 
-			for (int i = 0; i < CN_P; i++) {
+			for (int i = 0; i < tp; i++) {
 				int64_t q = p0 + (i < P ? i : 0), r = q / OW, c = q % OW;
 
 				xq[i] = xp + (r * g->s[1] * PW + c * g->s[2]) * C;
 			}
-			if (P == CN_P)
+			if (d->zmm)
+				cn_tile512_p(xq, w, C, KD, KH, KW, slabf, rowf, colf, bias,
+					     rb + p0 * CN_M, P);
+			else if (P == CN_P)
 				cn_tile(xq, w, C, KD, KH, KW, slabf, rowf, colf, b0, b1, rb + p0 * CN_M,
 					CN_P);
 			else
@@ -363,7 +564,7 @@ int conv_nhwc_run(cpu_ctx *ctx, const conv_job *j, int64_t N, const float *x,
 	int64_t items, nb;
 	int members = cpu_par_members(ctx);
 	cn_job d = {.j = j, .x = x, .w = wpacked, .b = b, .y = y, .act = j->act,
-		    .lo = -INFINITY, .hi = INFINITY};
+		    .lo = -INFINITY, .hi = INFINITY, .zmm = gemm_isa_best() == GEMM_ISA_AVX512};
 
 	if ((d.clamp = conv_job_clamp(j, &d.lo, &d.hi)) != 0)
 		d.act = NULL;
@@ -391,7 +592,8 @@ int conv_nhwc_run(cpu_ctx *ctx, const conv_job *j, int64_t N, const float *x,
 	d.group_blocks = (blocks + d.mgroups - 1) / d.mgroups;
 	d.mgroups = (blocks + d.group_blocks - 1) / d.group_blocks;
 	d.rows_max = (d.band_rows - 1) * g->s[1] + (g->k[1] - 1) * g->d[1] + 1;
-	d.member_floats = g->k[0] * d.rows_max * d.PW * j->Cg + d.band_rows * OW * CN_M;
+	d.member_floats = g->k[0] * d.rows_max * d.PW * j->Cg +
+			  (d.zmm ? 2 : 1) * d.band_rows * OW * CN_M;
 	d.scratch = cpu_scratch(ctx, (size_t)members * (size_t)d.member_floats * sizeof(float));
 	if (!d.scratch)
 		return CPU_E_NOMEM;
