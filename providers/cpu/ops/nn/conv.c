@@ -7,9 +7,11 @@
  *    1x1, stride 1 or 2, rows of at least 8 pixels, an AVX-512 CPU): a
  *    direct kernel, 16 pixels a vector (conv_direct.c): first layers;
  *  - one group of at least 16 input and 16 output channels and more than
- *    one tap, 1-D to 3-D, on a CPU whose best ISA is AVX2 + FMA: the
- *    input band transposed to channels-last, six output pixels by sixteen
- *    output channels a tile (conv_nhwc.c), unless Winograd below takes it;
+ *    one tap, 1-D to 3-D, on an AVX2 + FMA CPU (on AVX-512: not a 3x3 with
+ *    many channels on a small image): the input band transposed to
+ *    channels-last, six output pixels by sixteen output channels a tile
+ *    (AVX-512: eight by thirty-two) (conv_nhwc.c), unless Winograd below
+ *    takes it;
  *  - grouped with at most 32 input and output channels a group: a direct
  *    kernel over padded planes, channels in blocks of 8 (conv_grouped.c);
  *  - depthwise (one input and one output channel per group): a direct

@@ -1,7 +1,8 @@
 /*
  * conv_nhwc: one-group 1-D, 2-D and 3-D convolutions with a filter of
  * several taps and at least CONV_NHWC_MIN_C input and CONV_NHWC_MIN_M
- * output channels, for conv.c, on CPUs whose best ISA is AVX2 + FMA.
+ * output channels, for conv.c, on AVX2 + FMA and AVX-512 CPUs (conv_nhwc_takes
+ * says which layers on each).
  *
  * Through the GEMM such a layer (Inception's 3x3, 5x5, 1x7 and 7x1 layers,
  * 32 to 288 input channels) packs the im2col of its input, each element
@@ -19,6 +20,12 @@
  * tile reads it in order.  Finished output rows ([pixel][16] in scratch)
  * go to Y through 8 x 8 transposes, the residual and Relu or Clip on the
  * way; another fused activation runs over each finished band.
+ *
+ * On AVX-512 a tile is eight output pixels times two such blocks of
+ * sixteen, one zmm each (sixteen accumulators; per input channel two
+ * filter loads and eight broadcasts, where one block of twelve pixels
+ * bound the tile by its loads), the same filter layout read at two
+ * blocks' offsets; a block without a partner, twelve pixels a tile.
  *
  * Work is split over the pool by (image, output depth slice, band of
  * output rows, group of channel blocks): a member transposes its band's
