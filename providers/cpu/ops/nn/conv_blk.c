@@ -1,6 +1,9 @@
 /*
  * conv_blk: 1x1 and depthwise convolutions on channel-blocked activations,
- * for conv.c, on CPUs whose best ISA is AVX2 + FMA.
+ * for conv.c, on CPUs with AVX2 + FMA (AVX-512 ones too: there a 1x1
+ * layer's tile is eight pixels by two pairs of blocks in zmm, pw_run2;
+ * the other kernels are the ymm ones, which beat the plain zmm paths on
+ * depthwise layers and save the reorders around first and grouped ones).
  *
  * Layout (NCHWc8): an image's C channels (a multiple of 8) as C / 8 blocks
  * of its H x W pixels, each pixel's eight channels consecutive:
@@ -72,7 +75,7 @@ int conv_blk_enabled(void)
 
 		env = !(e && e[0] == '0');
 	}
-	return env && gemm_isa_best() == GEMM_ISA_AVX2;
+	return env && (gemm_isa_best() == GEMM_ISA_AVX2 || gemm_isa_best() == GEMM_ISA_AVX512);
 #else
 	return 0;
 #endif
@@ -174,6 +177,7 @@ typedef struct blk_job {
 	/* depthwise and first layers: output rows in bands */
 	int64_t band_rows, bands;
 	int64_t PHd, PWd;         /* first layers: the padded planes */
+	int zmm;                  /* AVX-512: 1x1 pairs of pairs (pw_run2) */
 } blk_job;
 
 /* ---- the tile ------------------------------------------------------------- */
@@ -310,6 +314,122 @@ static CB_TARGET void pw_run(const blk_job *d, int64_t n, int64_t q, int64_t p0,
 	      y0 + p0 * CB, y1 + p0 * CB, r0 ? r0 + p0 * CB : NULL, r1 ? r1 + p0 * CB : NULL);
 }
 
+/* On AVX-512: two pairs of output blocks at once, eight pixels a tile.
+ * A zmm holds a pixel's sixteen output channels of a pair (its low half
+ * block 2q's eight, its high half block 2q + 1's), the pair's filter row
+ * as packed ([pair][channel][16]); sixteen accumulators, two filter loads
+ * and eight broadcasts an input channel (the ymm tile's twelve
+ * multiply-adds for eight loads halved the FMA width). */
+#define PW_P2 8
+#define CB_T512 __attribute__((target("avx512f,avx2,fma")))
+
+/* The low and high halves of a zmm into two blocks' pixel p. */
+static inline __attribute__((always_inline)) CB_T512 void
+st2(float *ya, float *yb, __m512 v)
+{
+	_mm256_storeu_ps(ya, _mm512_castps512_ps256(v));
+	_mm256_storeu_ps(yb, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+}
+
+static inline __attribute__((always_inline)) CB_T512 __m512
+ld2(const float *ra, const float *rb)
+{
+	return _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(
+		_mm256_loadu_ps(ra))), _mm256_castps_pd(_mm256_loadu_ps(rb)), 1));
+}
+
+/* NP pixels (x: the first's channels, blocks PP floats apart) times the
+ * nb (3 or 4) output blocks from y[0] (each of the blocks P * CB floats
+ * after the one before, as the residual r), filter pairs at w and w + ws. */
+static inline __attribute__((always_inline)) CB_T512 void
+pw_tile512(const blk_job *d, const float *x, int64_t planes, int64_t PP, const float *w,
+	   int64_t ws, const int NP, int nb, __m512 b0, __m512 b1, float *y, const float *r,
+	   int64_t bs)
+{
+	__m512 a00 = b0, a01 = b1, a10 = b0, a11 = b1, a20 = b0, a21 = b1, a30 = b0, a31 = b1;
+	__m512 a40 = b0, a41 = b1, a50 = b0, a51 = b1, a60 = b0, a61 = b1, a70 = b0, a71 = b1;
+
+	for (int64_t c = 0; c < planes; c++) {
+		const float *xr = x + c * PP;
+
+		for (int ci = 0; ci < CB; ci++, w += PW_M) {
+			__m512 w0 = _mm512_loadu_ps(w), w1 = _mm512_loadu_ps(w + ws), v;
+#define PW_PX(p, a0, a1)                                                                   \
+	if (NP > (p)) {                                                                    \
+		v = _mm512_set1_ps(xr[(p) * CB + ci]);                                     \
+		a0 = _mm512_fmadd_ps(v, w0, a0);                                           \
+		a1 = _mm512_fmadd_ps(v, w1, a1);                                           \
+	}
+			PW_PX(0, a00, a01) PW_PX(1, a10, a11) PW_PX(2, a20, a21)
+			PW_PX(3, a30, a31) PW_PX(4, a40, a41) PW_PX(5, a50, a51)
+			PW_PX(6, a60, a61) PW_PX(7, a70, a71)
+#undef PW_PX
+		}
+	}
+	__m512 lo = _mm512_set1_ps(d->lo), hi = _mm512_set1_ps(d->hi);
+#define PW_OUT(p, a0, a1)                                                                  \
+	if (NP > (p)) {                                                                    \
+		int64_t o = (p) * CB;                                                      \
+		if (r) {                                                                   \
+			a0 = _mm512_add_ps(a0, ld2(r + o, r + bs + o));                    \
+			a1 = _mm512_add_ps(a1, ld2(r + 2 * bs + o,                         \
+						   r + (nb > 3 ? 3 : 2) * bs + o));        \
+		}                                                                          \
+		if (d->clamp) {                                                            \
+			a0 = _mm512_min_ps(hi, _mm512_max_ps(lo, a0));                     \
+			a1 = _mm512_min_ps(hi, _mm512_max_ps(lo, a1));                     \
+		}                                                                          \
+		st2(y + o, y + bs + o, a0);                                                \
+		if (nb > 3)                                                                \
+			st2(y + 2 * bs + o, y + 3 * bs + o, a1);                           \
+		else                                                                       \
+			_mm256_storeu_ps(y + 2 * bs + o, _mm512_castps512_ps256(a1));      \
+	}
+	PW_OUT(0, a00, a01) PW_OUT(1, a10, a11) PW_OUT(2, a20, a21) PW_OUT(3, a30, a31)
+	PW_OUT(4, a40, a41) PW_OUT(5, a50, a51) PW_OUT(6, a60, a61) PW_OUT(7, a70, a71)
+#undef PW_OUT
+}
+
+/* Pixels [p0, p1) of image n, output blocks 2q to 2q + 3 (2q + 2 the
+ * last when the blocks end there). */
+static CB_T512 void pw_run2(const blk_job *d, int64_t n, int64_t q, int64_t p0, int64_t p1)
+{
+	int64_t P = d->P, mb = d->M / CB, ob = 2 * q, bs = P * CB;
+	int nb = ob + 3 < mb ? 4 : 3;
+	const float *w = d->w + q * d->C * PW_M;
+	const float *x = d->x + n * d->C * P + p0 * CB;
+	float *y = d->y + (n * mb + ob) * bs + p0 * CB;
+	const float *r = d->res ? d->res + (n * mb + ob) * bs + p0 * CB : NULL;
+	__m512 b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps();
+
+	if (d->b) {
+		b0 = _mm512_loadu_ps(d->b + ob * CB);
+		b1 = _mm512_maskz_loadu_ps(nb > 3 ? 0xffff : 0x00ff, d->b + ob * CB + PW_M);
+	}
+	for (int64_t p = 0; p < p1 - p0; p += PW_P2) {
+		int np = (int)(p1 - p0 - p < PW_P2 ? p1 - p0 - p : PW_P2);
+		int64_t o = p * CB;
+
+#define T2(np_)                                                                            \
+	pw_tile512(d, x + o, d->C / CB, bs, w, d->C * PW_M, np_, nb, b0, b1, y + o,          \
+		   r ? r + o : NULL, bs)
+		switch (np) {
+		case 8: T2(8); break;
+		case 7: T2(7); break;
+		case 6: T2(6); break;
+		case 5: T2(5); break;
+		case 4: T2(4); break;
+		case 3: T2(3); break;
+		case 2: T2(2); break;
+		default: T2(1); break;
+		}
+#undef T2
+	}
+	if (d->act)
+		for (int k = 0; k < nb; k++)
+			cpu_fuse_act_apply(d->act, y + k * bs, (p1 - p0) * CB);
+}
+
 /* Items: (image, pixel chunk, group of block pairs), group fastest. */
 static void pw_range(void *arg, int64_t i0, int64_t i1, int member)
 {
@@ -322,8 +442,12 @@ static void pw_range(void *arg, int64_t i0, int64_t i1, int member)
 		int64_t p0 = ch * d->chunk, p1 = p0 + d->chunk < d->P ? p0 + d->chunk : d->P;
 
 		for (int64_t q = grp * d->group_pairs; q < d->pairs && q < (grp + 1) * d->group_pairs;
-		     q++)
-			pw_run(d, n, q, p0, p1);
+		     q++) {
+			if (d->zmm && q + 1 < d->pairs && q + 1 < (grp + 1) * d->group_pairs)
+				pw_run2(d, n, q++, p0, p1);
+			else
+				pw_run(d, n, q, p0, p1);
+		}
 	}
 }
 
@@ -692,7 +816,8 @@ int conv_blk_run(cpu_ctx *ctx, int kind, const conv_job *j, int64_t N, int64_t C
 {
 	const cpu_geom *g = &j->g;
 	blk_job d = {.j = j, .x = x, .w = wpacked, .b = b, .y = y, .act = j->act,
-		     .lo = -INFINITY, .hi = INFINITY, .kind = kind, .C = C, .M = M};
+		     .lo = -INFINITY, .hi = INFINITY, .kind = kind, .C = C, .M = M,
+		     .zmm = gemm_isa_best() == GEMM_ISA_AVX512};
 
 	d.P = g->in[0] * g->in[1] * g->in[2];
 	d.OP = j->osz;
