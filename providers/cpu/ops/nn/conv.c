@@ -52,6 +52,12 @@
  * for the 128 -> 512 1x1 layer with its residual, 1 thread). */
 #define CONV_T_RATIO 2
 #define CONV_T_MAX 512
+/* On AVX-512 only from this depth: below, the rows form's zmm GEMM beat
+ * the transposition (a 1x1 64 -> 384 at 14 x 14: 0.095 ms, 0.12 in the
+ * pixels form; 256 -> 1024: 0.78 against 0.81), above it lost (512 ->
+ * 2048 at 7 x 7: 1.16 against 0.79; 1024 -> 256 at 14 x 14: 0.83
+ * against 0.71). */
+#define CONV_T_MIN_K_512 384
 /* Filters above this many packed bytes are not packed (the rows form reads
  * them in place). */
 #define CONV_PACK_MAX ((size_t)32 << 20)
@@ -741,7 +747,8 @@ static int conv_compute(cpu_ctx *ctx)
 	}
 	if (st->packed && wd == st->w_src && st->Mg == j.Mg && st->ksz == j.ksz)
 		packed = st->packed;
-	use_t = packed && j.osz < CONV_T_RATIO * j.Mg && j.osz < CONV_T_MAX && !getenv("NOT");
+	use_t = packed && j.osz < CONV_T_RATIO * j.Mg && j.osz < CONV_T_MAX &&
+		(j.ksz >= CONV_T_MIN_K_512 || gemm_isa_best() != GEMM_ISA_AVX512);
 	if (cpu_numel(fr.y) == 0)
 		return conv_end(ctx, &fr, 1, bo);
 	if (conv_taps_fits(&j, G)) {
