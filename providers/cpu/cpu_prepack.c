@@ -9,7 +9,6 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/mman.h>
 #include <string.h>
 
 #include "prepack_file.h"
@@ -66,28 +65,6 @@ void cpu_pack_cache_stats(const cpu_pack_cache *c, unsigned *hits, unsigned *mis
 	*pack_ns = c ? c->f->pack_ns : 0;
 }
 
-/* A packed operand's memory: 64-byte aligned; from 2 MiB on, aligned to
- * 2 MiB and marked for transparent huge pages (where the kernel's setting
- * is `madvise`, as Debian's is), since a layer streams its weights once a
- * run and 4 KiB pages miss the TLB on every few of them: ResNet-18's
- * 512 -> 512 3x3 layers at 7x7 (16.8 MiB through Winograd) took 0.68-0.78x
- * their time with huge pages (Xeon, 1 thread, in the model). */
-#define PACK_HUGE ((size_t)2 << 20)
-
-static void *pack_alloc(size_t size)
-{
-	size_t r = (size + 63) & ~(size_t)63;
-	void *p;
-
-	if (size < PACK_HUGE)
-		return aligned_alloc(64, r);
-	r = (size + PACK_HUGE - 1) & ~(PACK_HUGE - 1);
-	if (!(p = aligned_alloc(PACK_HUGE, r)))
-		return NULL;
-	(void)madvise(p, r, MADV_HUGEPAGE);
-	return p;
-}
-
 static int own(cpu_node *node, void *p)
 {
 	void **n = realloc(node->packed, (size_t)(node->n_packed + 1) * sizeof(*n));
@@ -123,7 +100,7 @@ const void *cpu_prepack(cpu_node *node, int input, const char *format, size_t si
 		return pack_file_add(c, &e, hit, NULL) ? NULL : hit;
 	}
 	t0 = sys_now_ns();
-	dst = pack_alloc(size);
+	dst = cpu_alloc_big(size);
 	if (!dst || own(node, dst)) {
 		free(dst);
 		snprintf(err, n, "out of memory packing %zu bytes", size);

@@ -447,7 +447,7 @@ static void test_planned_outputs(void **state)
 	const cpu_tensor *in[2] = {&ta, &ta}, *planned[1] = {&plan};
 	int heap[1];
 	char err[ERRLEN];
-	cpu_run_env env1 = {NULL, NULL, NULL, 1, NULL, NULL, 0};
+	cpu_run_env env1 = {.threads = 1};
 	cpu_node node;
 	tnode t;
 	(void)state;
