@@ -354,7 +354,8 @@ static void plan_fusions(cpu_sg *c, const ep_subgraph *sg, unsigned char *export
 	for (size_t k = 0; c->fuse && k < p->n_nodes; k++)
 		if (c->fuse[k].head)
 			ipc_log(IPC_LOG_DEBUG, "fused %d nodes into '%s' (%s): add %d, bias %d, act %d%s",
-				c->fuse[k].n_fused, sg->graph->node[k]->name,
+				c->fuse[k].n_fused,
+				sg->graph->node[k]->name ? sg->graph->node[k]->name : "",
 				sg->graph->node[k]->op_type, c->fuse[k].fuse.add_input,
 				c->fuse[k].fuse.bias_input, (int)c->fuse[k].fuse.act,
 				c->fuse[k].fuse.attention ? ", attention" : "");

@@ -561,7 +561,7 @@ static void chain_quant(planner *pl, int k, int conv)
 	fn->out0 = cur;
 	chain_add(pl, k, &last, &cur);
 	fn->out0 = cur;
-	chain_act(pl, k, last, cur, 0);
+	chain_act(pl, k, last, cur, !conv);
 }
 
 static void plan_node(planner *pl, int k)

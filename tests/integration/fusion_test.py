@@ -5,6 +5,7 @@ same outputs within 1e-4, both match numpy, and the provider reports the
 chains it fused.  Models: a ResNet block (Conv+BN+Relu, Conv+BN+Add+Relu,
 a 1x1/2 downsample with BN, one intermediate also a graph output, which
 must not be fused away), a transformer layer (MatMul+bias, Erf-form Gelu,
+also after a dynamically quantized MatMulInteger,
 residual Add, attention MatMul->Div->Softmax->MatMul), a Gemm transB
 MLP, a chain of every activation a Conv or Gemm takes into its tail,
 DenseNet's BatchNormalization+Relu on a concatenation, and an attention
@@ -314,6 +315,39 @@ def mlp_model():
     return g, {"x": x}, {"y": np.maximum(x.astype(np.float64) @ w.T + b, 0)}
 
 
+def qgelu_model():
+    """Dynamic quantization as ONNX Runtime's quantizer writes it
+    (DynamicQuantizeLinear, MatMulInteger, Cast, the scales' Mul, Mul, Add
+    of the bias) and the Erf-form Gelu after it: one chain."""
+    x = rng.standard_normal((12, 48)).astype(np.float32)
+    wq = rng.integers(-100, 100, (48, 40)).astype(np.int8)
+    ws = np.array(0.004, np.float32)
+    b = (rng.standard_normal(40) * 0.2).astype(np.float32)
+    consts = {"wq": wq, "wz": np.array(0, np.int8), "ws": ws, "b": b,
+              "sqrt2": np.array(1.4142135, np.float32), "one": np.array(1.0, np.float32),
+              "half": np.array(0.5, np.float32)}
+    inits = [numpy_helper.from_array(v, n) for n, v in consts.items()]
+    nodes = [
+        helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"]),
+        helper.make_node("MatMulInteger", ["xq", "wq", "xz", "wz"], ["mi"]),
+        helper.make_node("Cast", ["mi"], ["mf"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["xs", "ws"], ["sc"]), helper.make_node("Mul", ["mf", "sc"], ["m"]),
+        helper.make_node("Add", ["m", "b"], ["f"]),
+        helper.make_node("Div", ["f", "sqrt2"], ["g0"]), helper.make_node("Erf", ["g0"], ["g1"]),
+        helper.make_node("Add", ["g1", "one"], ["g2"]), helper.make_node("Mul", ["f", "g2"], ["g3"]),
+        helper.make_node("Mul", ["g3", "half"], ["y"]),
+    ]
+    g = helper.make_graph(nodes, "qgelu", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [12, 48])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    # DynamicQuantizeLinear as its spec says, in float32
+    lo, hi = min(0.0, float(x.min())), max(0.0, float(x.max()))
+    xs = np.float32((hi - lo) / 255)
+    xz = np.clip(np.rint(np.float32(0 - lo) / xs), 0, 255)
+    xq = np.clip(np.rint(x / xs) + xz, 0, 255)
+    f = ((xq - xz) @ wq.astype(np.float64)) * float(xs * ws) + b
+    return g, {"x": x}, {"y": f * 0.5 * (1 + erf(f / np.sqrt(2)))}
+
+
 def run(ort_run, model, feeds, out, fuse):
     args = [ort_run, model, "--output-dir", out, "--json", "--threads", "2"]
     for name, path in feeds.items():
@@ -325,7 +359,7 @@ def run(ort_run, model, feeds, out, fuse):
         raise SystemExit("ort-run failed: " + r.stderr[-2000:])
     folded = [int(line.split("folded ")[1].split()[0]) for line in r.stderr.splitlines()
               if "folded " in line]
-    return r.stderr.count("fused "), r.stderr.count(", attention"), sum(folded)
+    return r.stderr.count("fused "), r.stderr.count(", attention"), sum(folded), r.stderr
 
 
 def main():
@@ -336,7 +370,8 @@ def main():
             ("resnet", resnet_model(), 4, 0), ("bert", bert_model(), 4, 1),
             ("attention", attention_model(), 1, 1), ("mlp", mlp_model(), 1, 0),
             ("activations", activations_model(), 7, 0), ("folding", folding_model(), 1, 1),
-            ("masked", masked_attention_model(), 1, 1), ("densenet", densenet_model(), 2, 0)):
+            ("masked", masked_attention_model(), 1, 1), ("densenet", densenet_model(), 2, 0),
+            ("qgelu", qgelu_model(), 1, 0)):
         d = os.path.join(work, name)
         os.makedirs(d)
         model = os.path.join(d, "model.onnx")
@@ -345,8 +380,12 @@ def main():
         for k, v in inputs.items():
             feeds[k] = os.path.join(d, k + ".npy")
             np.save(feeds[k], v)
-        n_fused, n_att, n_folded = run(ort_run, model, feeds, os.path.join(d, "fused"), "1")
-        n_plain, _, _ = run(ort_run, model, feeds, os.path.join(d, "plain"), "0")
+        n_fused, n_att, n_folded, log = run(ort_run, model, feeds, os.path.join(d, "fused"), "1")
+        n_plain, _, _, _ = run(ort_run, model, feeds, os.path.join(d, "plain"), "0")
+        if name == "qgelu":
+            # the Gelu in the int8 chain's tail (act 2: CPU_FUSE_ACT_GELU)
+            check("(MatMulInteger): add -1, bias 6, act 2" in log,
+                  "qgelu: the Gelu fused into the MatMulInteger chain")
         if name == "folding":
             check(n_folded >= 3, "folding: %d nodes folded by the provider (>= 3)" % n_folded)
         check(n_fused >= min_fused and n_plain == 0,
