@@ -536,7 +536,8 @@ static void test_dynamic_quantize_float_scale(void **state)
 }
 
 /* Large inputs go through the pool and the vector loops: every element
- * against the scalar formula, with ties, NaN and values past both ends. */
+ * against the scalar formula (a division), with ties, quotients an ulp
+ * from a half, NaN and values past both ends. */
 static void test_dynamic_quantize_large(void **state)
 {
 	enum { N = 300007 };
@@ -555,6 +556,27 @@ static void test_dynamic_quantize_large(void **state)
 	}
 	x[7] = NAN;
 	x[N - 1] = 3.75f;
+	/* quotients within an ulp or two of a half (k + 0.5) * s and its
+	 * neighbours, where x * (1 / s) and x / s can round apart (the
+	 * AVX-512 loop divides those lanes): lo and hi stay those of the
+	 * random values, so s is known here */
+	{
+		float l0 = 0.0f, h0 = 0.0f, s0;
+		for (int i = 0; i < N; i++)
+			if (!isnan(x[i])) {
+				l0 = fminf(l0, x[i]);
+				h0 = fmaxf(h0, x[i]);
+			}
+		s0 = (h0 - l0) / 255.0f;
+		for (int k = -30, i = 1000; k < 200; k++, i += 5) {
+			float v = ((float)k + 0.5f) * s0;
+			x[i] = v;
+			x[i + 1] = nextafterf(v, INFINITY);
+			x[i + 2] = nextafterf(v, -INFINITY);
+			x[i + 3] = nextafterf(nextafterf(v, INFINITY), INFINITY);
+			x[i + 4] = nextafterf(nextafterf(v, -INFINITY), -INFINITY);
+		}
+	}
 	assert_int_equal(cpu_pool_create(2, &pool), 0);
 	tn(&t, "DynamicQuantizeLinear", 1, 3);
 	char err[ERRLEN];
