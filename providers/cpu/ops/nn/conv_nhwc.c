@@ -399,6 +399,35 @@ static CN_TARGET void cn_row_out(const cn_job *d, const float *rb, int64_t OW, f
 		}
 }
 
+/* A tile's input pointers: output pixel p0 + i of the band (the first
+ * one again past the P the tile has) at xq[i], i < tp. */
+static inline __attribute__((always_inline)) void cn_tile_inputs(const cn_job *d,
+								  const float *xp, int64_t p0,
+								  int P, int tp, const float **xq)
+{
+	const cpu_geom *g = &d->j->g;
+	int64_t OW = g->out[2];
+
+	for (int i = 0; i < tp; i++) {
+		int64_t q = p0 + (i < P ? i : 0), r = q / OW, c = q % OW;
+
+		xq[i] = xp + (r * g->s[1] * d->PW + c * g->s[2]) * d->j->Cg;
+	}
+}
+
+/* Finished output row oh of depth slice od of image n, channels [m0,
+ * m0 + nm), from its row buffer rb to Y. */
+static CN_TARGET void cn_finish_row(const cn_job *d, const float *rb, int64_t n, int64_t od,
+				    int64_t oh, int64_t m0, int nm)
+{
+	const conv_job *j = d->j;
+	int64_t OW = j->g.out[2];
+	int64_t yoff = (n * j->Mg + m0) * j->osz + (od * j->g.out[1] + oh) * OW;
+
+	cn_row_out(d, rb, OW, d->y + yoff, j->res ? (const float *)j->res->data + yoff : NULL,
+		   j->osz, nm);
+}
+
 /* Blocks m0 / CN_M and the next (nm2 channels in all) over the band's
  * output rows [oh0, oh1) on AVX-512: the second block's results in rb
  * after the first's (the band's pixels x 16 each). */
@@ -406,9 +435,8 @@ static CN_TARGET void cn_pair(const cn_job *d, const float *xp, float *rb, const
 			      int64_t wblock, const float *bias, int64_t n, int64_t od, int64_t oh0,
 			      int64_t oh1, int64_t m0, int nm2, int KD, int KH, int KW)
 {
-	const conv_job *j = d->j;
-	const cpu_geom *g = &j->g;
-	int64_t C = j->Cg, OW = g->out[2], osz = j->osz, PW = d->PW;
+	const cpu_geom *g = &d->j->g;
+	int64_t C = d->j->Cg, OW = g->out[2], PW = d->PW;
 	int64_t rowf = g->d[1] * PW * C, colf = g->d[2] * C, slabf = d->rows_max * PW * C;
 	int64_t done = 0, np = (oh1 - oh0) * OW, oh = oh0;
 	float *rb1 = rb + np * CN_M;
@@ -417,22 +445,13 @@ static CN_TARGET void cn_pair(const cn_job *d, const float *xp, float *rb, const
 		const float *xq[CN_P2];
 		int P = (int)(np - p0 < CN_P2 ? np - p0 : CN_P2);
 
-		for (int i = 0; i < CN_P2; i++) {
-			int64_t q = p0 + (i < P ? i : 0), r = q / OW, c = q % OW;
-
-			xq[i] = xp + (r * g->s[1] * PW + c * g->s[2]) * C;
-		}
+		cn_tile_inputs(d, xp, p0, P, CN_P2, xq);
 		cn_tile512x2_p(xq, w, wblock, C, KD, KH, KW, slabf, rowf, colf, bias,
 			       rb + p0 * CN_M, rb1 + p0 * CN_M, P);
-		for (; done + OW <= p0 + P; done += OW, oh++)
-			for (int h = 0; h < 2; h++) {
-				int64_t yoff = (n * j->Mg + m0 + h * CN_M) * osz +
-					       (od * g->out[1] + oh) * OW;
-
-				cn_row_out(d, (h ? rb1 : rb) + done * CN_M, OW, d->y + yoff,
-					   j->res ? (const float *)j->res->data + yoff : NULL, osz,
-					   h ? nm2 - CN_M : CN_M);
-			}
+		for (; done + OW <= p0 + P; done += OW, oh++) {
+			cn_finish_row(d, rb + done * CN_M, n, od, oh, m0, CN_M);
+			cn_finish_row(d, rb1 + done * CN_M, n, od, oh, m0 + CN_M, nm2 - CN_M);
+		}
 	}
 }
 
@@ -445,7 +464,7 @@ cn_rows(const cn_job *d, const float *xp, float *rb, int64_t n, int64_t od, int6
 {
 	const conv_job *j = d->j;
 	const cpu_geom *g = &j->g;
-	int64_t C = j->Cg, OW = g->out[2], osz = j->osz, PW = d->PW;
+	int64_t C = j->Cg, OW = g->out[2], PW = d->PW;
 	int64_t rowf = g->d[1] * PW * C, colf = g->d[2] * C, slabf = d->rows_max * PW * C;
 	int KD = (int)g->k[0];
 	int64_t wblock = KD * KH * KW * C * CN_M;
@@ -480,11 +499,7 @@ cn_rows(const cn_job *d, const float *xp, float *rb, int64_t n, int64_t od, int6
 			const float *xq[CN_P512];
 			int P = (int)(np - p0 < tp ? np - p0 : tp);
 
-			for (int i = 0; i < tp; i++) {
-				int64_t q = p0 + (i < P ? i : 0), r = q / OW, c = q % OW;
-
-				xq[i] = xp + (r * g->s[1] * PW + c * g->s[2]) * C;
-			}
+			cn_tile_inputs(d, xp, p0, P, tp, xq);
 			if (d->zmm)
 				cn_tile512_p(xq, w, C, KD, KH, KW, slabf, rowf, colf, bias,
 					     rb + p0 * CN_M, P);
@@ -502,13 +517,8 @@ cn_rows(const cn_job *d, const float *xp, float *rb, int64_t n, int64_t od, int6
 				default: break;
 				}
 			/* rows finished: to Y while their results are in cache */
-			for (; done + OW <= p0 + P; done += OW, oh++) {
-				int64_t yoff = (n * j->Mg + m0) * osz + (od * g->out[1] + oh) * OW;
-
-				cn_row_out(d, rb + done * CN_M, OW, d->y + yoff,
-					   j->res ? (const float *)j->res->data + yoff : NULL, osz,
-					   nm);
-			}
+			for (; done + OW <= p0 + P; done += OW, oh++)
+				cn_finish_row(d, rb + done * CN_M, n, od, oh, m0, nm);
 		}
 	}
 }
