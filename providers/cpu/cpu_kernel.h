@@ -263,9 +263,9 @@ cpu_tensor *cpu_seq_item(cpu_ctx *ctx, cpu_seq *s, size_t i, int32_t dtype, int 
 char *cpu_string_new(cpu_ctx *ctx, const char *s, size_t len);
 /* Scratch memory valid until compute returns. */
 void *cpu_scratch(cpu_ctx *ctx, size_t nbytes);
-/* Memory for a large buffer used every run (packed weights, a node's
- * kept scratch): 64-byte aligned, from 2 MiB on in transparent huge pages
- * where the OS gives them; free() releases it; NULL when out of memory. */
+/* Memory for a large buffer read every run (packed weights): 64-byte
+ * aligned, from 2 MiB on in transparent huge pages where the OS gives
+ * them; free() releases it; NULL when out of memory. */
 void *cpu_alloc_big(size_t size);
 /* Formats a message into ctx->err; returns `code` for `return cpu_fail(...)`. */
 int cpu_fail(cpu_ctx *ctx, int code, const char *fmt, ...)

@@ -460,8 +460,9 @@ fail:
 
 /* From 2 MiB on: 2 MiB-aligned and marked for transparent huge pages
  * (where the kernel's setting is `madvise`, as Debian's is).  Packed
- * weights and a node's kept scratch are streamed once a run, and with 4
- * KiB pages the TLB missed on them: ResNet-18's 512 -> 512 3x3 layers at
+ * weights are streamed once a run, and with 4 KiB pages the TLB missed on
+ * them (a node's kept scratch through here measured noise, so it stays on
+ * aligned_alloc): ResNet-18's 512 -> 512 3x3 layers at
  * 7x7 (16.8 MiB of Winograd-packed filter each) took 0.68-0.78x their
  * time with huge pages (Xeon, 1 thread, in the model). */
 #define ALLOC_HUGE ((size_t)2 << 20)

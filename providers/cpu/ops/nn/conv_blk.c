@@ -75,7 +75,7 @@ int conv_blk_enabled(void)
 
 		env = !(e && e[0] == '0');
 	}
-	return env && (gemm_isa_best() == GEMM_ISA_AVX2 || gemm_isa_best() == GEMM_ISA_AVX512);
+	return env && gemm_isa_best() >= GEMM_ISA_AVX2;   /* AVX2 or AVX-512 */
 #else
 	return 0;
 #endif
@@ -370,6 +370,7 @@ pw_tile512(const blk_job *d, const float *x, int64_t planes, int64_t PP, const f
 #define PW_OUT(p, a0, a1)                                                                  \
 	if (NP > (p)) {                                                                    \
 		int64_t o = (p) * CB;                                                      \
+		/* three blocks: a1's unstored high half re-reads block 2 */               \
 		if (r) {                                                                   \
 			a0 = _mm512_add_ps(a0, ld2(r + o, r + bs + o));                    \
 			a1 = _mm512_add_ps(a1, ld2(r + 2 * bs + o,                         \

@@ -129,7 +129,8 @@ typedef struct cn_job {
 	int clamp;                /* Relu or Clip in the store: [lo, hi] */
 	float lo, hi;
 	const cpu_fusion *act;    /* else an activation over each finished band */
-	int zmm;                  /* AVX-512: cn_tile512's twelve pixels a tile */
+	int zmm;                  /* AVX-512: blocks in pairs (cn_pair), a block
+				   * left alone twelve pixels a tile (cn_tile512) */
 } cn_job;
 
 /* Padded rows [r0, r1) (padded row r is input row r - pt) of the plane
