@@ -8,7 +8,9 @@
  * (Reshape, Flatten, Squeeze, Unsqueeze, Identity) whose data input dies
  * there takes that input's bytes, so the view moves nothing (every
  * provider's view leaves bytes that are already in place alone; swin_t's
- * 206 Reshapes copied 6-9 ms a run).  Graph outputs stay live to the
+ * 206 Reshapes copied 6-9 ms a run).  The other way round, the inputs of
+ * a chain a provider may fuse live to the chain's end (chain_ends).
+ * Graph outputs stay live to the
  * end: the run copies them out after the last step.  Values with
  * data-dependent shapes get no offset: the provider allocates them at run
  * time.
@@ -31,7 +33,81 @@ void core_plan_free(core_plan *p)
 	free(p);
 }
 
-static int *last_uses(const graph *g)
+static int op_in(const graph_node *n, const char *const *ops, size_t n_ops)
+{
+	if (n->domain[0])   /* the loader writes the default domain as "" */
+		return 0;
+	for (size_t i = 0; i < n_ops; i++)
+		if (strcmp(n->op_type, ops[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/* Whether node j reads an output of a node in [h, j). */
+static int reads_chain(const graph *g, size_t h, size_t j)
+{
+	const graph_node *t = &g->nodes[j];
+
+	for (size_t k = h; k < j; k++)
+		for (int o = 0; o < g->nodes[k].n_out; o++)
+			for (int i = 0; i < t->n_in; i++)
+				if (t->in[i] >= 0 && t->in[i] == g->nodes[k].out[o])
+					return 1;
+	return 0;
+}
+
+/* Chains a provider may fuse, as the CPU provider's cpu_fuse.c does: a
+ * Conv, Gemm, MatMul, their integer forms or a BatchNormalization, then
+ * the nodes right after it that read the chain (activations, a bias or
+ * residual Add, scales, Gelu's Div / Erf / Add / Mul, Softmax and the
+ * MatMul after it, the int8 chain's Cast and the Mul of its two scales).
+ * The fused node writes the chain's last output while it still reads the
+ * head's inputs, so the inputs that die at the head live to the chain's
+ * end in the plan: that output never takes their bytes (the provider
+ * would compute into scratch and copy it over: MobileNet's depthwise
+ * layers, whose Clip output took the input's bytes, copied 1.6 MB a layer
+ * on one thread).  end[k]: the chain's last node, k for a node that heads
+ * none.  NULL when out of memory. */
+enum { CHAIN_MAX = 8 };
+
+static int *chain_ends(const graph *g)
+{
+	static const char *const heads[] = {"Conv", "ConvInteger", "Gemm", "MatMul",
+					    "MatMulInteger", "BatchNormalization"};
+	static const char *const tails[] = {"Relu", "Clip", "LeakyRelu", "HardSigmoid",
+					    "HardSwish", "Sigmoid", "Tanh", "Mul", "Add", "Div",
+					    "Erf", "BatchNormalization", "Gelu", "Softmax", "Cast"};
+	static const char *const matmul[] = {"MatMul"}, *const softmax[] = {"Softmax"};
+	int *end = malloc((g->n_nodes + 1) * sizeof(int));
+
+	if (!end)
+		return NULL;
+	for (size_t h = 0; h < g->n_nodes; h++) {
+		size_t j = h + 1;
+
+		end[h] = (int)h;
+		if (!op_in(&g->nodes[h], heads, sizeof(heads) / sizeof(heads[0])))
+			continue;
+		for (; j < g->n_nodes && j - h <= CHAIN_MAX; j++) {
+			const graph_node *t = &g->nodes[j];
+			int tail = op_in(t, tails, sizeof(tails) / sizeof(tails[0])) ||
+				   (op_in(t, matmul, 1) && op_in(&g->nodes[j - 1], softmax, 1));
+
+			if (!tail)
+				break;
+			/* a tail that reads none of the chain joins when the
+			 * next node reads it and the chain (the int8 chain's
+			 * product of its two scales) */
+			if (!reads_chain(g, h, j) &&
+			    !(j + 1 < g->n_nodes && reads_chain(g, j, j + 1) && reads_chain(g, h, j + 1)))
+				break;
+		}
+		end[h] = (int)j - 1;
+	}
+	return end;
+}
+
+static int *last_uses(const graph *g, const int *end)
 {
 	int *last = malloc((g->n_values + 1) * sizeof(int));
 
@@ -43,8 +119,8 @@ static int *last_uses(const graph *g)
 		const graph_node *n = &g->nodes[k];
 
 		for (int i = 0; i < n->n_in; i++)
-			if (n->in[i] >= 0 && last[n->in[i]] < (int)k)
-				last[n->in[i]] = (int)k;
+			if (n->in[i] >= 0 && last[n->in[i]] < end[k])
+				last[n->in[i]] = end[k];
 		for (int i = 0; i < n->n_implicit; i++)
 			if (last[n->implicit[i]] < (int)k)
 				last[n->implicit[i]] = (int)k;
@@ -90,11 +166,12 @@ static int view_source(const graph *g, const core_plan *p, const int *last, size
 
 static ortmk_status assign_offsets(const graph *g, core_plan *p)
 {
-	int *last = last_uses(g);
+	int *end = chain_ends(g), *last = end ? last_uses(g, end) : NULL;
 	shm_arena a;
 	ortmk_status st = ORTMK_OK;
 
 	if (!last || shm_arena_init(&a, UINT64_MAX / 4)) {
+		free(end);
 		free(last);
 		return core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
 	}
@@ -136,9 +213,20 @@ static ortmk_status assign_offsets(const graph *g, core_plan *p)
 				last[v] = (int)g->n_nodes + 1;
 			}
 		}
+		/* the inputs of the chain that ends here, kept to its end */
+		for (size_t h = k > CHAIN_MAX ? k - CHAIN_MAX : 0; h < k; h++)
+			for (int i = 0; end[h] == (int)k && i < g->nodes[h].n_in; i++) {
+				int v = g->nodes[h].in[i];
+
+				if (v >= 0 && p->offset[v] != PLAN_NONE && last[v] == (int)k) {
+					shm_arena_free(&a, p->offset[v]);
+					last[v] = (int)g->n_nodes + 1;
+				}
+			}
 	}
 	p->arena_size = a.high_water;
 	shm_arena_fini(&a);
+	free(end);
 	free(last);
 	return st;
 }

@@ -8,7 +8,10 @@
  * plan valid: the fused node writes the chain's last output at the head's
  * position, and the only values that die inside the chain are read by the
  * chain itself (the head's inputs and the addend, whose overlap with the
- * output the kernel checks: fuse_tail.c).
+ * output the kernel checks: fuse_tail.c).  The core's plan keeps the
+ * head's inputs to the end of such chains (core/plan.c, chain_ends), so
+ * that check finds an overlap only in a plan that does not (an older core,
+ * a chain shape it does not know), and then computes into scratch.
  */
 #include "cpu_fuse.h"
 

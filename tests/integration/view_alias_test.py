@@ -9,6 +9,16 @@ copied, and the arena is smaller.
   whose input is still read afterwards (so it must not alias), bit for bit
   against numpy.
 
+And the other way round: a chain a provider fuses (Conv then Clip) keeps
+the head's input to the chain's end, so the Clip's output does not take
+the bytes the fused kernel still reads (it would compute into scratch and
+copy):
+
+- fused: Relu -> Conv -> Clip -> Exp on 4 MiB tensors: three blocks (the
+  Relu's output lives to the Clip; two if the Clip's output took its
+  bytes; four if it were not freed there for the Exp's output), the sum
+  against numpy.
+
 usage: view_alias_test.py ORT_RUN
 """
 import json
@@ -97,11 +107,37 @@ def chain(ort_run, d, rng):
     return bad
 
 
+def fused(ort_run, d, rng):
+    c, hw = 16, 256   # 4 MiB a tensor
+    w = (rng.standard_normal((c, c, 1, 1)) * 0.3).astype(np.float32)
+    path = os.path.join(d, "fused.onnx")
+    save(path, [h.make_node("Relu", ["x"], ["a"]),
+                h.make_node("Conv", ["a", "w"], ["c"]),
+                h.make_node("Clip", ["c", "lo", "hi"], ["d"]),
+                h.make_node("Exp", ["d"], ["e"]),
+                h.make_node("ReduceSum", ["e"], ["out"], keepdims=0)],
+         [h.make_tensor_value_info("x", T.FLOAT, [1, c, hw, hw])],
+         [h.make_tensor_value_info("out", T.FLOAT, None)],
+         [h.make_tensor("w", T.FLOAT, list(w.shape), w.ravel().tolist()),
+          h.make_tensor("lo", T.FLOAT, [], [0.0]), h.make_tensor("hi", T.FLOAT, [], [6.0])])
+    x = rng.standard_normal((1, c, hw, hw)).astype(np.float32)
+    rep, outs = run(ort_run, d, path, x)
+    a = np.maximum(x.astype(np.float64), 0).reshape(c, hw * hw)
+    dd = np.clip(w.reshape(c, c).astype(np.float64) @ a, 0, 6)
+    want = np.exp(dd).sum()
+    got = float(outs["out"])
+    arena = rep.get("arena_bytes", -1)
+    ok = 12 * MIB <= arena <= 12 * MIB + 4096 and abs(got - want) <= 1e-4 * abs(want)
+    print("%s fused: arena %d bytes (three 4 MiB blocks: %d), sum %.6g (numpy %.6g)"
+          % ("ok  " if ok else "FAIL", arena, 12 * MIB, got, want))
+    return not ok
+
+
 def main():
     ort_run = sys.argv[1]
     rng = np.random.default_rng(11)
     with tempfile.TemporaryDirectory() as d:
-        bad = peak(ort_run, d, rng) + chain(ort_run, d, rng)
+        bad = peak(ort_run, d, rng) + chain(ort_run, d, rng) + fused(ort_run, d, rng)
     return 1 if bad else 0
 
 
