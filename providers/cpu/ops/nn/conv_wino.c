@@ -452,9 +452,12 @@ int conv_wino_fits(const conv_job *j, int members)
 	 * paired per layer: Inception's 80 -> 192 at 71 x 71, GoogLeNet's
 	 * 16 -> 32, 32 -> 96 and 128 -> 192 at 28 x 28, SqueezeNet's 32 -> 128
 	 * at 27 x 27), where banded layers and small images ran 1.0-1.6x
-	 * faster through Winograd */
+	 * faster through Winograd.  Whether conv_nhwc.c takes the layer
+	 * depends on its output size on AVX-512 (Inception's 80 -> 192 at
+	 * 71 x 71 there: 15.6 ms through Winograd in the model, 9.5 through
+	 * conv_nhwc.c, which packs its filter per run then: 0.1 ms). */
 	if (th * tw >= 196 && band_rows(th, tw, j->Cg, j->Mg, members) == 0 &&
-	    conv_nhwc_takes(j->Cg, 9, j->Mg))
+	    conv_nhwc_fits(j, 1))
 		return 0;
 	return 1;
 }
