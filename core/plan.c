@@ -21,6 +21,7 @@
 
 #include "core.h"
 #include "log.h"
+#include "node_attr.h"
 
 void core_plan_free(core_plan *p)
 {
@@ -134,21 +135,28 @@ static int plannable(const graph *g, const graph_tinfo *t, size_t v)
 	       t[v].elem_type != 8 && graph_dtype_size(t[v].elem_type) && graph_tinfo_static(&t[v]);
 }
 
+static int is_view(const graph_node *n)
+{
+	static const char *const views[] = {"Reshape", "Flatten", "Squeeze", "Unsqueeze",
+					    "Identity"};
+
+	if (n->domain[0])   /* the loader writes the default domain as "" */
+		return 0;
+	for (size_t i = 0; i < sizeof(views) / sizeof(views[0]); i++)
+		if (strcmp(n->op_type, views[i]) == 0)
+			return 1;
+	return 0;
+}
+
 /* The value whose bytes node k's output 0 can take, or -1: k is a view of
  * the default domain, its data input is planned, dies at k and is no other
  * input of k, and the output is planned with the same size. */
 static int view_source(const graph *g, const core_plan *p, const int *last, size_t k)
 {
-	static const char *const views[] = {"Reshape", "Flatten", "Squeeze", "Unsqueeze",
-					    "Identity"};
 	const graph_node *n = &g->nodes[k];
-	int x, y, view = 0;
+	int x, y;
 
-	if (n->domain[0])   /* the loader writes the default domain as "" */
-		return -1;
-	for (size_t i = 0; i < sizeof(views) / sizeof(views[0]); i++)
-		view |= strcmp(n->op_type, views[i]) == 0;
-	if (!view || n->n_in < 1 || n->n_out != 1 || n->n_implicit)
+	if (!is_view(n) || n->n_in < 1 || n->n_out != 1 || n->n_implicit)
 		return -1;
 	x = n->in[0];
 	y = n->out[0];
@@ -164,17 +172,87 @@ static int view_source(const graph *g, const core_plan *p, const int *last, size
 	return x;
 }
 
-static ortmk_status assign_offsets(const graph *g, core_plan *p)
+/* Concat without copies: node k, a Concat on the CPU provider (whose
+ * kernel leaves a part already in place alone) whose output is planned and
+ * whose parts are each a contiguous range of it (every dim before the axis
+ * 1), takes the parts that die there into its output's block: part v is
+ * planned at that block's offset plus pos[v], the block from when the first
+ * of them is written (Inception's and SqueezeNet's branches: SqueezeNet's
+ * fire Concats copied 5% of its run).  A part may not be a graph output,
+ * appear twice, or come from a view that keeps its input's bytes or from
+ * another Concat.  cat[v]: the Concat taking v, -1 for none. */
+static void concat_parts(const ortmk_session *s, const graph *g, const core_plan *p,
+			 const int *last, int *cat, uint64_t *pos)
+{
+	int taken = 0;
+
+	for (size_t v = 0; v < g->n_values; v++)
+		cat[v] = -1;
+	for (size_t k = 0; k < g->n_nodes; k++) {
+		const graph_node *n = &g->nodes[k];
+		const graph_tinfo *t;
+		int64_t axis;
+		uint64_t at = 0, total = 0;
+		int y, ok = 1;
+
+		if (n->domain[0] || strcmp(n->op_type, "Concat") || n->n_out != 1 || n->n_in < 2 ||
+		    n->ep < 0 || n->ep >= s->n_eps || strcmp(s->eps[n->ep]->name, "cpu") ||
+		    (y = n->out[0]) < 0 || !plannable(g, p->tinfo, (size_t)y))
+			continue;
+		t = &p->tinfo[y];
+		axis = proto_attr_int(n->proto, "axis", 1);
+		axis = axis < 0 ? axis + t->rank : axis;
+		if (axis < 0 || axis >= t->rank)
+			continue;
+		for (int64_t d = 0; d < axis; d++)
+			ok &= t->dims[d] == 1;
+		for (int i = 0; ok && i < n->n_in; i++) {
+			int v = n->in[i];
+
+			ok = v >= 0 && plannable(g, p->tinfo, (size_t)v) &&
+			     p->tinfo[v].elem_type == t->elem_type;
+			for (int j = 0; ok && j < i; j++)
+				ok = n->in[j] != v;
+			if (ok)
+				total += (uint64_t)graph_tinfo_numel(&p->tinfo[v]) *
+					 graph_dtype_size(p->tinfo[v].elem_type);
+		}
+		if (!ok || total != (uint64_t)graph_tinfo_numel(t) * graph_dtype_size(t->elem_type))
+			continue;
+		for (int i = 0; i < n->n_in; i++) {
+			int v = n->in[i], q = g->values[v].producer;
+			uint64_t b = (uint64_t)graph_tinfo_numel(&p->tinfo[v]) *
+				     graph_dtype_size(p->tinfo[v].elem_type);
+
+			if (q >= 0 && q < (int)k && last[v] == (int)k && !g->values[v].is_graph_output &&
+			    strcmp(g->nodes[q].op_type, "Concat") && !is_view(&g->nodes[q])) {
+				cat[v] = (int)k;
+				pos[v] = at;
+				taken++;
+			}
+			at += b;
+		}
+	}
+	if (taken)
+		ipc_log(IPC_LOG_DEBUG, "memory plan: %d Concat parts written in place", taken);
+}
+
+static ortmk_status assign_offsets(const ortmk_session *s, const graph *g, core_plan *p)
 {
 	int *end = chain_ends(g), *last = end ? last_uses(g, end) : NULL;
+	int *cat = malloc((g->n_values + 1) * sizeof(int));
+	uint64_t *pos = malloc((g->n_values + 1) * sizeof(uint64_t));
 	shm_arena a;
 	ortmk_status st = ORTMK_OK;
 
-	if (!last || shm_arena_init(&a, UINT64_MAX / 4)) {
+	if (!last || !cat || !pos || shm_arena_init(&a, UINT64_MAX / 4)) {
 		free(end);
 		free(last);
+		free(cat);
+		free(pos);
 		return core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
 	}
+	concat_parts(s, g, p, last, cat, pos);
 	for (size_t k = 0; k < g->n_nodes && st == ORTMK_OK; k++) {
 		const graph_node *n = &g->nodes[k];
 		int src = view_source(g, p, last, k);
@@ -188,10 +266,26 @@ static ortmk_status assign_offsets(const graph *g, core_plan *p)
 		for (int i = 0; i < n->n_out; i++) {
 			int v = n->out[i];
 
-			if (v < 0 || !plannable(g, p->tinfo, (size_t)v) || (src >= 0 && i == 0))
+			if (v < 0 || !plannable(g, p->tinfo, (size_t)v) || (src >= 0 && i == 0) ||
+			    p->offset[v] != PLAN_NONE)   /* a Concat's block, from its first part */
 				continue;
 			p->nbytes[v] = (uint64_t)graph_tinfo_numel(&p->tinfo[v]) *
 				       graph_dtype_size(p->tinfo[v].elem_type);
+			if (cat[v] >= 0) {
+				/* a part of a Concat's output: in its block, never freed */
+				int y = g->nodes[cat[v]].out[0];
+
+				if (p->offset[y] == PLAN_NONE) {
+					p->nbytes[y] = (uint64_t)graph_tinfo_numel(&p->tinfo[y]) *
+						       graph_dtype_size(p->tinfo[y].elem_type);
+					if (shm_arena_alloc(&a, p->nbytes[y], &p->offset[y]))
+						st = core_fail(ORTMK_ERR_NO_MEMORY,
+							       "memory plan: arena exhausted");
+				}
+				p->offset[v] = p->offset[y] + pos[v];
+				last[v] = (int)g->n_nodes + 1;
+				continue;
+			}
 			if (shm_arena_alloc(&a, p->nbytes[v], &p->offset[v]))
 				st = core_fail(ORTMK_ERR_NO_MEMORY, "memory plan: arena exhausted");
 		}
@@ -228,6 +322,8 @@ static ortmk_status assign_offsets(const graph *g, core_plan *p)
 	shm_arena_fini(&a);
 	free(end);
 	free(last);
+	free(cat);
+	free(pos);
 	return st;
 }
 
@@ -296,7 +392,7 @@ ortmk_status core_plan_build(const ortmk_session *s, const int64_t *const *in_di
 	for (size_t v = 0; v < g->n_values; v++)
 		p->offset[v] = PLAN_NONE;
 	log_dynamic(g, p);
-	st = assign_offsets(g, p);
+	st = assign_offsets(s, g, p);
 	if (st) {
 		core_plan_free(p);
 		return st;

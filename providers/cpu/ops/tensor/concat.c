@@ -68,7 +68,9 @@ static void blocks_range(void *arg, int64_t c0, int64_t c1, int member)
 			int64_t lo = at > b0 ? at : b0, hi = at + block < b1 ? at + block : b1;
 			char *part = j->parts[i] + o * block + (lo - at);
 
-			if (hi > lo)
+			/* a part the core's plan placed inside the whole (a Concat
+			 * whose parts die there: core/plan.c) is already in place */
+			if (hi > lo && part != j->whole + lo)
 				memcpy(j->split ? part : j->whole + lo, j->split ? j->whole + lo : part,
 				       (size_t)(hi - lo));
 			at += block;
