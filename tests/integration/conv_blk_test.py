@@ -156,6 +156,18 @@ CASES = {
         dict(op="dw", k=3, s=2, pads=(1, 1, 1, 1)),
         dict(op="pw", m=32),
     ], 2),
+    # first layers of five blocks (AVX-512, in_row512: a tile of two full
+    # pairs, then one block alone) and of one block, rows ending inside a
+    # tile of twelve pixels; HardSwish applied over the finished row
+    "first_five_blocks": ((2, 3, 30, 41), [
+        dict(op="first", m=40, k=3, s=2, pads=(1, 1, 1, 1), act="hardswish"),
+        dict(op="dw", k=3, s=1, pads=(1, 1, 1, 1), act="clip"),
+        dict(op="pw", m=8),
+    ], 2),
+    "first_one_block": ((1, 3, 17, 29), [
+        dict(op="first", m=8, k=3, s=1, pads=(1, 1, 1, 1), act="relu"),
+        dict(op="pw", m=16),
+    ], 1),
     # a 7x7 first layer runs as a GEMM (CONV_BLK_IN_MAX_K) and writes
     # NCHW; the depthwise layer after it blocks its input itself
     "first_7x7_s2_gemm": ((1, 3, 31, 26), [
