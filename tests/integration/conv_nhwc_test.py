@@ -50,6 +50,9 @@ CASES = {
     "after_unpadded_s2": (1, 16, 20, 22, 3, 3, 2, 1, (1, 1, 1, 1), "after_unpadded", 32),
     "b3_k5_add_hardswish": (3, 16, 30, 14, 5, 5, 1, 1, (2, 2, 2, 2), "add_hardswish", 17),
     "tall_bands": (1, 20, 120, 25, 3, 3, 2, 1, (1, 1, 1, 1), "relu", 16),
+    # many channels at stride 2: conv_nhwc.c on AVX-512 too (the GEMM
+    # before; two zmm blocks and a partial one of output channels)
+    "s2_c48_m80_add_relu": (1, 48, 17, 19, 3, 3, 2, 1, (1, 1, 1, 1), "add_relu", 80),
 }
 # 3-D: (N, C, (D, H, W), kernel, strides, dilations, pads (begins, ends),
 #       tail, output channels)

@@ -74,7 +74,7 @@ int conv_direct_takes(int64_t Cg, int64_t taps, int64_t Mg)
 		return 0;
 	if (isa == GEMM_ISA_AVX512)
 		return Cg * taps <= CONV_DIRECT_KMAX;
-	return isa == GEMM_ISA_AVX2 && !conv_nhwc_takes(Cg, taps, Mg) &&
+	return isa == GEMM_ISA_AVX2 && !conv_nhwc_takes(Cg, taps, Mg, 0) &&
 	       (Cg * taps <= CONV_DIRECT_KMAX ||
 		(Mg <= CONV_DIRECT_FEW_M && Cg * taps <= CONV_DIRECT_FEW_KMAX));
 #else

@@ -121,11 +121,12 @@ int conv_direct_run(cpu_ctx *ctx, const conv_job *j, int64_t N, const float *x,
 /* conv_nhwc.c: one group, 1-D to 3-D, a filter of more than one tap,
  * at least CONV_NHWC_MIN_C input and CONV_NHWC_MIN_M output channels, on
  * a CPU whose best ISA is AVX2 + FMA (ORTMK_CPU_CONV_NHWC=0 turns it
- * off).  The filter is laid out by conv_nhwc_pack into conv_nhwc_wsize
- * bytes. */
+ * off; on AVX-512 a 3x3 filter only with few channels, a large image or a
+ * stride: `strided`, any stride above 1).  The filter is laid out by
+ * conv_nhwc_pack into conv_nhwc_wsize bytes. */
 #define CONV_NHWC_MIN_C 16
 #define CONV_NHWC_MIN_M 16
-int conv_nhwc_takes(int64_t Cg, int64_t taps, int64_t Mg);
+int conv_nhwc_takes(int64_t Cg, int64_t taps, int64_t Mg, int strided);
 int conv_nhwc_fits(const conv_job *j, int64_t group);
 size_t conv_nhwc_wsize(int64_t Mg, int64_t Cg, int64_t taps);
 void conv_nhwc_pack(const float *w, int64_t Mg, int64_t Cg, int64_t taps, float *dst);

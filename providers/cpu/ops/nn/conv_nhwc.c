@@ -73,7 +73,7 @@ void conv_nhwc_pack(const float *w, int64_t Mg, int64_t Cg, int64_t taps, float 
 
 /* conv_nhwc_takes, also knowing the output pixels a plane (osz; 0: not
  * known yet, at load). */
-static int takes(int64_t Cg, int64_t taps, int64_t Mg, int64_t osz)
+static int takes(int64_t Cg, int64_t taps, int64_t Mg, int64_t osz, int strided)
 {
 #ifdef CN_X86
 	static int env = -1;
@@ -85,31 +85,39 @@ static int takes(int64_t Cg, int64_t taps, int64_t Mg, int64_t osz)
 		env = !(e && e[0] == '0');
 	}
 	/* On AVX-512 3 x 3 filters only with few input or output channels,
-	 * or on large images: otherwise the zmm GEMM was faster where
-	 * Winograd does not fit (GoogLeNet's 128 -> 192 at 28 x 28: 1.5 ms,
-	 * 2.1 here), where Inception's 80 -> 192 at 69 x 69 took 0.76x the
-	 * GEMM's time here */
+	 * on large images or with a stride: otherwise the zmm GEMM was faster
+	 * where Winograd does not fit (GoogLeNet's 128 -> 192 at 28 x 28: 1.5
+	 * ms, 2.1 here), where Inception's 80 -> 192 at 69 x 69 took 0.76x
+	 * the GEMM's time here.  Strided, the GEMM's im2col gathers every
+	 * other pixel: here Inception's 288 -> 384, 96 -> 96 and 192 -> 320 /
+	 * 2 layers took 0.68-0.82x its time in the model (Xeon), ResNet-50's
+	 * 128 -> 128 and 256 -> 256 / 2 0.82-0.85x, 512 -> 512 / 2 at 7 x 7
+	 * the same. */
 	return env && taps > 1 && Cg >= CONV_NHWC_MIN_C && Mg >= CONV_NHWC_MIN_M &&
 	       (isa == GEMM_ISA_AVX2 ||
 		(isa == GEMM_ISA_AVX512 &&
-		 (taps != 9 || Cg <= 32 || Mg <= 64 || osz >= CN_LARGE_IMAGE)));
+		 (taps != 9 || Cg <= 32 || Mg <= 64 || osz >= CN_LARGE_IMAGE || strided)));
 #else
 	(void)Cg;
 	(void)taps;
 	(void)Mg;
 	(void)osz;
+	(void)strided;
 	return 0;
 #endif
 }
 
-int conv_nhwc_takes(int64_t Cg, int64_t taps, int64_t Mg)
+int conv_nhwc_takes(int64_t Cg, int64_t taps, int64_t Mg, int strided)
 {
-	return takes(Cg, taps, Mg, 0);
+	return takes(Cg, taps, Mg, 0, strided);
 }
 
 int conv_nhwc_fits(const conv_job *j, int64_t group)
 {
-	return group == 1 && takes(j->Cg, j->ksz / j->Cg, j->Mg, j->osz);
+	const cpu_geom *g = &j->g;
+
+	return group == 1 && takes(j->Cg, j->ksz / j->Cg, j->Mg, j->osz,
+				   g->s[0] > 1 || g->s[1] > 1 || g->s[2] > 1);
 }
 
 #ifdef CN_X86

@@ -104,7 +104,7 @@ int conv_wino_prepare(cpu_node *node, conv_state *st, char *err, size_t n)
 	 * (28 x 28), 0.76x (14 x 14) and 0.53x (7 x 7) of Winograd's time
 	 * through conv_nhwc.c. */
 	if ((W->dims[1] <= 16 || W->dims[0] <= 32) &&
-	    conv_nhwc_takes(W->dims[1], 9, W->dims[0]))
+	    conv_nhwc_takes(W->dims[1], 9, W->dims[0], 0))
 		return 0;
 	for (int i = 0; i < w->n_strides; i++)
 		if (w->strides[i] != 1)
