@@ -266,6 +266,10 @@ static const ccase conv_cases[] = {
 	{1, 24, 6, 5, 33, 1, 3, 3, 1, 2, 1},       /* Winograd, pad 2, ragged M */
 	{1, 16, 41, 39, 24, 1, 3, 3, 1, 1, 1},     /* Winograd in bands, ragged last band */
 	{1, 64, 30, 30, 64, 1, 3, 3, 1, 1, 1},     /* Winograd in bands of two tile rows */
+	/* seven bands of two tile rows: on the pool of two, one halved; five
+	 * of three rows: one cut into one and two */
+	{1, 64, 28, 28, 64, 1, 3, 3, 1, 1, 1},
+	{1, 24, 30, 20, 40, 1, 3, 3, 1, 1, 1},
 	/* Winograd prepared, but the image too large for it (conv_wino_fits:
 	 * 41 x 41 tiles x 80 channels): the GEMM with the unpacked filter */
 	{1, 80, 82, 81, 16, 1, 3, 3, 1, 1, 1},
