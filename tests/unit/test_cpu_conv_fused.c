@@ -270,6 +270,9 @@ static const ccase conv_cases[] = {
 	 * of three rows: one cut into one and two */
 	{1, 64, 28, 28, 64, 1, 3, 3, 1, 1, 1},
 	{1, 24, 30, 20, 40, 1, 3, 3, 1, 1, 1},
+	/* two tile rows need 545 KB: whole, or in bands of half the L2
+	 * where that is 1 MB or more */
+	{1, 64, 24, 28, 240, 1, 3, 3, 1, 1, 1},
 	/* Winograd prepared, but the image too large for it (conv_wino_fits:
 	 * 41 x 41 tiles x 80 channels): the GEMM with the unpacked filter */
 	{1, 80, 82, 81, 16, 1, 3, 3, 1, 1, 1},
