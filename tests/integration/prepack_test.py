@@ -64,6 +64,64 @@ def subgraph_case(ort_run, work):
     check(bool(ok), "If branches: their MatMul weights pack and come from the cache")
 
 
+def shared_case(ort_run, work):
+    """Two MatMuls reading one weight, two Convs reading one filter: each
+    is packed once and shared (a detector's head, one initializer for every
+    pyramid level); the cache still holds an entry for every node."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((64, 64)).astype(np.float32) * 0.2
+    f = rng.standard_normal((16, 16, 3, 3)).astype(np.float32) * 0.2
+    g = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["a"]), helper.make_node("MatMul", ["a", "w"], ["b"]),
+         helper.make_node("Conv", ["img", "f"], ["c1"], pads=[1, 1, 1, 1]),
+         helper.make_node("Relu", ["c1"], ["r"]),
+         helper.make_node("Conv", ["r", "f"], ["c2"], pads=[1, 1, 1, 1])], "shared",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 64]),
+         helper.make_tensor_value_info("img", TensorProto.FLOAT, [1, 16, 12, 12])],
+        [helper.make_tensor_value_info("b", TensorProto.FLOAT, None),
+         helper.make_tensor_value_info("c2", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(w, "w"), numpy_helper.from_array(f, "f")])
+    sub = os.path.join(work, "shared")
+    os.makedirs(sub, exist_ok=True)
+    model = os.path.join(sub, "model.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), model)
+    x = rng.standard_normal((4, 64)).astype(np.float32)
+    img = rng.standard_normal((1, 16, 12, 12)).astype(np.float32)
+    np.save(os.path.join(sub, "x.npy"), x)
+    np.save(os.path.join(sub, "img.npy"), img)
+
+    def conv(v):   # 3x3, pads 1, float64
+        p = np.pad(v.astype(np.float64), ((0, 0), (1, 1), (1, 1)))
+        return np.stack([sum(f[m, c, i, j] * p[c, i:i + 12, j:j + 12]
+                             for c in range(16) for i in range(3) for j in range(3))
+                         for m in range(16)])
+    want_b = x.astype(np.float64) @ w @ w
+    want_c2 = conv(np.maximum(conv(img[0]), 0))
+    runs = []
+    for extra in (["--save-prepacked"], []):
+        out = os.path.join(sub, "o%d" % len(runs))
+        r = subprocess.run([ort_run, model, "--input", "x=" + os.path.join(sub, "x.npy"),
+                            "--input", "img=" + os.path.join(sub, "img.npy"), "--output-dir", out,
+                            "--json", *extra], capture_output=True, text=True, timeout=60)
+        if r.returncode:
+            check(False, "shared weights: ort-run failed: " + r.stderr.strip()[-200:])
+            return
+        rep = json.loads(r.stdout)
+        b, c2 = np.load(os.path.join(out, "b.npy")), np.load(os.path.join(out, "c2.npy"))
+        close = np.allclose(b, want_b, rtol=1e-4, atol=1e-4) and \
+            np.allclose(c2[0], want_c2, rtol=1e-4, atol=1e-4)
+        runs.append((rep["prepack_cache"], close))
+    cold, warm = runs
+    check(cold[1] and warm[1], "shared weights: outputs match numpy, cold and warm")
+    check(cold[0]["misses"] == 2 and cold[0]["hits"] == 0,
+          "shared weights: packed once each (%d packs for 4 nodes)" % cold[0]["misses"])
+    check(warm[0]["hits"] == 4 and warm[0]["misses"] == 0,
+          "shared weights: the cache holds every node's entry (%d hits)" % warm[0]["hits"])
+
+
 def main():
     ort_run, models, work = sys.argv[1:4]
     shutil.rmtree(work, ignore_errors=True)
@@ -96,6 +154,7 @@ def main():
         warned = "pre-pack cache ignored" in err or name == "corrupt blob hash"
         check(same and repacked and warned, "%s cache: warning, re-pack, same output" % name)
     subgraph_case(ort_run, work)
+    shared_case(ort_run, work)
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 
