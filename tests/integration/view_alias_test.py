@@ -62,6 +62,18 @@ def run(ort_run, d, model, x):
     return rep, {f[:-4]: np.load(os.path.join(out, f)) for f in os.listdir(out)}
 
 
+def bitwise(case, outs, want):
+    """Each output against numpy's, bit for bit: the failures."""
+    bad = 0
+    for name, w in want.items():
+        y = outs.get(name)
+        same = y is not None and y.shape == w.shape and y.tobytes() == w.tobytes()
+        print("%s %s %s: %s" % ("ok  " if same else "FAIL", case, name,
+                                "bit for bit" if same else "differs from numpy"))
+        bad += not same
+    return bad
+
+
 def peak(ort_run, d, rng):
     n = MIB   # floats: 4 MiB a tensor
     path = os.path.join(d, "peak.onnx")
@@ -105,14 +117,7 @@ def chain(ort_run, d, rng):
     _, outs = run(ort_run, d, path, x)
     want = {"id": np.maximum(x, 0).reshape(6, 64 * 64), "k": (-x).reshape(6, 64, 64),
             "twice": -x + -x}
-    bad = 0
-    for name, w in want.items():
-        y = outs.get(name)
-        same = y is not None and y.shape == w.shape and y.tobytes() == w.tobytes()
-        print("%s chain %s: %s" % ("ok  " if same else "FAIL", name,
-                                   "bit for bit" if same else "differs from numpy"))
-        bad += not same
-    return bad
+    return bitwise("chain", outs, want)
 
 
 def fused(ort_run, d, rng):
@@ -154,13 +159,7 @@ def concat(ort_run, d, rng):
     rep, outs = run(ort_run, d, path, x)
     want = {"c": np.concatenate([np.maximum(x, 0), -x, np.abs(x)], axis=1),
             "e": np.abs(x) + np.abs(x)}
-    bad = 0
-    for name, w in want.items():
-        y = outs.get(name)
-        same = y is not None and y.shape == w.shape and y.tobytes() == w.tobytes()
-        print("%s concat %s: %s" % ("ok  " if same else "FAIL", name,
-                                    "bit for bit" if same else "differs from numpy"))
-        bad += not same
+    bad = bitwise("concat", outs, want)
     arena = rep.get("arena_bytes", -1)
     ok = 20 * MIB <= arena <= 20 * MIB + 4096
     print("%s concat: arena %d bytes (%d with the parts in place)"
