@@ -4,16 +4,16 @@
  * static gets an offset in the session's arena, by liveness over the
  * execution order with best-fit reuse (shm/arena).  A node's outputs are
  * placed before its dead inputs are freed, so no kernel ever reads and
- * writes the same bytes, with one exception: the output of a view
- * (Reshape, Flatten, Squeeze, Unsqueeze, Identity) whose data input dies
- * there takes that input's bytes, so the view moves nothing (every
- * provider's view leaves bytes that are already in place alone; swin_t's
- * 206 Reshapes copied 6-9 ms a run).  The other way round, the inputs of
- * a chain a provider may fuse live to the chain's end (chain_ends).
- * Graph outputs stay live to the
- * end: the run copies them out after the last step.  Values with
- * data-dependent shapes get no offset: the provider allocates them at run
- * time.
+ * writes the same bytes, with two exceptions that move nothing: the output
+ * of a view (Reshape, Flatten, Squeeze, Unsqueeze, Identity) whose data
+ * input dies there takes that input's bytes (every provider's view leaves
+ * bytes that are already in place alone; swin_t's 206 Reshapes copied 6-9
+ * ms a run), and a Concat's parts that die there are planned inside its
+ * output (concat_parts).  The other way round, the inputs of a chain a
+ * provider may fuse live to the chain's end (chain_ends).  Graph outputs
+ * stay live to the end: the run copies them out after the last step.
+ * Values with data-dependent shapes get no offset: the provider allocates
+ * them at run time.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -140,12 +140,7 @@ static int is_view(const graph_node *n)
 	static const char *const views[] = {"Reshape", "Flatten", "Squeeze", "Unsqueeze",
 					    "Identity"};
 
-	if (n->domain[0])   /* the loader writes the default domain as "" */
-		return 0;
-	for (size_t i = 0; i < sizeof(views) / sizeof(views[0]); i++)
-		if (strcmp(n->op_type, views[i]) == 0)
-			return 1;
-	return 0;
+	return op_in(n, views, sizeof(views) / sizeof(views[0]));
 }
 
 /* The value whose bytes node k's output 0 can take, or -1: k is a view of
