@@ -135,6 +135,8 @@ typedef onnx_geom cpu_geom;
 int cpu_window_parse(const Onnx__NodeProto *p, cpu_window *w, char *err, size_t n);
 int cpu_window_geom(const cpu_window *w, int nsp, const int64_t *in_sp,
 		    const int64_t *kernel, cpu_geom *g, char *err, size_t n);
+/* Whether any stride of w is above 1. */
+int cpu_window_strided(const cpu_window *w);
 
 /* ---- the plain-tensor Identity and Cast ---- */
 

@@ -14,6 +14,14 @@ int cpu_window_parse(const Onnx__NodeProto *p, cpu_window *w, char *err, size_t 
 	return onnx_window_parse(p, w, err, n);
 }
 
+int cpu_window_strided(const cpu_window *w)
+{
+	for (int i = 0; i < w->n_strides; i++)
+		if (w->strides[i] != 1)
+			return 1;
+	return 0;
+}
+
 int cpu_window_geom(const cpu_window *w, int nsp, const int64_t *in_sp,
 		    const int64_t *kernel, cpu_geom *g, char *err, size_t n)
 {

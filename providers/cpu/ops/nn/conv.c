@@ -273,13 +273,10 @@ static int pack_nhwc(cpu_node *node, conv_state *st, char *err, size_t n)
 	const cpu_tensor *W = cpu_node_const(node, 1);
 	wpack_arg a;
 
-	int strided = 0;
-
 	if (st->group != 1 || !wpack_of(W, conv_nhwc_pack, &a))
 		return 0;
-	for (int i = 0; i < st->win.n_strides; i++)
-		strided |= st->win.strides[i] > 1;
-	if (!conv_nhwc_takes(a.C, a.taps, a.M, strided) || conv_direct_takes(a.C, a.taps, a.M))
+	if (!conv_nhwc_takes(a.C, a.taps, a.M, cpu_window_strided(&st->win)) ||
+	    conv_direct_takes(a.C, a.taps, a.M))
 		return 0;
 	st->nhwc = cpu_prepack(node, 1, "conv-nhwc-v1", conv_nhwc_wsize(a.M, a.C, a.taps),
 			       wpack_fill, &a, err, n);

@@ -87,7 +87,7 @@ int conv_blk_kind(const Onnx__NodeProto *p, const cpu_tensor *W)
 	cpu_window win;
 	char err[64];
 	int64_t group, M, Cg;
-	int ones = 1, no_pad = 1;   /* ones: every stride 1 */
+	int ones, no_pad = 1;   /* ones: every stride 1 */
 
 	/* a float16 filter: the node runs widened (cpu_f16.c), its kernel on
 	 * float32 copies of the same order */
@@ -103,8 +103,7 @@ int conv_blk_kind(const Onnx__NodeProto *p, const cpu_tensor *W)
 	for (int i = 0; i < win.n_dilations; i++)
 		if (win.dilations[i] != 1)
 			return 0;
-	for (int i = 0; i < win.n_strides; i++)
-		ones &= win.strides[i] == 1;
+	ones = !cpu_window_strided(&win);
 	for (int i = 0; i < win.n_pads; i++)
 		no_pad &= win.pads[i] == 0;
 	/* (auto_pad SAME on a strided 1x1 pads: left to the GEMM) */

@@ -107,9 +107,8 @@ int conv_wino_prepare(cpu_node *node, conv_state *st, char *err, size_t n)
 	if ((W->dims[1] <= 16 || W->dims[0] <= 32) &&
 	    conv_nhwc_takes(W->dims[1], 9, W->dims[0], 0))
 		return 0;
-	for (int i = 0; i < w->n_strides; i++)
-		if (w->strides[i] != 1)
-			return 0;
+	if (cpu_window_strided(w))
+		return 0;
 	for (int i = 0; i < w->n_dilations; i++)
 		if (w->dilations[i] != 1)
 			return 0;

@@ -92,10 +92,7 @@ static int direct_attrs(const qconv_state *st, const cpu_tensor *W)
 {
 	if (W->rank != 4 || (W->dims[1] == 1 && W->dims[0] == st->group))
 		return 0;
-	for (int i = 0; i < st->win.n_strides; i++)
-		if (st->win.strides[i] != 1)
-			return 0;
-	return 1;
+	return !cpu_window_strided(&st->win);
 }
 
 static int qconv_prepare(cpu_node *node, char *err, size_t n, const qconv_io *io)
