@@ -135,6 +135,12 @@ static int plannable(const graph *g, const graph_tinfo *t, size_t v)
 	       t[v].elem_type != 8 && graph_dtype_size(t[v].elem_type) && graph_tinfo_static(&t[v]);
 }
 
+/* Bytes of value v's static shape. */
+static uint64_t value_bytes(const core_plan *p, int v)
+{
+	return (uint64_t)graph_tinfo_numel(&p->tinfo[v]) * graph_dtype_size(p->tinfo[v].elem_type);
+}
+
 static int is_view(const graph_node *n)
 {
 	static const char *const views[] = {"Reshape", "Flatten", "Squeeze", "Unsqueeze",
@@ -161,8 +167,7 @@ static int view_source(const graph *g, const core_plan *p, const int *last, size
 	for (int i = 1; i < n->n_in; i++)
 		if (n->in[i] == x)
 			return -1;
-	if ((uint64_t)graph_tinfo_numel(&p->tinfo[y]) * graph_dtype_size(p->tinfo[y].elem_type) !=
-	    p->nbytes[x])
+	if (value_bytes(p, y) != p->nbytes[x])
 		return -1;
 	return x;
 }
@@ -209,15 +214,12 @@ static void concat_parts(const ortmk_session *s, const graph *g, const core_plan
 			for (int j = 0; ok && j < i; j++)
 				ok = n->in[j] != v;
 			if (ok)
-				total += (uint64_t)graph_tinfo_numel(&p->tinfo[v]) *
-					 graph_dtype_size(p->tinfo[v].elem_type);
+				total += value_bytes(p, v);
 		}
-		if (!ok || total != (uint64_t)graph_tinfo_numel(t) * graph_dtype_size(t->elem_type))
+		if (!ok || total != value_bytes(p, y))
 			continue;
 		for (int i = 0; i < n->n_in; i++) {
 			int v = n->in[i], q = g->values[v].producer;
-			uint64_t b = (uint64_t)graph_tinfo_numel(&p->tinfo[v]) *
-				     graph_dtype_size(p->tinfo[v].elem_type);
 
 			if (q >= 0 && q < (int)k && last[v] == (int)k && !g->values[v].is_graph_output &&
 			    strcmp(g->nodes[q].op_type, "Concat") && !is_view(&g->nodes[q])) {
@@ -225,7 +227,7 @@ static void concat_parts(const ortmk_session *s, const graph *g, const core_plan
 				pos[v] = at;
 				taken++;
 			}
-			at += b;
+			at += value_bytes(p, v);
 		}
 	}
 	if (taken)
@@ -264,15 +266,13 @@ static ortmk_status assign_offsets(const ortmk_session *s, const graph *g, core_
 			if (v < 0 || !plannable(g, p->tinfo, (size_t)v) || (src >= 0 && i == 0) ||
 			    p->offset[v] != PLAN_NONE)   /* a Concat's block, from its first part */
 				continue;
-			p->nbytes[v] = (uint64_t)graph_tinfo_numel(&p->tinfo[v]) *
-				       graph_dtype_size(p->tinfo[v].elem_type);
+			p->nbytes[v] = value_bytes(p, v);
 			if (cat[v] >= 0) {
 				/* a part of a Concat's output: in its block, never freed */
 				int y = g->nodes[cat[v]].out[0];
 
 				if (p->offset[y] == PLAN_NONE) {
-					p->nbytes[y] = (uint64_t)graph_tinfo_numel(&p->tinfo[y]) *
-						       graph_dtype_size(p->tinfo[y].elem_type);
+					p->nbytes[y] = value_bytes(p, y);
 					if (shm_arena_alloc(&a, p->nbytes[y], &p->offset[y]))
 						st = core_fail(ORTMK_ERR_NO_MEMORY,
 							       "memory plan: arena exhausted");

@@ -160,18 +160,19 @@ const void *cpu_prepack(cpu_node *node, int input, const char *format, size_t si
 	if ((dup = dedup_find(node->pack, src, format, size)) != NULL)
 		return c && pack_file_add(c, &e, dup->blob, NULL) ? NULL : dup->blob;
 	t0 = sys_now_ns();
-	dst = cpu_alloc_big(size);
-	if (!dst || ((!node->pack || dedup_add(node->pack, src, format, size, dst)) &&
-		     own(node, dst))) {
-		free(dst);
+	if (!(dst = cpu_alloc_big(size))) {
 		snprintf(err, n, "out of memory packing %zu bytes", size);
 		return NULL;
 	}
 	if (fill(dst, size, arg)) {
-		/* the cache may own it already: a later node must not share it */
-		if (node->pack && node->pack->n_d && node->pack->d[node->pack->n_d - 1].blob == dst)
-			node->pack->d[node->pack->n_d - 1].size = 0;
+		free(dst);
 		snprintf(err, n, "packing input %d failed", input);
+		return NULL;
+	}
+	/* filled: the cache shares it from here (the node owns it without one) */
+	if ((!node->pack || dedup_add(node->pack, src, format, size, dst)) && own(node, dst)) {
+		free(dst);
+		snprintf(err, n, "out of memory packing %zu bytes", size);
 		return NULL;
 	}
 	if (c) {
