@@ -339,6 +339,20 @@ ld2(const float *ra, const float *rb)
 		_mm256_loadu_ps(ra))), _mm256_castps_pd(_mm256_loadu_ps(rb)), 1));
 }
 
+/* The bias of the nb (1 to 4) output blocks from ob as two pairs (b0:
+ * blocks ob and ob + 1, b1: the next two), zeros past them or without a
+ * bias. */
+static inline __attribute__((always_inline)) CB_T512 void
+block_bias512(const blk_job *d, int64_t ob, int nb, __m512 *b0, __m512 *b1)
+{
+	*b0 = *b1 = _mm512_setzero_ps();
+	if (!d->b)
+		return;
+	*b0 = _mm512_maskz_loadu_ps(nb > 1 ? 0xffff : 0x00ff, d->b + ob * CB);
+	if (nb > 2)
+		*b1 = _mm512_maskz_loadu_ps(nb > 3 ? 0xffff : 0x00ff, d->b + ob * CB + PW_M);
+}
+
 /* NP pixels (x: the first's channels, blocks PP floats apart) times the
  * nb (3 or 4) output blocks from y[0] (each of the blocks P * CB floats
  * after the one before, as the residual r), filter pairs at w and w + ws. */
@@ -402,12 +416,9 @@ static CB_T512 void pw_run2(const blk_job *d, int64_t n, int64_t q, int64_t p0, 
 	const float *x = d->x + n * d->C * P + p0 * CB;
 	float *y = d->y + (n * mb + ob) * bs + p0 * CB;
 	const float *r = d->res ? d->res + (n * mb + ob) * bs + p0 * CB : NULL;
-	__m512 b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps();
+	__m512 b0, b1;
 
-	if (d->b) {
-		b0 = _mm512_loadu_ps(d->b + ob * CB);
-		b1 = _mm512_maskz_loadu_ps(nb > 3 ? 0xffff : 0x00ff, d->b + ob * CB + PW_M);
-	}
+	block_bias512(d, ob, nb, &b0, &b1);
 	for (int64_t p = 0; p < p1 - p0; p += PW_P2) {
 		int np = (int)(p1 - p0 - p < PW_P2 ? p1 - p0 - p : PW_P2);
 		int64_t o = p * CB;
@@ -563,13 +574,9 @@ in_row512(const blk_job *d, const float *xp, int64_t n, int64_t q, int64_t oh, c
 	int64_t o = ((n * mb + ob) * d->OP + oh * OW) * CB;
 	float *y = d->y + o;
 	const float *r = d->res ? d->res + o : NULL;
-	__m512 b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps();
+	__m512 b0, b1;
 
-	if (d->b) {
-		b0 = _mm512_maskz_loadu_ps(nb > 1 ? 0xffff : 0x00ff, d->b + ob * CB);
-		if (nb > 2)
-			b1 = _mm512_maskz_loadu_ps(nb > 3 ? 0xffff : 0x00ff, d->b + ob * CB + PW_M);
-	}
+	block_bias512(d, ob, nb, &b0, &b1);
 	for (int64_t p = 0; p < OW; p += IN_P2) {
 		int np = (int)(OW - p < IN_P2 ? OW - p : IN_P2);
 		const float *xt = x + p * S;
