@@ -27,6 +27,15 @@ output's block, so it copies nothing for them:
   Add after it apart; 24 MiB with every part in its own block), both
   outputs bit for bit against numpy.
 
+And a chain that adds a residual before its activation (ResNet's Conv ->
+Add -> Relu, the residual from another branch dying at the Add) writes its
+output over the residual's block, so the fused kernel adds it in place:
+
+- residual: a = Relu(x), b = Neg(a), c = Conv(b), d = Conv(a),
+  r = Relu(d + c) on 4 MiB tensors, planned so that best fit alone would
+  give r the block d's Conv took from b: the plan's debug log says one
+  chain output was placed over its residual, the result against numpy.
+
 usage: view_alias_test.py ORT_RUN
 """
 import json
@@ -59,6 +68,7 @@ def run(ort_run, d, model, x):
     if p.returncode != 0:
         raise RuntimeError("ort-run: " + p.stderr.strip()[-300:])
     rep = json.loads(p.stdout.strip().splitlines()[-1])
+    rep["stderr"] = p.stderr
     return rep, {f[:-4]: np.load(os.path.join(out, f)) for f in os.listdir(out)}
 
 
@@ -167,12 +177,46 @@ def concat(ort_run, d, rng):
     return bad + (not ok)
 
 
+def residual(ort_run, d, rng):
+    c, hw = 16, 256   # 4 MiB a tensor
+    w1 = (rng.standard_normal((c, c, 1, 1)) * 0.3).astype(np.float32)
+    w2 = (rng.standard_normal((c, c, 1, 1)) * 0.3).astype(np.float32)
+    path = os.path.join(d, "residual.onnx")
+    save(path, [h.make_node("Relu", ["x"], ["a"]),
+                h.make_node("Neg", ["a"], ["b"]),
+                h.make_node("Conv", ["b", "w1"], ["c"]),
+                h.make_node("Conv", ["a", "w2"], ["d"]),
+                h.make_node("Add", ["d", "c"], ["s"]),
+                h.make_node("Relu", ["s"], ["r"]),
+                h.make_node("ReduceSum", ["r"], ["out"], keepdims=0)],
+         [h.make_tensor_value_info("x", T.FLOAT, [1, c, hw, hw])],
+         [h.make_tensor_value_info("out", T.FLOAT, None)],
+         [h.make_tensor("w1", T.FLOAT, list(w1.shape), w1.ravel().tolist()),
+          h.make_tensor("w2", T.FLOAT, list(w2.shape), w2.ravel().tolist())])
+    x = rng.standard_normal((1, c, hw, hw)).astype(np.float32)
+    os.environ["ORTMK_LOG"] = "debug"
+    try:
+        rep, outs = run(ort_run, d, path, x)
+    finally:
+        del os.environ["ORTMK_LOG"]
+    a = np.maximum(x.astype(np.float64), 0).reshape(c, hw * hw)
+    r = np.maximum(w2.reshape(c, c).astype(np.float64) @ a -
+                   w1.reshape(c, c).astype(np.float64) @ a, 0)
+    want = r.sum()
+    got = float(outs["out"])
+    placed = "memory plan: 1 chain outputs over their residuals" in rep.get("stderr", "")
+    ok = placed and abs(got - want) <= 1e-4 * abs(want)
+    print("%s residual: output over the residual's block: %s, sum %.6g (numpy %.6g)"
+          % ("ok  " if ok else "FAIL", "yes" if placed else "no", got, want))
+    return not ok
+
+
 def main():
     ort_run = sys.argv[1]
     rng = np.random.default_rng(11)
     with tempfile.TemporaryDirectory() as d:
         bad = (peak(ort_run, d, rng) + chain(ort_run, d, rng) + fused(ort_run, d, rng) +
-               concat(ort_run, d, rng))
+               concat(ort_run, d, rng) + residual(ort_run, d, rng))
     return 1 if bad else 0
 
 
