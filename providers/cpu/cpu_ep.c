@@ -612,8 +612,11 @@ static int cpu_run(void *self, ep_subgraph *sg, ep_run *r, char *err, size_t n)
 		env.prof = prof;
 	}
 	rc = bind_values(c, rs, sg, r, err, n);
-	if (rc == 0)
+	if (rc == 0) {
+		cpu_pool_run(c->pool, 1);
 		rc = cpu_exec_run(rs->frame, &env, err, n);
+		cpu_pool_run(c->pool, -1);
+	}
 	if (rc == 0)
 		rc = publish_dynamic(rs->frame, sg, r, err, n);
 	if (rc == 0 && r->profile)

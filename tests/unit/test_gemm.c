@@ -588,6 +588,64 @@ static void test_pool_sleep(void **state)
 	cpu_pool_destroy(pool);
 }
 
+/* Runs (cpu_pool_run): a run that starts after one that gave the workers
+ * jobs wakes them before its first job, with a job that names no task;
+ * tasks of the real jobs around such wake-ups still run exactly once. */
+static int sleepers_become(cpu_pool *pool, int want)
+{
+	for (int i = 0; i < 2000 && cpu_pool_sleepers(pool) != want; i++) {
+		struct timespec ts = {0, 1000 * 1000};
+		nanosleep(&ts, NULL);
+	}
+	return cpu_pool_sleepers(pool) == want;
+}
+
+static void test_pool_runs(void **state)
+{
+	struct timespec idle = {0, 5 * 1000 * 1000};
+	cpu_pool *pool;
+	int hits[8];
+
+	(void)state;
+	assert_int_equal(cpu_pool_create(2, &pool), 0);
+	for (int round = 0; round < 3; round++) {
+		count_job j = {hits, {0}};
+
+		/* a run with a job, then idle: the worker sleeps */
+		cpu_pool_run(pool, 1);
+		memset(hits, 0, sizeof(hits));
+		assert_true(cpu_pool_try_begin(pool));
+		cpu_pool_for(pool, 0, 8, count_task, &j);
+		cpu_pool_end(pool);
+		for (int i = 0; i < 8; i++)
+			assert_int_equal(hits[i], 1);
+		cpu_pool_run(pool, -1);
+		nanosleep(&idle, NULL);
+		assert_true(sleepers_become(pool, 1));
+		/* the next run wakes it before any job */
+		cpu_pool_run(pool, 1);
+		assert_true(sleepers_become(pool, 0));
+		cpu_pool_run(pool, -1);
+		assert_true(sleepers_become(pool, 1));
+	}
+	/* wake-ups between many small jobs: no task lost or run twice */
+	for (int round = 0; round < 5000; round++) {
+		count_job j = {hits, {0}};
+		int64_t n = 1 + round % 4;
+
+		cpu_pool_run(pool, 1);
+		memset(hits, 0, (size_t)n * sizeof(int));
+		assert_true(cpu_pool_try_begin(pool));
+		cpu_pool_for(pool, 0, n, count_task, &j);
+		cpu_pool_end(pool);
+		for (int64_t i = 0; i < n; i++)
+			assert_int_equal(hits[i], 1);
+		cpu_pool_run(pool, -1);
+	}
+	cpu_pool_run(NULL, 1);
+	cpu_pool_destroy(pool);
+}
+
 /* A GEMM on a pool that is busy (here: held by the test, as a task of a
  * running job would find it) runs on the caller alone, correctly. */
 static void test_pool_busy(void **state)
@@ -619,6 +677,7 @@ int main(void)
 		cmocka_unit_test(test_bad_args),
 		cmocka_unit_test(test_pool_tasks),
 		cmocka_unit_test(test_pool_sleep),
+		cmocka_unit_test(test_pool_runs),
 		cmocka_unit_test(test_pool_busy),
 		cmocka_unit_test(test_batch),
 		cmocka_unit_test(test_batch_args),

@@ -4,7 +4,7 @@
  * parked on a futex; cpu_pool_for hands them a range of task indices that
  * every member, caller included, claims one at a time.  Between jobs a
  * worker spins briefly (so back-to-back ops do not pay a wake-up) and then
- * sleeps.  Each member owns a scratch buffer the GEMM packs into.
+ * sleeps (longer while a run is in flight: cpu_pool_run).  Each member owns a scratch buffer the GEMM packs into.
  *
  * One job at a time: cpu_pool_try_begin/cpu_pool_end bracket a user
  * (the GEMM driver), and a second user (another thread, or a task of the
@@ -37,6 +37,11 @@ void cpu_pool_end(cpu_pool *pool);
  * between try_begin and end.  0 or -ENOMEM. */
 int cpu_pool_reserve(cpu_pool *pool, size_t bytes);
 void *cpu_pool_scratch(cpu_pool *pool, int member);
+/* A run of the pool's user starts (+1) or ends (-1): while exactly one is
+ * in flight, workers spin longer between jobs before they sleep. */
+void cpu_pool_run(cpu_pool *pool, int delta);
+/* Workers asleep now (the tests watch the wake-up of cpu_pool_run). */
+int cpu_pool_sleepers(cpu_pool *pool);
 
 /* Runs fn for tasks [0, ntasks) on up to `width` members (<= 0: all) and
  * returns when all are done.  Call between try_begin and end. */
