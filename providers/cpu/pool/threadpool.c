@@ -76,6 +76,7 @@ struct cpu_pool {
 	_Atomic int caller_sleeping;
 	_Atomic int runs;               /* cpu_pool_run: runs in flight */
 	_Atomic int jobs;               /* jobs for the workers since a run began */
+	_Atomic uint32_t wakes;         /* workers' returns from sleep (tests) */
 };
 
 static void futex_wait(_Atomic uint32_t *word, uint32_t val)
@@ -162,6 +163,7 @@ static void *worker_main(void *arg)
 			atomic_fetch_add(&p->sleepers, 1);
 			futex_wait(&p->gen, seen);
 			atomic_fetch_sub(&p->sleepers, 1);
+			atomic_fetch_add_explicit(&p->wakes, 1, memory_order_relaxed);
 			g = atomic_load(&p->gen);
 		}
 		seen = g;
@@ -217,6 +219,7 @@ int cpu_pool_create(int threads, cpu_pool **out)
 	atomic_init(&p->caller_sleeping, 0);
 	atomic_init(&p->runs, 0);
 	atomic_init(&p->jobs, 0);
+	atomic_init(&p->wakes, 0);
 	for (int i = 0; i < threads; i++) {
 		p->m[i].pool = p;
 		p->m[i].id = i;
@@ -293,6 +296,11 @@ int cpu_pool_reserve(cpu_pool *p, size_t bytes)
 int cpu_pool_sleepers(cpu_pool *p)
 {
 	return p ? atomic_load(&p->sleepers) : 0;
+}
+
+uint32_t cpu_pool_wakes(cpu_pool *p)
+{
+	return p ? atomic_load(&p->wakes) : 0;
 }
 
 void cpu_pool_run(cpu_pool *p, int delta)

@@ -40,8 +40,10 @@ void *cpu_pool_scratch(cpu_pool *pool, int member);
 /* A run of the pool's user starts (+1) or ends (-1): while exactly one is
  * in flight, workers spin longer between jobs before they sleep. */
 void cpu_pool_run(cpu_pool *pool, int delta);
-/* Workers asleep now (the tests watch the wake-up of cpu_pool_run). */
+/* Workers asleep now, and how many times one woke up so far (the tests
+ * watch the wake-up of cpu_pool_run). */
 int cpu_pool_sleepers(cpu_pool *pool);
+uint32_t cpu_pool_wakes(cpu_pool *pool);
 
 /* Runs fn for tasks [0, ntasks) on up to `width` members (<= 0: all) and
  * returns when all are done.  Call between try_begin and end. */
