@@ -327,6 +327,7 @@ cn_tile512x2(const float *const *xq, const float *w, int64_t wblock, int64_t C, 
 			const float *x3 = xq[3] + o, *x4 = xq[4] + o, *x5 = xq[5] + o;
 			const float *x6 = xq[6] + o, *x7 = xq[7] + o;
 
+#pragma GCC unroll 4
 			for (int64_t c = 0; c < C; c++, wt += CN_M) {
 				__m512 w0 = _mm512_loadu_ps(wt), w1 = _mm512_loadu_ps(wt + wblock), v;
 #define CN_PX(p, xp, a0, a1)                                                               \
