@@ -227,12 +227,16 @@ void gemm_drv_task(void *arg, int64_t i, int member)
 		compute_block(p, m0, m1, p0, p1, scratch_of(p, member));
 }
 
-/* Task grid for T threads.  With enough work there are two tasks per
- * thread, claimed dynamically, so a thread the OS (or a shared VM) delays
- * does not hold the others up; each task is a rectangle of C, and the
- * shape of the grid minimises a task's cost: 2 * rows * cols flops plus
+/* Task grid for T threads: a task per thread, each a rectangle of C,
+ * the grid's shape minimising a task's cost: 2 * rows * cols flops plus
  * the A and B it streams, (rows + cols) * K floats at ~10 flops a byte
- * (B twice when the task packs it). */
+ * (B twice when the task packs it).  Two tasks a thread (claimed
+ * dynamically, so a thread the OS delays holds the others up less) cut
+ * the rectangles smaller and reuse less of A and B: on the Xeon of the
+ * seventeenth session, 2 threads, one task a thread took 0.95-0.99 of
+ * two's time in resnet50, densenet121, inception_v3, googlenet and
+ * efficientnet_b0 (paired, 5 rounds), Inception's 17 x 17 1x1 layers'
+ * 289 x 192 x 768 ran at 349 GFLOP/s instead of 308 (bench-gemm). */
 void gemm_drv_split(problem *p, int threads)
 {
 	double flops = 2.0 * (double)p->M * (double)p->N * (double)p->K, best = INFINITY;
@@ -241,9 +245,7 @@ void gemm_drv_split(problem *p, int threads)
 
 	if (flops / MIN_FLOPS_PER_THREAD < threads)
 		threads = (int)(flops / MIN_FLOPS_PER_THREAD) + 1;
-	/* Two tasks per thread once each is worth ~150 us; more tasks cost
-	 * A and B reuse (measured: 4 per thread loses 10-15%). */
-	target = threads > 1 && flops / threads >= 32.0 * (1 << 20) ? 2 * threads : threads;
+	target = threads;
 	p->tm = p->tn = 1;
 	for (int64_t tm = 1; tm <= target && tm <= p->M; tm++) {
 		int64_t tn = target / tm;
