@@ -289,7 +289,8 @@ static void test_pool_common(void **state)
 }
 
 /* A NaN anywhere in a MaxPool window makes the output NaN, on every path:
- * pool_rowmax's (AVX2: rows of at most 8 and more, column stride 1 and 2,
+ * pool_rows' (AVX-512: sixteen a vector, the last through a mask; AVX2:
+ * rows of at most 8 and more, column stride 1 and 2,
  * a last vector overlapping the one before), else the separable one,
  * pool_s2's vectors and tail, with Indices. */
 static void test_pool_nan(void **state)

@@ -561,11 +561,104 @@ rm8_plane(const pool_state *st, const cpu_geom *g, const float *x, float *y, flo
 	}
 }
 
-/* pool_rows' rows of vm: the padded row, a vector past the image, and
- * what the last vector of outputs reads. */
+/* The same plane with AVX-512: sixteen pixels a vector, the row's last
+ * vector through a mask (its lanes past the row filled, so vm's right
+ * padding stays the fill), NaNs tracked in a mask register.  The same
+ * taps in the same order, so the bits are rm8_plane's; a 14-pixel row of
+ * GoogLeNet's 3x3/1 MaxPools is one vector instead of two overlapping
+ * ones (those pools alone, 512 planes of 14 x 14: 75 -> 57 us a run,
+ * ONNX Runtime's blocked kernel 30; 256 of 28 x 28: 140 -> 99, ORT 64;
+ * Inception's 288 of 35 x 35: 247 -> 213, ORT 118; ResNet's 3x3/2 on 64 of
+ * 112 x 112: 219 -> 179). */
+#define RM16_TARGET __attribute__((target("avx512f")))
+
+static inline __attribute__((always_inline)) RM16_TARGET __mmask16 rm16_mask(int64_t n)
+{
+	return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1);
+}
+
+static inline __attribute__((always_inline)) RM16_TARGET __m512 rm16_taps(const float *v, int kw,
+									  int s2, int is_max)
+{
+	const __m512i ev = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
+					     28, 30);
+	__m512 acc = _mm512_set1_ps(is_max ? -INFINITY : 0.0f);
+	__mmask16 nan = 0;
+
+	for (int t = 0; t < kw; t++) {
+		__m512 u = _mm512_loadu_ps(v + t);
+
+		if (s2)
+			u = _mm512_permutex2var_ps(u, ev, _mm512_loadu_ps(v + t + 16));
+		if (is_max) {
+			nan = _kor_mask16(nan, _mm512_cmp_ps_mask(u, u, _CMP_UNORD_Q));
+			acc = _mm512_max_ps(u, acc);
+		} else {
+			acc = _mm512_add_ps(acc, u);
+		}
+	}
+	return is_max ? _mm512_mask_mov_ps(acc, nan, _mm512_set1_ps(NAN)) : acc;
+}
+
+static inline __attribute__((always_inline)) RM16_TARGET void
+rm16_plane(const pool_state *st, const cpu_geom *g, const float *x, float *y, float *vm,
+	   int64_t vs, const float *cc, int kw, int s2, int is_max)
+{
+	int64_t H = g->in[1], W = g->in[2], OH = g->out[1], OW = g->out[2];
+	int64_t pl = g->pb[2], sw = s2 ? 2 : 1;
+	const __m512 fill = _mm512_set1_ps(is_max ? -INFINITY : 0.0f);
+	int64_t rows = rm_block_rows(vs);
+
+	for (int64_t oh0 = 0; oh0 < OH; oh0 += rows) {
+		int64_t oh1 = oh0 + rows < OH ? oh0 + rows : OH;
+
+		for (int64_t oh = oh0; oh < oh1; oh++) {
+			int64_t ra = oh * g->s[1] - g->pb[1], rb = ra + g->k[1];
+			float *vr = vm + (oh - oh0) * vs + pl;
+
+			ra = ra < 0 ? 0 : ra;
+			rb = rb < H ? rb : H;
+			for (int64_t w = 0; w < W; w += 16) {
+				__mmask16 m = rm16_mask(W - w);
+				__m512 acc = _mm512_mask_loadu_ps(fill, m, x + ra * W + w);
+				__mmask16 nan = _mm512_cmp_ps_mask(acc, acc, _CMP_UNORD_Q);
+
+				for (int64_t r = ra + 1; r < rb; r++) {
+					__m512 u = _mm512_mask_loadu_ps(fill, m, x + r * W + w);
+
+					if (is_max) {
+						nan = _kor_mask16(nan, _mm512_cmp_ps_mask(u, u, _CMP_UNORD_Q));
+						acc = _mm512_max_ps(u, acc);
+					} else {
+						acc = _mm512_add_ps(acc, u);
+					}
+				}
+				if (is_max)
+					acc = _mm512_mask_mov_ps(acc, nan, _mm512_set1_ps(NAN));
+				_mm512_storeu_ps(vr + w, acc);
+			}
+		}
+		for (int64_t oh = oh0; oh < oh1; oh++) {
+			__m512 rc = _mm512_setzero_ps();
+
+			if (!is_max)
+				rc = _mm512_set1_ps((float)rm_count(st, g, 1, oh * g->s[1] - g->pb[1]));
+			for (int64_t ow = 0; ow < OW; ow += 16) {
+				__m512 o = rm16_taps(vm + (oh - oh0) * vs + ow * sw, kw, s2, is_max);
+
+				if (!is_max)
+					o = _mm512_div_ps(o, _mm512_mul_ps(rc, _mm512_loadu_ps(cc + ow)));
+				_mm512_mask_storeu_ps(y + oh * OW + ow, rm16_mask(OW - ow), o);
+			}
+		}
+	}
+}
+
+/* pool_rows' rows of vm: the padded row, a vector (of 16) past the image,
+ * and what the last vector of outputs reads. */
 static int64_t rows_stride(const cpu_geom *g)
 {
-	int64_t a = g->pb[2] + g->in[2] + 8, b = g->s[2] * (g->out[2] + 8) + g->k[2] + 8;
+	int64_t a = g->pb[2] + g->in[2] + 16, b = g->s[2] * (g->out[2] + 16) + g->k[2] + 16;
 
 	return a > b ? a : b;
 }
@@ -598,6 +691,35 @@ rows_planes(const pool_state *st, const cpu_geom *g, const float *x, float *y, i
 			rm8_plane(st, g, x, y, vm, vs, cc, kw, s2, is_max);
 }
 
+static inline __attribute__((always_inline)) RM16_TARGET void
+rows_planes16(const pool_state *st, const cpu_geom *g, const float *x, float *y, int64_t planes,
+	      float *vm, const float *cc, int is_max)
+{
+	int64_t vs = rows_stride(g), isz = g->in[1] * g->in[2], osz = g->out[1] * g->out[2];
+	int s2 = g->s[2] == 2, kw = (int)g->k[2];
+
+	for (int64_t p = 0; p < planes; p++, x += isz, y += osz)
+		if (kw == 3 && s2)
+			rm16_plane(st, g, x, y, vm, vs, cc, 3, 1, is_max);
+		else if (kw == 3)
+			rm16_plane(st, g, x, y, vm, vs, cc, 3, 0, is_max);
+		else if (kw == 2 && s2)
+			rm16_plane(st, g, x, y, vm, vs, cc, 2, 1, is_max);
+		else if (kw == 2)
+			rm16_plane(st, g, x, y, vm, vs, cc, 2, 0, is_max);
+		else
+			rm16_plane(st, g, x, y, vm, vs, cc, kw, s2, is_max);
+}
+
+static RM16_TARGET void pool_rows16(const pool_state *st, const cpu_geom *g, const float *x,
+				    float *y, int64_t planes, float *buf, const float *cc)
+{
+	if (st->is_max)
+		rows_planes16(st, g, x, y, planes, buf, NULL, 1);
+	else
+		rows_planes16(st, g, x, y, planes, buf, cc, 0);
+}
+
 /* Planes [0, planes) of x into y; buf: rows_floats of scratch. */
 static RM_TARGET void pool_rows(const pool_state *st, const cpu_geom *g, const float *x, float *y,
 				int64_t planes, float *buf)
@@ -607,12 +729,16 @@ static RM_TARGET void pool_rows(const pool_state *st, const cpu_geom *g, const f
 
 	for (int64_t i = 0; i < n; i++)
 		buf[i] = st->is_max ? -INFINITY : 0.0f;
+	for (int64_t ow = 0; !st->is_max && ow < OW + 16; ow++)
+		cc[ow] = ow >= OW ? 1.0f : (float)rm_count(st, g, 2, ow * g->s[2] - g->pb[2]);
+	if (cpu_has_avx512()) {
+		pool_rows16(st, g, x, y, planes, buf, st->is_max ? NULL : cc);
+		return;
+	}
 	if (st->is_max) {
 		rows_planes(st, g, x, y, planes, buf, NULL, 1);
 		return;
 	}
-	for (int64_t ow = 0; ow < OW + 8; ow++)
-		cc[ow] = ow >= OW ? 1.0f : (float)rm_count(st, g, 2, ow * g->s[2] - g->pb[2]);
 	rows_planes(st, g, x, y, planes, buf, cc, 0);
 }
 #endif
@@ -621,7 +747,7 @@ static RM_TARGET void pool_rows(const pool_state *st, const cpu_geom *g, const f
 static int64_t rows_floats(const cpu_geom *g)
 {
 #ifdef RM_X86
-	return rows_vm(g) + g->out[2] + 8;
+	return rows_vm(g) + g->out[2] + 16;
 #else
 	(void)g;
 	return 0;
