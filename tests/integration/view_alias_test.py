@@ -27,6 +27,16 @@ output's block, so it copies nothing for them:
   Add after it apart; 24 MiB with every part in its own block), both
   outputs bit for bit against numpy.
 
+And a Concat whose parts are consecutive parts of a later Concat (DenseNet's
+layers each concatenate the block's input and all earlier features) is
+planned as that range of the later one's block, so it copies nothing:
+
+- prefix: p0 = Abs(x), c1 = Concat(p0), f1 = Neg(c1), c2 = Concat(p0, f1),
+  f2 = ReduceMax(c2) over the channels, c3 = Concat(p0, f1, f2), the output
+  ReduceMin(c3) over the channels, 1 MiB a channel: 4 MiB (c3's block
+  holding p0, f1, f2, c1 and c2 as its first one and two channels, and the
+  output; 5 MiB with c2 apart), bit for bit against numpy.
+
 And a chain that adds a residual before its activation (ResNet's Conv ->
 Add -> Relu, the residual from another branch dying at the Add) writes its
 output over the residual's block, so the fused kernel adds it in place:
@@ -177,6 +187,32 @@ def concat(ort_run, d, rng):
     return bad + (not ok)
 
 
+def prefix(ort_run, d, rng):
+    shape = [1, 1, 512, 512]   # 1 MiB a channel
+    path = os.path.join(d, "prefix.onnx")
+    save(path, [h.make_node("Abs", ["x"], ["p0"]),
+                h.make_node("Concat", ["p0"], ["c1"], axis=1),
+                h.make_node("Neg", ["c1"], ["f1"]),
+                h.make_node("Concat", ["p0", "f1"], ["c2"], axis=1),
+                h.make_node("ReduceMax", ["c2"], ["f2"], axes=[1], keepdims=1),
+                h.make_node("Concat", ["p0", "f1", "f2"], ["c3"], axis=1),
+                h.make_node("ReduceMin", ["c3"], ["y"], axes=[1], keepdims=1)],
+         [h.make_tensor_value_info("x", T.FLOAT, shape)],
+         [h.make_tensor_value_info("y", T.FLOAT, None)])
+    x = rng.standard_normal(shape).astype(np.float32)
+    rep, outs = run(ort_run, d, path, x)
+    p0 = np.abs(x)
+    f1 = -p0
+    f2 = np.maximum(p0, f1)
+    want = {"y": np.minimum(np.minimum(p0, f1), f2)}
+    bad = bitwise("prefix", outs, want)
+    arena = rep.get("arena_bytes", -1)
+    ok = 4 * MIB <= arena <= 4 * MIB + 4096
+    print("%s prefix: arena %d bytes (%d with the prefixes in place)"
+          % ("ok  " if ok else "FAIL", arena, 4 * MIB))
+    return bad + (not ok)
+
+
 def residual(ort_run, d, rng):
     c, hw = 16, 256   # 4 MiB a tensor
     w1 = (rng.standard_normal((c, c, 1, 1)) * 0.3).astype(np.float32)
@@ -216,7 +252,8 @@ def main():
     rng = np.random.default_rng(11)
     with tempfile.TemporaryDirectory() as d:
         bad = (peak(ort_run, d, rng) + chain(ort_run, d, rng) + fused(ort_run, d, rng) +
-               concat(ort_run, d, rng) + residual(ort_run, d, rng))
+               concat(ort_run, d, rng) + prefix(ort_run, d, rng) +
+               residual(ort_run, d, rng))
     return 1 if bad else 0
 
 
