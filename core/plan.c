@@ -251,7 +251,8 @@ static void concat_parts(const ortmk_session *s, const graph *g, const core_plan
 	}
 	for (size_t k = 0; k < g->n_nodes; k++) {
 		const graph_node *n = &g->nodes[k];
-		int y = n->n_out ? n->out[0] : -1, L = n->n_in ? cat[n->in[0]] : -1, ok;
+		int y = n->n_out ? n->out[0] : -1, ok;
+		int L = n->n_in && n->in[0] >= 0 ? cat[n->in[0]] : -1;
 
 		if (L < 0 || y < 0 || cat[y] >= 0 || g->values[y].is_graph_output ||
 		    last[y] >= L || !concat_flat(s, g, p, k))
