@@ -339,6 +339,28 @@ ld2(const float *ra, const float *rb)
 		_mm256_loadu_ps(ra))), _mm256_castps_pd(_mm256_loadu_ps(rb)), 1));
 }
 
+/* A pixel's pair h of output blocks (2h and 2h + 1 of the nb from y, bs
+ * floats apart) out of v: plus the residual's (at r, the same layout, or
+ * NULL), clamped when the job clamps, stored; the pair's second block only
+ * where it exists (nb > 2h + 1: else v's high half is dropped and the
+ * residual's block 2h is read for it). */
+static inline __attribute__((always_inline)) CB_T512 void
+pair_out512(const blk_job *d, float *y, const float *r, int64_t bs, int h, int nb, __m512 v,
+	    __m512 lo, __m512 hi)
+{
+	int two = nb > 2 * h + 1;
+	float *ya = y + 2 * h * bs;
+
+	if (r)
+		v = _mm512_add_ps(v, ld2(r + 2 * h * bs, r + (2 * h + two) * bs));
+	if (d->clamp)
+		v = _mm512_min_ps(hi, _mm512_max_ps(lo, v));
+	if (two)
+		st2(ya, ya + bs, v);
+	else
+		_mm256_storeu_ps(ya, _mm512_castps512_ps256(v));
+}
+
 /* The bias of the nb (1 to 4) output blocks from ob as two pairs (b0:
  * blocks ob and ob + 1, b1: the next two), zeros past them or without a
  * bias. */
@@ -385,21 +407,8 @@ pw_tile512(const blk_job *d, const float *x, int64_t planes, int64_t PP, const f
 #define PW_OUT(p, a0, a1)                                                                  \
 	if (NP > (p)) {                                                                    \
 		int64_t o = (p) * CB;                                                      \
-		/* three blocks: a1's unstored high half re-reads block 2 */               \
-		if (r) {                                                                   \
-			a0 = _mm512_add_ps(a0, ld2(r + o, r + bs + o));                    \
-			a1 = _mm512_add_ps(a1, ld2(r + 2 * bs + o,                         \
-						   r + (nb > 3 ? 3 : 2) * bs + o));        \
-		}                                                                          \
-		if (d->clamp) {                                                            \
-			a0 = _mm512_min_ps(hi, _mm512_max_ps(lo, a0));                     \
-			a1 = _mm512_min_ps(hi, _mm512_max_ps(lo, a1));                     \
-		}                                                                          \
-		st2(y + o, y + bs + o, a0);                                                \
-		if (nb > 3)                                                                \
-			st2(y + 2 * bs + o, y + 3 * bs + o, a1);                           \
-		else                                                                       \
-			_mm256_storeu_ps(y + 2 * bs + o, _mm512_castps512_ps256(a1));      \
+		pair_out512(d, y + o, r ? r + o : NULL, bs, 0, nb, a0, lo, hi);            \
+		pair_out512(d, y + o, r ? r + o : NULL, bs, 1, nb, a1, lo, hi);            \
 	}
 	PW_OUT(0, a00, a01) PW_OUT(1, a10, a11) PW_OUT(2, a20, a21) PW_OUT(3, a30, a31)
 	PW_OUT(4, a40, a41) PW_OUT(5, a50, a51) PW_OUT(6, a60, a61) PW_OUT(7, a70, a71)
@@ -541,22 +550,8 @@ in_tile512(const blk_job *d, const float *xp, int64_t planes, int64_t PP, int64_
 #pragma GCC unroll 12
 	for (int p = 0; p < NP; p++)
 #pragma GCC unroll 2
-		for (int h = 0; h < NQ; h++) {
-			int64_t o = p * CB;
-			int two = nb > 2 * h + 1;   /* the pair's second block exists */
-			float *ya = y + 2 * h * bs + o;
-			__m512 v = a[p][h];
-
-			if (r)
-				v = _mm512_add_ps(v, ld2(r + 2 * h * bs + o,
-							 r + (2 * h + two) * bs + o));
-			if (d->clamp)
-				v = _mm512_min_ps(hi, _mm512_max_ps(lo, v));
-			if (two)
-				st2(ya, ya + bs, v);
-			else
-				_mm256_storeu_ps(ya, _mm512_castps512_ps256(v));
-		}
+		for (int h = 0; h < NQ; h++)
+			pair_out512(d, y + p * CB, r ? r + p * CB : NULL, bs, h, nb, a[p][h], lo, hi);
 }
 
 /* Output row oh of image n, blocks 2q to 2q + 3 (fewer where they end):
