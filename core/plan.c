@@ -181,13 +181,14 @@ static int view_source(const graph *g, const core_plan *p, const int *last, size
  * back to back. */
 static int concat_flat(const ortmk_session *s, const graph *g, const core_plan *p, size_t k)
 {
+	static const char *const concat[] = {"Concat"};
 	const graph_node *n = &g->nodes[k];
 	const graph_tinfo *t;
 	int64_t axis;
 	uint64_t total = 0;
 	int y, ok = 1;
 
-	if (n->domain[0] || strcmp(n->op_type, "Concat") || n->n_out != 1 || n->n_in < 1 ||
+	if (!op_in(n, concat, 1) || n->n_out != 1 || n->n_in < 1 ||
 	    n->ep < 0 || n->ep >= s->n_eps || strcmp(s->eps[n->ep]->name, "cpu") ||
 	    (y = n->out[0]) < 0 || !plannable(g, p->tinfo, (size_t)y))
 		return 0;
@@ -369,7 +370,7 @@ static ortmk_status assign_offsets(const ortmk_session *s, const graph *g, core_
 			if (shm_arena_alloc(&a, p->nbytes[v], &p->offset[v]))
 				st = core_fail(ORTMK_ERR_NO_MEMORY, "memory plan: arena exhausted");
 		}
-		if (keep[k] >= 0)   /* not taken (the output is a view's): freed now */
+		if (keep[k] >= 0)   /* not taken (a view's output, a Concat's part, unplanned) */
 			shm_arena_free(&a, p->offset[keep[k]]);
 		for (int i = 0; i < n->n_in + n->n_out; i++) {
 			int v = i < n->n_in ? n->in[i] : n->out[i - n->n_in];
