@@ -348,6 +348,69 @@ static void test_pool_nan(void **state)
 	}
 }
 
+/* 3x3 windows at stride 1 with pads 1 on planes of up to 64 x 64 (pool.c's
+ * flat_plane, AVX-512: the plane as one run of floats, vectors across row
+ * ends): odd shapes, single rows and columns, and NaNs and infinities in
+ * the first and last columns, whose neighbours across the row end must
+ * not enter a window; every mode, several planes split over the pool. */
+static void test_pool_flat(void **state)
+{
+	static const int64_t shapes[][2] = {{1, 1}, {1, 7}, {7, 1}, {2, 2}, {17, 17}, {17, 5},
+					    {5, 17}, {35, 35}, {8, 8}, {64, 64}, {3, 40}};
+	(void)state;
+	for (size_t c = 0; c < sizeof(shapes) / sizeof(shapes[0]); c++)
+		for (int m = 0; m < 3; m++) {
+			int64_t H = shapes[c][0], W = shapes[c][1], xd[4] = {2, 5, H, W};
+			pool_case pc;
+			cpu_tensor x, y[1];
+			const cpu_tensor *in[1] = {&x};
+			float *xv;
+			tnode t;
+
+			memset(&pc, 0, sizeof(pc));
+			pc.nsp = 2;
+			pc.is_max = m == 0;
+			pc.include_pad = m == 2;
+			pc.n = 2;
+			pc.c = 5;
+			pc.in[0] = H;
+			pc.in[1] = W;
+			for (int d = 0; d < 2; d++) {
+				pc.k[d] = 3;
+				pc.s[d] = pc.d[d] = 1;
+				pc.pb[d] = pc.pe[d] = 1;
+				ref_geom(&pc, d);
+			}
+			x = rtens(4, xd, -4.0f, 4.0f);
+			xv = x.data;
+			/* plane 1: a row's last and the next row's first column, the
+			 * last pixel; plane 3 the same with -inf and +inf */
+			for (int64_t r = 0; r + 1 < H; r += 2) {
+				xv[H * W + r * W + W - 1] = NAN;
+				xv[3 * H * W + r * W + W - 1] = INFINITY;
+				xv[3 * H * W + (r + 1) * W] = -INFINITY;
+			}
+			xv[2 * H * W - 1] = NAN;
+			tn(&t, pc.is_max ? "MaxPool" : "AveragePool", 1, 1);
+			set_pool_attrs(&t, &pc);
+			run_alt(&t, 19, 1, in, 1, y);
+			for (int64_t p = 0; p < 10; p++)
+				for (int64_t i = 0; i < H * W; i++) {
+					float want = ref_pool_at(&pc, xv + p * H * W, i / W, i % W);
+					float got = ((float *)y[0].data)[p * H * W + i];
+
+					if (isnan(want) || isinf(want) || pc.is_max ?
+					    !same_float(got, want) :
+					    !(fabsf(got - want) <= 2e-6f * (1.0f + fabsf(want))))
+						fail_msg("%s %lldx%lld incl %d plane %lld pixel %lld: got %g want %g",
+							 t.p.op_type, (long long)H, (long long)W, pc.include_pad,
+							 (long long)p, (long long)i, got, want);
+				}
+			free_outs(y, 1);
+			free(x.data);
+		}
+}
+
 static void test_global_pool(void **state)
 {
 	static const int64_t shapes[][4] = {{1, 512, 7, 7}, {2, 3, 1, 1}, {1, 5, 13, 17}, {3, 2, 40, 41}};
@@ -1027,6 +1090,7 @@ int main(void)
 		cmocka_unit_test(test_pool_random),
 		cmocka_unit_test(test_pool_common),
 		cmocka_unit_test(test_pool_nan),
+		cmocka_unit_test(test_pool_flat),
 		cmocka_unit_test(test_global_pool),
 		cmocka_unit_test(test_vmath_accuracy),
 		cmocka_unit_test(test_vm_logistic),
