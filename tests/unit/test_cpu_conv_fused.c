@@ -303,6 +303,22 @@ static void test_conv_forms(void **state)
 	cpu_pool_destroy(pool);
 }
 
+/* A layer past conv_wino_fits' tiles x channels bound whose tile row of
+ * transforms no band holds (768 + 80 channels x 20 tiles a row: 1.1 MB)
+ * and which conv_nhwc.c does not take (80 outputs, 720 pixels): Winograd
+ * over the whole image (FCN's 2048 -> 512 head), not the im2col GEMM. */
+static void test_conv_wino_whole(void **state)
+{
+	static const ccase c = {1, 768, 18, 40, 80, 1, 3, 3, 1, 1, 1};
+	cpu_pool *pool;
+
+	(void)state;
+	assert_int_equal(cpu_pool_create(2, &pool), 0);
+	conv_run(&c, 1, 1, 1, 1, pool, 0);   /* residual + Relu */
+	conv_run(&c, 1, 1, 0, 0, NULL, 0);
+	cpu_pool_destroy(pool);
+}
+
 static void test_conv_fused(void **state)
 {
 	cpu_pool *pool;
@@ -813,6 +829,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_conv_forms),
 		cmocka_unit_test(test_conv_fused),
+		cmocka_unit_test(test_conv_wino_whole),
 		cmocka_unit_test(test_matmul_fused),
 		cmocka_unit_test(test_matmul_scale),
 		cmocka_unit_test(test_gemm_linear),

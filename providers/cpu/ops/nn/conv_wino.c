@@ -29,8 +29,17 @@ enum { XI = 16 };
 
 /* conv_wino_fits: tiles x input channels at most this (one transformed
  * input V_xi of up to 512 KiB; ResNet's 56x56x64 layers are 50176, DenseNet's
- * 56x56x128 100352) */
+ * 56x56x128 100352), except for the large layers of WINO_MAX_WHOLE_BYTES */
 enum { WINO_MAX_TILE_CHANNELS = 1 << 17 };
+
+/* The transformed input and products of a whole image (conv_wino_run's
+ * scratch without bands), at most, for a layer past
+ * WINO_MAX_TILE_CHANNELS (conv_wino_fits). */
+#define WINO_MAX_WHOLE_BYTES ((int64_t)128 << 20)
+
+/* The filter's sixteen transforms, packed, at most (1.8x the filter:
+ * FCN's 2048 -> 512 head is 64 MiB) */
+#define WINO_MAX_FILTER_BYTES ((size_t)128 << 20)
 
 typedef struct wino_arg {
 	const float *w;
@@ -46,7 +55,7 @@ typedef struct wino_arg {
 static int wino_pack(void *dst, size_t size, void *arg)
 {
 	const wino_arg *a = arg;
-	float *u = malloc(sizeof(float) * XI * (size_t)(a->C * a->M));
+	float *u = cpu_alloc_big(sizeof(float) * XI * (size_t)(a->C * a->M));
 
 	(void)size;
 	if (!u)
@@ -116,7 +125,7 @@ int conv_wino_prepare(cpu_node *node, conv_state *st, char *err, size_t n)
 	a.M = W->dims[0];
 	a.C = W->dims[1];
 	a.size = gemm_pack_b_size(GEMM_ISA_AUTO, a.C, a.M);
-	if (!a.size || a.size > ((size_t)64 << 20) / XI)
+	if (!a.size || a.size > WINO_MAX_FILTER_BYTES / XI)
 		return 0;
 	snprintf(fmt, sizeof(fmt), "conv-wino23-v%d-%s", GEMM_PACK_VERSION,
 		 gemm_isa_name(gemm_isa_best()));
@@ -519,8 +528,16 @@ int conv_wino_fits(const conv_job *j, int members)
 {
 	int64_t th = (j->g.out[1] + 1) / 2, tw = (j->g.out[2] + 1) / 2;
 
+	/* Past WINO_MAX_TILE_CHANNELS only a layer that no band holds (a
+	 * tile row of its transforms outgrows it) and conv_nhwc.c does not
+	 * take, which the im2col GEMM would run with 2.25x the multiplies,
+	 * whole: FCN's 2048 -> 512 head at 40 x 40, 210 -> 120 ms at one
+	 * thread (ONNX Runtime 163), 108 -> 63 at two (ORT 81), for 65 MB of
+	 * scratch and 64 MiB of transformed filter instead of 38. */
 	if (th * tw * j->Cg > WINO_MAX_TILE_CHANNELS)
-		return 0;
+		return band_rows(th, tw, j->Cg, j->Mg, members) == 0 && !conv_nhwc_fits(j, 1) &&
+		       (int64_t)sizeof(float) * XI * th * tw * (j->Cg + j->Mg) <=
+			       WINO_MAX_WHOLE_BYTES;
 	/* Unbanded (the transformed input and products of the whole image
 	 * outgrow BAND_BYTES a band) over at least 196 tiles, the products
 	 * stream through memory: conv_nhwc.c took 0.73-0.91x the time (Zen 3,
