@@ -273,6 +273,10 @@ static const ccase conv_cases[] = {
 	/* two tile rows need 545 KB: whole, or in bands of half the L2
 	 * where that is 1 MB or more */
 	{1, 64, 24, 28, 240, 1, 3, 3, 1, 1, 1},
+	/* dilation 4 on 8 x 8: the outer taps cover half the outputs
+	 * (conv_taps.c), also with the output over the residual or the input */
+	{1, 24, 8, 8, 40, 1, 3, 3, 1, 4, 4},
+	{1, 48, 8, 8, 40, 1, 3, 3, 1, 4, 4},
 	/* Winograd prepared, but the image too large for it (conv_wino_fits:
 	 * 41 x 41 tiles x 80 channels): the GEMM with the unpacked filter */
 	{1, 80, 82, 81, 16, 1, 3, 3, 1, 1, 1},

@@ -87,18 +87,20 @@ static void tap_add(const conv_job *j, const float *ct, const int64_t r[4], floa
 		}
 }
 
-/* Bias, residual and the fused activation over N finished images. */
-static void taps_finish(const conv_job *j, int64_t N, const float *b, float *y)
+/* Y = the N finished images' sums acc (Y itself, or scratch) plus bias
+ * and residual, then the fused activation. */
+static void taps_finish(const conv_job *j, int64_t N, const float *b, const float *acc, float *y)
 {
 	int64_t M = j->Mg, osz = j->osz;
 
 	for (int64_t n = 0; n < N; n++)
 		for (int64_t m = 0; m < M; m++) {
 			float *yr = y + (n * M + m) * osz, bias = b ? b[m] : 0.0f;
+			const float *ar = acc + (n * M + m) * osz;
 			const float *res = j->res ? (const float *)j->res->data + (n * M + m) * osz : NULL;
 
 			for (int64_t i = 0; i < osz; i++) {
-				float v = yr[i] + bias;
+				float v = ar[i] + bias;
 
 				if (res)
 					v += res[i];
@@ -130,10 +132,17 @@ int conv_taps_run(cpu_ctx *ctx, const conv_job *j, int64_t N, const float *x, co
 	float *ws = wt ? NULL : cpu_scratch(ctx, (size_t)(M * C * KH * KW) * sizeof(float));
 	float *xt = cpu_scratch(ctx, (size_t)(C * osz) * sizeof(float));
 	float *ct = cpu_scratch(ctx, (size_t)(M * osz) * sizeof(float));
+	/* The sums go to Y unless the plan put Y over the residual or the
+	 * input, which they would overwrite before they are read: then to
+	 * scratch, and Y is written once at the end. */
+	const char *yb = (const char *)y, *ye = yb + (size_t)(N * M * osz) * sizeof(float);
+	const char *xb = (const char *)x, *xe = xb + (size_t)(N * C * isz) * sizeof(float);
+	int over = (j->res && j->res->data == (void *)y) || (yb < xe && xb < ye);
+	float *acc = over ? cpu_scratch(ctx, (size_t)(N * M * osz) * sizeof(float)) : y;
 
-	if ((!wt && !ws) || !xt || !ct)
+	if ((!wt && !ws) || !xt || !ct || !acc)
 		return CPU_E_NOMEM;
-	memset(y, 0, (size_t)(N * M * osz) * sizeof(float));
+	memset(acc, 0, (size_t)(N * M * osz) * sizeof(float));
 	if (!wt) {
 		conv_taps_pack(w, M, C, KH * KW, ws);
 		wt = ws;
@@ -147,9 +156,9 @@ int conv_taps_run(cpu_ctx *ctx, const conv_job *j, int64_t N, const float *x, co
 				cpu_sgemm_pool(ctx->pool, 0, 0, M, n_rect, C, 1.0f,
 					       wt + (kh * KW + kw) * M * C, C, xt, n_rect, 0.0f, ct,
 					       n_rect);
-				tap_add(j, ct, r, y + n * M * osz);
+				tap_add(j, ct, r, acc + n * M * osz);
 			}
 		}
-	taps_finish(j, N, b, y);
+	taps_finish(j, N, b, acc, y);
 	return 0;
 }
