@@ -273,6 +273,13 @@ static const ccase conv_cases[] = {
 	/* two tile rows need 545 KB: whole, or in bands of half the L2
 	 * where that is 1 MB or more */
 	{1, 64, 24, 28, 240, 1, 3, 3, 1, 1, 1},
+	/* dilated 3x3 with pads of the dilation: Winograd over the phase
+	 * sub-images side by side (conv_wino_dilated); odd sizes leave some
+	 * phases a row or column short */
+	{1, 24, 13, 15, 40, 1, 3, 3, 1, 2, 2},
+	{2, 32, 24, 24, 48, 1, 3, 3, 1, 4, 4},
+	{1, 16, 21, 22, 64, 1, 3, 3, 1, 3, 3},
+	{1, 48, 20, 18, 40, 1, 3, 3, 1, 2, 2},     /* the output over the input too */
 	/* dilation 4 on 8 x 8: the outer taps cover half the outputs
 	 * (conv_taps.c), also with the output over the residual or the input */
 	{1, 24, 8, 8, 40, 1, 3, 3, 1, 4, 4},

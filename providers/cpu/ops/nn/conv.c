@@ -775,14 +775,16 @@ static int conv_compute(cpu_ctx *ctx)
 		rc = conv_direct_run(ctx, &j, N, X->data, wp, B ? B->data : NULL, fr.y->data);
 		return rc ? rc : conv_end(ctx, &fr, 1, bo);
 	}
-	if (st->wino && wd == st->wino_src && X->rank == 4 && G == 1 && j.g.k[1] == 3 &&
-	    j.g.k[2] == 3 && j.g.s[1] == 1 && j.g.s[2] == 1 && j.g.d[1] == 1 && j.g.d[2] == 1 &&
-	    conv_wino_fits(&j, cpu_pool_threads(ctx->pool))) {
+	if (st->wino && wd == st->wino_src && X->rank == 4 && G == 1 &&
+	    (j.g.d[1] > 1 ? conv_wino_dilated_fits(&j, cpu_pool_threads(ctx->pool)) :
+	     j.g.k[1] == 3 && j.g.k[2] == 3 && j.g.s[1] == 1 && j.g.s[2] == 1 && j.g.d[2] == 1 &&
+	     conv_wino_fits(&j, cpu_pool_threads(ctx->pool)))) {
 		for (int64_t b = 0; b < N; b++) {
 			const float *res = j.res ? (const float *)j.res->data + b * M * j.osz : NULL;
 
-			rc = conv_wino_run(ctx, st, &j, (const float *)X->data + b * j.Cg * isz,
-					   B ? B->data : NULL, res, (float *)fr.y->data + b * M * j.osz);
+			rc = (j.g.d[1] > 1 ? conv_wino_dilated : conv_wino_run)(
+				ctx, st, &j, (const float *)X->data + b * j.Cg * isz,
+				B ? B->data : NULL, res, (float *)fr.y->data + b * M * j.osz);
 			if (rc)
 				return rc;
 		}

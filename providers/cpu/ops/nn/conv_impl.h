@@ -172,7 +172,8 @@ int conv_taps_run(cpu_ctx *ctx, const conv_job *j, int64_t N, const float *x, co
 		  const float *wt, const float *b, float *y);
 
 /* conv_wino.c: packs the transformed filter when the node qualifies
- * (3x3, stride 1, no dilation, one group, constant W); 0 or a status. */
+ * (3x3, stride 1, no dilation or conv_wino_dilated's, one group, constant
+ * W); 0 or a status. */
 int conv_wino_prepare(cpu_node *node, conv_state *st, char *err, size_t n);
 /* One image: y = act(conv(x) + bias + res) by F(2x2, 3x3). */
 /* Whether Winograd pays on this image: its transformed input (16 floats
@@ -181,5 +182,11 @@ int conv_wino_prepare(cpu_node *node, conv_state *st, char *err, size_t n);
 int conv_wino_fits(const conv_job *j, int members);
 int conv_wino_run(cpu_ctx *ctx, const conv_state *st, const conv_job *j, const float *x,
 		  const float *bias, const float *res, float *y);
+/* A 3x3 layer of dilation D (2 to WINO_MAX_DILATION) in both dims with
+ * pads D, stride 1: whether Winograd over its D x D phase sub-images side
+ * by side pays (conv_wino_fits on that image), and the run (one image). */
+int conv_wino_dilated_fits(const conv_job *j, int members);
+int conv_wino_dilated(cpu_ctx *ctx, const conv_state *st, const conv_job *j, const float *x,
+		      const float *bias, const float *res, float *y);
 
 #endif

@@ -24,6 +24,7 @@
 
 #include "conv_impl.h"
 #include "gemm.h"
+#include "par.h"
 
 enum { XI = 16 };
 
@@ -36,6 +37,10 @@ enum { WINO_MAX_TILE_CHANNELS = 1 << 17 };
  * scratch without bands), at most, for a layer past
  * WINO_MAX_TILE_CHANNELS (conv_wino_fits). */
 #define WINO_MAX_WHOLE_BYTES ((int64_t)128 << 20)
+
+/* conv_wino_dilated: dilations up to this (DeepLabV3's atrous pyramid at
+ * 12 to 36 leaves sub-images of a few pixels) */
+enum { WINO_MAX_DILATION = 4 };
 
 /* The filter's sixteen transforms, packed, at most (1.8x the filter:
  * FCN's 2048 -> 512 head is 64 MiB) */
@@ -118,8 +123,14 @@ int conv_wino_prepare(cpu_node *node, conv_state *st, char *err, size_t n)
 		return 0;
 	if (cpu_window_strided(w))
 		return 0;
+	/* dilated: D in both dims, explicit pads of D (conv_wino_dilated) */
 	for (int i = 0; i < w->n_dilations; i++)
-		if (w->dilations[i] != 1)
+		if (w->dilations[i] != 1 &&
+		    (w->n_dilations != 2 || w->dilations[i] != w->dilations[0] ||
+		     w->dilations[i] > WINO_MAX_DILATION || w->auto_pad != ONNX_PAD_NOTSET ||
+		     w->n_pads != 4 || w->pads[0] != w->dilations[0] ||
+		     w->pads[1] != w->dilations[0] || w->pads[2] != w->dilations[0] ||
+		     w->pads[3] != w->dilations[0]))
 			return 0;
 	a.w = W->data;
 	a.M = W->dims[0];
@@ -591,6 +602,152 @@ int conv_wino_run(cpu_ctx *ctx, const conv_state *st, const conv_job *j, const f
 		return cpu_fail(ctx, CPU_E_INTERNAL, "Winograd GEMM failed");
 	par_for(ctx->pool, out_task, &w);
 	/* a small image, in cache: the other activations after the whole */
+	if (j->act)
+		cpu_fuse_act_apply(j->act, y, j->Mg * j->osz);
+	return 0;
+}
+
+/* ---- dilated layers ----
+ *
+ * A 3x3 layer of dilation D with pads D (FCN's and DeepLab's ResNet
+ * stages: D 2 and 4) is D x D undilated 3x3 layers with pads 1: output
+ * pixel (py + D i, px + D j) reads only input pixels of the same phase
+ * (py, px), its taps one sub-image pixel apart.  The sub-images (ceil(H /
+ * D) x ceil(W / D), a row or column short for some phases, zero there)
+ * are laid side by side into one image, each followed by two zero columns
+ * (more to an even width: the tiles of one never cross into the next,
+ * and its pads are the gap's zeros), which Winograd runs as one layer;
+ * its outputs in the gaps are dropped.  The tiles past the sub-images'
+ * own are at most a quarter (WINO_DIL_MIN_USE). */
+typedef struct wino_dil {
+	const conv_job *j;
+	int64_t D, Hs, Ws, P;   /* sub-image rows and columns, a sub-image's stride */
+	const float *x, *res;
+	float *xs, *ys, *y;
+	int64_t C, M;
+} wino_dil;
+
+/* The stacked geometry of j into ds and the sub-images' sizes into d. */
+static void dil_geom(const conv_job *j, wino_dil *d, conv_job *ds)
+{
+	int64_t D = j->g.d[1];
+
+	d->D = D;
+	d->Hs = (j->g.in[1] + D - 1) / D;
+	d->Ws = (j->g.in[2] + D - 1) / D;
+	d->P = (d->Ws + 2 + 1) / 2 * 2;
+	*ds = *j;
+	ds->g.in[1] = ds->g.out[1] = d->Hs;
+	ds->g.in[2] = ds->g.out[2] = D * D * d->P;
+	for (int i = 1; i < 3; i++) {
+		ds->g.d[i] = 1;
+		ds->g.pb[i] = ds->g.pe[i] = 1;
+	}
+	ds->osz = ds->g.out[1] * ds->g.out[2];
+	ds->res = NULL;
+	ds->relu = 0;
+	ds->act = NULL;
+}
+
+int conv_wino_dilated_fits(const conv_job *j, int members)
+{
+	const cpu_geom *g = &j->g;
+	int64_t D = g->d[1];
+	wino_dil d;
+	conv_job ds;
+
+	if (D < 2 || D > WINO_MAX_DILATION || g->d[2] != D || g->in[0] != 1 || g->k[1] != 3 ||
+	    g->k[2] != 3 || g->s[1] != 1 || g->s[2] != 1)
+		return 0;
+	for (int i = 1; i < 3; i++)
+		if (g->pb[i] != D || g->pe[i] != D || g->out[i] != g->in[i])
+			return 0;
+	dil_geom(j, &d, &ds);
+	/* the sub-images' own tile columns at least three quarters */
+	return 4 * ((d.Ws + 1) / 2) >= 3 * (d.P / 2) && conv_wino_fits(&ds, members);
+}
+
+/* Channels [c0, c1): the phases' sub-images side by side into xs (pixel
+ * px + D q of input row py + D i is pixel q of sub-image (py, px)'s row
+ * i). */
+static void dil_gather(void *arg, int64_t c0, int64_t c1, int member)
+{
+	const wino_dil *d = arg;
+	const cpu_geom *g = &d->j->g;
+	int64_t H = g->in[1], W = g->in[2], D = d->D, Wst = D * D * d->P;
+
+	(void)member;
+	for (int64_t c = c0; c < c1; c++) {
+		const float *xc = d->x + c * H * W;
+		float *xo = d->xs + c * d->Hs * Wst;
+
+		memset(xo, 0, sizeof(float) * (size_t)(d->Hs * Wst));
+		for (int64_t r = 0; r < H; r++) {
+			const float *row = xc + r * W;
+			float *o = xo + r / D * Wst + r % D * D * d->P;
+
+			for (int64_t px = 0; px < D; px++)
+				for (int64_t q = 0, w = px; w < W; q++, w += D)
+					o[px * d->P + q] = row[w];
+		}
+	}
+}
+
+/* Output channels [m0, m1): the sub-images' outputs back to their pixels,
+ * a row at a time with the residual added, then Relu over the row. */
+static void dil_scatter(void *arg, int64_t m0, int64_t m1, int member)
+{
+	const wino_dil *d = arg;
+	const cpu_geom *g = &d->j->g;
+	int64_t H = g->out[1], W = g->out[2], D = d->D, Wst = D * D * d->P;
+	int relu = d->j->relu;
+
+	(void)member;
+	for (int64_t m = m0; m < m1; m++) {
+		const float *yc = d->ys + m * d->Hs * Wst;
+		const float *rc = d->res ? d->res + m * H * W : NULL;
+		float *yo = d->y + m * H * W;
+
+		for (int64_t r = 0; r < H; r++) {
+			const float *s = yc + r / D * Wst + r % D * D * d->P;
+			float *yr = yo + r * W;
+
+			/* the residual read before Y's pixel is written: the plan
+			 * may put Y over it */
+			for (int64_t px = 0; px < D; px++) {
+				const float *sp = s + px * d->P;
+
+				if (rc)
+					for (int64_t q = 0, w = px; w < W; q++, w += D)
+						yr[w] = sp[q] + rc[r * W + w];
+				else
+					for (int64_t q = 0, w = px; w < W; q++, w += D)
+						yr[w] = sp[q];
+			}
+			if (relu)
+				for (int64_t w = 0; w < W; w++)
+					yr[w] = yr[w] < 0.0f ? 0.0f : yr[w];
+		}
+	}
+}
+
+int conv_wino_dilated(cpu_ctx *ctx, const conv_state *st, const conv_job *j, const float *x,
+		      const float *bias, const float *res, float *y)
+{
+	wino_dil d = {.j = j, .x = x, .res = res, .y = y, .C = j->Cg, .M = j->Mg};
+	conv_job ds;
+	int rc;
+
+	dil_geom(j, &d, &ds);
+	d.xs = cpu_scratch(ctx, sizeof(float) * (size_t)(d.C * ds.osz));
+	d.ys = cpu_scratch(ctx, sizeof(float) * (size_t)(d.M * ds.osz));
+	if (!d.xs || !d.ys)
+		return CPU_E_NOMEM;
+	/* ~0.5 ns a float moved */
+	cpu_par_for(ctx, d.C, 0.5 * (double)ds.osz, 1, dil_gather, &d);
+	if ((rc = conv_wino_run(ctx, st, &ds, d.xs, bias, NULL, d.ys)) != 0)
+		return rc;
+	cpu_par_for(ctx, d.M, 0.5 * (double)ds.osz, 1, dil_scatter, &d);
 	if (j->act)
 		cpu_fuse_act_apply(j->act, y, j->Mg * j->osz);
 	return 0;
