@@ -218,7 +218,11 @@ static int check_gidx(cpu_ctx *ctx, const nb_state *s)
 }
 
 /* ONNX Runtime's int8 quantization of A per block (accuracy_level 4):
- * a -> round(a * 127 / max|a|) * (max|a| / 127), in place. */
+ * a -> round(a * 127 / max|a|) * (max|a| / 127), in place.  The rounding
+ * is rintf's (half to even in the default mode, as nearbyintf), which gcc
+ * vectorizes: the scalar loop was a tenth of nbits_decoder's run (16 rows
+ * of 128 to 512). */
+CPU_MULTIVERSION
 static void quantize_a(float *a, int64_t rows, int64_t K, int64_t bs)
 {
 	for (int64_t r = 0; r < rows; r++)
@@ -228,7 +232,7 @@ static void quantize_a(float *a, int64_t rows, int64_t K, int64_t bs)
 
 			inv = nbits_q8_factor(x, len, &scale);
 			for (int64_t k = 0; k < len; k++)
-				x[k] = nearbyintf(x[k] * inv) * scale;
+				x[k] = __builtin_rintf(x[k] * inv) * scale;
 		}
 }
 
