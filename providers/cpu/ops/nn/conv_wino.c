@@ -618,7 +618,7 @@ int conv_wino_run(cpu_ctx *ctx, const conv_state *st, const conv_job *j, const f
  * (more to an even width: the tiles of one never cross into the next,
  * and its pads are the gap's zeros), which Winograd runs as one layer;
  * its outputs in the gaps are dropped.  The tiles past the sub-images'
- * own are at most a quarter (WINO_DIL_MIN_USE). */
+ * own are at most a quarter of the tiles (conv_wino_dilated_fits). */
 typedef struct wino_dil {
 	const conv_job *j;
 	int64_t D, Hs, Ws, P;   /* sub-image rows and columns, a sub-image's stride */
