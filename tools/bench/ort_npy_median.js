@@ -6,6 +6,8 @@
 // all graph optimisations (as ort_node_bench.js).  Prints one JSON line
 // {"median_ms", "min_ms", "runs", "session_create_ms", "peak_rss_mb" (the
 // node process's, runtime included), "version"}.  Used by zoo_bench.py.
+// With ORT_PROFILE_PREFIX set, ONNX Runtime profiles the runs into
+// PREFIX_<date>.json (its per-node kernel times: zoo_ops.py reads them).
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -44,8 +46,10 @@ function readNpy(ort, file) {
   const [model, dir, thr, iters, warmup] = process.argv.slice(2);
   const ort = loadOrt();
   const c0 = process.hrtime.bigint();
+  const prof = process.env.ORT_PROFILE_PREFIX;
   const s = await ort.InferenceSession.create(model, {intraOpNumThreads: +thr,
-    interOpNumThreads: 1, executionMode: 'sequential', graphOptimizationLevel: 'all'});
+    interOpNumThreads: 1, executionMode: 'sequential', graphOptimizationLevel: 'all',
+    ...(prof ? {enableProfiling: true, profileFilePrefix: prof} : {})});
   const createMs = Number(process.hrtime.bigint() - c0) / 1e6;
   const feeds = {};
   for (const f of fs.readdirSync(dir))
@@ -57,6 +61,8 @@ function readNpy(ort, file) {
     await s.run(feeds);
     t.push(Number(process.hrtime.bigint() - t0) / 1e6);
   }
+  if (prof)
+    s.endProfiling();
   t.sort((a, b) => a - b);
   console.log(JSON.stringify({median_ms: t[t.length >> 1], min_ms: t[0], runs: t.length,
     session_create_ms: createMs, peak_rss_mb: process.resourceUsage().maxRSS / 1024,
