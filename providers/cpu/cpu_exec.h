@@ -106,6 +106,9 @@ typedef struct cpu_frame {
 	void **wbuf;
 	size_t *wcap;
 	cpu_tensor *wplanned;
+	/* where the core placed each of this run's twins' float16 values
+	 * (wide_share) */
+	const void **wsrc;
 	int busy;                       /* between begin and end */
 } cpu_frame;
 

@@ -7,8 +7,9 @@ within 1e-2 of the output's range (the zoo's float16 tolerance).  Models: a
 CNN (Conv with bias and pads, BatchNormalization, Relu, HardSwish,
 depthwise Conv, MaxPool, GlobalAveragePool, Gemm, Softmax) and a
 transformer block (MatMul, Add, LayerNormalization, Transpose, Reshape,
-Softmax, Erf-form Gelu, residual), and a chain whose float16 values stay
-float32 inside the provider (wide16).  Usage: float16_test.py ORT_RUN WORK"""
+Softmax, Erf-form Gelu, residual), two ResNet-style blocks whose outputs
+the plan puts over their residuals (res16), and a chain whose float16
+values stay float32 inside the provider (wide16).  Usage: float16_test.py ORT_RUN WORK"""
 import math
 import os
 import shutil
@@ -111,6 +112,42 @@ def cnn(path):
     return x, softmax(g1 @ wg.T + bg)
 
 
+def resblocks(path):
+    """Two ResNet-style blocks (1x1 -> 3x3 -> 1x1, + the block's input,
+    Relu): the plan puts each block's output over its residual, which
+    dies there, and the provider then hands the residual's float32 twin
+    to the output (cpu_exec.c's wide_share); the second block reads the
+    first one's output as its residual, the first block's input is read
+    by both its first layer and its sum."""
+    inits = []
+    x = rng.uniform(-1, 1, (1, 16, 12, 12)).astype(np.float32)
+    ws = []
+    for b in range(2):
+        ws.append((init("wa%d" % b, rng.uniform(-0.3, 0.3, (8, 16, 1, 1)), inits),
+                   init("wb%d" % b, rng.uniform(-0.2, 0.2, (8, 8, 3, 3)), inits),
+                   init("wc%d" % b, rng.uniform(-0.3, 0.3, (16, 8, 1, 1)), inits),
+                   init("bc%d" % b, rng.uniform(-0.1, 0.1, 16), inits)))
+    nodes, cur = [], "x16"
+    for b in range(2):
+        out = "y16" if b == 1 else "o%d" % b
+        nodes += [helper.make_node("Conv", [cur, "wa%d" % b], ["a%d" % b]),
+                  helper.make_node("Relu", ["a%d" % b], ["ra%d" % b]),
+                  helper.make_node("Conv", ["ra%d" % b, "wb%d" % b], ["b%d" % b],
+                                   pads=[1, 1, 1, 1]),
+                  helper.make_node("Relu", ["b%d" % b], ["rb%d" % b]),
+                  helper.make_node("Conv", ["rb%d" % b, "wc%d" % b, "bc%d" % b], ["c%d" % b]),
+                  helper.make_node("Add", ["c%d" % b, cur], ["s%d" % b]),
+                  helper.make_node("Relu", ["s%d" % b], [out])]
+        cur = out
+    model("res16", nodes, inits, [1, 16, 12, 12], [1, 16, 12, 12], path)
+    y = h(x)
+    for wa, wb, wc, bc in ws:
+        a = np.maximum(conv(y, wa), 0)
+        bb = np.maximum(conv(a, wb, pad=1), 0)
+        y = np.maximum(conv(bb, wc, bc) + y, 0)
+    return x, y
+
+
 def transformer(path):
     inits = []
     s, d, nh = 12, 16, 2
@@ -208,6 +245,7 @@ def main():
     os.makedirs(work)
     run(ort_run, work, "cnn16", cnn)
     run(ort_run, work, "tf16", transformer)
+    run(ort_run, work, "res16", resblocks)
     wide(ort_run, work)
     print("%d passed, %d failed" % (passed, failed))
     sys.exit(1 if failed else 0)
