@@ -101,7 +101,8 @@ typedef struct cpu_frame {
 	 * graph holds its biggest node's scratch, not the sum of all */
 	cpu_keep *keep;
 	/* float16 values kept wide (cpu_plan_wide) that the core placed: a
-	 * float32 buffer per value, kept between runs, and the planned
+	 * float32 buffer per value, kept between runs (a dying input's passed
+	 * to the output the core placed over it: wide_share), and the planned
 	 * tensor a node call writes it through */
 	void **wbuf;
 	size_t *wcap;
