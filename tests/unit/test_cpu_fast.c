@@ -399,7 +399,7 @@ static void test_pool_flat(void **state)
 					float want = ref_pool_at(&pc, xv + p * H * W, i / W, i % W);
 					float got = ((float *)y[0].data)[p * H * W + i];
 
-					if (isnan(want) || isinf(want) || pc.is_max ?
+					if ((isnan(want) || isinf(want) || pc.is_max) ?
 					    !same_float(got, want) :
 					    !(fabsf(got - want) <= 2e-6f * (1.0f + fabsf(want))))
 						fail_msg("%s %lldx%lld incl %d plane %lld pixel %lld: got %g want %g",

@@ -778,6 +778,19 @@ static uint16_t *flat_tables(const pool_state *st, const cpu_geom *g, float *buf
 	return mk;
 }
 
+/* max(a, b, c), or NaN where any of them is NaN (maxps alone returns its
+ * second operand when one is NaN). */
+static inline __attribute__((always_inline)) RM16_TARGET __m512 max3_nan(__m512 a, __m512 b,
+									  __m512 c)
+{
+	__mmask16 nan = _kor_mask16(_kor_mask16(_mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q),
+						_mm512_cmp_ps_mask(b, b, _CMP_UNORD_Q)),
+				    _mm512_cmp_ps_mask(c, c, _CMP_UNORD_Q));
+
+	return _mm512_mask_mov_ps(_mm512_max_ps(a, _mm512_max_ps(b, c)), nan,
+				  _mm512_set1_ps(NAN));
+}
+
 static inline __attribute__((always_inline)) RM16_TARGET void
 flat_plane(const float *x, float *y, float *v, const float *cnt, const uint16_t *mk, int64_t H,
 	   int64_t W, int is_max)
@@ -785,7 +798,7 @@ flat_plane(const float *x, float *y, float *v, const float *cnt, const uint16_t 
 	const int64_t n = H * W;
 	const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
 	const __m512i wv = _mm512_set1_epi32((int)W), lastv = _mm512_set1_epi32((int)(n - W));
-	const __m512 fill = _mm512_set1_ps(is_max ? -INFINITY : 0.0f), qnan = _mm512_set1_ps(NAN);
+	const __m512 fill = _mm512_set1_ps(is_max ? -INFINITY : 0.0f);
 
 	for (int64_t i = 0; i < n; i += 16) {
 		__m512i idx = _mm512_add_epi32(_mm512_set1_epi32((int)i), iota);
@@ -797,11 +810,7 @@ flat_plane(const float *x, float *y, float *v, const float *cnt, const uint16_t 
 		__m512 b = _mm512_mask_loadu_ps(fill, bot, x + i + W), acc;
 
 		if (is_max) {
-			__mmask16 nan = _kor_mask16(_mm512_cmp_ps_mask(c, c, _CMP_UNORD_Q),
-						    _mm512_cmp_ps_mask(t, t, _CMP_UNORD_Q));
-
-			nan = _kor_mask16(nan, _mm512_cmp_ps_mask(b, b, _CMP_UNORD_Q));
-			acc = _mm512_mask_mov_ps(_mm512_max_ps(b, _mm512_max_ps(c, t)), nan, qnan);
+			acc = max3_nan(b, c, t);
 		} else {
 			/* the rows in order from the first inside the window */
 			acc = _mm512_mask_add_ps(c, top, t, c);
@@ -816,12 +825,7 @@ flat_plane(const float *x, float *y, float *v, const float *cnt, const uint16_t 
 		__m512 r = _mm512_mask_loadu_ps(fill, rm, v + i + 1), acc;
 
 		if (is_max) {
-			__mmask16 nan = _kor_mask16(_mm512_cmp_ps_mask(l, l, _CMP_UNORD_Q),
-						    _mm512_cmp_ps_mask(c, c, _CMP_UNORD_Q));
-
-			nan = _kor_mask16(nan, _mm512_cmp_ps_mask(r, r, _CMP_UNORD_Q));
-			acc = _mm512_max_ps(r, _mm512_max_ps(c, _mm512_max_ps(l, fill)));
-			acc = _mm512_mask_mov_ps(acc, nan, qnan);
+			acc = max3_nan(r, c, l);
 		} else {
 			acc = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(fill, l), c), r);
 			acc = _mm512_div_ps(acc, _mm512_loadu_ps(cnt + i));
@@ -851,14 +855,15 @@ static RM_TARGET void pool_rows(const pool_state *st, const cpu_geom *g, const f
 	int64_t n = rows_vm(g), OW = g->out[2];
 	float *cc = buf + n;
 
-	for (int64_t i = 0; i < n; i++)
-		buf[i] = st->is_max ? -INFINITY : 0.0f;
-	for (int64_t ow = 0; !st->is_max && ow < OW + 16; ow++)
-		cc[ow] = ow >= OW ? 1.0f : (float)rm_count(st, g, 2, ow * g->s[2] - g->pb[2]);
+	/* (flat_planes builds its own tables in buf) */
 	if (cpu_has_avx512() && flat_fits(g)) {
 		flat_planes(st, g, x, y, planes, buf);
 		return;
 	}
+	for (int64_t i = 0; i < n; i++)
+		buf[i] = st->is_max ? -INFINITY : 0.0f;
+	for (int64_t ow = 0; !st->is_max && ow < OW + 16; ow++)
+		cc[ow] = ow >= OW ? 1.0f : (float)rm_count(st, g, 2, ow * g->s[2] - g->pb[2]);
 	if (cpu_has_avx512()) {
 		pool_rows16(st, g, x, y, planes, buf, st->is_max ? NULL : cc);
 		return;
