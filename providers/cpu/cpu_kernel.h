@@ -267,6 +267,8 @@ void *cpu_scratch(cpu_ctx *ctx, size_t nbytes);
  * aligned, from 2 MiB on in transparent huge pages where the OS gives
  * them; free() releases it; NULL when out of memory. */
 void *cpu_alloc_big(size_t size);
+/* Whether bytes [a, a + an) and [b, b + bn) share one (NULL or empty: no). */
+int cpu_bytes_overlap(const void *a, size_t an, const void *b, size_t bn);
 /* Formats a message into ctx->err; returns `code` for `return cpu_fail(...)`. */
 int cpu_fail(cpu_ctx *ctx, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

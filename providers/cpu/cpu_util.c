@@ -467,6 +467,13 @@ fail:
  * time with huge pages (Xeon, 1 thread, in the model). */
 #define ALLOC_HUGE ((size_t)2 << 20)
 
+int cpu_bytes_overlap(const void *a, size_t an, const void *b, size_t bn)
+{
+	const char *p = a, *q = b;
+
+	return p && q && an && bn && p < q + bn && q < p + an;
+}
+
 void *cpu_alloc_big(size_t size)
 {
 	size_t r = (size + 63) & ~(size_t)63;

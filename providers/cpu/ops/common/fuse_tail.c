@@ -302,9 +302,7 @@ static void apply_act(cpu_ctx *ctx, float *x, int64_t n, const cpu_fusion *fu)
 
 static int overlaps(const cpu_tensor *a, const cpu_tensor *b)
 {
-	const char *p = a->data, *q = b->data;
-
-	return p && q && a->nbytes && b->nbytes && p < q + b->nbytes && q < p + a->nbytes;
+	return cpu_bytes_overlap(a->data, a->nbytes, b->data, b->nbytes);
 }
 
 int cpu_fuse_begin(cpu_ctx *ctx, int rank, const int64_t *dims, cpu_fuse_run *fr)

@@ -135,9 +135,9 @@ int conv_taps_run(cpu_ctx *ctx, const conv_job *j, int64_t N, const float *x, co
 	/* The sums go to Y unless the plan put Y over the residual or the
 	 * input, which they would overwrite before they are read: then to
 	 * scratch, and Y is written once at the end. */
-	const char *yb = (const char *)y, *ye = yb + (size_t)(N * M * osz) * sizeof(float);
-	const char *xb = (const char *)x, *xe = xb + (size_t)(N * C * isz) * sizeof(float);
-	int over = (j->res && j->res->data == (void *)y) || (yb < xe && xb < ye);
+	size_t ybytes = (size_t)(N * M * osz) * sizeof(float);
+	int over = (j->res && cpu_bytes_overlap(j->res->data, j->res->nbytes, y, ybytes)) ||
+		   cpu_bytes_overlap(x, (size_t)(N * C * isz) * sizeof(float), y, ybytes);
 	float *acc = over ? cpu_scratch(ctx, (size_t)(N * M * osz) * sizeof(float)) : y;
 
 	if ((!wt && !ws) || !xt || !ct || !acc)
