@@ -475,10 +475,11 @@ static int gather_io(cpu_frame *f, size_t k, char *err, size_t n)
 
 		f->planned[i] = v >= 0 && f->placed[v] ? &f->vals[v] : NULL;
 		f->out_heap[i] = 0;
-		if (f->planned[i] && wide_out(node, i))
+		if (f->planned[i] && wide_out(node, i)) {
 			wide_share(f, k, v);
-		if (f->planned[i] && wide_out(node, i) && wide_place(f, v, &f->wplanned[i]))
-			f->planned[i] = &f->wplanned[i];
+			if (wide_place(f, v, &f->wplanned[i]))
+				f->planned[i] = &f->wplanned[i];
+		}
 	}
 	return 0;
 }
