@@ -273,6 +273,11 @@ static const ccase conv_cases[] = {
 	/* two tile rows need 545 KB: whole, or in bands of half the L2
 	 * where that is 1 MB or more */
 	{1, 64, 24, 28, 240, 1, 3, 3, 1, 1, 1},
+	/* unbanded, few input channels: on the pool of two each member
+	 * transforms the whole input and takes half the output channels'
+	 * panels (conv_wino.c run_cols); 48 outputs: a panel and a ragged one */
+	{1, 64, 13, 13, 256, 1, 3, 3, 1, 1, 1},
+	{2, 40, 9, 11, 48, 1, 3, 3, 1, 1, 1},
 	/* dilated 3x3 with pads of the dilation: Winograd over the phase
 	 * sub-images side by side (conv_wino_dilated); odd sizes leave some
 	 * phases a row or column short */

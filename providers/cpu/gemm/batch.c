@@ -96,33 +96,103 @@ static int batch_check(const gemm_batch *b, const gemm_epilogue *ep)
 	return 0;
 }
 
+/* gemm_compute_batch's checks and set-up of j (every packed B of K x N,
+ * for one ISA). */
+static int packed_setup(batch_job *j, int64_t M, int64_t N, int64_t K, int64_t lda, int transA,
+			const gemm_epilogue *ep, int64_t ldc, const gemm_batch *b)
+{
+	int rc;
+
+	if ((rc = batch_check(b, ep)) != 0 || !b->packed)
+		return rc ? rc : -EINVAL;
+	if (b->count == 0)
+		return 0;
+	if ((rc = gemm_drv_setup(&j->p, M, N, K, b->A[0], lda, transA, ep, b->C[0], ldc)) != 0)
+		return rc;
+	for (int64_t i = 0; i < b->count; i++) {
+		gemm_packed_view v;
+		if (gemm_packed_view_get(b->packed[i], &v) || v.K != K || v.N != N ||
+		    (i > 0 && v.isa != j->p.b.isa))
+			return -EINVAL;
+		if (i == 0)
+			j->p.b = v;
+	}
+	j->b = b;
+	j->p.given_scratch = b->scratch;
+	return 0;
+}
+
 int gemm_compute_batch(cpu_pool *pool, int64_t M, int64_t N, int64_t K, int64_t lda,
 		       int transA, const gemm_epilogue *ep, int64_t ldc, const gemm_batch *b)
 {
 	batch_job j;
 	int rc, mine;
 
-	if ((rc = batch_check(b, ep)) != 0 || !b->packed)
-		return rc ? rc : -EINVAL;
-	if (b->count == 0)
-		return 0;
-	if ((rc = gemm_drv_setup(&j.p, M, N, K, b->A[0], lda, transA, ep, b->C[0], ldc)) != 0)
+	if ((rc = packed_setup(&j, M, N, K, lda, transA, ep, ldc, b)) != 0 || b->count == 0)
 		return rc;
-	for (int64_t i = 0; i < b->count; i++) {
-		gemm_packed_view v;
-		if (gemm_packed_view_get(b->packed[i], &v) || v.K != K || v.N != N ||
-		    (i > 0 && v.isa != j.p.b.isa))
-			return -EINVAL;
-		if (i == 0)
-			j.p.b = v;
-	}
-	j.b = b;
-	j.p.given_scratch = b->scratch;
 	mine = cpu_pool_try_begin(pool);
 	rc = run_batch(&j, mine ? pool : NULL);
 	if (mine)
 		cpu_pool_end(pool);
 	return rc;
+}
+
+int gemm_compute_batch_part(int64_t M, int64_t N, int64_t K, int64_t lda, int transA,
+			    const gemm_epilogue *ep, int64_t ldc, const gemm_batch *b, int part,
+			    int parts, int64_t *c0, int64_t *c1)
+{
+	batch_job j;
+	problem *p = &j.p;
+	int64_t q0, q1, nr;
+	int rc;
+
+	*c0 = *c1 = 0;
+	if (parts < 1 || part < 0 || part >= parts)
+		return -EINVAL;
+	if ((rc = packed_setup(&j, M, N, K, lda, transA, ep, ldc, b)) != 0 || b->count == 0)
+		return rc;
+	nr = p->b.isa->nr;
+	/* gemm_drv_task's columns for task `part` of a 1 x parts grid */
+	q0 = p->b.panels * part / parts;
+	q1 = p->b.panels * (part + 1) / parts;
+	*c0 = q0 * nr < N ? q0 * nr : N;
+	*c1 = q1 * nr < N ? q1 * nr : N;
+	if (M == 0 || *c1 <= *c0)
+		return 0;
+	if (K == 0) {
+		for (int64_t i = 0; i < b->count; i++) {
+			problem q;
+			batch_item(&j, i, &q);
+			q.C += *c0;
+			q.N = *c1 - *c0;
+			q.ep.bias = q.ep.bias && q.ep.bias_kind == GEMM_BIAS_COL ? q.ep.bias + *c0 :
+									   q.ep.bias;
+			gemm_drv_epilogue_only(&q);
+		}
+		return 0;
+	}
+	if (M <= GEMV_ROWS && !transA && p->b.isa->gemv && gemm_drv_gemv_enabled()) {
+		p->tile.beta = p->ep.beta;
+		p->tile.finish = 1;
+		for (int64_t i = 0; i < b->count; i++) {
+			problem q;
+			batch_item(&j, i, &q);
+			q.b.isa->gemv(&q.b, (int)M, q.A, q.lda, q0, q1, q.C, q.ldc, &q.tile);
+		}
+		return 0;
+	}
+	if ((rc = gemm_drv_scratch_setup(p, NULL)) != 0)
+		return rc;
+	p->tm = 1;
+	p->tn = parts;
+	for (int64_t i = 0; i < b->count; i++) {
+		problem q;
+		batch_item(&j, i, &q);
+		gemm_drv_task(&q, part, 0);
+	}
+	free(p->own_scratch);
+	p->own_scratch = NULL;
+	return 0;
 }
 
 size_t gemm_compute_batch_scratch(int64_t M, int64_t K, int64_t lda, int transA)

@@ -153,6 +153,13 @@ size_t gemm_compute_batch_scratch(int64_t M, int64_t K, int64_t lda, int transA)
 
 int gemm_compute_batch(cpu_pool *pool, int64_t M, int64_t N, int64_t K, int64_t lda,
 		       int transA, const gemm_epilogue *ep, int64_t ldc, const gemm_batch *b);
+/* The part-th of `parts` column ranges of every item of gemm_compute_batch
+ * (ranges on the packed B's panel boundaries, as gemm_compute would cut
+ * the columns), on the calling thread alone: b->scratch as without a pool.
+ * Its columns [*c0, *c1) (empty when the panels are fewer than parts). */
+int gemm_compute_batch_part(int64_t M, int64_t N, int64_t K, int64_t lda, int transA,
+			    const gemm_epilogue *ep, int64_t ldc, const gemm_batch *b, int part,
+			    int parts, int64_t *c0, int64_t *c1);
 int gemm_sgemm_batch(cpu_pool *pool, gemm_isa isa, int transA, int transB, int64_t M,
 		     int64_t N, int64_t K, int64_t lda, int64_t ldb, const gemm_epilogue *ep,
 		     int64_t ldc, const gemm_batch *b);
