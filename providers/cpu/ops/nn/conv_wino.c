@@ -25,6 +25,7 @@
 #include "conv_impl.h"
 #include "gemm.h"
 #include "par.h"
+#include "vfloat.h"
 
 enum { XI = 16 };
 
@@ -253,62 +254,87 @@ static void input_transform(const float *x, int64_t c0, int64_t c1, int64_t C,
 	}
 }
 
+/* Output row buffer r ([pixel][mn]: OW pixels of mn channels) to rows of
+ * the planes at y (plane stride `plane`), plus the residual at res (the
+ * same layout as y) and Relu: 8 x 8 blocks through registers, so every
+ * plane's row is written in whole vectors; the edges one by one. */
+CPU_MULTIVERSION
+static void row_out(const float *restrict r, int64_t mn, int64_t OW, float *y, const float *res,
+		    int64_t plane, int relu)
+{
+	int64_t C8 = mn / 8 * 8, P8 = OW / 8 * 8;
+	const vf8 zero = vf_splat(0.0f);
+
+	for (int64_t m = 0; m < C8; m += 8)
+		for (int64_t x = 0; x < P8; x += 8) {
+			vf8 v[8];
+
+			for (int k = 0; k < 8; k++)
+				v[k] = vf_load(r + (x + k) * mn + m);
+			vf_transpose8(v);
+			for (int k = 0; k < 8; k++) {
+				int64_t at = (m + k) * plane + x;
+
+				if (res)
+					v[k] += vf_load(res + at);
+				if (relu)
+					v[k] = vf_sel(v[k] < zero, zero, v[k]);
+				vf_store(y + at, v[k]);
+			}
+		}
+	for (int64_t m = 0; m < mn; m++)
+		for (int64_t x = m < C8 ? P8 : 0; x < OW; x++) {
+			float v = r[x * mn + m] + (res ? res[m * plane + x] : 0.0f);
+
+			y[m * plane + x] = relu && v < 0.0f ? 0.0f : v;
+		}
+}
+
 /* y = A^T M A per tile and output channel (A^T = [1 1 1 0; 0 1 -1 -1])
- * for tiles [t0, t1) of the image and channels [m0, m1), whose products Mb holds from tile
- * `base` on (T tiles per M_xi),
- * cropped to the output, plus bias and residual, then Relu.  The sums run
- * over the channels of a tile (contiguous in M_xi, so they vectorise)
- * into o with the bias added, then scatter to the four output pixels. */
+ * for the whole tile rows [t0, t1) of the image (t0 and t1 multiples of
+ * tw) and channels [m0, m1), whose products Mb holds from tile `base` on
+ * (T tiles per M_xi), cropped to the output, plus bias and residual, then
+ * Relu.  The sums run over the channels of a tile (contiguous in M_xi, so
+ * they vectorise) into a buffer of the tile row's two output rows, pixel
+ * by pixel (o: 4 * tw * (m1 - m0) floats), which row_out turns into rows
+ * of the planes.  Scattered to the four pixels of each tile instead, every
+ * store went to another plane's line. */
 CPU_MULTIVERSION
 static void output_transform(const float *restrict Mb, int64_t M, const cpu_geom *g,
 			     int64_t T, int64_t base, int64_t tw, int64_t t0, int64_t t1,
 			     int64_t m0, int64_t m1, const float *restrict bias, const float *res,
 			     int relu, float *restrict o, float *y)
 {
-	int64_t OH = g->out[1], OW = g->out[2], TM = T * M;
+	int64_t OH = g->out[1], OW = g->out[2], TM = T * M, plane = OH * OW, mn = m1 - m0;
+	float *restrict o1 = o + 2 * tw * mn;   /* the second output row */
 
-	for (int64_t t = t0; t < t1; t++) {
-		int64_t ty = t / tw, tx = t % tw;
-		const float *restrict p = Mb + (t - base) * M;
+	for (int64_t ty = t0 / tw; ty < t1 / tw; ty++) {
+		for (int64_t tx = 0; tx < tw; tx++) {
+			const float *restrict p = Mb + (ty * tw + tx - base) * M;
+			float *restrict a = o + 2 * tx * mn, *restrict b = o1 + 2 * tx * mn;
 
-		for (int64_t m = m0; m < m1; m++) {
-			float s00 = p[m] + p[TM + m] + p[2 * TM + m];
-			float s01 = p[TM + m] - p[2 * TM + m] - p[3 * TM + m];
-			float s10 = p[4 * TM + m] + p[5 * TM + m] + p[6 * TM + m];
-			float s11 = p[5 * TM + m] - p[6 * TM + m] - p[7 * TM + m];
-			float s20 = p[8 * TM + m] + p[9 * TM + m] + p[10 * TM + m];
-			float s21 = p[9 * TM + m] - p[10 * TM + m] - p[11 * TM + m];
-			float s30 = p[12 * TM + m] + p[13 * TM + m] + p[14 * TM + m];
-			float s31 = p[13 * TM + m] - p[14 * TM + m] - p[15 * TM + m];
-			float b = bias ? bias[m] : 0.0f;
+			for (int64_t m = m0; m < m1; m++) {
+				float s00 = p[m] + p[TM + m] + p[2 * TM + m];
+				float s01 = p[TM + m] - p[2 * TM + m] - p[3 * TM + m];
+				float s10 = p[4 * TM + m] + p[5 * TM + m] + p[6 * TM + m];
+				float s11 = p[5 * TM + m] - p[6 * TM + m] - p[7 * TM + m];
+				float s20 = p[8 * TM + m] + p[9 * TM + m] + p[10 * TM + m];
+				float s21 = p[9 * TM + m] - p[10 * TM + m] - p[11 * TM + m];
+				float s30 = p[12 * TM + m] + p[13 * TM + m] + p[14 * TM + m];
+				float s31 = p[13 * TM + m] - p[14 * TM + m] - p[15 * TM + m];
+				float bb = bias ? bias[m] : 0.0f;
 
-			o[m] = s00 + s10 + s20 + b;
-			o[M + m] = s01 + s11 + s21 + b;
-			o[2 * M + m] = s10 - s20 - s30 + b;
-			o[3 * M + m] = s11 - s21 - s31 + b;
-		}
-		for (int i = 0; i < 2; i++)
-			for (int j = 0; j < 2; j++) {
-				int64_t oy = 2 * ty + i, ox = 2 * tx + j, plane = OH * OW;
-				const float *oi = o + (2 * i + j) * M;
-				float *yo = y + oy * OW + ox;
-
-				if (oy >= OH || ox >= OW)
-					continue;
-				if (res) {
-					const float *ro = res + oy * OW + ox;
-					for (int64_t m = m0; m < m1; m++) {
-						float v = oi[m] + ro[m * plane];
-						yo[m * plane] = relu && v < 0.0f ? 0.0f : v;
-					}
-				} else if (relu) {
-					for (int64_t m = m0; m < m1; m++)
-						yo[m * plane] = oi[m] < 0.0f ? 0.0f : oi[m];
-				} else {
-					for (int64_t m = m0; m < m1; m++)
-						yo[m * plane] = oi[m];
-				}
+				a[m - m0] = s00 + s10 + s20 + bb;
+				a[mn + m - m0] = s01 + s11 + s21 + bb;
+				b[m - m0] = s10 - s20 - s30 + bb;
+				b[mn + m - m0] = s11 - s21 - s31 + bb;
 			}
+		}
+		for (int i = 0; i < 2 && 2 * ty + i < OH; i++) {
+			int64_t at = m0 * plane + (2 * ty + i) * OW;
+
+			row_out(i ? o1 : o, mn, OW, y + at, res ? res + at : NULL, plane, relu);
+		}
 	}
 }
 
@@ -654,7 +680,8 @@ int conv_wino_run(cpu_ctx *ctx, const conv_state *st, const conv_job *j, const f
 	int64_t th = (j->g.out[1] + 1) / 2, tw = (j->g.out[2] + 1) / 2, T = th * tw;
 	int64_t C = j->Cg, M = j->Mg, rows;
 	int members = cpu_pool_threads(ctx->pool);
-	size_t bf = (size_t)(in_buf_floats(th, tw) > 4 * M ? in_buf_floats(th, tw) : 4 * M);
+	size_t bf = (size_t)(in_buf_floats(th, tw) > 4 * tw * M ? in_buf_floats(th, tw) :
+			     4 * tw * M);
 	wino_par w = {j, x, bias, res, NULL, NULL, y, NULL, th, tw, 1, bf};
 	const float *a[XI];
 	const void *u[XI];
