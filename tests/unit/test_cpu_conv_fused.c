@@ -289,8 +289,8 @@ static const ccase conv_cases[] = {
 	 * (conv_taps.c), also with the output over the residual or the input */
 	{1, 24, 8, 8, 40, 1, 3, 3, 1, 4, 4},
 	{1, 48, 8, 8, 40, 1, 3, 3, 1, 4, 4},
-	/* Winograd prepared, but the image too large for it (conv_wino_fits:
-	 * 41 x 41 tiles x 80 channels): the GEMM with the unpacked filter */
+	/* 41 x 41 tiles x 80 channels, past the bound of an unbanded
+	 * Winograd layer: in bands (conv_wino_fits) */
 	{1, 80, 82, 81, 16, 1, 3, 3, 1, 1, 1},
 	/* batches of 3 and 4 with a pool of 2: the images split over the pool,
 	 * each member with its own im2col and transpose scratch */

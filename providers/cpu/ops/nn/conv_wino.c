@@ -34,6 +34,9 @@ enum { XI = 16 };
  * 56x56x128 100352), except for the large layers of WINO_MAX_WHOLE_BYTES */
 enum { WINO_MAX_TILE_CHANNELS = 1 << 17 };
 
+/* ... except in bands from this many input channels (conv_wino_fits) */
+enum { WINO_BANDS_MIN_C = 64 };
+
 /* The transformed input and products of a whole image (conv_wino_run's
  * scratch without bands), at most, for a layer past
  * WINO_MAX_TILE_CHANNELS (conv_wino_fits). */
@@ -647,7 +650,20 @@ static int run_cols(cpu_ctx *ctx, const conv_state *st, const wino_par *w, int m
 int conv_wino_fits(const conv_job *j, int members)
 {
 	int64_t th = (j->g.out[1] + 1) / 2, tw = (j->g.out[2] + 1) / 2;
+	int64_t rows = band_rows(th, tw, j->Cg, j->Mg, members);
 
+	/* In bands, an image of any size (from WINO_BANDS_MIN_C input
+	 * channels past the bound): a band's transforms and products stay in
+	 * its budget.  Large images went to conv_nhwc.c while the
+	 * output transform scattered its stores; since it writes whole rows
+	 * (single layers, Xeon, 1 / 2 threads, ms): 64 -> 64 at 256 x 256
+	 * 26.6 / 14.7 -> 20.2 / 10.8-11.3 (ONNX Runtime 22.4 / 11.4), 128 ->
+	 * 128 at 128 x 128 24.3-25.4 / 13.8-14.0 -> 17.0 / 9.2-9.5 (21.8 /
+	 * 11.5), 64 -> 128 at 112 x 112 9.6 / 5.1 -> 6.7 / 3.5-3.9 (8.5 /
+	 * 4.8).  Not from fewer input channels: Inception's 32 -> 64 at
+	 * 147 x 147 took 1.0-1.16x conv_nhwc.c's time at one thread. */
+	if (rows > 0 && (th * tw * j->Cg <= WINO_MAX_TILE_CHANNELS || j->Cg >= WINO_BANDS_MIN_C))
+		return 1;
 	/* Past WINO_MAX_TILE_CHANNELS only a layer that no band holds (a
 	 * tile row of its transforms outgrows it) and conv_nhwc.c does not
 	 * take, which the im2col GEMM would run with 2.25x the multiplies,
@@ -655,7 +671,7 @@ int conv_wino_fits(const conv_job *j, int members)
 	 * thread (ONNX Runtime 163), 108 -> 63 at two (ORT 81), for 65 MB of
 	 * scratch and 64 MiB of transformed filter instead of 38. */
 	if (th * tw * j->Cg > WINO_MAX_TILE_CHANNELS)
-		return band_rows(th, tw, j->Cg, j->Mg, members) == 0 && !conv_nhwc_fits(j, 1) &&
+		return rows == 0 && !conv_nhwc_fits(j, 1) &&
 		       (int64_t)sizeof(float) * XI * th * tw * (j->Cg + j->Mg) <=
 			       WINO_MAX_WHOLE_BYTES;
 	/* Unbanded (the transformed input and products of the whole image
@@ -668,8 +684,7 @@ int conv_wino_fits(const conv_job *j, int members)
 	 * depends on its output size on AVX-512 (Inception's 80 -> 192 at
 	 * 71 x 71 there: 15.6 ms through Winograd in the model, 9.5 through
 	 * conv_nhwc.c, which packs its filter per run then: 0.1 ms). */
-	if (th * tw >= 196 && band_rows(th, tw, j->Cg, j->Mg, members) == 0 &&
-	    conv_nhwc_fits(j, 1))
+	if (th * tw >= 196 && rows == 0 && conv_nhwc_fits(j, 1))
 		return 0;
 	return 1;
 }
