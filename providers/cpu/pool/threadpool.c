@@ -11,7 +11,20 @@
  * wakes late, after the job is over or a newer one is out, claims nothing
  * and never runs a task twice.  The caller takes tasks too and returns
  * when `done` reaches ntasks: it never waits for a worker that did no
- * work.  Sleep decisions follow "announce, then re-check the word" with
+ * work.  A claim counts tasks; which task it runs depends on who claimed:
+ * the caller takes them in order from the first, the workers from the
+ * last down (`front`, `back`: the claims number ntasks, so the two runs
+ * never meet).  Consecutive nodes split alike (cpu_par_for's chunks of
+ * the same tensor sizes) then leave each part of a value in the cache of
+ * the core that wrote it, where tasks taken in turns from one counter
+ * read half of it from the other core: at 2 threads (Xeon, 6 processes
+ * each, interleaved) resnet18 0.958, svtr 0.961, regnet_y_400mf 0.971,
+ * efficientnet_b0 0.976-0.983, mobilenet_v2 0.979, mnasnet1_0 0.981-1.01,
+ * densenet121 0.985, inception_v3 0.991, googlenet and convnext 1.00 of
+ * the time with one counter.  The counters are reset before the job is
+ * published and only moved after a claim of it succeeds, and a job ends
+ * only when its tasks are done, so no task of a later job is counted in
+ * an earlier one's.  Sleep decisions follow "announce, then re-check the word" with
  * sequentially consistent atomics, and FUTEX_WAIT re-checks the value in
  * the kernel, so no wake-up is lost.
  */
@@ -72,6 +85,7 @@ struct cpu_pool {
 	_Atomic uint32_t gen;           /* futex: a new job (or stop) */
 	_Atomic int sleepers;           /* workers asleep on gen */
 	_Atomic uint64_t claim;         /* job number << 32 | next task */
+	_Atomic uint32_t front, back;   /* tasks taken from either end */
 	_Atomic uint32_t done;          /* futex: tasks finished */
 	_Atomic int caller_sleeping;
 	_Atomic int runs;               /* cpu_pool_run: runs in flight */
@@ -142,6 +156,10 @@ static void run_tasks(cpu_pool *p, uint32_t job, int id)
 			return;
 		if (!atomic_compare_exchange_weak(&p->claim, &c, c + 1))
 			continue;   /* c now holds the current value */
+		/* the i-th claim: the caller takes the next task from the
+		 * front, the workers from the back (see the file comment) */
+		i = id == 0 ? atomic_fetch_add(&p->front, 1) :
+			      ntasks - 1 - atomic_fetch_add(&p->back, 1);
 		fn(arg, i, id);
 		if (atomic_fetch_add(&p->done, 1) + 1 == ntasks && atomic_load(&p->caller_sleeping))
 			futex_wake(&p->done);
@@ -215,6 +233,8 @@ int cpu_pool_create(int threads, cpu_pool **out)
 	atomic_init(&p->gen, 0);
 	atomic_init(&p->sleepers, 0);
 	atomic_init(&p->claim, 0);
+	atomic_init(&p->front, 0);
+	atomic_init(&p->back, 0);
 	atomic_init(&p->done, 0);
 	atomic_init(&p->caller_sleeping, 0);
 	atomic_init(&p->runs, 0);
@@ -352,6 +372,8 @@ void cpu_pool_for(cpu_pool *p, int width, int64_t ntasks, cpu_task_fn *fn, void 
 	atomic_store(&p->ntasks, (uint32_t)ntasks);
 	atomic_store(&p->width, width);
 	atomic_store(&p->done, 0);
+	atomic_store(&p->front, 0);
+	atomic_store(&p->back, 0);
 	atomic_store(&p->claim, (uint64_t)job << 32);
 	atomic_store(&p->gen, job);             /* publishes the job */
 	atomic_store_explicit(&p->jobs, 1, memory_order_relaxed);

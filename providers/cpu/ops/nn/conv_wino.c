@@ -497,9 +497,9 @@ static int64_t band_rows(int64_t th, int64_t tw, int64_t C, int64_t M, int membe
 
 /* Band boundaries into start[0..bands]: bands of `rows` tile rows, the
  * last ones halved until the bands are a multiple of the members (the
- * halves last, so the members claiming them finish together: ResNet's
- * 28 x 28 layers were seven bands of two rows, 4 : 3 on two threads, and
- * ran at 0.63-0.68 of one thread's time).  0 when they do not fit in
+ * halves claimed last, so the members finish together: ResNet's 28 x 28
+ * layers were seven bands of two rows, 4 : 3 on two threads, and ran at
+ * 0.63-0.68 of one thread's time).  0 when they do not fit in
  * WINO_MAX_BANDS or too few bands have two rows to halve. */
 enum { WINO_MAX_BANDS = 128 };
 
@@ -513,7 +513,8 @@ static int64_t band_starts(int64_t th, int64_t rows, int members, int64_t *start
 	for (int64_t i = 0; i < nb; i++)
 		size[i] = i + 1 < nb ? rows : th - (nb - 1) * rows;
 	/* halve k bands of two rows or more, from the end (a ragged last band
-	 * of one row stays); the second halves go after the last band */
+	 * of one row stays); the second halves go after the last band, and
+	 * then every smaller band to the middle */
 	for (int64_t i = nb - 1, done = 0; done < k; i--) {
 		if (i < 0)
 			return 0;
@@ -523,9 +524,24 @@ static int64_t band_starts(int64_t th, int64_t rows, int members, int64_t *start
 		size[i] /= 2;
 		done++;
 	}
+	/* The smaller bands in the middle: the pool's caller claims bands from
+	 * the first, its workers from the last (threadpool.c), so the ones
+	 * claimed last, where the members finish together, are the middle
+	 * ones. */
+	int64_t full = 0, at = 0, order[WINO_MAX_BANDS];
+
+	for (int64_t i = 0; i < nb + k; i++)
+		full += size[i] == rows;
+	for (int64_t pass = 0; pass < 3; pass++)
+		for (int64_t i = 0, f = 0; i < nb + k; i++) {
+			int64_t big = size[i] == rows, first = big && f++ < (full + 1) / 2;
+
+			if ((pass == 0 && first) || (pass == 1 && !big) || (pass == 2 && big && !first))
+				order[at++] = size[i];
+		}
 	start[0] = 0;
 	for (int64_t i = 0; i < nb + k; i++)
-		start[i + 1] = start[i] + size[i];
+		start[i + 1] = start[i] + order[i];
 	return nb + k;
 }
 
