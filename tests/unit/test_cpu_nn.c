@@ -138,12 +138,12 @@ static void lstm_dir(const char *dir, int ndir, int first, const float *x, const
 	run_ok(&t, 14, 7, in, 3, out);
 }
 
-/* A step's recurrence split over the pool's columns (rnn_recur, hidden 128:
+/* A step's recurrence split over the pool's columns (rnn_recur, hidden 256:
  * every step above its threshold) gives the bits of the caller alone:
  * LSTM, GRU both ways of the reset, batch 1 and 3, both directions. */
 static void test_rnn_recurrence_on_pool(void **state)
 {
-	enum { PS = 9, PI = 16, PH = 128 };   /* 9 steps: at least RECUR_MIN_STEPS */
+	enum { PS = 9, PI = 16, PH = 256 };   /* 9 steps: at least RECUR_MIN_STEPS */
 	static float x[PS * 3 * PI], w[2 * 4 * PH * PI], r[2 * 4 * PH * PH], b[2 * 8 * PH];
 	static const char *const ops[] = {"LSTM", "GRU", "GRU"};
 	cpu_pool *pool;

@@ -186,16 +186,19 @@ void rnn_apply(const rnn_act *act, const rnn_attrs *a, float *x, int64_t n)
 	}
 }
 
-/* A step's recurrence is a few microseconds (LSTM, hidden 128: 1 x 512 x
- * 128), far below the pool's usual threshold, but the steps follow each
+/* A step's recurrence is a few microseconds (LSTM, hidden 256: 1 x 1024 x
+ * 256), far below the pool's usual threshold, but the steps follow each
  * other closely enough that the workers are still spinning: a hand-off
  * then costs about a microsecond, and each member keeps its share of R in
- * its own L2 (lstm_seq100 at 2 threads: 2.02 -> 1.31 ms).  The first
- * hand-off wakes sleeping workers (tens of microseconds on this VM), so a
- * sequence of fewer than RECUR_MIN_STEPS steps (a streaming model's one
- * step: 0.07 -> 0.18 ms split) stays on the caller, as does a step below
- * RECUR_MIN_FLOPS. */
-enum { RECUR_MIN_FLOPS = 1 << 16, RECUR_MIN_STEPS = 8, RECUR_ALIGN = 16 };
+ * its own L2 (an LSTM of hidden 256 over 100 steps, Xeon: 1.27 ms at one
+ * thread, 0.82 split at two).  The first hand-off wakes sleeping workers
+ * (tens of microseconds on this VM), so a sequence of fewer than
+ * RECUR_MIN_STEPS steps (a streaming model's one step: 0.07 -> 0.18 ms
+ * split) stays on the caller, as does a step below RECUR_MIN_FLOPS: at
+ * hidden 128 split steps were no faster (lstm_seq100 at 2 threads: 0.73
+ * ms either way, 0.70 at one) or slower (gru_seq100: 0.63 split, 0.52
+ * not). */
+enum { RECUR_MIN_FLOPS = 1 << 18, RECUR_MIN_STEPS = 8, RECUR_ALIGN = 16 };
 
 typedef struct recur_job {
 	const rnn_run *r;
