@@ -361,33 +361,15 @@ typedef struct post_t {
 	const cpu_fusion *act;  /* another activation, or NULL */
 } post_t;
 
-/* The block's columns [j0, j1) x rows [i0, i1) one float at a time. */
-static void transpose_edge(const post_t *pt, const float *c, int64_t ldc, int64_t row0,
-			   int64_t col0, int64_t i0, int64_t i1, int64_t j0, int64_t j1)
-{
-	for (int64_t j = j0; j < j1; j++) {
-		float *y = pt->y + (col0 + j) * pt->osz + row0;
-		const float *r = pt->res ? pt->res + (col0 + j) * pt->osz + row0 : NULL;
-
-		for (int64_t i = i0; i < i1; i++) {
-			float v = c[i * ldc + j] + (r ? r[i] : 0.0f);
-
-			y[i] = pt->relu && v < 0.0f ? 0.0f : v;
-		}
-	}
-}
-
 /* 8 x 8 blocks through registers (a float at a time, the strided reads of
  * the pixels form cost it as much as its GEMM on ResNet-50's 1x1 layers),
  * the residual and Relu on the way; the edges one by one. */
 CPU_MULTIVERSION
-static void transpose_out(void *arg, float *c, int64_t ldc, int64_t row0, int64_t rows,
-			  int64_t col0, int64_t cols)
+void conv_to_planes(const float *c, int64_t ldc, int64_t pixels, int64_t channels, float *y,
+		    const float *res, int64_t plane, int relu)
 {
-	const post_t *pt = arg;
-	int64_t R = rows / 8 * 8, C = cols / 8 * 8;
+	int64_t R = pixels / 8 * 8, C = channels / 8 * 8;
 	const vf8 zero = vf_splat(0.0f);
-	const int relu = pt->relu;
 
 	for (int64_t j = 0; j < C; j += 8)
 		for (int64_t i = 0; i < R; i += 8) {
@@ -397,17 +379,32 @@ static void transpose_out(void *arg, float *c, int64_t ldc, int64_t row0, int64_
 				v[k] = vf_load(c + (i + k) * ldc + j);
 			vf_transpose8(v);
 			for (int k = 0; k < 8; k++) {
-				int64_t at = (col0 + j + k) * pt->osz + row0 + i;
+				int64_t at = (j + k) * plane + i;
 
-				if (pt->res)
-					v[k] += vf_load(pt->res + at);
+				if (res)
+					v[k] += vf_load(res + at);
 				if (relu)
 					v[k] = vf_sel(v[k] < zero, zero, v[k]);
-				vf_store(pt->y + at, v[k]);
+				vf_store(y + at, v[k]);
 			}
 		}
-	transpose_edge(pt, c, ldc, row0, col0, R, rows, 0, C);
-	transpose_edge(pt, c, ldc, row0, col0, 0, rows, C, cols);
+	for (int64_t j = 0; j < channels; j++)
+		for (int64_t i = j < C ? R : 0; i < pixels; i++) {
+			float v = c[i * ldc + j] + (res ? res[j * plane + i] : 0.0f);
+
+			y[j * plane + i] = relu && v < 0.0f ? 0.0f : v;
+		}
+}
+
+/* A finished block of Y^T into Y (conv_to_planes), then the activation. */
+static void transpose_out(void *arg, float *c, int64_t ldc, int64_t row0, int64_t rows,
+			  int64_t col0, int64_t cols)
+{
+	const post_t *pt = arg;
+	int64_t at = col0 * pt->osz + row0;
+
+	conv_to_planes(c, ldc, rows, cols, pt->y + at, pt->res ? pt->res + at : NULL, pt->osz,
+		       pt->relu);
 	if (pt->act)
 		for (int64_t j = 0; j < cols; j++)
 			cpu_fuse_act_apply(pt->act, pt->y + (col0 + j) * pt->osz + row0, rows);

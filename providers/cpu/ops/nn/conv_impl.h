@@ -113,6 +113,12 @@ int conv_grouped_run(cpu_ctx *ctx, const conv_job *j, int64_t N, int64_t G, cons
 #define CONV_DIRECT_KMAX 160
 #define CONV_DIRECT_FEW_M 16
 #define CONV_DIRECT_FEW_KMAX 1152
+/* conv.c: a pixels x channels block c (row stride ldc) into planes,
+ * y[ch * plane + px] = c[px * ldc + ch], plus the residual res at y's
+ * place (or NULL), then Relu. */
+void conv_to_planes(const float *c, int64_t ldc, int64_t pixels, int64_t channels, float *y,
+		    const float *res, int64_t plane, int relu);
+
 int conv_direct_takes(int64_t Cg, int64_t taps, int64_t Mg);
 int conv_direct_fits(const conv_job *j, int64_t group);
 int conv_direct_run(cpu_ctx *ctx, const conv_job *j, int64_t N, const float *x,

@@ -25,7 +25,6 @@
 #include "conv_impl.h"
 #include "gemm.h"
 #include "par.h"
-#include "vfloat.h"
 
 enum { XI = 16 };
 
@@ -257,50 +256,14 @@ static void input_transform(const float *x, int64_t c0, int64_t c1, int64_t C,
 	}
 }
 
-/* Output row buffer r ([pixel][mn]: OW pixels of mn channels) to rows of
- * the planes at y (plane stride `plane`), plus the residual at res (the
- * same layout as y) and Relu: 8 x 8 blocks through registers, so every
- * plane's row is written in whole vectors; the edges one by one. */
-CPU_MULTIVERSION
-static void row_out(const float *restrict r, int64_t mn, int64_t OW, float *y, const float *res,
-		    int64_t plane, int relu)
-{
-	int64_t C8 = mn / 8 * 8, P8 = OW / 8 * 8;
-	const vf8 zero = vf_splat(0.0f);
-
-	for (int64_t m = 0; m < C8; m += 8)
-		for (int64_t x = 0; x < P8; x += 8) {
-			vf8 v[8];
-
-			for (int k = 0; k < 8; k++)
-				v[k] = vf_load(r + (x + k) * mn + m);
-			vf_transpose8(v);
-			for (int k = 0; k < 8; k++) {
-				int64_t at = (m + k) * plane + x;
-
-				if (res)
-					v[k] += vf_load(res + at);
-				if (relu)
-					v[k] = vf_sel(v[k] < zero, zero, v[k]);
-				vf_store(y + at, v[k]);
-			}
-		}
-	for (int64_t m = 0; m < mn; m++)
-		for (int64_t x = m < C8 ? P8 : 0; x < OW; x++) {
-			float v = r[x * mn + m] + (res ? res[m * plane + x] : 0.0f);
-
-			y[m * plane + x] = relu && v < 0.0f ? 0.0f : v;
-		}
-}
-
 /* y = A^T M A per tile and output channel (A^T = [1 1 1 0; 0 1 -1 -1])
  * for the whole tile rows [t0, t1) of the image (t0 and t1 multiples of
  * tw) and channels [m0, m1), whose products Mb holds from tile `base` on
  * (T tiles per M_xi), cropped to the output, plus bias and residual, then
  * Relu.  The sums run over the channels of a tile (contiguous in M_xi, so
  * they vectorise) into a buffer of the tile row's two output rows, pixel
- * by pixel (o: 4 * tw * (m1 - m0) floats), which row_out turns into rows
- * of the planes.  Scattered to the four pixels of each tile instead, every
+ * by pixel (o: 4 * tw * (m1 - m0) floats), which conv_to_planes turns
+ * into rows of the planes.  Scattered to the four pixels of each tile instead, every
  * store went to another plane's line. */
 CPU_MULTIVERSION
 static void output_transform(const float *restrict Mb, int64_t M, const cpu_geom *g,
@@ -336,7 +299,8 @@ static void output_transform(const float *restrict Mb, int64_t M, const cpu_geom
 		for (int i = 0; i < 2 && 2 * ty + i < OH; i++) {
 			int64_t at = m0 * plane + (2 * ty + i) * OW;
 
-			row_out(i ? o1 : o, mn, OW, y + at, res ? res + at : NULL, plane, relu);
+			conv_to_planes(i ? o1 : o, mn, OW, mn, y + at, res ? res + at : NULL, plane,
+				       relu);
 		}
 	}
 }
@@ -393,29 +357,34 @@ static void par_for(cpu_pool *pool, cpu_task_fn *fn, wino_par *w)
  * U's panels streaming through and the input and output rows). */
 #define BAND_BYTES ((int64_t)512 * 1024)
 
-typedef struct wino_band {
+/* A Winograd layer run as tasks of the pool: bands of tile rows
+ * (run_bands), or the columns of the whole image split in parts
+ * (run_cols); each member with its own V, M_xi, GEMM scratch and row
+ * buffer. */
+typedef struct wino_task {
 	const conv_state *st;
 	const wino_par *w;
 	int64_t rows, bands;      /* tile rows per band (at most), bands */
 	const int64_t *start;     /* band i: tile rows [start[i], start[i + 1]), or NULL:
 				   * rows a band from the first */
+	int parts;                /* column parts of the product (run_cols), else 1 */
 	char *scratch;            /* per member: V, M_xi, GEMM scratch, row buffers */
-	size_t member_bytes, v_off, m_off, g_off, b_off;
+	size_t member_bytes, m_off, g_off, b_off;
 	_Atomic int failed;
-} wino_band;
+} wino_task;
 
-static void band_task(void *arg, int64_t band, int member)
+/* Tile rows [ty0, ty1) through the three steps: the input transform, the
+ * part-th of b->parts of the sixteen products' columns (on this member
+ * alone: inside the pool's job) and the output transform of those
+ * channels, then another activation over their rows while they are in
+ * cache. */
+static void wino_pipe(wino_task *b, int64_t ty0, int64_t ty1, int part, int member)
 {
-	wino_band *b = arg;
 	const wino_par *w = b->w;
 	const conv_job *j = w->j;
-	int64_t C = j->Cg, M = j->Mg, tw = w->tw;
-	int64_t ty0 = b->start ? b->start[band] : band * b->rows;
-	int64_t ty1 = b->start ? b->start[band + 1] : ty0 + b->rows < w->th ? ty0 + b->rows : w->th;
-	int64_t T = (ty1 - ty0) * tw;
+	int64_t C = j->Cg, M = j->Mg, tw = w->tw, T = (ty1 - ty0) * tw, m0, m1;
 	char *mem = b->scratch + (size_t)member * b->member_bytes;
-	float *V = (float *)(mem + b->v_off), *Mb = (float *)(mem + b->m_off);
-	float *buf = (float *)(mem + b->b_off);
+	float *V = (float *)mem, *Mb = (float *)(mem + b->m_off), *buf = (float *)(mem + b->b_off);
 	const float *a[XI];
 	const void *u[XI];
 	float *c[XI];
@@ -427,26 +396,73 @@ static void band_task(void *arg, int64_t band, int member)
 		u[xi] = (const char *)b->st->wino + xi * b->st->wino_size;
 		c[xi] = Mb + xi * T * M;
 	}
-	/* Inside the pool's job: the batch runs on this member alone. */
-	if (gemm_compute_batch(NULL, T, M, C, T, 1, NULL, M, &batch)) {
+	if (gemm_compute_batch_part(T, M, C, T, 1, NULL, M, &batch, part, b->parts, &m0, &m1)) {
 		atomic_store(&b->failed, 1);
 		return;
 	}
-	output_transform(Mb, M, &j->g, T, ty0 * tw, tw, ty0 * tw, ty1 * tw, 0, M, w->bias, w->res,
-			 j->relu, buf, w->y);
+	if (m1 <= m0)
+		return;
+	output_transform(Mb, M, &j->g, T, ty0 * tw, tw, ty0 * tw, ty1 * tw, m0, m1, w->bias,
+			 w->res, j->relu, buf, w->y);
 	if (j->act) {
-		/* the band's output rows, every channel, while they are in cache */
 		int64_t OH = j->g.out[1], OW = j->g.out[2], r0 = 2 * ty0;
 		int64_t r1 = 2 * ty1 < OH ? 2 * ty1 : OH;
 
-		for (int64_t m = 0; m < M && r1 > r0; m++)
+		for (int64_t m = m0; m < m1 && r1 > r0; m++)
 			cpu_fuse_act_apply(j->act, w->y + m * OH * OW + r0 * OW, (r1 - r0) * OW);
 	}
+}
+
+static void band_task(void *arg, int64_t band, int member)
+{
+	wino_task *b = arg;
+	int64_t th = b->w->th;
+	int64_t ty0 = b->start ? b->start[band] : band * b->rows;
+	int64_t ty1 = b->start ? b->start[band + 1] : ty0 + b->rows < th ? ty0 + b->rows : th;
+
+	wino_pipe(b, ty0, ty1, 0, member);
 }
 
 static size_t align64(size_t n)
 {
 	return (n + 63) & ~(size_t)63;
+}
+
+/* b's per-member scratch for up to T tiles a task. */
+static int wino_scratch(cpu_ctx *ctx, wino_task *b, int64_t T, int members)
+{
+	const conv_job *j = b->w->j;
+	int64_t C = j->Cg, M = j->Mg;
+
+	b->m_off = align64(sizeof(float) * XI * (size_t)(T * C));
+	b->g_off = b->m_off + align64(sizeof(float) * XI * (size_t)(T * M));
+	b->b_off = b->g_off + align64(gemm_compute_batch_scratch(T, C, T, 1));
+	b->member_bytes = b->b_off + align64(sizeof(float) * b->w->buf_floats);
+	b->scratch = cpu_scratch(ctx, b->member_bytes * (size_t)members + 64);
+	if (!b->scratch)
+		return CPU_E_NOMEM;
+	b->scratch = (char *)align64((size_t)(uintptr_t)b->scratch);
+	return 0;
+}
+
+/* Tasks [0, tasks) of fn on the pool, or here when it is busy (the
+ * columns then in one part: one input transform). */
+static int wino_go(cpu_ctx *ctx, wino_task *b, cpu_task_fn *fn, int64_t tasks, int members)
+{
+	if (cpu_pool_try_begin(ctx->pool)) {
+		cpu_pool_for(ctx->pool, members, tasks, fn, b);
+		cpu_pool_end(ctx->pool);
+	} else {
+		if (b->parts > 1) {
+			b->parts = 1;
+			tasks = 1;
+		}
+		for (int64_t i = 0; i < tasks; i++)
+			fn(b, i, 0);
+	}
+	if (atomic_load(&b->failed))
+		return cpu_fail(ctx, CPU_E_INTERNAL, "Winograd GEMM failed");
+	return 0;
 }
 
 /* Tile rows per band within `budget` bytes, or 0. */
@@ -547,37 +563,18 @@ static int64_t band_starts(int64_t th, int64_t rows, int members, int64_t *start
 
 static int run_bands(cpu_ctx *ctx, const conv_state *st, const wino_par *w, int64_t rows)
 {
-	const conv_job *j = w->j;
-	int64_t C = j->Cg, M = j->Mg, T = rows * w->tw, start[WINO_MAX_BANDS + 1];
-	int members = cpu_pool_threads(ctx->pool), mine;
-	wino_band b = {st, w, rows, (w->th + rows - 1) / rows, NULL, NULL, 0, 0, 0, 0, 0, 0};
+	int64_t start[WINO_MAX_BANDS + 1];
+	int members = cpu_pool_threads(ctx->pool), rc;
+	wino_task b = {st, w, rows, (w->th + rows - 1) / rows, NULL, 1, NULL, 0, 0, 0, 0, 0};
 	int64_t split = band_starts(w->th, rows, members, start);
 
 	if (split) {
 		b.bands = split;
 		b.start = start;
 	}
-
-	b.v_off = 0;
-	b.m_off = align64(sizeof(float) * XI * (size_t)(T * C));
-	b.g_off = b.m_off + align64(sizeof(float) * XI * (size_t)(T * M));
-	b.b_off = b.g_off + align64(gemm_compute_batch_scratch(T, C, T, 1));
-	b.member_bytes = b.b_off + align64(sizeof(float) * w->buf_floats);
-	b.scratch = cpu_scratch(ctx, b.member_bytes * (size_t)members + 64);
-	if (!b.scratch)
-		return CPU_E_NOMEM;
-	b.scratch = (char *)align64((size_t)(uintptr_t)b.scratch);
-	mine = cpu_pool_try_begin(ctx->pool);
-	if (mine)
-		cpu_pool_for(ctx->pool, members, b.bands, band_task, &b);
-	else
-		for (int64_t i = 0; i < b.bands; i++)
-			band_task(&b, i, 0);
-	if (mine)
-		cpu_pool_end(ctx->pool);
-	if (atomic_load(&b.failed))
-		return cpu_fail(ctx, CPU_E_INTERNAL, "Winograd GEMM failed");
-	return 0;
+	if ((rc = wino_scratch(ctx, &b, rows * w->tw, members)) != 0)
+		return rc;
+	return wino_go(ctx, &b, band_task, b.bands, members);
 }
 
 /* ---- an unbanded image of few input channels on several threads: each
@@ -595,72 +592,21 @@ static int run_bands(cpu_ctx *ctx, const conv_state *st, const wino_par *w, int6
  * at 14 x 14 and 512 -> 512 at 7 x 7 1.1x. */
 #define WINO_COLS_MAX_C 96
 
-typedef struct wino_cols {
-	const conv_state *st;
-	const wino_par *w;
-	char *scratch;            /* per member: V, M_xi, GEMM scratch, row buffer */
-	size_t member_bytes, m_off, g_off, b_off;
-	int parts;
-	_Atomic int failed;
-} wino_cols;
-
 static void cols_task(void *arg, int64_t part, int member)
 {
-	wino_cols *wc = arg;
-	const wino_par *w = wc->w;
-	const conv_job *j = w->j;
-	int64_t C = j->Cg, M = j->Mg, T = w->th * w->tw, m0, m1;
-	char *mem = wc->scratch + (size_t)member * wc->member_bytes;
-	float *V = (float *)mem, *Mb = (float *)(mem + wc->m_off), *buf = (float *)(mem + wc->b_off);
-	const float *a[XI];
-	const void *u[XI];
-	float *c[XI];
-	gemm_batch batch = {XI, a, NULL, u, c, mem + wc->g_off};
+	wino_task *b = arg;
 
-	input_transform(w->x, 0, C, C, &j->g, 0, w->th, w->tw, buf, V);
-	for (int xi = 0; xi < XI; xi++) {
-		a[xi] = V + xi * T * C;
-		u[xi] = (const char *)wc->st->wino + xi * wc->st->wino_size;
-		c[xi] = Mb + xi * T * M;
-	}
-	if (gemm_compute_batch_part(T, M, C, T, 1, NULL, M, &batch, (int)part, wc->parts, &m0,
-				    &m1)) {
-		atomic_store(&wc->failed, 1);
-		return;
-	}
-	if (m1 <= m0)
-		return;
-	output_transform(Mb, M, &j->g, T, 0, w->tw, 0, T, m0, m1, w->bias, w->res, j->relu, buf,
-			 w->y);
-	if (j->act)
-		cpu_fuse_act_apply(j->act, w->y + m0 * j->osz, (m1 - m0) * j->osz);
+	wino_pipe(b, 0, b->w->th, (int)part, member);
 }
 
 static int run_cols(cpu_ctx *ctx, const conv_state *st, const wino_par *w, int members)
 {
-	const conv_job *j = w->j;
-	int64_t T = w->th * w->tw, C = j->Cg, M = j->Mg;
-	wino_cols wc = {st, w, NULL, 0, 0, 0, 0, members, 0};
-	int mine;
+	wino_task b = {st, w, w->th, 1, NULL, members, NULL, 0, 0, 0, 0, 0};
+	int rc;
 
-	wc.m_off = align64(sizeof(float) * XI * (size_t)(T * C));
-	wc.g_off = wc.m_off + align64(sizeof(float) * XI * (size_t)(T * M));
-	wc.b_off = wc.g_off + align64(gemm_compute_batch_scratch(T, C, T, 1));
-	wc.member_bytes = wc.b_off + align64(sizeof(float) * w->buf_floats);
-	wc.scratch = cpu_scratch(ctx, wc.member_bytes * (size_t)members + 64);
-	if (!wc.scratch)
-		return CPU_E_NOMEM;
-	wc.scratch = (char *)align64((size_t)(uintptr_t)wc.scratch);
-	if ((mine = cpu_pool_try_begin(ctx->pool)) != 0) {
-		cpu_pool_for(ctx->pool, members, members, cols_task, &wc);
-		cpu_pool_end(ctx->pool);
-	} else {
-		wc.parts = 1;   /* the pool is busy: every column here, one transform */
-		cols_task(&wc, 0, 0);
-	}
-	if (atomic_load(&wc.failed))
-		return cpu_fail(ctx, CPU_E_INTERNAL, "Winograd GEMM failed");
-	return 0;
+	if ((rc = wino_scratch(ctx, &b, w->th * w->tw, members)) != 0)
+		return rc;
+	return wino_go(ctx, &b, cols_task, members, members);
 }
 
 int conv_wino_fits(const conv_job *j, int members)
