@@ -474,8 +474,9 @@ static void pw_range(void *arg, int64_t i0, int64_t i1, int member)
 }
 
 /* A few items on several members: the chunks (equal, of at least
- * 16 * PW_P pixels where the image has them, at most `most`) and groups of
- * pairs whose items, claimed in turns, finish first: an item costs its
+ * 4 * PW_P pixels where the image has them, at most twice `most`, the
+ * chunk of PW_CHUNK_BYTES) and groups of pairs whose items, claimed in
+ * turns, finish first: an item costs its
  * pixels times its pairs, on AVX-512 times its pairs of pairs (a pair
  * left alone runs the ymm tile, at half the rate).  MobileNetV2's 384 ->
  * 96 at 14 x 14 was three chunks of 84, 84 and 28 pixels times two groups
@@ -537,7 +538,7 @@ static void pw_schedule(cpu_ctx *ctx, blk_job *d, int64_t N)
 		pw_balance(d, N, members, chunk);
 	/* ~0.012 ns a multiply-add (two FMA ports of eight lanes, 3 GHz, 80%) */
 	cpu_par_for(ctx, N * d->chunks * d->pgroups,
-		    0.012 * (double)(d->C * d->group_pairs * PW_M * chunk), 1, pw_range, d);
+		    0.012 * (double)(d->C * d->group_pairs * PW_M * d->chunk), 1, pw_range, d);
 }
 
 /* ---- first layers on AVX-512 --------------------------------------------- */
