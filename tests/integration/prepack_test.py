@@ -121,6 +121,30 @@ def shared_case(ort_run, work):
     check(warm[0]["hits"] == 4 and warm[0]["misses"] == 0,
           "shared weights: the cache holds every node's entry (%d hits)" % warm[0]["hits"])
 
+    # The same graph with another filter and that cache: the Convs' entries
+    # are stale (their hash is the old filter's), the MatMuls' still good;
+    # a hash remembered for the wrong constant would hit the stale ones.
+    f = rng.standard_normal((16, 16, 3, 3)).astype(np.float32) * 0.2
+    g.initializer[1].CopyFrom(numpy_helper.from_array(f, "f"))
+    sub2 = os.path.join(work, "shared2")
+    os.makedirs(sub2, exist_ok=True)
+    model2 = os.path.join(sub2, "model.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), model2)
+    shutil.copy(model + ".cpu0.ortmk-prepack", model2 + ".cpu0.ortmk-prepack")
+    want_c2 = conv(np.maximum(conv(img[0]), 0))
+    out = os.path.join(sub2, "o")
+    r = subprocess.run([ort_run, model2, "--input", "x=" + os.path.join(sub, "x.npy"),
+                        "--input", "img=" + os.path.join(sub, "img.npy"), "--output-dir", out,
+                        "--json"], capture_output=True, text=True, timeout=60)
+    if r.returncode:
+        check(False, "stale shared filter: ort-run failed: " + r.stderr.strip()[-200:])
+        return
+    rep = json.loads(r.stdout)["prepack_cache"]
+    c2 = np.load(os.path.join(out, "c2.npy"))
+    check(np.allclose(c2[0], want_c2, rtol=1e-4, atol=1e-4) and rep["hits"] == 2 and
+          rep["misses"] == 1, "stale shared filter: re-packed once, the MatMuls' packs "
+          "reused (%d hits, %d misses), outputs match numpy" % (rep["hits"], rep["misses"]))
+
 
 def main():
     ort_run, models, work = sys.argv[1:4]
