@@ -232,7 +232,8 @@ static void random_shapes_on(gemm_isa isa, int threads, int count)
 	cpu_pool_destroy(pool);
 }
 
-/* gemm_compute_batch and gemm_sgemm_batch: `count` items of one shape,
+/* gemm_compute_batch, gemm_sgemm_batch and gemm_compute_batch_part (in
+ * one to three parts): `count` items of one shape,
  * each with its own A, B and C (C rows padded), on a pool of `threads`
  * (0: none), with the caller's scratch or none; every item against the
  * double-precision product. */
@@ -255,7 +256,7 @@ static void check_batch(const shape *s, int64_t count, int threads, int given_sc
 	gemm_batch b = {count, pa, pb, pp, pc, scratch};
 	gemm_epilogue ep = shape_ep(s, bias);
 	cpu_pool *pool = NULL;
-	char what[64];
+	char what[96];
 
 	assert_true(C && packed && pa && pb && pp && pc);
 	if (threads > 0)
@@ -271,15 +272,30 @@ static void check_batch(const shape *s, int64_t count, int threads, int given_sc
 	if (s->beta == 0.0f)
 		for (int64_t i = 0; i < count * csz; i++)
 			C0[i] = NAN;
-	for (int path = 0; path < 2; path++) {
+	for (int path = 0; path < 3; path++) {
 		memcpy(C, C0, (size_t)(count * csz) * sizeof(float));
-		if (path == 0)
+		if (path == 0) {
 			assert_int_equal(gemm_compute_batch(pool, s->M, s->N, s->K, lda, s->transA,
 							    &ep, ldc, &b), 0);
-		else
+		} else if (path == 1) {
 			assert_int_equal(gemm_sgemm_batch(pool, GEMM_ISA_AUTO, s->transA, s->transB,
 							  s->M, s->N, s->K, lda, ldb, &ep, ldc, &b),
 					 0);
+		} else {
+			/* gemm_compute_batch_part: the parts' columns one after the
+			 * other, together every column */
+			int parts = 1 + (int)(count % 3);
+			int64_t end = 0, c0, c1;
+
+			for (int part = 0; part < parts; part++) {
+				assert_int_equal(gemm_compute_batch_part(s->M, s->N, s->K, lda,
+									 s->transA, &ep, ldc, &b,
+									 part, parts, &c0, &c1), 0);
+				assert_true(c0 == end && c1 >= c0);
+				end = c1;
+			}
+			assert_int_equal(end, s->N);
+		}
 		for (int64_t i = 0; i < count; i++) {
 			snprintf(what, sizeof(what), "batch of %ld, item %ld, %d threads",
 				 (long)count, (long)i, threads);
