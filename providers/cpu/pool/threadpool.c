@@ -3,9 +3,9 @@
  * parallelism (see threadpool.h).
  *
  * Hand-off: the caller publishes a job (fn, arg, ntasks, width) and its
- * number in `claim` (job number in the high 32 bits, next task index in the
- * low 32), then bumps `gen`, the futex word the workers watch.  Workers
- * still spinning see the bump within a few hundred nanoseconds; the futex
+ * number in `claim` (job number in the high 32 bits, the tasks claimed so
+ * far in the low 32), then bumps `gen`, the futex word the workers watch.
+ * Workers still spinning see the bump within a few hundred nanoseconds; the futex
  * is woken only when one has gone to sleep (`sleepers`).  A task is taken
  * by a compare-and-swap on `claim` that names the job, so a worker that
  * wakes late, after the job is over or a newer one is out, claims nothing
@@ -24,9 +24,9 @@
  * the time with one counter.  The counters are reset before the job is
  * published and only moved after a claim of it succeeds, and a job ends
  * only when its tasks are done, so no task of a later job is counted in
- * an earlier one's.  Sleep decisions follow "announce, then re-check the word" with
- * sequentially consistent atomics, and FUTEX_WAIT re-checks the value in
- * the kernel, so no wake-up is lost.
+ * an earlier one's.  Sleep decisions follow "announce, then re-check the
+ * word" with sequentially consistent atomics, and FUTEX_WAIT re-checks the
+ * value in the kernel, so no wake-up is lost.
  */
 #include "threadpool.h"
 
@@ -84,7 +84,7 @@ struct cpu_pool {
 
 	_Atomic uint32_t gen;           /* futex: a new job (or stop) */
 	_Atomic int sleepers;           /* workers asleep on gen */
-	_Atomic uint64_t claim;         /* job number << 32 | next task */
+	_Atomic uint64_t claim;         /* job number << 32 | tasks claimed */
 	_Atomic uint32_t front, back;   /* tasks taken from either end */
 	_Atomic uint32_t done;          /* futex: tasks finished */
 	_Atomic int caller_sleeping;

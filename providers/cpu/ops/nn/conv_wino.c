@@ -544,20 +544,20 @@ static int64_t band_starts(int64_t th, int64_t rows, int members, int64_t *start
 	 * the first, its workers from the last (threadpool.c), so the ones
 	 * claimed last, where the members finish together, are the middle
 	 * ones. */
-	int64_t full = 0, at = 0, order[WINO_MAX_BANDS];
+	int64_t full = 0, at = 0;
 
 	for (int64_t i = 0; i < nb + k; i++)
 		full += size[i] == rows;
-	for (int64_t pass = 0; pass < 3; pass++)
-		for (int64_t i = 0, f = 0; i < nb + k; i++) {
-			int64_t big = size[i] == rows, first = big && f++ < (full + 1) / 2;
-
-			if ((pass == 0 && first) || (pass == 1 && !big) || (pass == 2 && big && !first))
-				order[at++] = size[i];
-		}
 	start[0] = 0;
+	for (int64_t i = 0; i < (full + 1) / 2; i++, at++)
+		start[at + 1] = start[at] + rows;
 	for (int64_t i = 0; i < nb + k; i++)
-		start[i + 1] = start[i] + order[i];
+		if (size[i] != rows) {
+			start[at + 1] = start[at] + size[i];
+			at++;
+		}
+	for (; at < nb + k; at++)
+		start[at + 1] = start[at] + rows;
 	return nb + k;
 }
 
