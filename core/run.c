@@ -499,11 +499,17 @@ static ortmk_status send_run(run_ctx *c, size_t i, core_call *call)
 	 * at once (spin 1 ns), and the run goes to the lane whose home is
 	 * this thread's CPU, bound there (core_ep_run_request): the two then
 	 * hand that CPU to each other, where a wake-up across CPUs costs
-	 * more, and the wake-up moves this thread next to its lane. */
+	 * more, and the wake-up moves this thread next to its lane.  A single
+	 * run whose threads fill the CPUs is placed too: unbound, its lane's
+	 * thread sometimes settled on the CPU of the pool's worker, and the
+	 * waiting thread, woken at the end, queued behind the worker's
+	 * closing spin (mnv3_cls at 2 threads: a tenth of the processes ran
+	 * at 0.37 ms instead of 0.25); bound, this thread and the lane's
+	 * share one CPU and the worker has the other. */
 	int waiting = atomic_fetch_add(&s->env->runs_waiting, 1) + 1;
 	int crowded = waiting * (s->threads + 1) > s->cpus;
 	uint64_t spin = !crowded ? RUN_SPIN_NS : waiting == 1 ? 0 : 1;
-	int near = crowded && waiting > 1 ? sched_getcpu() : -1;
+	int near = crowded ? sched_getcpu() : -1;
 
 	if (word) {
 		run.has_cancel_segment = run.has_cancel_token = 1;
