@@ -18,7 +18,7 @@ broadcasts ([N, C, 1, 1] from a 1x1 layer after a pooling: the plain
 kernels then run and the output is blocked after), 24 and 40 output
 channels (a last single block of 8), pixel counts that end inside a tile
 of six, batches, strides 1 and 2, 3x3 and 5x5, asymmetric pads, Relu, Clip
-and HardSwish, and first layers of 1 or 3 plain input channels ("first",
+HardSwish and HardSigmoid, and first layers of 1 or 3 plain input channels ("first",
 3x3, stride 1 and 2) writing blocked values (a 7x7 one does not).  On such a CPU the provider's debug log must also say how
 many values it kept blocked, the count worked out here from the graph;
 elsewhere nothing is blocked and the outputs must match all the same.
@@ -44,7 +44,7 @@ import common as C  # noqa: E402
 # environment[; options: fp16, the model in float16]])
 # layer: dict(op=pw|dw|sigmoid|se|conv3|output, ...); src: index of the
 # layer read (default the one before; -1 the input), add: index of the
-# layer whose output is added, act: relu|clip|hardswish.
+# layer whose output is added, act: relu|clip|hardswish|hardsigmoid.
 CASES = {
     "inverted_residual": ((1, 16, 14, 14), [
         dict(op="pw", m=96, act="clip"),
@@ -97,6 +97,18 @@ CASES = {
         dict(op="pw", m=16, src=4, add=4),      # 4: read by 5, and by 7 twice
         dict(op="pw", m=8),                     # 7: blocked, so 4 is too
     ], 2),
+    # HardSwish and HardSigmoid (alpha 0.25, beta 0.4) applied in the
+    # store: after a 1x1 layer's residual (AVX-512: pw_run2), on depthwise
+    # rows (their interior four pixels at a time and the edges), on a
+    # strided 5x5; the pixels end inside a tile
+    "hard_acts": ((1, 24, 13, 15), [
+        dict(op="pw", m=40, act="hardswish"),
+        dict(op="dw", k=3, s=1, pads=(1, 1, 1, 1), act="hardsigmoid"),
+        dict(op="pw", m=40, add=0, act="hardswish"),
+        dict(op="dw", k=5, s=2, pads=(2, 2, 2, 2), act="hardswish"),
+        dict(op="pw", m=24, act="hardsigmoid"),
+        dict(op="pw", m=16),
+    ], 5),
     "squeeze_excite": ((1, 16, 12, 12), [
         dict(op="pw", m=32, act="hardswish"),
         dict(op="dw", k=5, s=1, pads=(2, 2, 2, 2), act="relu"),
@@ -242,6 +254,8 @@ def act_ref(x, act):
         return np.clip(x, 0.0, 6.0)
     if act == "hardswish":
         return x * np.clip(x / 6.0 + 0.5, 0.0, 1.0)
+    if act == "hardsigmoid":
+        return np.clip(x * 0.25 + 0.4, 0.0, 1.0)
     return x
 
 
@@ -320,6 +334,8 @@ def build(case, rng):
                 nodes.append(helper.make_node("Clip", [cur, "lo", "hi"], [name]))
             elif act == "hardswish":
                 nodes.append(helper.make_node("HardSwish", [cur], [name]))
+            elif act == "hardsigmoid":
+                nodes.append(helper.make_node("HardSigmoid", [cur], [name], alpha=0.25, beta=0.4))
             r = act_ref(r, act)
             if op == "conv3":
                 outs.append((name, r))
