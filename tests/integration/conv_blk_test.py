@@ -109,6 +109,18 @@ CASES = {
         dict(op="pw", m=24, act="hardsigmoid"),
         dict(op="pw", m=16),
     ], 5),
+    # the last layers write plain outputs (graph outputs), computed into
+    # blocked scratch: without a residual the activation is applied in
+    # the store (HardSwish, Clip), with one after the unblocking adds it
+    "plain_out_acts": ((1, 16, 11, 13), [
+        dict(op="pw", m=32, act="relu"),
+        dict(op="dw", k=3, s=1, pads=(1, 1, 1, 1), act="clip"),
+        dict(op="pw", m=16, act="hardswish"),
+        dict(op="output"),
+        dict(op="pw", m=24, src=1, act="clip"),
+        dict(op="output"),
+        dict(op="pw", m=32, src=1, add=0, act="hardsigmoid"),
+    ], 1),                                      # 0 is a plain output's residual
     "squeeze_excite": ((1, 16, 12, 12), [
         dict(op="pw", m=32, act="hardswish"),
         dict(op="dw", k=5, s=1, pads=(2, 2, 2, 2), act="relu"),

@@ -670,9 +670,9 @@ static int conv_blk_try(cpu_ctx *ctx, const conv_state *st, const conv_job *j, i
 			  fr->y->data, y_blk);
 	if (rc)
 		return rc;
-	/* plain out: the residual was added as it was unblocked (it may be
-	 * y's own bytes), the activation follows */
-	if (!y_blk && fr->act_inline != CPU_FUSE_ACT_NONE)
+	/* plain out with a residual: the residual was added as it was
+	 * unblocked (it may be y's own bytes), the activation follows */
+	if (!conv_blk_activated(j, y_blk) && fr->act_inline != CPU_FUSE_ACT_NONE)
 		cpu_fuse_act_apply(ctx->node->fuse, fr->y->data, cpu_numel(fr->y));
 	return cpu_fuse_end(ctx, fr, 1);
 }

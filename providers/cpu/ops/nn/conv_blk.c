@@ -1016,8 +1016,13 @@ int conv_blk_run(cpu_ctx *ctx, int kind, const conv_job *j, int64_t N, int64_t C
 
 	d.P = g->in[0] * g->in[1] * g->in[2];
 	d.OP = j->osz;
-	if (y_blocked) {
+	if (y_blocked)
 		d.res = j->res ? j->res->data : NULL;
+	/* The activation in the kernel, also computing a plain output into
+	 * blocked scratch when no residual comes before it (the residual is
+	 * added as the scratch is unblocked, and the caller applies the
+	 * activation after: conv_blk_activated) */
+	if (y_blocked || !j->res) {
 		if ((d.clamp = conv_job_clamp(j, &d.lo, &d.hi)) != 0) {
 			d.act = NULL;
 		} else if (j->act && (j->act->act == CPU_FUSE_ACT_HSIGMOID ||
@@ -1028,11 +1033,10 @@ int conv_blk_run(cpu_ctx *ctx, int kind, const conv_job *j, int64_t N, int64_t C
 			d.act = NULL;
 		}
 	} else {
-		/* blocked into scratch; the caller's cpu_fuse_end does the tail */
 		d.act = NULL;
-		if (!(d.y = cpu_scratch(ctx, (size_t)(N * M * d.OP) * sizeof(float))))
-			return CPU_E_NOMEM;
 	}
+	if (!y_blocked && !(d.y = cpu_scratch(ctx, (size_t)(N * M * d.OP) * sizeof(float))))
+		return CPU_E_NOMEM;
 	if (kind != CONV_BLK_IN && !x_blocked) {
 		float *xs = cpu_scratch(ctx, (size_t)(N * C * d.P) * sizeof(float));
 
@@ -1068,3 +1072,9 @@ int conv_blk_run(cpu_ctx *ctx, int kind, const conv_job *j, int64_t N, int64_t C
 }
 
 #endif
+
+/* Whether conv_blk_run applied j's activation (see conv_impl.h). */
+int conv_blk_activated(const conv_job *j, int y_blocked)
+{
+	return y_blocked || !j->res;
+}

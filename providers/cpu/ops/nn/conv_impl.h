@@ -149,7 +149,9 @@ int conv_nhwc_run(cpu_ctx *ctx, const conv_job *j, int64_t N, const float *x,
  * conv_blk_pack into conv_blk_wsize bytes.  conv_blk_run: x (C channels,
  * blocked or not) to y (M channels; blocked: with j's residual, blocked
  * too, and activation; plain: with the residual (plain, possibly y's own
- * bytes), the activation left to the caller); 0 or CPU_E_NOMEM. */
+ * bytes), and the activation unless there is a residual: then the
+ * activation is left to the caller, conv_blk_activated 0); 0 or
+ * CPU_E_NOMEM. */
 /* CONV_BLK_G8: groups of 8 input and 8 output channels (RegNet's 3x3
  * layers), each group one block. */
 /* CONV_BLK_PWS: a 1x1 one-group layer with a stride (no padding): ResNet's
@@ -166,6 +168,7 @@ void conv_blk_pack(int kind, const float *w, int64_t M, int64_t Cg, int64_t taps
 int conv_blk_run(cpu_ctx *ctx, int kind, const conv_job *j, int64_t N, int64_t C, int64_t M,
 		 const float *x, int x_blocked, const float *wpacked, const float *b, float *y,
 		 int y_blocked);
+int conv_blk_activated(const conv_job *j, int y_blocked);
 /* conv_taps.c: a dilated one-group convolution whose taps' in-image
  * outputs cover at most 60% of taps x outputs, as one product per tap
  * over the outputs it reads the image for (bias, residual and the fused
