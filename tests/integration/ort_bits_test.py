@@ -205,6 +205,17 @@ def main():
             softmax(path, op, [5, n])
             compare("%s over %d" % (op, n), ort_run, js, mods, d, path,
                     rng.normal(0, 4, (5, n)).astype(np.float32))
+        # masked scores (a causal mask's -inf, or the float minimum added):
+        # exps below the lower clamp, whose scaling is subnormal
+        d = os.path.join(work, "%s_masked" % op)
+        os.makedirs(d)
+        path = os.path.join(d, "m.onnx")
+        softmax(path, op, [6, 128])
+        x = rng.normal(0, 4, (6, 128)).astype(np.float32)
+        x[:3] += np.triu(np.full((3, 128), -np.inf, np.float32), 2)
+        x[3:] += np.triu(np.full((3, 128), -3.4e38, np.float32), 5)
+        x[5, 7] = -100.0
+        compare("%s masked over 128" % op, ort_run, js, mods, d, path, x)
     # an image shrunk and grown as detectors' transforms and FPNs do
     for shape, sizes, ctm in (([1, 3, 256, 352], [1, 3, 320, 440], "pytorch_half_pixel"),
                               ([1, 3, 480, 640], [1, 3, 320, 427], "pytorch_half_pixel"),
