@@ -276,9 +276,9 @@ typedef struct core_step {
 	/* pre-pack cache files handed to the provider (0 / -1 when none) */
 	uint64_t cache_in_id, cache_out_id;
 	int cache_in_fd, cache_out_fd;
-	/* how long its last RUN took, request to reply (core/run.c's
+	/* how long its last two RUNs took, request to reply (core/run.c's
 	 * placement of a single run) */
-	_Atomic uint64_t last_ns;
+	_Atomic uint64_t last_ns, prev_ns;
 } core_step;
 
 /* Per input-shape signature: inferred shapes and arena offsets. */

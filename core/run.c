@@ -33,8 +33,8 @@
 /* How long waiting for a RUN reply spins when a CPU is free (see
  * send_run). */
 #define RUN_SPIN_NS 1000000u
-/* A single run whose threads fill the CPUs is placed from this long a
- * step (see send_run). */
+/* A single run whose threads fill the CPUs is placed once its step's last
+ * two RUNs took this long each (see send_run). */
 #define PLACE_SINGLE_NS 100000u
 
 static int find_input(const graph *g, const char *name)
@@ -503,19 +503,24 @@ static ortmk_status send_run(run_ctx *c, size_t i, core_call *call)
 	 * this thread's CPU, bound there (core_ep_run_request): the two then
 	 * hand that CPU to each other, where a wake-up across CPUs costs
 	 * more, and the wake-up moves this thread next to its lane.  A single
-	 * run whose threads fill the CPUs is placed too once its step takes
-	 * PLACE_SINGLE_NS: unbound, its lane's thread sometimes settled on
+	 * run whose threads fill the CPUs is placed too once its step's last
+	 * two RUNs took PLACE_SINGLE_NS each: unbound, its lane's thread sometimes settled on
 	 * the CPU of the pool's worker, and the waiting thread, woken at the
 	 * end, queued behind the worker's closing spin (mnv3_cls at 2
 	 * threads: a tenth of the processes ran at 0.37 ms instead of 0.25);
 	 * bound, this thread and the lane's share one CPU and the worker has
 	 * the other.  A shorter step is better off unbound, the two threads
-	 * spinning on two CPUs (a 20 us streaming step: 1.3x its time bound). */
+	 * spinning on two CPUs (a 20 us streaming step: 1.3x its time bound),
+	 * and a single bound RUN (its first, slower than the rest) left the
+	 * lane's thread on the application's CPU after it, in the slower of
+	 * its two modes more often. */
 	int waiting = atomic_fetch_add(&s->env->runs_waiting, 1) + 1;
 	int crowded = waiting * (s->threads + 1) > s->cpus;
 	uint64_t spin = !crowded ? RUN_SPIN_NS : waiting == 1 ? 0 : 1;
-	int near = crowded && (waiting > 1 || atomic_load_explicit(&st->last_ns, memory_order_relaxed) >=
-					     PLACE_SINGLE_NS) ? sched_getcpu() : -1;
+	int near = crowded && (waiting > 1 ||
+			       (atomic_load_explicit(&st->last_ns, memory_order_relaxed) >= PLACE_SINGLE_NS &&
+				atomic_load_explicit(&st->prev_ns, memory_order_relaxed) >= PLACE_SINGLE_NS)) ?
+		   sched_getcpu() : -1;
 	uint64_t t0 = shm_now_ns();
 
 	if (word) {
@@ -525,6 +530,8 @@ static ortmk_status send_run(run_ctx *c, size_t i, core_call *call)
 		slot = ro_enter(c->ro, word, run.cancel_token);
 	}
 	rc = core_ep_run_request(ep, &e, timeout ? timeout : -1, spin, c->exclusive, near, call);
+	atomic_store_explicit(&st->prev_ns, atomic_load_explicit(&st->last_ns, memory_order_relaxed),
+			      memory_order_relaxed);
 	atomic_store_explicit(&st->last_ns, shm_now_ns() - t0, memory_order_relaxed);
 	atomic_fetch_sub(&s->env->runs_waiting, 1);
 	if (word)
