@@ -504,16 +504,15 @@ static ortmk_status send_run(run_ctx *c, size_t i, core_call *call)
 	 * hand that CPU to each other, where a wake-up across CPUs costs
 	 * more, and the wake-up moves this thread next to its lane.  A single
 	 * run whose threads fill the CPUs is placed too once its step's last
-	 * two RUNs took PLACE_SINGLE_NS each: unbound, its lane's thread sometimes settled on
-	 * the CPU of the pool's worker, and the waiting thread, woken at the
-	 * end, queued behind the worker's closing spin (mnv3_cls at 2
-	 * threads: a tenth of the processes ran at 0.37 ms instead of 0.25);
-	 * bound, this thread and the lane's share one CPU and the worker has
-	 * the other.  A shorter step is better off unbound, the two threads
-	 * spinning on two CPUs (a 20 us streaming step: 1.3x its time bound),
-	 * and a single bound RUN (its first, slower than the rest) left the
-	 * lane's thread on the application's CPU after it, in the slower of
-	 * its two modes more often. */
+	 * two RUNs took PLACE_SINGLE_NS each: unbound, its lane's thread
+	 * sometimes settled on the CPU of the pool's worker, and the waiting
+	 * thread, woken at the end, queued behind the worker's closing spin
+	 * (mnv3_cls at 2 threads: a tenth of the processes ran at 0.37 ms
+	 * instead of 0.25); bound, this thread and the lane's share one CPU
+	 * and the worker has the other.  A shorter step is better off
+	 * unbound, the two threads spinning on two CPUs (a 20 us streaming
+	 * step: 1.3x its time bound); two RUNs, because a step's first is
+	 * slower than the rest and alone would bind a short one once. */
 	int waiting = atomic_fetch_add(&s->env->runs_waiting, 1) + 1;
 	int crowded = waiting * (s->threads + 1) > s->cpus;
 	uint64_t spin = !crowded ? RUN_SPIN_NS : waiting == 1 ? 0 : 1;

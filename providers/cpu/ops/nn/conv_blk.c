@@ -44,8 +44,9 @@
  * run of pixels instead, a second pass, took 0.9x of mobilenet_v3_small's
  * time); another fused activation over each finished run of pixels.  A
  * layer whose output is plain (the last one before another kind of node)
- * is computed blocked into scratch and unblocked into Y, the fused tail
- * then applied by cpu_fuse_end.
+ * is computed blocked into scratch and unblocked into Y: its activation
+ * in the kernel as above, unless a residual comes first (added as the
+ * scratch is unblocked; conv.c applies the activation after).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -361,6 +362,22 @@ ld2(const float *ra, const float *rb)
 		_mm256_loadu_ps(ra))), _mm256_castps_pd(_mm256_loadu_ps(rb)), 1));
 }
 
+/* fin256 on sixteen lanes. */
+static inline __attribute__((always_inline)) CB_T512 __m512
+fin512(const blk_job *d, __m512 v, __m512 lo, __m512 hi)
+{
+	if (d->clamp)
+		return _mm512_min_ps(hi, _mm512_max_ps(lo, v));
+	if (d->hard) {
+		__m512 t = VF_ROUNDED(_mm512_mul_ps(v, _mm512_set1_ps(d->ha)));
+		__m512 h = _mm512_add_ps(t, _mm512_set1_ps(d->hb));
+
+		h = _mm512_min_ps(_mm512_set1_ps(1.0f), _mm512_max_ps(_mm512_setzero_ps(), h));
+		return d->hard == 2 ? _mm512_mul_ps(v, h) : h;
+	}
+	return v;
+}
+
 /* A pixel's pair h of output blocks (2h and 2h + 1 of the nb from y, bs
  * floats apart) out of v: plus the residual's (at r, the same layout, or
  * NULL), clamped when the job clamps, stored; the pair's second block only
@@ -375,15 +392,7 @@ pair_out512(const blk_job *d, float *y, const float *r, int64_t bs, int h, int n
 
 	if (r)
 		v = _mm512_add_ps(v, ld2(r + 2 * h * bs, r + (2 * h + two) * bs));
-	if (d->clamp) {
-		v = _mm512_min_ps(hi, _mm512_max_ps(lo, v));
-	} else if (d->hard) {
-		__m512 t = VF_ROUNDED(_mm512_mul_ps(v, _mm512_set1_ps(d->ha)));
-		__m512 g = _mm512_add_ps(t, _mm512_set1_ps(d->hb));
-
-		g = _mm512_min_ps(_mm512_set1_ps(1.0f), _mm512_max_ps(_mm512_setzero_ps(), g));
-		v = d->hard == 2 ? _mm512_mul_ps(v, g) : g;
-	}
+	v = fin512(d, v, lo, hi);
 	if (two)
 		st2(ya, ya + bs, v);
 	else
