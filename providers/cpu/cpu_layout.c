@@ -151,15 +151,6 @@ int cpu_layout_plan(const cpu_fuse_graph *fg, const cpu_fuse_node *fuse, const i
 				continue;
 			o = &blk[r.out];
 			a = &blk[r.in[0]];
-			/* A 1x1 layer reading NCHW runs as a GEMM (conv.c): with a
-			 * residual, a blocked output would cost it a reorder of the
-			 * addend and one of the output, 1.3-2.7x its time in
-			 * ResNet-50's bottlenecks */
-			if (ro[k] == ROLE_CONV && (kind[k] == CONV_BLK_PW || kind[k] == CONV_BLK_PWS) &&
-			    r.add >= 0 && !*a && *o) {
-				*o = 0;
-				changed = 1;
-			}
 			if (ro[k] == ROLE_CONV && r.add >= 0 && r.add < r.n_in && r.in[r.add] >= 0)
 				a = &blk[r.in[r.add]];
 			else if (ro[k] != ROLE_UNARY && ro[k] != ROLE_BINARY)

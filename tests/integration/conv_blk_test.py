@@ -42,7 +42,8 @@ import common as C  # noqa: E402
 
 # name: (input N, C, H, W; layers; blocked values expected on an AVX2 CPU[;
 # environment[; options: fp16, the model in float16]])
-# layer: dict(op=pw|dw|sigmoid|se|conv3|output, ...); src: index of the
+# layer: dict(op=pw|dw|sigmoid|se|conv3|w3|output, ...) (conv3: a 3x3
+# layer whose output is also a graph output; w3: a 3x3 layer); src: index of the
 # layer read (default the one before; -1 the input), add: index of the
 # layer whose output is added, act: relu|clip|hardswish|hardsigmoid.
 CASES = {
@@ -207,16 +208,39 @@ CASES = {
         dict(op="g8", k=3, s=1, pads=(1, 0, 1, 2), add=1, act="relu"),
         dict(op="pw", m=16),
     ], 3),
-    # a 1x1 layer reading NCHW (through the GEMM) with a residual writes
-    # NCHW though a depthwise layer reads it, and so its addend is NCHW
-    # too: only 3 is blocked (else 0, 2 and 3)
+    # a 1x1 layer reading NCHW with a residual: its input blocked into
+    # scratch, its output and addend blocked (0, 2 and 3)
     "plain_in_residual": ((1, 16, 12, 12), [
         dict(op="pw", m=16, act="relu"),        # read only as 2's addend
         dict(op="conv3", m=16, src=-1),         # NCHW
-        dict(op="pw", m=16, src=1, add=0),      # NCHW in, residual: NCHW out
+        dict(op="pw", m=16, src=1, add=0),      # NCHW in, residual
         dict(op="dw", k=3, s=1, pads=(1, 1, 1, 1)),
         dict(op="pw", m=8),
-    ], 1),
+    ], 3),
+    # 3x3 layers Winograd takes ("w3", CONV_BLK_W3: its transforms read and
+    # write blocked values): after a 1x1 layer reading NCHW, with a
+    # blocked residual, before a strided 1x1, with asymmetric pads and
+    # HardSwish (after the store), sizes that end inside a tile; the
+    # unbanded image and, on two threads, its columns in parts
+    "winograd": ((1, 32, 13, 11), [
+        dict(op="pw", m=64, act="relu"),
+        dict(op="w3", m=64, act="relu"),
+        dict(op="w3", m=64, add=0, act="relu"),
+        dict(op="pw", m=32, s=2),
+        dict(op="w3", m=48, pads=(0, 1, 2, 0), act="hardswish"),
+        dict(op="pw", m=16),
+    ], 5),
+    # ... on an image in bands of tile rows (ResNet's 56 x 56 stage), two
+    # images; then a blocked input into a plain output (4: the addend of
+    # the plain last output, so NCHW)
+    "winograd_bands": ((2, 64, 57, 56), [
+        dict(op="pw", m=64, act="relu"),
+        dict(op="w3", m=64, act="relu"),
+        dict(op="w3", m=64, add=0, act="relu"),
+        dict(op="pw", m=64),
+        dict(op="w3", m=64, act="relu"),
+        dict(op="w3", m=64, add=4),
+    ], 4),
     # strided 1x1 layers (CONV_BLK_PWS: ResNet's and RegNet's projections)
     # on blocked input, stride 2 and 2 x 1, one with a residual after it;
     # a first layer of stride 1 x 2
@@ -315,15 +339,15 @@ def build(case, rng):
         xin, xr = vals[src], refs[src]
         name = "v%d" % i
         op = L["op"]
-        if op in ("pw", "dw", "conv3", "first", "g8"):
+        if op in ("pw", "dw", "conv3", "w3", "first", "g8"):
             c = xr.shape[1]
             m = L.get("m", c)
-            k = 1 if op == "pw" else 3 if op == "conv3" else L["k"]
+            k = 1 if op == "pw" else 3 if op in ("conv3", "w3") else L["k"]
             group = c if op == "dw" else c // 8 if op == "g8" else 1
             s = L.get("s", 1)
             sh, sw = s if isinstance(s, tuple) else (s, s)
             dil = L.get("dil", 1)
-            pads = L.get("pads", (1, 1, 1, 1) if op == "conv3" else (0, 0, 0, 0))
+            pads = L.get("pads", (1, 1, 1, 1) if op in ("conv3", "w3") else (0, 0, 0, 0))
             w = (rng.standard_normal((m, c // group, k, k)) / np.sqrt(c // group * k * k))
             w = w.astype(np.float32)
             b = (rng.standard_normal(m) * 0.1).astype(np.float32)

@@ -245,11 +245,26 @@ static int pack_blk(cpu_node *node, conv_state *st, char *err, size_t n)
 
 	if (!node->layout || !(a.kind = conv_blk_kind(node->proto, W)))
 		return 0;
-	/* A 1x1 layer reading NCHW runs as a GEMM, its output blocked after:
-	 * 1.1-2.2x faster than the blocked tile reading six pixels of each
-	 * input plane (64 to 2048 input channels, Zen 3) */
+	/* Winograd's transforms read and write the blocked values; its
+	 * filter is the plain layer's */
+	if (a.kind == CONV_BLK_W3) {
+		int rc = conv_wino_prepare(node, st, err, n);
+
+		if (rc || !st->wino)
+			return rc;
+		st->blk_kind = a.kind;
+		st->blk = st->wino;
+		st->blk_src = W->data;
+		return 0;
+	}
+	/* A 1x1 layer reading NCHW and writing NCHWc8 blocks its input into
+	 * scratch for the blocked tile (conv_blk_run): the GEMM with its
+	 * output blocked after took 1.7x the time (ResNet-50's 64 -> 256 at
+	 * 56 x 56, Xeon), and 2-3x with a residual, which it unblocked first.
+	 * (Reading NCHW in the tile, six pixels of each plane, took 1.1-2.2x
+	 * the GEMM's time on Zen 3.) */
 	if ((a.kind == CONV_BLK_PW || a.kind == CONV_BLK_PWS) &&
-	    !(node->layout & CPU_LAYOUT_IN_BLK8))
+	    !(node->layout & CPU_LAYOUT_IN_BLK8) && !(node->layout & CPU_LAYOUT_OUT_BLK8))
 		return 0;
 	a.w = W->data;
 	a.M = W->dims[0];
@@ -661,10 +676,32 @@ static int conv_blk_try(cpu_ctx *ctx, const conv_state *st, const conv_job *j, i
 		ok &= G == 1 && y_blk && !(lay & CPU_LAYOUT_IN_BLK8);
 	else if (st->blk_kind == CONV_BLK_G8)
 		ok &= G > 1 && j->Cg == 8 && j->Mg == 8;
+	else if (st->blk_kind == CONV_BLK_W3)
+		ok &= G == 1 && g->k[1] == 3 && g->k[2] == 3 && g->s[1] == 1 && g->s[2] == 1 &&
+		      conv_wino_fits(j, cpu_pool_threads(ctx->pool));
 	else
 		ok &= j->Cg == 1 && j->Mg == 1;
 	if (!ok || (y_blk && fr->add && !fr->add_inline))
 		return 1;
+	if ((st->blk_kind == CONV_BLK_PW || st->blk_kind == CONV_BLK_PWS) &&
+	    !conv_blk_pw_fits(j->Cg, j->Mg, j->osz))
+		return 1;
+	if (st->blk_kind == CONV_BLK_W3) {
+		conv_job jb = *j;
+		int64_t isz = X->dims[2] * X->dims[3];
+
+		jb.xblk = (lay & CPU_LAYOUT_IN_BLK8) != 0;
+		jb.yblk = y_blk;
+		for (int64_t b = 0; b < N; b++) {
+			const float *res = jb.res ? (const float *)jb.res->data + b * M * j->osz : NULL;
+
+			if ((rc = conv_wino_run(ctx, st, &jb, (const float *)X->data + b * j->Cg * isz,
+						B ? B->data : NULL, res,
+						(float *)fr->y->data + b * M * j->osz)) != 0)
+				return rc;
+		}
+		return cpu_fuse_end(ctx, fr, 1);
+	}
 	rc = conv_blk_run(ctx, st->blk_kind, j, N, j->Cg * G, M, X->data,
 			  (lay & CPU_LAYOUT_IN_BLK8) != 0, st->blk, B ? B->data : NULL,
 			  fr->y->data, y_blk);
@@ -716,6 +753,7 @@ static int conv_compute(cpu_ctx *ctx)
 		return rc;
 	if ((rc = conv_check(ctx, X, W, B, G)) != 0)
 		return rc;
+	j.xblk = j.yblk = 0;
 	rc = cpu_window_geom(&st->win, X->rank - 2, X->dims + 2, W->dims + 2, &j.g, ctx->err,
 			     ctx->errlen);
 	if (rc)

@@ -56,6 +56,9 @@ typedef struct conv_job {
 	/* another fused activation to apply (cpu_fuse_act_apply) to each
 	 * finished block of Y after bias and residual, or NULL */
 	const cpu_fusion *act;
+	/* x, and y with res, channel-blocked (NCHWc8): conv_wino.c's blocked
+	 * transforms (CONV_BLK_W3); 0 for every other kernel */
+	int xblk, yblk;
 } conv_job;
 
 /* Whether j's activation is a clamp a kernel applies as it stores each
@@ -156,7 +159,13 @@ int conv_nhwc_run(cpu_ctx *ctx, const conv_job *j, int64_t N, const float *x,
  * layers), each group one block. */
 /* CONV_BLK_PWS: a 1x1 one-group layer with a stride (no padding): ResNet's
  * and RegNet's projections. */
-enum { CONV_BLK_PW = 1, CONV_BLK_DW = 2, CONV_BLK_IN = 3, CONV_BLK_G8 = 4, CONV_BLK_PWS = 5 };
+/* CONV_BLK_W3: a 3x3 stride-1 layer Winograd takes (conv_wino_takes), its
+ * transforms reading and writing blocked values (no filter of its own:
+ * the Winograd one). */
+enum {
+	CONV_BLK_PW = 1, CONV_BLK_DW = 2, CONV_BLK_IN = 3, CONV_BLK_G8 = 4, CONV_BLK_PWS = 5,
+	CONV_BLK_W3 = 6,
+};
 /* CONV_BLK_IN: a one-group layer of at most this many input channels and
  * more than one tap (a first layer: RGB in), NCHW in, blocked out. */
 #define CONV_BLK_IN_MAX_C 4
@@ -169,6 +178,9 @@ int conv_blk_run(cpu_ctx *ctx, int kind, const conv_job *j, int64_t N, int64_t C
 		 const float *x, int x_blocked, const float *wpacked, const float *b, float *y,
 		 int y_blocked);
 int conv_blk_activated(const conv_job *j, int y_blocked);
+/* Whether conv_blk_run's 1x1 tile pays for C -> M channels over this many
+ * pixels an image (else conv.c runs the layer on plain copies). */
+int conv_blk_pw_fits(int64_t C, int64_t M, int64_t pixels);
 /* conv_taps.c: a dilated one-group convolution whose taps' in-image
  * outputs cover at most 60% of taps x outputs, as one product per tap
  * over the outputs it reads the image for (bias, residual and the fused
@@ -184,7 +196,15 @@ int conv_taps_run(cpu_ctx *ctx, const conv_job *j, int64_t N, const float *x, co
  * (3x3, stride 1, no dilation or conv_wino_dilated's, one group, constant
  * W); 0 or a status. */
 int conv_wino_prepare(cpu_node *node, conv_state *st, char *err, size_t n);
-/* One image: y = act(conv(x) + bias + res) by F(2x2, 3x3). */
+/* Whether a filter W (float32, or float16 run widened) of a layer of this
+ * window and group count qualifies (conv_wino_prepare's test, also
+ * conv_blk_kind's). */
+int conv_wino_takes(const cpu_tensor *W, const cpu_window *w, int64_t group);
+/* The L2 cache of a core in bytes, 0 when unknown (glibc reads it from
+ * cpuid on x86: no file, so also in the sandbox); conv_wino.c. */
+int64_t conv_l2_bytes(void);
+/* One image: y = act(conv(x) + bias + res) by F(2x2, 3x3), x and y (with
+ * res) in planes or channel-blocked (j->xblk, j->yblk; undilated). */
 /* Whether Winograd pays on this image: its transformed input (16 floats
  * per tile and channel) must stay near the caches; on large images the
  * direct forms win (a U-Net's 3x3 layers at 256x256 to 1024x1024: 2 to 5x). */

@@ -25,8 +25,9 @@
 #include "conv_impl.h"
 #include "gemm.h"
 #include "par.h"
+#include "vfloat.h"
 
-enum { XI = 16 };
+enum { XI = 16, CB8 = 8 };
 
 /* conv_wino_fits: tiles x input channels at most this (one transformed
  * input V_xi of up to 512 KiB; ResNet's 56x56x64 layers are 50176, DenseNet's
@@ -98,20 +99,17 @@ static int wino_pack(void *dst, size_t size, void *arg)
 	return 0;
 }
 
-int conv_wino_prepare(cpu_node *node, conv_state *st, char *err, size_t n)
+int conv_wino_takes(const cpu_tensor *W, const cpu_window *w, int64_t group)
 {
-	const cpu_tensor *W = cpu_node_const(node, 1);
-	const cpu_window *w = &st->win;
-	wino_arg a;
-	char fmt[48];
-
 	const char *env = getenv("ORTMK_CPU_WINOGRAD");
 
 	/* ORTMK_CPU_WINOGRAD=0 keeps the direct forms (for comparisons). */
 	if (env && strcmp(env, "0") == 0)
 		return 0;
-	if (!W || W->dtype != CPU_FLOAT || W->rank != 4 || W->dims[2] != 3 || W->dims[3] != 3 ||
-	    st->group != 1 || W->dims[0] < 16 || W->dims[1] < 8)
+	/* (a float16 filter: the node runs widened, cpu_f16.c, on a float32
+	 * copy) */
+	if (!W || (W->dtype != CPU_FLOAT && W->dtype != CPU_FLOAT16) || W->rank != 4 ||
+	    W->dims[2] != 3 || W->dims[3] != 3 || group != 1 || W->dims[0] < 16 || W->dims[1] < 8)
 		return 0;
 	/* At 16 input channels the sixteen products are 16 deep, shorter
 	 * than the tiles' loads and stores: conv_nhwc.c took 0.75-0.85x the
@@ -135,6 +133,17 @@ int conv_wino_prepare(cpu_node *node, conv_state *st, char *err, size_t n)
 		     w->pads[1] != w->dilations[0] || w->pads[2] != w->dilations[0] ||
 		     w->pads[3] != w->dilations[0]))
 			return 0;
+	return 1;
+}
+
+int conv_wino_prepare(cpu_node *node, conv_state *st, char *err, size_t n)
+{
+	const cpu_tensor *W = cpu_node_const(node, 1);
+	wino_arg a;
+	char fmt[48];
+
+	if (!conv_wino_takes(W, &st->win, st->group) || W->dtype != CPU_FLOAT)
+		return 0;
 	a.w = W->data;
 	a.M = W->dims[0];
 	a.C = W->dims[1];
@@ -305,6 +314,140 @@ static void output_transform(const float *restrict Mb, int64_t M, const cpu_geom
 	}
 }
 
+/* ---- channel-blocked values (cpu_layout.c: NCHWc8, each pixel's 8
+ * channels of a block consecutive), the same sums in the same order ---- */
+
+/* input_transform of a blocked x ([C/8][IH][IW][8]) for channel blocks
+ * [b0, b1): V[xi][t][c], tiles as rows (the GEMM reads V_xi as A), a
+ * tile's eight channels of a block one vector. */
+CPU_MULTIVERSION
+static void input_transform_blk(const float *x, int64_t b0, int64_t b1, int64_t C,
+				const cpu_geom *g, int64_t ty0, int64_t ty1, int64_t tw, float *V)
+{
+	static const float zero[CB8];
+	int64_t IH = g->in[1], IW = g->in[2], TC = (ty1 - ty0) * tw * C;
+
+	for (int64_t ty = ty0; ty < ty1; ty++)
+		for (int64_t b = b0; b < b1; b++) {
+			const float *xb = x + b * IH * IW * CB8;
+
+			for (int64_t tx = 0; tx < tw; tx++) {
+				int64_t y0 = 2 * ty - g->pb[1], x0 = 2 * tx - g->pb[2];
+				float *v = V + ((ty - ty0) * tw + tx) * C + b * CB8;
+				vf8 d[4][4], r[4][4];
+
+				for (int i = 0; i < 4; i++)
+					for (int k = 0; k < 4; k++) {
+						int64_t yy = y0 + i, xx = x0 + k;
+
+						d[i][k] = vf_load(yy >= 0 && yy < IH && xx >= 0 &&
+									  xx < IW ?
+								  xb + (yy * IW + xx) * CB8 : zero);
+					}
+				for (int k = 0; k < 4; k++) {     /* B^T d: rows */
+					r[0][k] = d[0][k] - d[2][k];
+					r[1][k] = d[1][k] + d[2][k];
+					r[2][k] = d[2][k] - d[1][k];
+					r[3][k] = d[1][k] - d[3][k];
+				}
+				for (int i = 0; i < 4; i++) {     /* (B^T d) B: columns */
+					vf_store(v + (4 * i) * TC, r[i][0] - r[i][2]);
+					vf_store(v + (4 * i + 1) * TC, r[i][1] + r[i][2]);
+					vf_store(v + (4 * i + 2) * TC, r[i][2] - r[i][1]);
+					vf_store(v + (4 * i + 3) * TC, r[i][1] - r[i][3]);
+				}
+			}
+		}
+}
+
+/* output_transform into a blocked y (and a blocked res): channels [m0,
+ * m1), multiples of 8, of the whole tile rows [t0, t1). */
+CPU_MULTIVERSION
+static void output_transform_blk(const float *restrict Mb, int64_t M, const cpu_geom *g,
+				 int64_t T, int64_t base, int64_t tw, int64_t t0, int64_t t1,
+				 int64_t m0, int64_t m1, const float *restrict bias,
+				 const float *res, int relu, float *y)
+{
+	int64_t OH = g->out[1], OW = g->out[2], TM = T * M, plane = OH * OW;
+	const vf8 zero = vf_splat(0.0f);
+
+	for (int64_t ty = t0 / tw; ty < t1 / tw; ty++)
+		for (int64_t m = m0; m < m1; m += CB8) {
+			vf8 bb = bias ? vf_load(bias + m) : zero;
+			float *yb = y + m * plane;
+			const float *rb = res ? res + m * plane : NULL;
+
+			for (int64_t tx = 0; tx < tw; tx++) {
+				const float *p = Mb + (ty * tw + tx - base) * M + m;
+				vf8 q[XI], o[4];
+
+				for (int xi = 0; xi < XI; xi++)
+					q[xi] = vf_load(p + xi * TM);
+				vf8 s00 = q[0] + q[1] + q[2], s01 = q[1] - q[2] - q[3];
+				vf8 s10 = q[4] + q[5] + q[6], s11 = q[5] - q[6] - q[7];
+				vf8 s20 = q[8] + q[9] + q[10], s21 = q[9] - q[10] - q[11];
+				vf8 s30 = q[12] + q[13] + q[14], s31 = q[13] - q[14] - q[15];
+
+				o[0] = s00 + s10 + s20 + bb;
+				o[1] = s01 + s11 + s21 + bb;
+				o[2] = s10 - s20 - s30 + bb;
+				o[3] = s11 - s21 - s31 + bb;
+				for (int i = 0; i < 4; i++) {
+					int64_t oy = 2 * ty + i / 2, ox = 2 * tx + i % 2, at;
+
+					if (oy >= OH || ox >= OW)
+						continue;
+					at = (oy * OW + ox) * CB8;
+					/* the residual read before y's pixel is
+					 * written: the plan may put y over it */
+					if (rb)
+						o[i] += vf_load(rb + at);
+					if (relu)
+						o[i] = vf_sel(o[i] < zero, zero, o[i]);
+					vf_store(yb + at, o[i]);
+				}
+			}
+		}
+}
+
+/* The transforms of j's layout: blocked (j->xblk, j->yblk) or planes. */
+static void transform_in(const conv_job *j, const float *x, int64_t c0, int64_t c1,
+			 int64_t ty0, int64_t ty1, int64_t tw, float *buf, float *V)
+{
+	if (j->xblk)
+		input_transform_blk(x, c0 / CB8, c1 / CB8, j->Cg, &j->g, ty0, ty1, tw, V);
+	else
+		input_transform(x, c0, c1, j->Cg, &j->g, ty0, ty1, tw, buf, V);
+}
+
+static void transform_out(const conv_job *j, const float *Mb, int64_t T, int64_t base,
+			  int64_t tw, int64_t t0, int64_t t1, int64_t m0, int64_t m1,
+			  const float *bias, const float *res, float *o, float *y)
+{
+	if (j->yblk)
+		output_transform_blk(Mb, j->Mg, &j->g, T, base, tw, t0, t1, m0, m1, bias, res,
+				     j->relu, y);
+	else
+		output_transform(Mb, j->Mg, &j->g, T, base, tw, t0, t1, m0, m1, bias, res,
+				 j->relu, o, y);
+}
+
+/* The GEMMs' A: V_xi stored [C, tiles] (read as A^T) from planes, [tiles,
+ * C] from blocked values. */
+static int64_t v_lda(const conv_job *j, int64_t T)
+{
+	return j->xblk ? j->Cg : T;
+}
+
+/* A part of n of [0, count) on block boundaries when blocked. */
+static void split8(int64_t count, int blocked, int64_t task, int64_t n, int64_t *a, int64_t *b)
+{
+	int64_t unit = blocked ? CB8 : 1, units = count / unit;
+
+	*a = units * task / n * unit;
+	*b = units * (task + 1) / n * unit;
+}
+
 /* The transforms split over the pool: input by channels, output by
  * tiles; each member has its own row buffer. */
 typedef struct wino_par {
@@ -318,10 +461,11 @@ typedef struct wino_par {
 static void in_task(void *arg, int64_t task, int member)
 {
 	const wino_par *w = arg;
-	int64_t C = w->j->Cg, c0 = C * task / w->chunks, c1 = C * (task + 1) / w->chunks;
+	int64_t c0, c1;
 
-	input_transform(w->x, c0, c1, C, &w->j->g, 0, w->th, w->tw,
-			w->bufs + (size_t)member * w->buf_floats, w->V);
+	split8(w->j->Cg, w->j->xblk, task, w->chunks, &c0, &c1);
+	transform_in(w->j, w->x, c0, c1, 0, w->th, w->tw, w->bufs + (size_t)member * w->buf_floats,
+		     w->V);
 }
 
 /* By output channels, not tiles: a tile writes 2x2 pixels of every
@@ -330,11 +474,11 @@ static void in_task(void *arg, int64_t task, int member)
 static void out_task(void *arg, int64_t task, int member)
 {
 	const wino_par *w = arg;
-	int64_t T = w->th * w->tw, M = w->j->Mg;
-	int64_t m0 = M * task / w->chunks, m1 = M * (task + 1) / w->chunks;
+	int64_t T = w->th * w->tw, m0, m1;
 
-	output_transform(w->Mb, M, &w->j->g, T, 0, w->tw, 0, T, m0, m1, w->bias, w->res,
-			 w->j->relu, w->bufs + (size_t)member * w->buf_floats, w->y);
+	split8(w->j->Mg, w->j->yblk, task, w->chunks, &m0, &m1);
+	transform_out(w->j, w->Mb, T, 0, w->tw, 0, T, m0, m1, w->bias, w->res,
+		      w->bufs + (size_t)member * w->buf_floats, w->y);
 }
 
 static void par_for(cpu_pool *pool, cpu_task_fn *fn, wino_par *w)
@@ -390,26 +534,29 @@ static void wino_pipe(wino_task *b, int64_t ty0, int64_t ty1, int part, int memb
 	float *c[XI];
 	gemm_batch batch = {XI, a, NULL, u, c, mem + b->g_off};
 
-	input_transform(w->x, 0, C, C, &j->g, ty0, ty1, tw, buf, V);
+	transform_in(j, w->x, 0, C, ty0, ty1, tw, buf, V);
 	for (int xi = 0; xi < XI; xi++) {
 		a[xi] = V + xi * T * C;
 		u[xi] = (const char *)b->st->wino + xi * b->st->wino_size;
 		c[xi] = Mb + xi * T * M;
 	}
-	if (gemm_compute_batch_part(T, M, C, T, 1, NULL, M, &batch, part, b->parts, &m0, &m1)) {
+	if (gemm_compute_batch_part(T, M, C, v_lda(j, T), !j->xblk, NULL, M, &batch, part,
+				    b->parts, &m0, &m1)) {
 		atomic_store(&b->failed, 1);
 		return;
 	}
 	if (m1 <= m0)
 		return;
-	output_transform(Mb, M, &j->g, T, ty0 * tw, tw, ty0 * tw, ty1 * tw, m0, m1, w->bias,
-			 w->res, j->relu, buf, w->y);
+	transform_out(j, Mb, T, ty0 * tw, tw, ty0 * tw, ty1 * tw, m0, m1, w->bias, w->res, buf,
+		      w->y);
 	if (j->act) {
 		int64_t OH = j->g.out[1], OW = j->g.out[2], r0 = 2 * ty0;
-		int64_t r1 = 2 * ty1 < OH ? 2 * ty1 : OH;
+		int64_t r1 = 2 * ty1 < OH ? 2 * ty1 : OH, unit = j->yblk ? CB8 : 1;
 
-		for (int64_t m = m0; m < m1 && r1 > r0; m++)
-			cpu_fuse_act_apply(j->act, w->y + m * OH * OW + r0 * OW, (r1 - r0) * OW);
+		/* a block's rows are consecutive, as a plane's */
+		for (int64_t m = m0; m < m1 && r1 > r0; m += unit)
+			cpu_fuse_act_apply(j->act, w->y + m * OH * OW + r0 * OW * unit,
+					   (r1 - r0) * OW * unit);
 	}
 }
 
@@ -436,7 +583,7 @@ static int wino_scratch(cpu_ctx *ctx, wino_task *b, int64_t T, int members)
 
 	b->m_off = align64(sizeof(float) * XI * (size_t)(T * C));
 	b->g_off = b->m_off + align64(sizeof(float) * XI * (size_t)(T * M));
-	b->b_off = b->g_off + align64(gemm_compute_batch_scratch(T, C, T, 1));
+	b->b_off = b->g_off + align64(gemm_compute_batch_scratch(T, C, v_lda(j, T), !j->xblk));
 	b->member_bytes = b->b_off + align64(sizeof(float) * b->w->buf_floats);
 	b->scratch = cpu_scratch(ctx, b->member_bytes * (size_t)members + 64);
 	if (!b->scratch)
@@ -479,9 +626,7 @@ static int64_t band_rows_in(int64_t budget, int64_t th, int64_t tw, int64_t C, i
 	return rows;
 }
 
-/* The L2 cache of a core in bytes, 0 when unknown (glibc reads it from
- * cpuid on x86: no file, so also in the sandbox). */
-static int64_t l2_bytes(void)
+int64_t conv_l2_bytes(void)
 {
 	static _Atomic int64_t l2 = -1;
 	int64_t v = atomic_load_explicit(&l2, memory_order_relaxed);
@@ -506,8 +651,8 @@ static int64_t band_rows(int64_t th, int64_t tw, int64_t C, int64_t M, int membe
 {
 	int64_t rows = band_rows_in(BAND_BYTES, th, tw, C, M, members);
 
-	if (!rows && l2_bytes() / 2 > BAND_BYTES)
-		rows = band_rows_in(l2_bytes() / 2, th, tw, C, M, members);
+	if (!rows && conv_l2_bytes() / 2 > BAND_BYTES)
+		rows = band_rows_in(conv_l2_bytes() / 2, th, tw, C, M, members);
 	return rows;
 }
 
@@ -679,15 +824,14 @@ int conv_wino_run(cpu_ctx *ctx, const conv_state *st, const conv_job *j, const f
 	w.Mb = Mb;
 	w.bufs = bufs;
 	par_for(ctx->pool, in_task, &w);
-	/* V_xi is stored [C, tiles]: the GEMM reads it as A^T.  The 16
-	 * products are one batch: on a small image (7x7: 16 tiles) each is
-	 * too thin to split over threads. */
+	/* The 16 products are one batch: on a small image (7x7: 16 tiles)
+	 * each is too thin to split over threads. */
 	for (int xi = 0; xi < XI; xi++) {
 		a[xi] = V + xi * T * C;
 		u[xi] = (const char *)st->wino + xi * st->wino_size;
 		c[xi] = Mb + xi * T * M;
 	}
-	if (gemm_compute_batch(ctx->pool, T, M, C, T, 1, NULL, M, &batch))
+	if (gemm_compute_batch(ctx->pool, T, M, C, v_lda(j, T), !j->xblk, NULL, M, &batch))
 		return cpu_fail(ctx, CPU_E_INTERNAL, "Winograd GEMM failed");
 	par_for(ctx->pool, out_task, &w);
 	/* a small image, in cache: the other activations after the whole */
