@@ -241,6 +241,24 @@ CASES = {
         dict(op="w3", m=64, act="relu"),
         dict(op="w3", m=64, add=4),
     ], 4),
+    # dilated 3x3 layers (FCN's and DeepLab's ResNet stages): Winograd on
+    # the phases' sub-images side by side (conv_wino_dilated), gathered
+    # from and scattered to blocked values, dilation 2 and 4, a residual
+    "winograd_dilated": ((1, 32, 23, 21), [
+        dict(op="pw", m=64, act="relu"),
+        dict(op="w3", m=64, dil=2, pads=(2, 2, 2, 2), act="relu"),
+        dict(op="w3", m=64, dil=4, pads=(4, 4, 4, 4), add=0, act="relu"),
+        dict(op="pw", m=16),
+    ], 3),
+    # 1x1 layers of more than 256 input channels on more pixels than a
+    # chunk of all of them: on AVX-512 the channels in slices, partial sums
+    # between them (34 blocks: a slice and two blocks; 17 pairs: one left
+    # to the ymm tile), a residual and HardSwish in the last slice's store
+    "channel_slices": ((1, 272, 37, 36), [
+        dict(op="pw", m=272, act="relu"),
+        dict(op="pw", m=272, add=0, act="hardswish"),
+        dict(op="pw", m=24),
+    ], 2),
     # strided 1x1 layers (CONV_BLK_PWS: ResNet's and RegNet's projections)
     # on blocked input, stride 2 and 2 x 1, one with a residual after it;
     # a first layer of stride 1 x 2

@@ -666,7 +666,7 @@ static int conv_blk_try(cpu_ctx *ctx, const conv_state *st, const conv_job *j, i
 	unsigned lay = ctx->node->layout;
 	int y_blk = (lay & CPU_LAYOUT_OUT_BLK8) != 0, rc;
 	const cpu_geom *g = &j->g;
-	int ok = X->rank == 4 && g->d[1] == 1 && g->d[2] == 1;
+	int ok = X->rank == 4 && (st->blk_kind == CONV_BLK_W3 || (g->d[1] == 1 && g->d[2] == 1));
 
 	if (st->blk_kind == CONV_BLK_PW || st->blk_kind == CONV_BLK_PWS)
 		ok &= G == 1 && g->k[1] == 1 && g->k[2] == 1 && g->pb[1] == 0 && g->pb[2] == 0 &&
@@ -677,8 +677,10 @@ static int conv_blk_try(cpu_ctx *ctx, const conv_state *st, const conv_job *j, i
 	else if (st->blk_kind == CONV_BLK_G8)
 		ok &= G > 1 && j->Cg == 8 && j->Mg == 8;
 	else if (st->blk_kind == CONV_BLK_W3)
-		ok &= G == 1 && g->k[1] == 3 && g->k[2] == 3 && g->s[1] == 1 && g->s[2] == 1 &&
-		      conv_wino_fits(j, cpu_pool_threads(ctx->pool));
+		ok &= G == 1 &&
+		      (g->d[1] > 1 ? conv_wino_dilated_fits(j, cpu_pool_threads(ctx->pool)) :
+		       g->k[1] == 3 && g->k[2] == 3 && g->s[1] == 1 && g->s[2] == 1 &&
+		       g->d[2] == 1 && conv_wino_fits(j, cpu_pool_threads(ctx->pool)));
 	else
 		ok &= j->Cg == 1 && j->Mg == 1;
 	if (!ok || (y_blk && fr->add && !fr->add_inline))
@@ -695,9 +697,9 @@ static int conv_blk_try(cpu_ctx *ctx, const conv_state *st, const conv_job *j, i
 		for (int64_t b = 0; b < N; b++) {
 			const float *res = jb.res ? (const float *)jb.res->data + b * M * j->osz : NULL;
 
-			if ((rc = conv_wino_run(ctx, st, &jb, (const float *)X->data + b * j->Cg * isz,
-						B ? B->data : NULL, res,
-						(float *)fr->y->data + b * M * j->osz)) != 0)
+			if ((rc = (g->d[1] > 1 ? conv_wino_dilated : conv_wino_run)(
+				     ctx, st, &jb, (const float *)X->data + b * j->Cg * isz,
+				     B ? B->data : NULL, res, (float *)fr->y->data + b * M * j->osz)) != 0)
 				return rc;
 		}
 		return cpu_fuse_end(ctx, fr, 1);

@@ -68,12 +68,15 @@
  * 2048 -> 512 at 7 x 7 in chunks of 12 pixels streamed its 4 MB filter
  * five times (1.3 ms; 0.9 whole, as the GEMM). */
 #define PW_CHUNK_BYTES (128 << 10)
-/* A filter of more bytes than this streams from memory for each chunk: the
- * tile reads it and the input from L2 with no blocking of the channels,
- * and FCN's 2048 -> 512 at 65 x 65 took 2.7x the GEMM's time, 1024 -> 256
- * 2.2x; such a layer on more pixels than a chunk runs on plain copies
- * (conv_blk_pw_fits). */
+/* A filter of more bytes than this streams from memory for each chunk
+ * where the channels are not sliced (the ymm tile: AVX2 CPUs): the tile
+ * reads it and the input from L2, and FCN's 2048 -> 512 at 65 x 65 took
+ * 2.7x the GEMM's time, 1024 -> 256 2.2x; such a layer on more pixels
+ * than a chunk runs on plain copies there (conv_blk_pw_fits).  Sliced,
+ * 512 -> 2048 and 2048 -> 512 at 65 x 65 took the GEMM's time. */
 #define PW_MAX_STREAMED ((int64_t)512 << 10)
+/* Input blocks a slice of the channels (pw_range, AVX-512) */
+#define PW_KSLICE 32
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define CB_X86 1
@@ -115,6 +118,9 @@ int conv_blk_kind(const Onnx__NodeProto *p, const cpu_tensor *W)
 	Cg = W->dims[1];
 	if (M < CB || M % CB)
 		return 0;
+	/* (dilated too: conv_wino_dilated's sub-images) */
+	if (group == 1 && Cg % CB == 0 && conv_wino_takes(W, &win, group))
+		return CONV_BLK_W3;
 	for (int i = 0; i < win.n_dilations; i++)
 		if (win.dilations[i] != 1)
 			return 0;
@@ -125,8 +131,6 @@ int conv_blk_kind(const Onnx__NodeProto *p, const cpu_tensor *W)
 	no_pad &= win.auto_pad == CPU_PAD_NOTSET || win.auto_pad == CPU_PAD_VALID;
 	if (group == 1 && Cg % CB == 0 && W->dims[2] == 1 && W->dims[3] == 1 && no_pad)
 		return ones ? CONV_BLK_PW : CONV_BLK_PWS;
-	if (group == 1 && Cg % CB == 0 && conv_wino_takes(W, &win, group))
-		return CONV_BLK_W3;
 	if (group == M && Cg == 1)
 		return CONV_BLK_DW;
 	if (group > 1 && Cg == CB && M == group * CB)
@@ -195,6 +199,8 @@ typedef struct blk_job {
 	int64_t C, M, P, OP;      /* channels, input and output pixels an image */
 	/* 1x1: pixel chunks of `chunk`, pairs of output blocks in groups */
 	int64_t chunk, chunks, pairs, pgroups, group_pairs;
+	int64_t kslice;           /* input blocks a slice (pw_range), 0: all at once */
+	float *acc;               /* per member: a chunk's partial sums (chunk x M) */
 	/* depthwise and first layers: output rows in bands */
 	int64_t band_rows, bands;
 	int64_t PHd, PWd;         /* first layers: the padded planes */
@@ -427,17 +433,54 @@ block_bias512(const blk_job *d, int64_t ob, int nb, __m512 *b0, __m512 *b1)
 		*b1 = _mm512_maskz_loadu_ps(nb > 3 ? 0xffff : 0x00ff, d->b + ob * CB + PW_M);
 }
 
+/* A pixel's pair h of output blocks (pair_out512's) as partial sums from
+ * acc (its blocks abs floats apart), and back. */
+static inline __attribute__((always_inline)) CB_T512 __m512
+pair_in512(const float *acc, int64_t abs, int h, int nb)
+{
+	return ld2(acc + 2 * h * abs, acc + (2 * h + (nb > 2 * h + 1)) * abs);
+}
+
+static inline __attribute__((always_inline)) CB_T512 void
+pair_raw512(float *acc, int64_t abs, int h, int nb, __m512 v)
+{
+	float *a = acc + 2 * h * abs;
+
+	if (nb > 2 * h + 1)
+		st2(a, a + abs, v);
+	else
+		_mm256_storeu_ps(a, _mm512_castps512_ps256(v));
+}
+
+/* pw_tile512's part of the input channels (pw_range's slices): the
+ * accumulators start from the bias or from the partial sums in acc
+ * (PW_FROM_ACC), and end in y (with the residual and the activation) or
+ * as partial sums in acc (PW_TO_ACC). */
+enum { PW_FROM_ACC = 1, PW_TO_ACC = 2 };
+
 /* NP pixels (x: the first's channels, blocks PP floats apart) times the
  * nb (3 or 4) output blocks from y[0] (each of the blocks P * CB floats
- * after the one before, as the residual r), filter pairs at w and w + ws. */
+ * after the one before, as the residual r), filter pairs at w and w + ws;
+ * acc: the partial sums of the same pixels and blocks (blocks abs floats
+ * apart) when mode says. */
 static inline __attribute__((always_inline)) CB_T512 void
 pw_tile512(const blk_job *d, const float *x, int64_t planes, int64_t PP, const float *w,
 	   int64_t ws, const int NP, int nb, __m512 b0, __m512 b1, float *y, const float *r,
-	   int64_t bs)
+	   int64_t bs, float *acc, int64_t abs, int mode)
 {
 	__m512 a00 = b0, a01 = b1, a10 = b0, a11 = b1, a20 = b0, a21 = b1, a30 = b0, a31 = b1;
 	__m512 a40 = b0, a41 = b1, a50 = b0, a51 = b1, a60 = b0, a61 = b1, a70 = b0, a71 = b1;
 
+	if (mode & PW_FROM_ACC) {
+#define PW_IN(p, a0, a1)                                                                   \
+	if (NP > (p)) {                                                                    \
+		a0 = pair_in512(acc + (p) * CB, abs, 0, nb);                               \
+		a1 = pair_in512(acc + (p) * CB, abs, 1, nb);                               \
+	}
+		PW_IN(0, a00, a01) PW_IN(1, a10, a11) PW_IN(2, a20, a21) PW_IN(3, a30, a31)
+		PW_IN(4, a40, a41) PW_IN(5, a50, a51) PW_IN(6, a60, a61) PW_IN(7, a70, a71)
+#undef PW_IN
+	}
 	for (int64_t c = 0; c < planes; c++) {
 		const float *xr = x + c * PP;
 
@@ -455,6 +498,17 @@ pw_tile512(const blk_job *d, const float *x, int64_t planes, int64_t PP, const f
 #undef PW_PX
 		}
 	}
+	if (mode & PW_TO_ACC) {
+#define PW_RAW(p, a0, a1)                                                                  \
+	if (NP > (p)) {                                                                    \
+		pair_raw512(acc + (p) * CB, abs, 0, nb, a0);                               \
+		pair_raw512(acc + (p) * CB, abs, 1, nb, a1);                               \
+	}
+		PW_RAW(0, a00, a01) PW_RAW(1, a10, a11) PW_RAW(2, a20, a21) PW_RAW(3, a30, a31)
+		PW_RAW(4, a40, a41) PW_RAW(5, a50, a51) PW_RAW(6, a60, a61) PW_RAW(7, a70, a71)
+#undef PW_RAW
+		return;
+	}
 	__m512 lo = _mm512_set1_ps(d->lo), hi = _mm512_set1_ps(d->hi);
 #define PW_OUT(p, a0, a1)                                                                  \
 	if (NP > (p)) {                                                                    \
@@ -468,25 +522,28 @@ pw_tile512(const blk_job *d, const float *x, int64_t planes, int64_t PP, const f
 }
 
 /* Pixels [p0, p1) of image n, output blocks 2q to 2q + 3 (2q + 2 the
- * last when the blocks end there). */
-static CB_T512 void pw_run2(const blk_job *d, int64_t n, int64_t q, int64_t p0, int64_t p1)
+ * last when the blocks end there), over input blocks [c0, c1); acc: this
+ * member's partial sums of the chunk (pw_range), mode pw_tile512's. */
+static CB_T512 void pw_run2(const blk_job *d, int64_t n, int64_t q, int64_t p0, int64_t p1,
+			    int64_t c0, int64_t c1, float *acc, int mode)
 {
-	int64_t P = d->P, mb = d->M / CB, ob = 2 * q, bs = P * CB;
+	int64_t P = d->P, mb = d->M / CB, ob = 2 * q, bs = P * CB, abs = d->chunk * CB;
 	int nb = ob + 3 < mb ? 4 : 3;
-	const float *w = d->w + q * d->C * PW_M;
-	const float *x = d->x + n * d->C * P + p0 * CB;
+	const float *w = d->w + q * d->C * PW_M + c0 * CB * PW_M;
+	const float *x = d->x + n * d->C * P + c0 * bs + p0 * CB;
 	float *y = d->y + (n * mb + ob) * bs + p0 * CB;
 	const float *r = d->res ? d->res + (n * mb + ob) * bs + p0 * CB : NULL;
 	__m512 b0, b1;
 
+	acc = acc ? acc + ob * abs : NULL;
 	block_bias512(d, ob, nb, &b0, &b1);
 	for (int64_t p = 0; p < p1 - p0; p += PW_P2) {
 		int np = (int)(p1 - p0 - p < PW_P2 ? p1 - p0 - p : PW_P2);
 		int64_t o = p * CB;
 
 #define T2(np_)                                                                            \
-	pw_tile512(d, x + o, d->C / CB, bs, w, d->C * PW_M, np_, nb, b0, b1, y + o,          \
-		   r ? r + o : NULL, bs)
+	pw_tile512(d, x + o, c1 - c0, bs, w, d->C * PW_M, np_, nb, b0, b1, y + o,            \
+		   r ? r + o : NULL, bs, acc ? acc + o : NULL, abs, mode)
 		switch (np) {
 		case 8: T2(8); break;
 		case 7: T2(7); break;
@@ -499,28 +556,41 @@ static CB_T512 void pw_run2(const blk_job *d, int64_t n, int64_t q, int64_t p0, 
 		}
 #undef T2
 	}
-	if (d->act)
+	if (d->act && !(mode & PW_TO_ACC))
 		for (int k = 0; k < nb; k++)
 			cpu_fuse_act_apply(d->act, y + k * bs, (p1 - p0) * CB);
 }
 
-/* Items: (image, pixel chunk, group of block pairs), group fastest. */
+/* Items: (image, pixel chunk, group of block pairs), group fastest.  With
+ * d->kslice, the input channels in slices of that many blocks, each
+ * slice through every pair of the item before the next (its part of the
+ * input and of the filter stay in cache), the partial sums in the
+ * member's d->acc; a pair left alone (the ymm tile) takes every channel
+ * at once, after. */
 static void pw_range(void *arg, int64_t i0, int64_t i1, int member)
 {
 	const blk_job *d = arg;
+	int64_t blocks = d->C / CB, ks = d->kslice ? d->kslice : blocks;
+	float *acc = d->kslice ? d->acc + (size_t)member * (size_t)(d->chunk * d->M) : NULL;
 
-	(void)member;
 	for (int64_t it = i0; it < i1; it++) {
 		int64_t grp = it % d->pgroups, ch = it / d->pgroups % d->chunks;
 		int64_t n = it / d->pgroups / d->chunks;
 		int64_t p0 = ch * d->chunk, p1 = p0 + d->chunk < d->P ? p0 + d->chunk : d->P;
+		int64_t q0 = grp * d->group_pairs;
+		int64_t q1 = (grp + 1) * d->group_pairs < d->pairs ? (grp + 1) * d->group_pairs :
+								      d->pairs;
 
-		for (int64_t q = grp * d->group_pairs; q < d->pairs && q < (grp + 1) * d->group_pairs;
-		     q++) {
-			if (d->zmm && q + 1 < d->pairs && q + 1 < (grp + 1) * d->group_pairs)
-				pw_run2(d, n, q++, p0, p1);
-			else
-				pw_run(d, n, q, p0, p1);
+		for (int64_t c0 = 0; c0 < blocks; c0 += ks) {
+			int64_t c1 = c0 + ks < blocks ? c0 + ks : blocks;
+			int mode = (c0 > 0 ? PW_FROM_ACC : 0) | (c1 < blocks ? PW_TO_ACC : 0);
+
+			for (int64_t q = q0; q < q1; q++) {
+				if (d->zmm && q + 1 < q1)
+					pw_run2(d, n, q++, p0, p1, c0, c1, acc, mode);
+				else if (c1 == blocks)
+					pw_run(d, n, q, p0, p1);
+			}
 		}
 	}
 }
@@ -571,16 +641,24 @@ static int64_t pw_chunk(int64_t C)
 
 int conv_blk_pw_fits(int64_t C, int64_t M, int64_t pixels)
 {
-	return (int64_t)sizeof(float) * C * M <= PW_MAX_STREAMED ||
+	return gemm_isa_best() == GEMM_ISA_AVX512 ||   /* pw_range's channel slices */
+	       (int64_t)sizeof(float) * C * M <= PW_MAX_STREAMED ||
 	       pixels <= pw_chunk(C);
 }
 
-static void pw_schedule(cpu_ctx *ctx, blk_job *d, int64_t N)
+static int pw_schedule(cpu_ctx *ctx, blk_job *d, int64_t N)
 {
 	int members = cpu_par_members(ctx);
 	int64_t chunk = pw_chunk(d->C);
 
 	d->pairs = (d->M / CB + 1) / 2;
+	/* More pixels than a chunk of every channel: the channels in slices,
+	 * chunks of a slice's input and the partial sums */
+	d->kslice = 0;
+	if (d->zmm && d->C / CB > PW_KSLICE && d->P > chunk) {
+		d->kslice = PW_KSLICE;
+		chunk = pw_chunk(PW_KSLICE * CB + d->M);
+	}
 	d->chunks = (d->P + chunk - 1) / chunk;
 	/* at least two items a member where the work allows, by pixel chunks
 	 * first (each reads the whole filter), then by groups of pairs */
@@ -602,9 +680,13 @@ static void pw_schedule(cpu_ctx *ctx, blk_job *d, int64_t N)
 	d->pgroups = (d->pairs + d->group_pairs - 1) / d->group_pairs;
 	if (members > 1 && N * d->chunks < 2 * members)
 		pw_balance(d, N, members, chunk);
+	if (d->kslice &&
+	    !(d->acc = cpu_scratch(ctx, (size_t)members * (size_t)(d->chunk * d->M) * sizeof(float))))
+		return CPU_E_NOMEM;
 	/* ~0.012 ns a multiply-add (two FMA ports of eight lanes, 3 GHz, 80%) */
 	cpu_par_for(ctx, N * d->chunks * d->pgroups,
 		    0.012 * (double)(d->C * d->group_pairs * PW_M * d->chunk), 1, pw_range, d);
+	return 0;
 }
 
 /* ---- first layers on AVX-512 --------------------------------------------- */
@@ -1132,7 +1214,10 @@ int conv_blk_run(cpu_ctx *ctx, int kind, const conv_job *j, int64_t N, int64_t C
 		kind = CONV_BLK_PW;
 	}
 	if (kind == CONV_BLK_PW) {
-		pw_schedule(ctx, &d, N);
+		int rc = pw_schedule(ctx, &d, N);
+
+		if (rc)
+			return rc;
 	} else if (kind == CONV_BLK_IN || kind == CONV_BLK_G8 || kind == CONV_BLK_PWS) {
 		int rc = in_schedule(ctx, &d, N);
 

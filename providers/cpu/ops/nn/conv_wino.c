@@ -900,9 +900,11 @@ int conv_wino_dilated_fits(const conv_job *j, int members)
 	return 4 * ((d.Ws + 1) / 2) >= 3 * (d.P / 2) && conv_wino_fits(&ds, members);
 }
 
-/* Channels [c0, c1): the phases' sub-images side by side into xs (pixel
+/* Channels [c0, c1) (blocks of 8 when j->xblk): the phases' sub-images
+ * side by side into xs (pixel
  * px + D q of input row py + D i is pixel q of sub-image (py, px)'s row
  * i). */
+CPU_MULTIVERSION
 static void dil_gather(void *arg, int64_t c0, int64_t c1, int member)
 {
 	const wino_dil *d = arg;
@@ -910,6 +912,24 @@ static void dil_gather(void *arg, int64_t c0, int64_t c1, int member)
 	int64_t H = g->in[1], W = g->in[2], D = d->D, Wst = D * D * d->P;
 
 	(void)member;
+	if (d->j->xblk) {   /* c0, c1: blocks; a pixel's 8 channels moved together */
+		for (int64_t c = c0; c < c1; c++) {
+			const float *xc = d->x + c * H * W * CB8;
+			float *xo = d->xs + c * d->Hs * Wst * CB8;
+
+			memset(xo, 0, sizeof(float) * (size_t)(d->Hs * Wst * CB8));
+			for (int64_t r = 0; r < H; r++) {
+				const float *row = xc + r * W * CB8;
+				float *o = xo + (r / D * Wst + r % D * D * d->P) * CB8;
+
+				for (int64_t px = 0; px < D; px++)
+					for (int64_t q = 0, w = px; w < W; q++, w += D)
+						vf_store(o + (px * d->P + q) * CB8,
+							 vf_load(row + w * CB8));
+			}
+		}
+		return;
+	}
 	for (int64_t c = c0; c < c1; c++) {
 		const float *xc = d->x + c * H * W;
 		float *xo = d->xs + c * d->Hs * Wst;
@@ -926,8 +946,10 @@ static void dil_gather(void *arg, int64_t c0, int64_t c1, int member)
 	}
 }
 
-/* Output channels [m0, m1): the sub-images' outputs back to their pixels,
+/* Output channels [m0, m1) (blocks of 8 when j->yblk): the sub-images'
+ * outputs back to their pixels,
  * a row at a time with the residual added, then Relu over the row. */
+CPU_MULTIVERSION
 static void dil_scatter(void *arg, int64_t m0, int64_t m1, int member)
 {
 	const wino_dil *d = arg;
@@ -936,6 +958,32 @@ static void dil_scatter(void *arg, int64_t m0, int64_t m1, int member)
 	int relu = d->j->relu;
 
 	(void)member;
+	if (d->j->yblk) {   /* m0, m1: blocks */
+		const vf8 zero = vf_splat(0.0f);
+
+		for (int64_t m = m0; m < m1; m++) {
+			const float *yc = d->ys + m * d->Hs * Wst * CB8;
+			const float *rc = d->res ? d->res + m * H * W * CB8 : NULL;
+			float *yo = d->y + m * H * W * CB8;
+
+			for (int64_t r = 0; r < H; r++) {
+				const float *s = yc + (r / D * Wst + r % D * D * d->P) * CB8;
+
+				for (int64_t px = 0; px < D; px++)
+					for (int64_t q = 0, w = px; w < W; q++, w += D) {
+						int64_t at = (r * W + w) * CB8;
+						vf8 v = vf_load(s + (px * d->P + q) * CB8);
+
+						if (rc)
+							v += vf_load(rc + at);
+						if (relu)
+							v = vf_sel(v < zero, zero, v);
+						vf_store(yo + at, v);
+					}
+			}
+		}
+		return;
+	}
 	for (int64_t m = m0; m < m1; m++) {
 		const float *yc = d->ys + m * d->Hs * Wst;
 		const float *rc = d->res ? d->res + m * H * W : NULL;
@@ -976,11 +1024,13 @@ int conv_wino_dilated(cpu_ctx *ctx, const conv_state *st, const conv_job *j, con
 	d.ys = cpu_scratch(ctx, sizeof(float) * (size_t)(d.M * ds.osz));
 	if (!d.xs || !d.ys)
 		return CPU_E_NOMEM;
-	/* ~0.5 ns a float moved */
-	cpu_par_for(ctx, d.C, 0.5 * (double)ds.osz, 1, dil_gather, &d);
+	/* ~0.5 ns a float moved; blocked, by blocks of 8 channels */
+	cpu_par_for(ctx, j->xblk ? d.C / CB8 : d.C, 0.5 * (double)ds.osz * (j->xblk ? CB8 : 1), 1,
+		    dil_gather, &d);
 	if ((rc = conv_wino_run(ctx, st, &ds, d.xs, bias, NULL, d.ys)) != 0)
 		return rc;
-	cpu_par_for(ctx, d.M, 0.5 * (double)ds.osz, 1, dil_scatter, &d);
+	cpu_par_for(ctx, j->yblk ? d.M / CB8 : d.M, 0.5 * (double)ds.osz * (j->yblk ? CB8 : 1), 1,
+		    dil_scatter, &d);
 	if (j->act)
 		cpu_fuse_act_apply(j->act, y, j->Mg * j->osz);
 	return 0;
