@@ -64,9 +64,12 @@
 #define PW_M 16       /* output channels a 1x1 tile: two blocks */
 #define PW_P 6        /* pixels a 1x1 tile */
 /* A task's input pixels (all channels), at most: this, or half the L2
- * where that is more.  Each chunk reads the whole filter: ResNet-50's
- * 2048 -> 512 at 7 x 7 in chunks of 12 pixels streamed its 4 MB filter
- * five times (1.3 ms; 0.9 whole, as the GEMM). */
+ * where the filter outgrows that half, and for the channel slices' chunks
+ * (pw_schedule).  Each chunk reads the whole filter: ResNet-50's 2048 ->
+ * 512 at 7 x 7 in chunks of 12 pixels streamed its 4 MB filter five times
+ * (1.3 ms; 0.9 whole, as the GEMM).  Chunks of half the L2 for small
+ * filters lost the input from the L2 between pairs: MobileNetV2's 16 ->
+ * 96 at 112 x 112 0.54 -> 0.85 ms. */
 #define PW_CHUNK_BYTES (128 << 10)
 /* A filter of more bytes than this streams from memory for each chunk
  * where the channels are not sliced (the ymm tile: AVX2 CPUs): the tile
@@ -631,9 +634,10 @@ static void pw_balance(blk_job *d, int64_t N, int members, int64_t most)
 }
 
 /* A 1x1 layer's pixels a chunk (pw_schedule) for C input channels. */
-static int64_t pw_chunk(int64_t C)
+static int64_t pw_chunk(int64_t C, int64_t filter_bytes)
 {
-	int64_t bytes = conv_l2_bytes() / 2 > PW_CHUNK_BYTES ? conv_l2_bytes() / 2 : PW_CHUNK_BYTES;
+	int64_t half = conv_l2_bytes() / 2;
+	int64_t bytes = filter_bytes > half && half > PW_CHUNK_BYTES ? half : PW_CHUNK_BYTES;
 	int64_t chunk = bytes / (C * (int64_t)sizeof(float)) / PW_P * PW_P;
 
 	return chunk < PW_P ? PW_P : chunk;
@@ -643,13 +647,13 @@ int conv_blk_pw_fits(int64_t C, int64_t M, int64_t pixels)
 {
 	return gemm_isa_best() == GEMM_ISA_AVX512 ||   /* pw_range's channel slices */
 	       (int64_t)sizeof(float) * C * M <= PW_MAX_STREAMED ||
-	       pixels <= pw_chunk(C);
+	       pixels <= pw_chunk(C, (int64_t)sizeof(float) * C * M);
 }
 
 static int pw_schedule(cpu_ctx *ctx, blk_job *d, int64_t N)
 {
 	int members = cpu_par_members(ctx);
-	int64_t chunk = pw_chunk(d->C);
+	int64_t chunk = pw_chunk(d->C, (int64_t)sizeof(float) * d->C * d->M);
 
 	d->pairs = (d->M / CB + 1) / 2;
 	/* More pixels than a chunk of every channel: the channels in slices,
@@ -657,7 +661,7 @@ static int pw_schedule(cpu_ctx *ctx, blk_job *d, int64_t N)
 	d->kslice = 0;
 	if (d->zmm && d->C / CB > PW_KSLICE && d->P > chunk) {
 		d->kslice = PW_KSLICE;
-		chunk = pw_chunk(PW_KSLICE * CB + d->M);
+		chunk = pw_chunk(PW_KSLICE * CB + d->M, INT64_MAX);
 	}
 	d->chunks = (d->P + chunk - 1) / chunk;
 	/* at least two items a member where the work allows, by pixel chunks
