@@ -241,6 +241,15 @@ CASES = {
         dict(op="w3", m=64, act="relu"),
         dict(op="w3", m=64, add=4),
     ], 4),
+    # ... on an image Winograd does not take (fewer than 64 input channels,
+    # more tiles x channels than its bound): conv_nhwc.c reading and
+    # writing the blocked values, with Relu, a residual and HardSwish
+    "winograd_large": ((1, 32, 132, 130), [
+        dict(op="pw", m=32, act="relu"),
+        dict(op="w3", m=48, act="relu"),
+        dict(op="w3", m=48, add=1, act="hardswish"),
+        dict(op="pw", m=16),
+    ], 3),
     # dilated 3x3 layers (FCN's and DeepLab's ResNet stages): Winograd on
     # the phases' sub-images side by side (conv_wino_dilated), gathered
     # from and scattered to blocked values, dilation 2 and 4, a residual

@@ -664,7 +664,7 @@ static int conv_blk_try(cpu_ctx *ctx, const conv_state *st, const conv_job *j, i
 			cpu_fuse_run *fr)
 {
 	unsigned lay = ctx->node->layout;
-	int y_blk = (lay & CPU_LAYOUT_OUT_BLK8) != 0, rc;
+	int y_blk = (lay & CPU_LAYOUT_OUT_BLK8) != 0, rc, wino = 0;
 	const cpu_geom *g = &j->g;
 	int ok = X->rank == 4 && (st->blk_kind == CONV_BLK_W3 || (g->d[1] == 1 && g->d[2] == 1));
 
@@ -677,10 +677,13 @@ static int conv_blk_try(cpu_ctx *ctx, const conv_state *st, const conv_job *j, i
 	else if (st->blk_kind == CONV_BLK_G8)
 		ok &= G > 1 && j->Cg == 8 && j->Mg == 8;
 	else if (st->blk_kind == CONV_BLK_W3)
-		ok &= G == 1 &&
-		      (g->d[1] > 1 ? conv_wino_dilated_fits(j, cpu_pool_threads(ctx->pool)) :
-		       g->k[1] == 3 && g->k[2] == 3 && g->s[1] == 1 && g->s[2] == 1 &&
-		       g->d[2] == 1 && conv_wino_fits(j, cpu_pool_threads(ctx->pool)));
+		ok &= G == 1 && ((wino = g->d[1] > 1 ?
+					  conv_wino_dilated_fits(j, cpu_pool_threads(ctx->pool)) :
+					  g->k[1] == 3 && g->k[2] == 3 && g->s[1] == 1 &&
+					  g->s[2] == 1 && g->d[2] == 1 &&
+					  conv_wino_fits(j, cpu_pool_threads(ctx->pool))) ||
+				 (g->in[0] == 1 && g->d[1] == 1 && g->d[2] == 1 &&
+				  conv_nhwc_fits(j, G)));
 	else
 		ok &= j->Cg == 1 && j->Mg == 1;
 	if (!ok || (y_blk && fr->add && !fr->add_inline))
@@ -694,6 +697,21 @@ static int conv_blk_try(cpu_ctx *ctx, const conv_state *st, const conv_job *j, i
 
 		jb.xblk = (lay & CPU_LAYOUT_IN_BLK8) != 0;
 		jb.yblk = y_blk;
+		/* An image Winograd does not take (a U-Net's large ones):
+		 * conv_nhwc.c, whose band transposition and row stores read and
+		 * write the blocked order too, the filter laid out now (the
+		 * unblocked fallback's two reorders took a fifth of unet_1024) */
+		if (!wino) {
+			float *wp = cpu_scratch(ctx, conv_nhwc_wsize(j->Mg, j->Cg, 9));
+
+			if (!wp)
+				return CPU_E_NOMEM;
+			conv_nhwc_pack(st->blk_src, j->Mg, j->Cg, 9, wp);
+			if ((rc = conv_nhwc_run(ctx, &jb, N, X->data, wp, B ? B->data : NULL,
+						fr->y->data)) != 0)
+				return rc;
+			return cpu_fuse_end(ctx, fr, 1);
+		}
 		for (int64_t b = 0; b < N; b++) {
 			const float *res = jb.res ? (const float *)jb.res->data + b * M * j->osz : NULL;
 

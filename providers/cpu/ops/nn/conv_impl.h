@@ -132,7 +132,9 @@ int conv_direct_run(cpu_ctx *ctx, const conv_job *j, int64_t N, const float *x,
  * a CPU whose best ISA is AVX2 + FMA (ORTMK_CPU_CONV_NHWC=0 turns it
  * off; on AVX-512 a 3x3 filter only with few channels, a large image or a
  * stride: `strided`, any stride above 1).  The filter is laid out by
- * conv_nhwc_pack into conv_nhwc_wsize bytes. */
+ * conv_nhwc_pack into conv_nhwc_wsize bytes.  x and y (with its residual)
+ * may be channel-blocked (j->xblk, j->yblk; 2-D, multiples of 8
+ * channels): the large images of CONV_BLK_W3 layers. */
 #define CONV_NHWC_MIN_C 16
 #define CONV_NHWC_MIN_M 16
 int conv_nhwc_takes(int64_t Cg, int64_t taps, int64_t Mg, int strided);
@@ -204,7 +206,8 @@ int conv_wino_takes(const cpu_tensor *W, const cpu_window *w, int64_t group);
  * cpuid on x86: no file, so also in the sandbox); conv_wino.c. */
 int64_t conv_l2_bytes(void);
 /* One image: y = act(conv(x) + bias + res) by F(2x2, 3x3), x and y (with
- * res) in planes or channel-blocked (j->xblk, j->yblk; undilated). */
+ * res) in planes or channel-blocked (j->xblk, j->yblk; conv_wino_dilated
+ * too). */
 /* Whether Winograd pays on this image: its transformed input (16 floats
  * per tile and channel) must stay near the caches; on large images the
  * direct forms win (a U-Net's 3x3 layers at 256x256 to 1024x1024: 2 to 5x). */

@@ -163,6 +163,15 @@ static CN_TARGET void cn_band_in(const cn_job *d, const float *x, int64_t cs, in
 		memset(row, 0, (size_t)(pl * C) * sizeof(float));
 		memset(row + (pl + IW) * C, 0, (size_t)((PW - pl - IW) * C) * sizeof(float));
 		row += pl * C;
+		if (d->j->xblk) {   /* NCHWc8 (2-D): a pixel's block is 8 floats already */
+			for (; c < C; c += 8) {
+				const float *src = x + c * cs + ih * IW * 8;
+
+				for (int64_t iw = 0; iw < IW; iw++)
+					_mm256_storeu_ps(row + iw * C + c, _mm256_loadu_ps(src + iw * 8));
+			}
+			continue;
+		}
 		for (; c + 8 <= C; c += 8) {
 			const float *src = x + c * cs + ih * IW;
 			int64_t iw = 0;
@@ -381,6 +390,21 @@ static CN_TARGET void cn_row_out(const cn_job *d, const float *rb, int64_t OW, f
 	__m256 lo = _mm256_set1_ps(d->lo), hi = _mm256_set1_ps(d->hi);
 	int64_t p = 0;
 
+	if (d->j->yblk) {   /* NCHWc8: y and res at the row's first pixel of block m0 / 8 */
+		for (int h = 0; h < nm; h += 8)
+			for (p = 0; p < OW; p++) {
+				int64_t at = h * osz + p * 8;
+				__m256 v = _mm256_loadu_ps(rb + p * CN_M + h);
+
+				if (res)
+					v = _mm256_add_ps(v, _mm256_loadu_ps(res + at));
+				if (d->clamp)
+					v = _mm256_min_ps(hi, _mm256_max_ps(lo, v));
+				_mm256_storeu_ps(y + at, v);
+			}
+		return;
+	}
+
 	for (; p + 8 <= OW; p += 8)
 		for (int h = 0; h < nm; h += 8) {
 			__m256 v[8];
@@ -432,7 +456,8 @@ static CN_TARGET void cn_finish_row(const cn_job *d, const float *rb, int64_t n,
 {
 	const conv_job *j = d->j;
 	int64_t OW = j->g.out[2];
-	int64_t yoff = (n * j->Mg + m0) * j->osz + (od * j->g.out[1] + oh) * OW;
+	int64_t yoff = (n * j->Mg + m0) * j->osz +
+		       (od * j->g.out[1] + oh) * OW * (j->yblk ? 8 : 1);
 
 	cn_row_out(d, rb, OW, d->y + yoff, j->res ? (const float *)j->res->data + yoff : NULL,
 		   j->osz, nm);
@@ -575,10 +600,12 @@ static void cn_range(void *arg, int64_t i0, int64_t i1, int member)
 				   (oh1 - 1) * sh + (g->k[1] - 1) * g->d[1] + 1, xp + kd * slab);
 		}
 		cn_band(d, xp, rb, n, od, oh0, oh1, mb0, mb1);
-		for (int64_t m = mb0 * CN_M; d->act && m < j->Mg && m < mb1 * CN_M; m++)
+		/* (blocked: a block's rows are consecutive, as a plane's) */
+		for (int64_t m = mb0 * CN_M, u = j->yblk ? 8 : 1; d->act && m < j->Mg &&
+		     m < mb1 * CN_M; m += u)
 			cpu_fuse_act_apply(d->act,
-					   d->y + (n * j->Mg + m) * j->osz + (od * OH + oh0) * OW,
-					   (oh1 - oh0) * OW);
+					   d->y + (n * j->Mg + m) * j->osz + (od * OH + oh0) * OW * u,
+					   (oh1 - oh0) * OW * u);
 	}
 }
 
