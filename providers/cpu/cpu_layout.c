@@ -42,6 +42,10 @@ enum {
 	ROLE_UNARY,     /* element-wise on one input or a 2-D pooling: either layout, the
 			 * output's the input's */
 	ROLE_BINARY,    /* Add, Mul: blocked if either input is (binary.c) */
+	ROLE_CONCAT,    /* Concat on the channels: blocked if every input is (blocked
+			 * values have a multiple of 8 channels, so each input's part
+			 * of an image is the same bytes in either order: concat.c's
+			 * copies, and the core's in-place parts, are the same) */
 };
 
 static int is_onnx(const Onnx__NodeProto *p, const char *op)
@@ -81,6 +85,11 @@ static int role(const cpu_fuse_graph *fg, size_t k, const run_node *r, const int
 	    fg->opset >= 7 && dtype && is_float(dtype[r->in[0]]) && is_float(dtype[r->in[1]]) &&
 	    is_float(dtype[r->out]))
 		return ROLE_BINARY;
+	/* (axis 1 alone: a blocked value is 4-D, but a negative axis would
+	 * need the rank) */
+	if (is_onnx(p, "Concat") && cpu_attr_int(p, "axis", 1) == 1 && dtype &&
+	    dtype[r->out] == CPU_FLOAT)
+		return ROLE_CONCAT;
 	for (size_t i = 0; i < sizeof(unary_ops) / sizeof(unary_ops[0]); i++)
 		if (is_onnx(p, unary_ops[i]))
 			return ROLE_UNARY;
@@ -102,6 +111,7 @@ static int reads_blocked(int ro, int kind, const run_node *r, int i)
 	case ROLE_GAP:
 	case ROLE_UNARY: return i == 0;
 	case ROLE_BINARY: return i <= 1;
+	case ROLE_CONCAT: return 1;
 	default: return 0;
 	}
 }
@@ -126,7 +136,8 @@ int cpu_layout_plan(const cpu_fuse_graph *fg, const cpu_fuse_node *fuse, const i
 			continue;
 		ro[k] = (unsigned char)role(fg, k, &r, dtype, &kd);
 		kind[k] = (unsigned char)kd;
-		if ((ro[k] == ROLE_CONV || ro[k] == ROLE_UNARY || ro[k] == ROLE_BINARY) &&
+		if ((ro[k] == ROLE_CONV || ro[k] == ROLE_UNARY || ro[k] == ROLE_BINARY ||
+		     ro[k] == ROLE_CONCAT) &&
 		    !fg->exported[r.out] && !(fg->extra_reads && fg->extra_reads[r.out]) &&
 		    !fg->consts[r.out].data)
 			blk[r.out] = 1;
@@ -141,7 +152,7 @@ int cpu_layout_plan(const cpu_fuse_graph *fg, const cpu_fuse_node *fuse, const i
 	}
 	/* A Conv's addend has its output's layout; a unary op's input and
 	 * output have one layout; a binary op's output is blocked when an
-	 * input is, and then only. */
+	 * input is, and then only; a Concat's when every input is. */
 	while (changed) {
 		changed = 0;
 		for (size_t k = 0; k < nn; k++) {
@@ -151,6 +162,22 @@ int cpu_layout_plan(const cpu_fuse_graph *fg, const cpu_fuse_node *fuse, const i
 				continue;
 			o = &blk[r.out];
 			a = &blk[r.in[0]];
+			if (ro[k] == ROLE_CONCAT) {   /* all of them, or none */
+				int all = *o, any = *o;
+
+				for (int i = 0; i < r.n_in; i++) {
+					all &= r.in[i] >= 0 && blk[r.in[i]];
+					any |= r.in[i] >= 0 && blk[r.in[i]];
+				}
+				if (!all && any) {
+					*o = 0;
+					for (int i = 0; i < r.n_in; i++)
+						if (r.in[i] >= 0)
+							blk[r.in[i]] = 0;
+					changed = 1;
+				}
+				continue;
+			}
 			if (ro[k] == ROLE_CONV && r.add >= 0 && r.add < r.n_in && r.in[r.add] >= 0)
 				a = &blk[r.in[r.add]];
 			else if (ro[k] != ROLE_UNARY && ro[k] != ROLE_BINARY)

@@ -42,8 +42,9 @@ import common as C  # noqa: E402
 
 # name: (input N, C, H, W; layers; blocked values expected on an AVX2 CPU[;
 # environment[; options: fp16, the model in float16]])
-# layer: dict(op=pw|dw|sigmoid|se|conv3|w3|output, ...) (conv3: a 3x3
-# layer whose output is also a graph output; w3: a 3x3 layer); src: index of the
+# layer: dict(op=pw|dw|sigmoid|se|conv3|w3|concat|output, ...) (conv3: a 3x3
+# layer whose output is also a graph output; w3: a 3x3 layer; concat: of
+# the layers `of`, on the channels; kxk: a one-group k x k layer); src: index of the
 # layer read (default the one before; -1 the input), add: index of the
 # layer whose output is added, act: relu|clip|hardswish|hardsigmoid.
 CASES = {
@@ -250,6 +251,58 @@ CASES = {
         dict(op="w3", m=48, add=1, act="hardswish"),
         dict(op="pw", m=16),
     ], 3),
+    # Concat on the channels of blocked values (SqueezeNet's fire
+    # modules: a 1x1 and a 3x3 expansion of one squeeze), then a pooling
+    # and a 1x1 layer on the blocked result; two images
+    "concat_channels": ((2, 32, 15, 13), [
+        dict(op="pw", m=32, act="relu"),
+        dict(op="pw", m=64, act="relu"),
+        dict(op="w3", m=64, src=0, act="relu"),
+        dict(op="concat", of=[1, 2]),
+        dict(op="maxpool", k=3, s=2, ceil=1),
+        dict(op="pw", m=32, act="relu"),
+        dict(op="concat", of=[5, 4, 5]),
+        dict(op="pw", m=16),
+    ], 7),
+    # ... with a part that is NCHW (a Tanh of the input): the Concat and
+    # its other part stay NCHW
+    "concat_plain_part": ((1, 32, 9, 11), [
+        dict(op="pw", m=32, act="relu"),
+        dict(op="tanh", src=-1),
+        dict(op="concat", of=[0, 1]),
+        dict(op="pw", m=16),
+    ], 0),
+    # an Add of a blocked value and an NCHW one of the same shape into a
+    # blocked value (a feature pyramid's lateral 1x1 plus its upsampled
+    # level): the NCHW operand blocked first
+    "add_mixed": ((1, 32, 9, 11), [
+        dict(op="pw", m=32, act="relu"),
+        dict(op="tanh", src=-1),
+        dict(op="add2", a=1, b=0),
+        dict(op="pw", m=16),
+    ], 2),
+    # ... the same whose output is NCHW from the start (a graph output;
+    # DenseNet's Concats, read by BatchNormalization): the blocked part
+    # must not stay blocked
+    "concat_plain_reader": ((1, 32, 9, 11), [
+        dict(op="pw", m=32, act="relu"),
+        dict(op="tanh", src=-1),
+        dict(op="concat", of=[0, 1]),
+        dict(op="output"),
+        dict(op="pw", m=16),
+    ], 0),
+    # one-group layers conv_nhwc.c takes ("kxk", CONV_BLK_NHWC: its band
+    # transposition and row stores on blocked values): a 3x3 of stride 2
+    # (ResNet's), a 5x5 with HardSwish, 3x3 layers of 32 output channels
+    # (DenseNet's; Winograd leaves them to it) with a residual
+    "nhwc_layers": ((1, 32, 19, 17), [
+        dict(op="pw", m=64, act="relu"),
+        dict(op="kxk", k=3, s=2, m=64, pads=(1, 1, 1, 1), act="relu"),
+        dict(op="kxk", k=5, m=48, pads=(2, 2, 2, 2), act="hardswish"),
+        dict(op="kxk", k=3, m=32, pads=(1, 1, 1, 1), act="relu"),
+        dict(op="kxk", k=3, m=32, pads=(1, 1, 1, 1), add=3, act="relu"),
+        dict(op="pw", m=16),
+    ], 5),
     # dilated 3x3 layers (FCN's and DeepLab's ResNet stages): Winograd on
     # the phases' sub-images side by side (conv_wino_dilated), gathered
     # from and scattered to blocked values, dilation 2 and 4, a residual
@@ -366,7 +419,7 @@ def build(case, rng):
         xin, xr = vals[src], refs[src]
         name = "v%d" % i
         op = L["op"]
-        if op in ("pw", "dw", "conv3", "w3", "first", "g8"):
+        if op in ("pw", "dw", "conv3", "w3", "kxk", "first", "g8"):
             c = xr.shape[1]
             m = L.get("m", c)
             k = 1 if op == "pw" else 3 if op in ("conv3", "w3") else L["k"]
@@ -406,6 +459,10 @@ def build(case, rng):
             nodes.append(helper.make_node("Sigmoid", [xin], [name]))
             r = 1.0 / (1.0 + np.exp(-xr))
             outs.append((name, r))
+        elif op == "concat":
+            nodes.append(helper.make_node("Concat", [vals[i + 1] for i in L["of"]], [name],
+                                          axis=1))
+            r = np.concatenate([refs[i + 1] for i in L["of"]], axis=1)
         elif op == "add2":
             nodes.append(helper.make_node("Add", [vals[L["a"] + 1], vals[L["b"] + 1]], [name]))
             r = refs[L["a"] + 1] + refs[L["b"] + 1]

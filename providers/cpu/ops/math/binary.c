@@ -551,6 +551,23 @@ static int bin_blocked(cpu_ctx *ctx, int op, const cpu_tensor *A, const cpu_tens
 	     !memcmp(A->dims, B->dims, sizeof(int64_t) * (size_t)A->rank)) ||
 	    (yb && (ab || bb) && cpu_numel(S) == 1))
 		return bin_apply(ctx, op, A, B, B->rank, B->dims, A->dtype, &Y);
+	/* one shape, one operand blocked, the output blocked (a feature
+	 * pyramid's lateral 1x1 plus its upsampled coarser level): the plain
+	 * operand blocked into scratch, then element-wise, where unblocking
+	 * the other and blocking the sum in place after took 4.5x (DBNet's
+	 * 64 x 120 x 160 Add, 0.43 -> 1.9 ms) */
+	if (yb && ab != bb && A->rank == 4 && A->rank == B->rank &&
+	    !memcmp(A->dims, B->dims, sizeof(int64_t) * 4) && A->dims[1] % CPU_BLK8 == 0) {
+		const cpu_tensor *P = ab ? B : A;
+		float *s = cpu_scratch(ctx, (size_t)cpu_numel(P) * sizeof(float));
+
+		if (!s)
+			return CPU_E_NOMEM;
+		cpu_blk8_reorder(ctx, P->data, s, P->dims[0], P->dims[1], pixels(P), 1);
+		pa = *P;
+		pa.data = s;
+		return bin_apply(ctx, op, ab ? A : &pa, ab ? &pa : B, B->rank, B->dims, A->dtype, &Y);
+	}
 	pa = *A;
 	pb = *B;
 	if ((ab && (rc = cpu_blk8_plain(ctx, A, &pa)) != 0) ||

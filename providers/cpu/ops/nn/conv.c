@@ -236,6 +236,8 @@ static int bpack_fill(void *dst, size_t size, void *arg)
 	return 0;
 }
 
+static int pack_nhwc(cpu_node *node, conv_state *st, char *err, size_t n);
+
 /* A layer on channel-blocked values (node->layout, cpu_layout.c): its
  * filter for conv_blk.c. */
 static int pack_blk(cpu_node *node, conv_state *st, char *err, size_t n)
@@ -245,6 +247,18 @@ static int pack_blk(cpu_node *node, conv_state *st, char *err, size_t n)
 
 	if (!node->layout || !(a.kind = conv_blk_kind(node->proto, W)))
 		return 0;
+	/* conv_nhwc.c's band transposition and row stores read and write
+	 * the blocked values; its filter is the plain layer's */
+	if (a.kind == CONV_BLK_NHWC) {
+		int rc = pack_nhwc(node, st, err, n);
+
+		if (rc || !st->nhwc)
+			return rc;
+		st->blk_kind = a.kind;
+		st->blk = st->nhwc;
+		st->blk_src = W->data;
+		return 0;
+	}
 	/* Winograd's transforms read and write the blocked values; its
 	 * filter is the plain layer's */
 	if (a.kind == CONV_BLK_W3) {
@@ -676,9 +690,10 @@ static int conv_blk_try(cpu_ctx *ctx, const conv_state *st, const conv_job *j, i
 		ok &= G == 1 && y_blk && !(lay & CPU_LAYOUT_IN_BLK8);
 	else if (st->blk_kind == CONV_BLK_G8)
 		ok &= G > 1 && j->Cg == 8 && j->Mg == 8;
-	else if (st->blk_kind == CONV_BLK_W3)
-		ok &= G == 1 && ((wino = g->d[1] > 1 ?
+	else if (st->blk_kind == CONV_BLK_W3 || st->blk_kind == CONV_BLK_NHWC)
+		ok &= G == 1 && ((wino = st->blk_kind == CONV_BLK_W3 && g->d[1] > 1 ?
 					  conv_wino_dilated_fits(j, cpu_pool_threads(ctx->pool)) :
+					  st->blk_kind == CONV_BLK_W3 &&
 					  g->k[1] == 3 && g->k[2] == 3 && g->s[1] == 1 &&
 					  g->s[2] == 1 && g->d[2] == 1 &&
 					  conv_wino_fits(j, cpu_pool_threads(ctx->pool))) ||
@@ -691,22 +706,28 @@ static int conv_blk_try(cpu_ctx *ctx, const conv_state *st, const conv_job *j, i
 	if ((st->blk_kind == CONV_BLK_PW || st->blk_kind == CONV_BLK_PWS) &&
 	    !conv_blk_pw_fits(j->Cg, j->Mg, j->osz))
 		return 1;
-	if (st->blk_kind == CONV_BLK_W3) {
+	if (st->blk_kind == CONV_BLK_W3 || st->blk_kind == CONV_BLK_NHWC) {
 		conv_job jb = *j;
-		int64_t isz = X->dims[2] * X->dims[3];
+		int64_t isz = X->dims[2] * X->dims[3], taps = j->ksz / j->Cg;
 
 		jb.xblk = (lay & CPU_LAYOUT_IN_BLK8) != 0;
 		jb.yblk = y_blk;
-		/* An image Winograd does not take (a U-Net's large ones):
-		 * conv_nhwc.c, whose band transposition and row stores read and
-		 * write the blocked order too, the filter laid out now (the
-		 * unblocked fallback's two reorders took a fifth of unet_1024) */
+		/* conv_nhwc.c, whose band transposition and row stores read and
+		 * write the blocked order too: its layers, and the images
+		 * Winograd does not take (a U-Net's large ones; the filter laid
+		 * out now: the unblocked fallback's two reorders took a fifth of
+		 * unet_1024) */
 		if (!wino) {
-			float *wp = cpu_scratch(ctx, conv_nhwc_wsize(j->Mg, j->Cg, 9));
+			const float *wp = st->blk;
 
-			if (!wp)
-				return CPU_E_NOMEM;
-			conv_nhwc_pack(st->blk_src, j->Mg, j->Cg, 9, wp);
+			if (st->blk_kind == CONV_BLK_W3) {   /* st->blk: Winograd's */
+				float *ws = cpu_scratch(ctx, conv_nhwc_wsize(j->Mg, j->Cg, taps));
+
+				if (!ws)
+					return CPU_E_NOMEM;
+				conv_nhwc_pack(st->blk_src, j->Mg, j->Cg, taps, ws);
+				wp = ws;
+			}
 			if ((rc = conv_nhwc_run(ctx, &jb, N, X->data, wp, B ? B->data : NULL,
 						fr->y->data)) != 0)
 				return rc;

@@ -134,6 +134,10 @@ int conv_blk_kind(const Onnx__NodeProto *p, const cpu_tensor *W)
 	no_pad &= win.auto_pad == CPU_PAD_NOTSET || win.auto_pad == CPU_PAD_VALID;
 	if (group == 1 && Cg % CB == 0 && W->dims[2] == 1 && W->dims[3] == 1 && no_pad)
 		return ones ? CONV_BLK_PW : CONV_BLK_PWS;
+	if (group == 1 && Cg % CB == 0 && W->dims[2] * W->dims[3] > 1 &&
+	    conv_nhwc_takes(Cg, W->dims[2] * W->dims[3], M, !ones) &&
+	    !conv_direct_takes(Cg, W->dims[2] * W->dims[3], M))
+		return CONV_BLK_NHWC;
 	if (group == M && Cg == 1)
 		return CONV_BLK_DW;
 	if (group > 1 && Cg == CB && M == group * CB)
