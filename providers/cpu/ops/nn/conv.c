@@ -247,27 +247,18 @@ static int pack_blk(cpu_node *node, conv_state *st, char *err, size_t n)
 
 	if (!node->layout || !(a.kind = conv_blk_kind(node->proto, W)))
 		return 0;
-	/* conv_nhwc.c's band transposition and row stores read and write
-	 * the blocked values; its filter is the plain layer's */
-	if (a.kind == CONV_BLK_NHWC) {
-		int rc = pack_nhwc(node, st, err, n);
+	/* Winograd's transforms (CONV_BLK_W3) and conv_nhwc.c's band
+	 * transposition and row stores (CONV_BLK_NHWC) read and write the
+	 * blocked values; the filter is the plain layer's */
+	if (a.kind == CONV_BLK_W3 || a.kind == CONV_BLK_NHWC) {
+		int rc = a.kind == CONV_BLK_W3 ? conv_wino_prepare(node, st, err, n) :
+						 pack_nhwc(node, st, err, n);
+		const void *f = a.kind == CONV_BLK_W3 ? st->wino : (const void *)st->nhwc;
 
-		if (rc || !st->nhwc)
+		if (rc || !f)
 			return rc;
 		st->blk_kind = a.kind;
-		st->blk = st->nhwc;
-		st->blk_src = W->data;
-		return 0;
-	}
-	/* Winograd's transforms read and write the blocked values; its
-	 * filter is the plain layer's */
-	if (a.kind == CONV_BLK_W3) {
-		int rc = conv_wino_prepare(node, st, err, n);
-
-		if (rc || !st->wino)
-			return rc;
-		st->blk_kind = a.kind;
-		st->blk = st->wino;
+		st->blk = f;
 		st->blk_src = W->data;
 		return 0;
 	}

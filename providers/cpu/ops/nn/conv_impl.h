@@ -39,10 +39,11 @@ typedef struct conv_state {
 	 * ([tap][Mg][Cg]), made from taps_src; NULL when not. */
 	const float *taps;
 	const float *taps_src;
-	/* A 1x1 or depthwise layer on channel-blocked values (node->layout):
-	 * its kind and its filter for conv_blk.c, made from blk_src. */
+	/* A layer on channel-blocked values (node->layout): its kind and its
+	 * filter (conv_blk.c's layout; Winograd's for CONV_BLK_W3,
+	 * conv_nhwc.c's for CONV_BLK_NHWC), made from blk_src. */
 	int blk_kind;
-	const float *blk;
+	const void *blk;
 	const float *blk_src;
 } conv_state;
 
