@@ -652,6 +652,48 @@ static const float *grouped_filter(cpu_ctx *ctx, const conv_state *st, const con
 	return s;
 }
 
+/* Whether Winograd (conv_wino.c) takes this call of a one-group layer
+ * whose transformed filter is packed: 3x3 stride 1, or dilated. */
+static int wino_fits_call(cpu_ctx *ctx, const conv_job *j)
+{
+	const cpu_geom *g = &j->g;
+	int members = cpu_pool_threads(ctx->pool);
+
+	return g->d[1] > 1 ? conv_wino_dilated_fits(j, members) :
+	       g->k[1] == 3 && g->k[2] == 3 && g->s[1] == 1 && g->s[2] == 1 && g->d[2] == 1 &&
+	       conv_wino_fits(j, members);
+}
+
+/* The N images of x (C x isz floats each) into y by Winograd. */
+static int wino_images(cpu_ctx *ctx, const conv_state *st, const conv_job *j, int64_t N,
+		       const float *x, int64_t isz, const float *b, float *y)
+{
+	for (int64_t n = 0; n < N; n++) {
+		const float *res = j->res ? (const float *)j->res->data + n * j->Mg * j->osz : NULL;
+		int rc = (j->g.d[1] > 1 ? conv_wino_dilated : conv_wino_run)(
+			ctx, st, j, x + n * j->Cg * isz, b, res, y + n * j->Mg * j->osz);
+
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* The filter in conv_nhwc_pack's layout: packed at load when it is the
+ * constant filter, else laid out in scratch now; NULL when out of memory. */
+static const float *nhwc_filter(cpu_ctx *ctx, const conv_state *st, const conv_job *j,
+				const float *wd)
+{
+	float *s;
+
+	if (st->nhwc && wd == st->nhwc_src)
+		return st->nhwc;
+	if (!(s = cpu_scratch(ctx, conv_nhwc_wsize(j->Mg, j->Cg, j->ksz / j->Cg))))
+		return NULL;
+	conv_nhwc_pack(wd, j->Mg, j->Cg, j->ksz / j->Cg, s);
+	return s;
+}
+
 /* cpu_fuse_end, then the output reordered to NCHWc8 when the node writes
  * it blocked but a plain kernel computed it (conv_blk_fallback). */
 static int conv_end(cpu_ctx *ctx, cpu_fuse_run *fr, int done, int block_out)
@@ -682,12 +724,7 @@ static int conv_blk_try(cpu_ctx *ctx, const conv_state *st, const conv_job *j, i
 	else if (st->blk_kind == CONV_BLK_G8)
 		ok &= G > 1 && j->Cg == 8 && j->Mg == 8;
 	else if (st->blk_kind == CONV_BLK_W3 || st->blk_kind == CONV_BLK_NHWC)
-		ok &= G == 1 && ((wino = st->blk_kind == CONV_BLK_W3 && g->d[1] > 1 ?
-					  conv_wino_dilated_fits(j, cpu_pool_threads(ctx->pool)) :
-					  st->blk_kind == CONV_BLK_W3 &&
-					  g->k[1] == 3 && g->k[2] == 3 && g->s[1] == 1 &&
-					  g->s[2] == 1 && g->d[2] == 1 &&
-					  conv_wino_fits(j, cpu_pool_threads(ctx->pool))) ||
+		ok &= G == 1 && ((wino = st->blk_kind == CONV_BLK_W3 && wino_fits_call(ctx, j)) ||
 				 (g->in[0] == 1 && g->d[1] == 1 && g->d[2] == 1 &&
 				  conv_nhwc_fits(j, G)));
 	else
@@ -699,40 +736,24 @@ static int conv_blk_try(cpu_ctx *ctx, const conv_state *st, const conv_job *j, i
 		return 1;
 	if (st->blk_kind == CONV_BLK_W3 || st->blk_kind == CONV_BLK_NHWC) {
 		conv_job jb = *j;
-		int64_t isz = X->dims[2] * X->dims[3], taps = j->ksz / j->Cg;
+		const float *wp;
 
 		jb.xblk = (lay & CPU_LAYOUT_IN_BLK8) != 0;
 		jb.yblk = y_blk;
+		if (wino)
+			rc = wino_images(ctx, st, &jb, N, X->data, X->dims[2] * X->dims[3],
+					 B ? B->data : NULL, fr->y->data);
 		/* conv_nhwc.c, whose band transposition and row stores read and
 		 * write the blocked order too: its layers, and the images
 		 * Winograd does not take (a U-Net's large ones; the filter laid
 		 * out now: the unblocked fallback's two reorders took a fifth of
 		 * unet_1024) */
-		if (!wino) {
-			const float *wp = st->blk;
-
-			if (st->blk_kind == CONV_BLK_W3) {   /* st->blk: Winograd's */
-				float *ws = cpu_scratch(ctx, conv_nhwc_wsize(j->Mg, j->Cg, taps));
-
-				if (!ws)
-					return CPU_E_NOMEM;
-				conv_nhwc_pack(st->blk_src, j->Mg, j->Cg, taps, ws);
-				wp = ws;
-			}
-			if ((rc = conv_nhwc_run(ctx, &jb, N, X->data, wp, B ? B->data : NULL,
-						fr->y->data)) != 0)
-				return rc;
-			return cpu_fuse_end(ctx, fr, 1);
-		}
-		for (int64_t b = 0; b < N; b++) {
-			const float *res = jb.res ? (const float *)jb.res->data + b * M * j->osz : NULL;
-
-			if ((rc = (g->d[1] > 1 ? conv_wino_dilated : conv_wino_run)(
-				     ctx, st, &jb, (const float *)X->data + b * j->Cg * isz,
-				     B ? B->data : NULL, res, (float *)fr->y->data + b * M * j->osz)) != 0)
-				return rc;
-		}
-		return cpu_fuse_end(ctx, fr, 1);
+		else if (!(wp = nhwc_filter(ctx, st, j, st->blk_src)))
+			return CPU_E_NOMEM;
+		else
+			rc = conv_nhwc_run(ctx, &jb, N, X->data, wp, B ? B->data : NULL,
+					   fr->y->data);
+		return rc ? rc : cpu_fuse_end(ctx, fr, 1);
 	}
 	rc = conv_blk_run(ctx, st->blk_kind, j, N, j->Cg * G, M, X->data,
 			  (lay & CPU_LAYOUT_IN_BLK8) != 0, st->blk, B ? B->data : NULL,
@@ -842,32 +863,15 @@ static int conv_compute(cpu_ctx *ctx)
 		rc = conv_direct_run(ctx, &j, N, X->data, wp, B ? B->data : NULL, fr.y->data);
 		return rc ? rc : conv_end(ctx, &fr, 1, bo);
 	}
-	if (st->wino && wd == st->wino_src && X->rank == 4 && G == 1 &&
-	    (j.g.d[1] > 1 ? conv_wino_dilated_fits(&j, cpu_pool_threads(ctx->pool)) :
-	     j.g.k[1] == 3 && j.g.k[2] == 3 && j.g.s[1] == 1 && j.g.s[2] == 1 && j.g.d[2] == 1 &&
-	     conv_wino_fits(&j, cpu_pool_threads(ctx->pool)))) {
-		for (int64_t b = 0; b < N; b++) {
-			const float *res = j.res ? (const float *)j.res->data + b * M * j.osz : NULL;
-
-			rc = (j.g.d[1] > 1 ? conv_wino_dilated : conv_wino_run)(
-				ctx, st, &j, (const float *)X->data + b * j.Cg * isz,
-				B ? B->data : NULL, res, (float *)fr.y->data + b * M * j.osz);
-			if (rc)
-				return rc;
-		}
-		return conv_end(ctx, &fr, 1, bo);
+	if (st->wino && wd == st->wino_src && X->rank == 4 && G == 1 && wino_fits_call(ctx, &j)) {
+		rc = wino_images(ctx, st, &j, N, X->data, isz, B ? B->data : NULL, fr.y->data);
+		return rc ? rc : conv_end(ctx, &fr, 1, bo);
 	}
 	if (conv_nhwc_fits(&j, G)) {
-		const float *wp = st->nhwc && wd == st->nhwc_src ? st->nhwc : NULL;
+		const float *wp = nhwc_filter(ctx, st, &j, wd);
 
-		if (!wp) {
-			float *s = cpu_scratch(ctx, conv_nhwc_wsize(j.Mg, j.Cg, j.ksz / j.Cg));
-
-			if (!s)
-				return CPU_E_NOMEM;
-			conv_nhwc_pack(wd, j.Mg, j.Cg, j.ksz / j.Cg, s);
-			wp = s;
-		}
+		if (!wp)
+			return CPU_E_NOMEM;
 		rc = conv_nhwc_run(ctx, &j, N, X->data, wp, B ? B->data : NULL, fr.y->data);
 		return rc ? rc : conv_end(ctx, &fr, 1, bo);
 	}

@@ -405,6 +405,25 @@ fin512(const blk_job *d, __m512 v, __m512 lo, __m512 hi)
 	return v;
 }
 
+/* A pixel's pair h of the nb output blocks from a (blocks abs floats
+ * apart: block 2h in the low half, 2h + 1 in the high one, which without
+ * it (nb == 2h + 1) loads block 2h again and stores nothing). */
+static inline __attribute__((always_inline)) CB_T512 __m512
+pair_load512(const float *a, int64_t abs, int h, int nb)
+{
+	return ld2(a + 2 * h * abs, a + (2 * h + (nb > 2 * h + 1)) * abs);
+}
+
+static inline __attribute__((always_inline)) CB_T512 void
+pair_store512(float *a, int64_t abs, int h, int nb, __m512 v)
+{
+	a += 2 * h * abs;
+	if (nb > 2 * h + 1)
+		st2(a, a + abs, v);
+	else
+		_mm256_storeu_ps(a, _mm512_castps512_ps256(v));
+}
+
 /* A pixel's pair h of output blocks (2h and 2h + 1 of the nb from y, bs
  * floats apart) out of v: plus the residual's (at r, the same layout, or
  * NULL), clamped when the job clamps, stored; the pair's second block only
@@ -414,16 +433,9 @@ static inline __attribute__((always_inline)) CB_T512 void
 pair_out512(const blk_job *d, float *y, const float *r, int64_t bs, int h, int nb, __m512 v,
 	    __m512 lo, __m512 hi)
 {
-	int two = nb > 2 * h + 1;
-	float *ya = y + 2 * h * bs;
-
 	if (r)
-		v = _mm512_add_ps(v, ld2(r + 2 * h * bs, r + (2 * h + two) * bs));
-	v = fin512(d, v, lo, hi);
-	if (two)
-		st2(ya, ya + bs, v);
-	else
-		_mm256_storeu_ps(ya, _mm512_castps512_ps256(v));
+		v = _mm512_add_ps(v, pair_load512(r, bs, h, nb));
+	pair_store512(y, bs, h, nb, fin512(d, v, lo, hi));
 }
 
 /* The bias of the nb (1 to 4) output blocks from ob as two pairs (b0:
@@ -438,25 +450,6 @@ block_bias512(const blk_job *d, int64_t ob, int nb, __m512 *b0, __m512 *b1)
 	*b0 = _mm512_maskz_loadu_ps(nb > 1 ? 0xffff : 0x00ff, d->b + ob * CB);
 	if (nb > 2)
 		*b1 = _mm512_maskz_loadu_ps(nb > 3 ? 0xffff : 0x00ff, d->b + ob * CB + PW_M);
-}
-
-/* A pixel's pair h of output blocks (pair_out512's) as partial sums from
- * acc (its blocks abs floats apart), and back. */
-static inline __attribute__((always_inline)) CB_T512 __m512
-pair_in512(const float *acc, int64_t abs, int h, int nb)
-{
-	return ld2(acc + 2 * h * abs, acc + (2 * h + (nb > 2 * h + 1)) * abs);
-}
-
-static inline __attribute__((always_inline)) CB_T512 void
-pair_raw512(float *acc, int64_t abs, int h, int nb, __m512 v)
-{
-	float *a = acc + 2 * h * abs;
-
-	if (nb > 2 * h + 1)
-		st2(a, a + abs, v);
-	else
-		_mm256_storeu_ps(a, _mm512_castps512_ps256(v));
 }
 
 /* pw_tile512's part of the input channels (pw_range's slices): the
@@ -481,8 +474,8 @@ pw_tile512(const blk_job *d, const float *x, int64_t planes, int64_t PP, const f
 	if (mode & PW_FROM_ACC) {
 #define PW_IN(p, a0, a1)                                                                   \
 	if (NP > (p)) {                                                                    \
-		a0 = pair_in512(acc + (p) * CB, abs, 0, nb);                               \
-		a1 = pair_in512(acc + (p) * CB, abs, 1, nb);                               \
+		a0 = pair_load512(acc + (p) * CB, abs, 0, nb);                               \
+		a1 = pair_load512(acc + (p) * CB, abs, 1, nb);                               \
 	}
 		PW_IN(0, a00, a01) PW_IN(1, a10, a11) PW_IN(2, a20, a21) PW_IN(3, a30, a31)
 		PW_IN(4, a40, a41) PW_IN(5, a50, a51) PW_IN(6, a60, a61) PW_IN(7, a70, a71)
@@ -508,8 +501,8 @@ pw_tile512(const blk_job *d, const float *x, int64_t planes, int64_t PP, const f
 	if (mode & PW_TO_ACC) {
 #define PW_RAW(p, a0, a1)                                                                  \
 	if (NP > (p)) {                                                                    \
-		pair_raw512(acc + (p) * CB, abs, 0, nb, a0);                               \
-		pair_raw512(acc + (p) * CB, abs, 1, nb, a1);                               \
+		pair_store512(acc + (p) * CB, abs, 0, nb, a0);                             \
+		pair_store512(acc + (p) * CB, abs, 1, nb, a1);                             \
 	}
 		PW_RAW(0, a00, a01) PW_RAW(1, a10, a11) PW_RAW(2, a20, a21) PW_RAW(3, a30, a31)
 		PW_RAW(4, a40, a41) PW_RAW(5, a50, a51) PW_RAW(6, a60, a61) PW_RAW(7, a70, a71)
@@ -852,13 +845,6 @@ static CB_TARGET void in_row_any(const blk_job *d, const float *xp, int64_t n, i
 	const cpu_geom *g = &d->j->g;
 	int64_t kw = g->k[2], s = g->s[2];
 
-	if (d->kind == CONV_BLK_PWS) {
-		if (s == 2)
-			in_row(d, xp, n, q, oh, 2, 1, CB);
-		else
-			in_row(d, xp, n, q, oh, (int)s, 1, CB);
-		return;
-	}
 	if (d->kind == CONV_BLK_G8) {
 		if (kw == 3 && s == 1)
 			g8_row(d, xp, n, q, oh, 1, 3);
@@ -1004,13 +990,8 @@ static int in_schedule(cpu_ctx *ctx, blk_job *d, int64_t N)
 	int g8 = d->kind == CONV_BLK_G8;
 	int rc = 0;
 
-	if (d->kind == CONV_BLK_PWS) {
-		/* no padding: the blocked input as it is */
-		d->PHd = g->in[1];
-		d->PWd = g->in[2];
-	} else if ((rc = in_pad(ctx, d, N, g8 ? CB : 1)) != 0) {
+	if ((rc = in_pad(ctx, d, N, g8 ? CB : 1)) != 0)
 		return rc;
-	}
 	/* items by pairs of output blocks (two pairs on AVX-512 for a first
 	 * layer: in_row512), or by groups */
 	d->in512 = d->zmm && d->kind == CONV_BLK_IN;
@@ -1226,7 +1207,7 @@ int conv_blk_run(cpu_ctx *ctx, int kind, const conv_job *j, int64_t N, int64_t C
 
 		if (rc)
 			return rc;
-	} else if (kind == CONV_BLK_IN || kind == CONV_BLK_G8 || kind == CONV_BLK_PWS) {
+	} else if (kind == CONV_BLK_IN || kind == CONV_BLK_G8) {
 		int rc = in_schedule(ctx, &d, N);
 
 		if (rc)
