@@ -401,12 +401,111 @@ static int plan_wide(cpu_sg *c, const ep_subgraph *sg, const unsigned char *expo
 	return 0;
 }
 
+/* The weights a subgraph's nodes read as they are, by address (a folded
+ * Reshape of a weight may be a view of it): a weight goes back to the host
+ * (ep_subgraph_drop_weight) once every reader packed it and said it never
+ * reads it again (cpu_node.packed_only).  A reader that cannot say so
+ * (a nested subgraph, the core reading an exported value) holds it for
+ * good. */
+typedef struct weight_readers {
+	const ep_weight **w;    /* sorted by data */
+	int *readers;
+	size_t n;
+} weight_readers;
+
+#define READER_FOREVER (1 << 24)
+
+static int cmp_weight(const void *a, const void *b)
+{
+	const uint8_t *x = (*(const ep_weight *const *)a)->data;
+	const uint8_t *y = (*(const ep_weight *const *)b)->data;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The index of the weight holding p, or -1. */
+static long weight_at(const weight_readers *wr, const void *p)
+{
+	size_t lo = 0, hi = wr->n;
+
+	while (hi - lo > 1) {
+		size_t mid = (lo + hi) / 2;
+
+		if ((const uint8_t *)wr->w[mid]->data <= (const uint8_t *)p)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	if (wr->n == 0 || (const uint8_t *)p < (const uint8_t *)wr->w[lo]->data ||
+	    (const uint8_t *)p >= (const uint8_t *)wr->w[lo]->data + wr->w[lo]->nbytes)
+		return -1;
+	return (long)lo;
+}
+
+static void count_reader(weight_readers *wr, const cpu_tensor *t, int count)
+{
+	long i = t && t->data ? weight_at(wr, t->data) : -1;
+
+	if (i >= 0)
+		wr->readers[i] += count;
+}
+
+/* Counts, after fusion, the readers of every weight among the nodes that
+ * will run; 0, or -1 when out of memory (nothing is then given back). */
+static int weight_readers_count(weight_readers *wr, const cpu_sg *c, const ep_subgraph *sg,
+				const unsigned char *exported)
+{
+	const cpu_plan *p = &c->plan;
+
+	memset(wr, 0, sizeof(*wr));
+	wr->w = calloc(sg->n_weights + 1, sizeof(*wr->w));
+	wr->readers = calloc(sg->n_weights + 1, sizeof(*wr->readers));
+	if (!wr->w || !wr->readers)
+		return -1;
+	for (size_t i = 0; i < sg->n_weights; i++)
+		if (sg->weights[i].data && sg->weights[i].nbytes)
+			wr->w[wr->n++] = &sg->weights[i];
+	qsort(wr->w, wr->n, sizeof(*wr->w), cmp_weight);
+	for (size_t v = 0; v < p->n_values; v++)
+		if (exported[v])
+			count_reader(wr, &p->consts[v], READER_FOREVER);
+	for (size_t k = 0; k < p->n_nodes; k++) {
+		const cpu_fuse_node *f = c->fuse && c->fuse[k].head ? &c->fuse[k] : NULL;
+		const int *in = f ? f->in : p->node_in[k];
+		int n_in = f ? f->n_in : (int)sg->graph->node[k]->n_input;
+
+		if ((c->fold.node && c->fold.node[k]) || (c->fuse && c->fuse[k].skip))
+			continue;
+		for (int i = 0; i < n_in; i++)
+			count_reader(wr, f && f->folded[i] ? f->folded[i] :
+				     in[i] >= 0 ? &p->consts[in[i]] : NULL, 1);
+		for (int i = 0; p->node_refs[k] && p->node_refs[k][i] >= 0; i++)
+			count_reader(wr, &p->consts[p->node_refs[k][i]], READER_FOREVER);
+	}
+	return 0;
+}
+
+/* Node k is prepared: the weights it took in packed form only lose a
+ * reader, and those no node reads any more go back. */
+static void weight_readers_done(weight_readers *wr, ep_subgraph *sg, const cpu_node *node)
+{
+	for (int i = 0; wr->readers && node->packed_only && i < node->n_in && i < 64; i++) {
+		const cpu_tensor *t = node->consts ? node->consts[i] : NULL;
+		long w = (node->packed_only >> i & 1) && t && t->data ? weight_at(wr, t->data) : -1;
+
+		if (w >= 0 && --wr->readers[w] == 0 && ep_subgraph_drop_weight(sg, wr->w[w]->data) == 0)
+			ipc_log(IPC_LOG_DEBUG, "weight of %llu bytes given back: every reader packed it",
+				(unsigned long long)wr->w[w]->nbytes);
+	}
+}
+
 /* Every node mapped, constants folded (ORTMK_CPU_FOLD=0: not), fusions
  * planned, every node neither folded nor fused away prepared. */
 static int build_plan(cpu_sg *c, ep_subgraph *sg, char *err, size_t n)
 {
 	const char *env = getenv("ORTMK_CPU_FOLD");
 	unsigned char *exported;
+	weight_readers wr;
 	int rc = 0;
 
 	for (size_t k = 0; rc == 0 && k < c->plan.n_nodes; k++)
@@ -423,11 +522,21 @@ static int build_plan(cpu_sg *c, ep_subgraph *sg, char *err, size_t n)
 	if (c->fold.n_nodes)
 		ipc_log(IPC_LOG_DEBUG, "folded %zu nodes into constants", c->fold.n_nodes);
 	plan_fusions(c, sg, exported);
-	for (size_t k = 0; rc == 0 && k < c->plan.n_nodes; k++)
+	if (weight_readers_count(&wr, c, sg, exported)) {
+		free(wr.readers);
+		wr.readers = NULL;
+	}
+	for (size_t k = 0; rc == 0 && k < c->plan.n_nodes; k++) {
 		/* A node folded or fused into an earlier one stays
 		 * uninitialised: not run. */
-		rc = (c->fold.node && c->fold.node[k]) || (c->fuse && c->fuse[k].skip) ? 0 :
-			load_node(c, sg, k, err, n);
+		if ((c->fold.node && c->fold.node[k]) || (c->fuse && c->fuse[k].skip))
+			continue;
+		rc = load_node(c, sg, k, err, n);
+		if (rc == 0)
+			weight_readers_done(&wr, sg, &c->plan.nodes[k]);
+	}
+	free(wr.w);
+	free(wr.readers);
 	if (rc == 0)
 		rc = plan_wide(c, sg, exported, err, n);
 	free(exported);
@@ -462,6 +571,7 @@ static int cpu_load(void *self, ep_subgraph *sg, char *err, size_t n)
 	load_values(c, sg);
 	c->pack = cpu_pack_cache_open(sg->prepack_in_fd, sg->prepack_in_size,
 				      cpu_pack_hash(sg->msg->graph.data, sg->msg->graph.len),
+				      sg->prepack_out_fd >= 0,
 				      log_warn);
 	if (!c->pack) {
 		cpu_sg_free(c);

@@ -199,6 +199,12 @@ typedef struct cpu_node {
 	 * writes (output 0) channel-blocked (cpu_layout.h), set before
 	 * prepare. */
 	unsigned layout;
+	/* Constant inputs (bit i) the op keeps only in packed form: it never
+	 * reads their data after prepare, at any shape a run can bring (set in
+	 * prepare).  The loader gives a weight's memory back once every node
+	 * that reads it says so (ViT's MatMul weights: a second copy of 330 MB
+	 * beside the packed one). */
+	uint64_t packed_only;
 } cpu_node;
 
 enum { CPU_LAYOUT_IN_BLK8 = 1, CPU_LAYOUT_OUT_BLK8 = 2, CPU_LAYOUT_IN1_BLK8 = 4 };

@@ -21,8 +21,10 @@
 typedef struct cpu_pack_cache cpu_pack_cache;
 
 /* model_id identifies what was packed (a hash of the subgraph's nodes).
- * in_fd < 0: no cache to read.  warn: where its warnings go (NULL: stderr). */
-cpu_pack_cache *cpu_pack_cache_open(int in_fd, uint64_t in_size, uint64_t model_id,
+ * in_fd < 0: no cache to read.  writing: a cache will be written (its
+ * entries need their sources' hashes; without a cache to read or write the
+ * weights are not hashed).  warn: where its warnings go (NULL: stderr). */
+cpu_pack_cache *cpu_pack_cache_open(int in_fd, uint64_t in_size, uint64_t model_id, int writing,
 				    void (*warn)(const char *msg));
 /* Writes every blob of the cache (hits and fresh packs) to out_fd.
  * 0, or -errno. */

@@ -58,6 +58,12 @@ typedef struct ep_subgraph {
 } ep_subgraph;
 
 int64_t ep_subgraph_opset(const ep_subgraph *sg, const char *domain);
+/* Gives back the memory of the weight whose data holds `data` (its private
+ * copy, or its mapping of the file) once the provider has what it needs
+ * from it (every reader packed it at load): the weight's data pointer
+ * dangles from here.  0, or -ENOENT when no mapping of sg's holds data
+ * (weights in a shared-memory segment stay). */
+int ep_subgraph_drop_weight(ep_subgraph *sg, const void *data);
 
 /* A tensor bound for one run.  `dynamic` ones have no data yet: the
  * provider sets dims and data (from ep_run_dyn_alloc) before returning.

@@ -167,6 +167,22 @@ static int map_external(host *h, ep_subgraph *sg, const Ortmk__Weight *w, ep_wei
 	return 0;
 }
 
+int ep_subgraph_drop_weight(ep_subgraph *sg, const void *data)
+{
+	sg_priv *p = sg ? sg->priv : NULL;
+
+	for (size_t i = 0; p && i < p->n_maps; i++) {
+		const uint8_t *a = p->maps[i].addr;
+
+		if ((const uint8_t *)data < a || (const uint8_t *)data >= a + p->maps[i].len)
+			continue;
+		munmap(p->maps[i].addr, p->maps[i].len);
+		p->maps[i] = p->maps[--p->n_maps];
+		return 0;
+	}
+	return -ENOENT;
+}
+
 static int map_weight(host *h, ep_subgraph *sg, const Ortmk__Weight *w, ep_weight *out)
 {
 	shm_segment *s;

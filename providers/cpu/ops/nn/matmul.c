@@ -150,6 +150,10 @@ static int pack_const_b(cpu_node *node, int transB, mm_packed *st, char *err, si
 	st->src = B->data;
 	st->K = K;
 	st->N = N;
+	/* A constant 2-D B always takes the packed path (only the fused
+	 * attention reads B itself) */
+	if (!(node->fuse && node->fuse->attention))
+		node->packed_only |= 1u << 1;
 	return 0;
 }
 
