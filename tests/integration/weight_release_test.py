@@ -9,6 +9,10 @@ weights are not resident twice.
   kept beside its pack); the output against numpy.
 - external: the same model with its weights in a file `ort-model
   externalize` aligned (mapped, not copied): the same bound and output.
+- conv: a 3-D convolution whose filter conv_nhwc.c packs (the filter goes
+  back): an input of one frame, whose outer temporal taps read only
+  padding (the kept taps come from the packed copy), and one of four
+  frames (the packed filter), against numpy.
 - shared: a weight two MatMuls pack, and one a MatMul packs and a Mul reads
   as it is at every run (it must stay): both outputs against numpy (a weight given back
   too early is read after it was unmapped: garbage or a crash).
@@ -87,6 +91,38 @@ def chain_ref(x, ws):
     return y
 
 
+def conv3d_ref(x, w):
+    """Conv, 3x3x3, pads 1, stride 1, float64."""
+    x, w = x.astype(np.float64), w.astype(np.float64)
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1), (1, 1)))
+    D, H, W = x.shape[2:]
+    y = np.zeros((x.shape[0], w.shape[0], D, H, W))
+    for a in range(3):
+        for b in range(3):
+            for c in range(3):
+                y += np.einsum("mc,ncdhw->nmdhw", w[:, :, a, b, c],
+                               xp[:, :, a:a + D, b:b + H, c:c + W])
+    return y
+
+
+def conv_case(ort_run, d, rng):
+    w = (rng.standard_normal((32, 32, 3, 3, 3)) / 16).astype(np.float32)
+    path = os.path.join(d, "conv3d.onnx")
+    g = h.make_graph([h.make_node("Conv", ["x", "w"], ["y"], pads=[1] * 6)], "conv3d",
+                     [h.make_tensor_value_info("x", T.FLOAT, [1, 32, "d", 6, 6])],
+                     [h.make_tensor_value_info("y", T.FLOAT, None)], [nh.from_array(w, "w")])
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 13)])
+    m.ir_version = 7
+    onnx.save(m, path)
+    bad = 0
+    for frames in (1, 4):
+        x = rng.standard_normal((1, 32, frames, 6, 6)).astype(np.float32)
+        _, outs = run(ort_run, d, path, x)
+        bad += close("conv %d frame%s" % (frames, "s" if frames > 1 else ""), outs.get("y"),
+                     conv3d_ref(x, w))
+    return bad
+
+
 def main():
     ort_run, ort_model = sys.argv[1], sys.argv[2]
     rng = np.random.default_rng(7)
@@ -113,6 +149,7 @@ def main():
                   ("ok  " if ok else "FAIL", case, above, LAYERS * N * N * 4 // MIB))
             bad += not ok
             bad += close(case + " output", outs.get("y"), want)
+        bad += conv_case(ort_run, d, rng)
         # shared: w0 packed by two MatMuls; w1 packed by one and read by a Mul
         # with the input (not folded at load)
         w0, w1 = ws[0], ws[1]

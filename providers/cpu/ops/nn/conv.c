@@ -303,6 +303,12 @@ static int pack_nhwc(cpu_node *node, conv_state *st, char *err, size_t n)
 	if (!st->nhwc)
 		return CPU_E_NOMEM;
 	st->nhwc_src = W->data;
+	/* The packed copy holds every value of the filter: a path that reads
+	 * the filter itself gets it back from there (filter_values), and the
+	 * weight can go (R3D-18's 3-D layers: 132 MB held twice).  A float16
+	 * filter's float32 copy stays with the node anyway. */
+	if (node->f16_mode != CPU_F16_WIDEN)
+		node->packed_only |= 1u << 1;
 	return 0;
 }
 
@@ -571,6 +577,33 @@ static int tap_reads_image(const cpu_geom *g, int i, int64_t k)
 	return o < g->out[i] && o * g->s[i] + off < g->in[i];
 }
 
+/* Whether the layer keeps its constant filter only packed (node->
+ * packed_only: the weight may have been given back at load): its values
+ * then come from the conv_nhwc.c copy. */
+static int filter_gone(const cpu_ctx *ctx, const conv_state *st)
+{
+	return (ctx->node->packed_only >> 1 & 1) && st->nhwc;
+}
+
+/* The filter's values where a path reads them as they are: wd, or, when
+ * wd is the filter filter_gone says is gone, the filter rebuilt into the
+ * call's scratch.  NULL when out of memory. */
+static const float *filter_values(cpu_ctx *ctx, const conv_state *st, const cpu_tensor *W,
+				  const float *wd)
+{
+	int64_t taps = 1;
+	float *w;
+
+	if (wd != W->data || !filter_gone(ctx, st))
+		return wd;
+	for (int i = 2; i < W->rank; i++)
+		taps *= W->dims[i];
+	if (!(w = cpu_scratch(ctx, W->nbytes + 1)))
+		return NULL;
+	conv_nhwc_unpack(st->nhwc, W->dims[0], W->dims[1], taps, NULL, taps, w);
+	return w;
+}
+
 /* Drops the kernel's outer taps that read only padding for every output:
  * a dilated layer on a small image (DeepLabV3's atrous pyramid: dilation
  * 24 and 36 on a 20x20 map, where every outer tap lands in the padding)
@@ -610,15 +643,29 @@ static const float *conv_prune_taps(cpu_ctx *ctx, const conv_state *st, cpu_geom
 	if (!pruned)
 		return W->data;
 	int64_t outer = W->dims[0] * W->dims[1];
-	const float *src = W->data, *out;
+	const float *src, *out;
 	float *w;
 
 	if (n == 1 && st->taps && st->taps_src == W->data && st->group == 1) {
 		/* [tap][M][C]: the tap's M x C slice is the 1x1 filter */
 		out = st->taps + ((k0[0] * g->k[1] + k0[1]) * g->k[2] + k0[2]) * outer;
+	} else if (filter_gone(ctx, st)) {
+		/* the weight is gone: the kept taps straight from the packed copy */
+		int64_t *kept = cpu_scratch(ctx, (size_t)n * sizeof(int64_t)), t = 0;
+
+		if (!kept || !(w = cpu_scratch(ctx, (size_t)(outer * n) * sizeof(float))))
+			return NULL;
+		for (int64_t a = k0[0]; a < k1[0]; a++)
+			for (int64_t b = k0[1]; b < k1[1]; b++)
+				for (int64_t c = k0[2]; c < k1[2]; c++)
+					kept[t++] = (a * g->k[1] + b) * g->k[2] + c;
+		conv_nhwc_unpack(st->nhwc, W->dims[0], W->dims[1], g->k[0] * g->k[1] * g->k[2], kept,
+				 n, w);
+		out = w;
 	} else {
 		if (!(w = cpu_scratch(ctx, (size_t)(outer * n) * sizeof(float))))
 			return NULL;
+		src = W->data;
 		for (int64_t o = 0, t = 0; o < outer; o++)
 			for (int64_t a = k0[0]; a < k1[0]; a++)
 				for (int64_t b = k0[1]; b < k1[1]; b++)
@@ -639,14 +686,15 @@ static const float *conv_prune_taps(cpu_ctx *ctx, const conv_state *st, cpu_geom
  * group, conv_direct.c): packed at load when it is the constant filter,
  * else laid out in scratch now; NULL when out of memory. */
 static const float *grouped_filter(cpu_ctx *ctx, const conv_state *st, const conv_job *j,
-				   const float *wd, int64_t G)
+				   const cpu_tensor *W, const float *wd, int64_t G)
 {
 	int64_t taps = j->ksz / j->Cg;
 	float *s;
 
 	if (st->gpacked && wd == st->gw_src)
 		return st->gpacked;
-	if (!(s = cpu_scratch(ctx, conv_grouped_wsize(G, j->Mg, j->Cg, taps))))
+	if (!(wd = filter_values(ctx, st, W, wd)) ||
+	    !(s = cpu_scratch(ctx, conv_grouped_wsize(G, j->Mg, j->Cg, taps))))
 		return NULL;
 	conv_grouped_pack(wd, G, j->Mg, j->Cg, taps, s);
 	return s;
@@ -851,12 +899,15 @@ static int conv_compute(cpu_ctx *ctx)
 	if (cpu_numel(fr.y) == 0)
 		return conv_end(ctx, &fr, 1, bo);
 	if (conv_taps_fits(&j, G)) {
-		rc = conv_taps_run(ctx, &j, N, X->data, wd, st->taps && wd == st->taps_src ? st->taps : NULL,
-				   B ? B->data : NULL, fr.y->data);
+		const float *wt = st->taps && wd == st->taps_src ? st->taps : NULL;
+
+		if (!wt && !(wd = filter_values(ctx, st, W, wd)))
+			return CPU_E_NOMEM;
+		rc = conv_taps_run(ctx, &j, N, X->data, wd, wt, B ? B->data : NULL, fr.y->data);
 		return rc ? rc : conv_end(ctx, &fr, 1, bo);
 	}
 	if (conv_direct_fits(&j, G)) {
-		const float *wp = grouped_filter(ctx, st, &j, wd, G);
+		const float *wp = grouped_filter(ctx, st, &j, W, wd, G);
 
 		if (!wp)
 			return CPU_E_NOMEM;
@@ -876,6 +927,8 @@ static int conv_compute(cpu_ctx *ctx)
 		return rc ? rc : conv_end(ctx, &fr, 1, bo);
 	}
 	if (j.Cg == 1 && j.Mg == 1) {
+		if (!(wd = filter_values(ctx, st, W, wd)))
+			return CPU_E_NOMEM;
 		if (conv_dw_fits(&j))
 			rc = conv_dw_run(ctx, &j, X->data, wd, B ? B->data : NULL, fr.y->data,
 					 N * G, G);
@@ -884,7 +937,7 @@ static int conv_compute(cpu_ctx *ctx)
 		return rc ? rc : conv_end(ctx, &fr, 1, bo);
 	}
 	if (conv_grouped_fits(&j, G)) {
-		const float *wp = grouped_filter(ctx, st, &j, wd, G);
+		const float *wp = grouped_filter(ctx, st, &j, W, wd, G);
 
 		if (!wp)
 			return CPU_E_NOMEM;
@@ -893,6 +946,8 @@ static int conv_compute(cpu_ctx *ctx)
 	}
 	if (!direct && j.osz && (uint64_t)j.ksz > SIZE_MAX / sizeof(float) / 2 / (uint64_t)j.osz)
 		return cpu_fail(ctx, CPU_E_NOMEM, "im2col buffer too large");
+	if (!packed && !(wd = filter_values(ctx, st, W, wd)))
+		return CPU_E_NOMEM;
 	{
 		/* A batch of at least one image per pool member: the images split
 		 * over the pool, each GEMM on one thread (a per-image GEMM split

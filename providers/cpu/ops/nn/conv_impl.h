@@ -142,6 +142,11 @@ int conv_nhwc_takes(int64_t Cg, int64_t taps, int64_t Mg, int strided);
 int conv_nhwc_fits(const conv_job *j, int64_t group);
 size_t conv_nhwc_wsize(int64_t Mg, int64_t Cg, int64_t taps);
 void conv_nhwc_pack(const float *w, int64_t Mg, int64_t Cg, int64_t taps, float *dst);
+/* The filter (Mg x Cg x taps) back from conv_nhwc_pack's layout, with its
+ * n taps kept[0..n) (all of them in order when kept is NULL): w is
+ * Mg x Cg x n. */
+void conv_nhwc_unpack(const float *packed, int64_t Mg, int64_t Cg, int64_t taps,
+		      const int64_t *kept, int64_t n, float *w);
 int conv_nhwc_run(cpu_ctx *ctx, const conv_job *j, int64_t N, const float *x,
 		  const float *wpacked, const float *b, float *y);
 

@@ -71,6 +71,19 @@ void conv_nhwc_pack(const float *w, int64_t Mg, int64_t Cg, int64_t taps, float 
 				}
 }
 
+void conv_nhwc_unpack(const float *packed, int64_t Mg, int64_t Cg, int64_t taps,
+		      const int64_t *kept, int64_t n, float *w)
+{
+	for (int64_t b = 0; b < (Mg + CN_M - 1) / CN_M; b++)
+		for (int64_t k = 0; k < n; k++) {
+			const float *p = packed + (b * taps + (kept ? kept[k] : k)) * Cg * CN_M;
+
+			for (int64_t c = 0; c < Cg; c++, p += CN_M)
+				for (int64_t i = 0; i < CN_M && b * CN_M + i < Mg; i++)
+					w[((b * CN_M + i) * Cg + c) * n + k] = p[i];
+		}
+}
+
 /* conv_nhwc_takes, also knowing the output pixels a plane (osz; 0: not
  * known yet, at load). */
 static int takes(int64_t Cg, int64_t taps, int64_t Mg, int64_t osz, int strided)
