@@ -303,6 +303,16 @@ CASES = {
         dict(op="kxk", k=3, m=32, pads=(1, 1, 1, 1), add=3, act="relu"),
         dict(op="pw", m=16),
     ], 5),
+    # one-group layers of few input channels conv_direct.c takes plain
+    # (CONV_BLK_KB: the first layers' tile over blocked input planes):
+    # SqueezeNet's 16 -> 64 3x3 between its squeeze and the next 1x1, two
+    # images, a residual into the 1x1 after
+    "direct_layers": ((2, 16, 13, 15), [
+        dict(op="pw", m=16, act="relu"),
+        dict(op="kxk", k=3, m=64, pads=(1, 1, 1, 1), act="relu"),
+        dict(op="pw", m=64, add=1, act="relu"),
+        dict(op="pw", m=16),
+    ], 3),
     # dilated 3x3 layers (FCN's and DeepLab's ResNet stages): Winograd on
     # the phases' sub-images side by side (conv_wino_dilated), gathered
     # from and scattered to blocked values, dilation 2 and 4, a residual

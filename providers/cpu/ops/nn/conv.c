@@ -278,7 +278,8 @@ static int pack_blk(cpu_node *node, conv_state *st, char *err, size_t n)
 	st->blk = cpu_prepack(node, 1,
 			      a.kind == CONV_BLK_PW || a.kind == CONV_BLK_PWS ? "conv-blk-pw-v1" :
 			      a.kind == CONV_BLK_DW ? "conv-blk-dw-v1" :
-			      a.kind == CONV_BLK_G8 ? "conv-blk-g8-v1" : "conv-blk-in-v1",
+			      a.kind == CONV_BLK_G8 ? "conv-blk-g8-v1" :
+			      a.kind == CONV_BLK_KB ? "conv-blk-kb-v1" : "conv-blk-in-v1",
 			      conv_blk_wsize(a.kind, a.M, a.Cg, a.taps), bpack_fill, &a, err, n);
 	if (!st->blk)
 		return CPU_E_NOMEM;
@@ -771,6 +772,8 @@ static int conv_blk_try(cpu_ctx *ctx, const conv_state *st, const conv_job *j, i
 		ok &= G == 1 && y_blk && !(lay & CPU_LAYOUT_IN_BLK8);
 	else if (st->blk_kind == CONV_BLK_G8)
 		ok &= G > 1 && j->Cg == 8 && j->Mg == 8;
+	else if (st->blk_kind == CONV_BLK_KB)
+		ok &= G == 1;
 	else if (st->blk_kind == CONV_BLK_W3 || st->blk_kind == CONV_BLK_NHWC)
 		ok &= G == 1 && ((wino = st->blk_kind == CONV_BLK_W3 && wino_fits_call(ctx, j)) ||
 				 (g->in[0] == 1 && g->d[1] == 1 && g->d[2] == 1 &&

@@ -33,6 +33,13 @@
  *    dilation): the same tile over the
  *    zero-padded input planes, six output pixels of a row, for every
  *    channel and tap two filter vectors and six broadcast values.
+ *  - one-group layers of few input channels and at least 64 outputs
+ *    that conv_direct.c takes plain (CONV_BLK_KB: SqueezeNet's 16 -> 64
+ *    3x3): the first layers' tile over zero-padded blocked input planes,
+ *    the filter as [pair][input block][tap][channel of the block][16]
+ *    (at batch 32 the plain layers between blocked ones had cost
+ *    SqueezeNet's first two Fire modules their reorders and the GEMM's
+ *    packing: 1.3x ONNX Runtime's whole model).
  *  - groups of eight input and eight output channels (RegNet): the same
  *    tile over input block g for output block g, one filter vector and
  *    six broadcast values for every tap and channel of the group.
@@ -138,6 +145,12 @@ int conv_blk_kind(const Onnx__NodeProto *p, const cpu_tensor *W)
 	    conv_nhwc_takes(Cg, W->dims[2] * W->dims[3], M, !ones) &&
 	    !conv_direct_takes(Cg, W->dims[2] * W->dims[3], M))
 		return CONV_BLK_NHWC;
+	/* (the tile's four output blocks a pass, two filter vectors to twelve
+	 * broadcasts: with 16 or 32 outputs half of it, where conv_direct.c
+	 * was faster: U-Net's 16 -> 16 at 1024 x 1024 1.4x its time) */
+	if (group == 1 && Cg % CB == 0 && W->dims[2] * W->dims[3] > 1 && M >= 64 &&
+	    conv_direct_takes(Cg, W->dims[2] * W->dims[3], M))
+		return CONV_BLK_KB;
 	if (group == M && Cg == 1)
 		return CONV_BLK_DW;
 	if (group > 1 && Cg == CB && M == group * CB)
@@ -152,7 +165,7 @@ int conv_blk_kind(const Onnx__NodeProto *p, const cpu_tensor *W)
 
 size_t conv_blk_wsize(int kind, int64_t M, int64_t Cg, int64_t taps)
 {
-	if (kind == CONV_BLK_PW || kind == CONV_BLK_PWS || kind == CONV_BLK_IN)
+	if (kind == CONV_BLK_PW || kind == CONV_BLK_PWS || kind == CONV_BLK_IN || kind == CONV_BLK_KB)
 		return (size_t)((M + PW_M - 1) / PW_M * Cg * taps * PW_M) * sizeof(float);
 	if (kind == CONV_BLK_G8)
 		return (size_t)(M * CB * taps) * sizeof(float);
@@ -171,6 +184,19 @@ void conv_blk_pack(int kind, const float *w, int64_t M, int64_t Cg, int64_t taps
 
 						*dst++ = m < M ? w[(m * Cg + c) * taps + t] : 0.0f;
 					}
+		return;
+	}
+	if (kind == CONV_BLK_KB) {
+		/* [pair][input block][tap][channel of the block][16] */
+		for (int64_t q = 0; q < (M + PW_M - 1) / PW_M; q++)
+			for (int64_t cb = 0; cb < Cg / CB; cb++)
+				for (int64_t t = 0; t < taps; t++)
+					for (int64_t c = cb * CB; c < cb * CB + CB; c++)
+						for (int64_t i = 0; i < PW_M; i++) {
+							int64_t m = q * PW_M + i;
+
+							*dst++ = m < M ? w[(m * Cg + c) * taps + t] : 0.0f;
+						}
 		return;
 	}
 	if (kind == CONV_BLK_G8) {
@@ -705,8 +731,9 @@ static int pw_schedule(cpu_ctx *ctx, blk_job *d, int64_t N)
 
 static inline __attribute__((always_inline)) CB_T512 void
 in_tile512(const blk_job *d, const float *xp, int64_t planes, int64_t PP, int64_t PWd,
-	   const int S, const int KW, int64_t KH, const float *w, int64_t ws, const int NQ,
-	   const int NP, int nb, __m512 b0, __m512 b1, float *y, const float *r, int64_t bs)
+	   const int CIB, const int S, const int KW, int64_t KH, const float *w, int64_t ws,
+	   const int NQ, const int NP, int nb, __m512 b0, __m512 b1, float *y, const float *r,
+	   int64_t bs)
 {
 	__m512 a[IN_P2][2];
 
@@ -716,14 +743,15 @@ in_tile512(const blk_job *d, const float *xp, int64_t planes, int64_t PP, int64_
 	}
 	for (int64_t c = 0; c < planes; c++)
 		for (int64_t kh = 0; kh < KH; kh++) {
-			const float *xr = xp + c * PP + kh * PWd;
+			const float *xr = xp + c * PP + kh * PWd * CIB;
 
-			for (int kw = 0; kw < KW; kw++, w += PW_M) {
+			for (int kw = 0; kw < KW; kw++)
+			for (int ci = 0; ci < CIB; ci++, w += PW_M) {
 				__m512 w0 = _mm512_loadu_ps(w), w1 = NQ > 1 ? _mm512_loadu_ps(w + ws) : w0;
 
 #pragma GCC unroll 12
 				for (int p = 0; p < NP; p++) {
-					__m512 v = _mm512_set1_ps(xr[p * S + kw]);
+					__m512 v = _mm512_set1_ps(xr[(p * S + kw) * CIB + ci]);
 
 					a[p][0] = _mm512_fmadd_ps(v, w0, a[p][0]);
 					if (NQ > 1)
@@ -745,13 +773,13 @@ in_tile512(const blk_job *d, const float *xp, int64_t planes, int64_t PP, int64_
  * apply. */
 static inline __attribute__((always_inline)) CB_T512 void
 in_row512(const blk_job *d, const float *xp, int64_t n, int64_t q, int64_t oh, const int S,
-	  const int KW)
+	  const int KW, const int CIB)
 {
 	const cpu_geom *g = &d->j->g;
 	int64_t OW = g->out[2], KH = g->k[1], mb = d->M / CB, ob = 2 * q, bs = d->OP * CB;
-	int64_t PWd = d->PWd, PP = d->PHd * PWd, ws = d->C * KH * KW * PW_M;
+	int64_t PWd = d->PWd, PP = d->PHd * PWd * CIB, ws = d->C * KH * KW * PW_M;
 	int nb = (int)(mb - ob < 4 ? mb - ob : 4);
-	const float *w = d->w + q * ws, *x = xp + oh * g->s[1] * PWd;
+	const float *w = d->w + q * ws, *x = xp + oh * g->s[1] * PWd * CIB;
 	int64_t o = ((n * mb + ob) * d->OP + oh * OW) * CB;
 	float *y = d->y + o;
 	const float *r = d->res ? d->res + o : NULL;
@@ -760,10 +788,10 @@ in_row512(const blk_job *d, const float *xp, int64_t n, int64_t q, int64_t oh, c
 	block_bias512(d, ob, nb, &b0, &b1);
 	for (int64_t p = 0; p < OW; p += IN_P2) {
 		int np = (int)(OW - p < IN_P2 ? OW - p : IN_P2);
-		const float *xt = x + p * S;
+		const float *xt = x + p * S * CIB;
 		int64_t to = p * CB;
 
-#define T512(nq_, np_)                                                                     	in_tile512(d, xt, d->C, PP, PWd, S, KW, KH, w, ws, nq_, np_, nb, b0, b1, y + to,      		   r ? r + to : NULL, bs)
+#define T512(nq_, np_)                                                                     	in_tile512(d, xt, d->C / CIB, PP, PWd, CIB, S, KW, KH, w, ws, nq_, np_, nb, b0, b1, y + to,      		   r ? r + to : NULL, bs)
 #define T512_NP(nq_)                                                                       	switch (np) {                                                                      	case 12: T512(nq_, 12); break;                                                     	case 11: T512(nq_, 11); break;                                                     	case 10: T512(nq_, 10); break;                                                     	case 9: T512(nq_, 9); break;                                                       	case 8: T512(nq_, 8); break;                                                       	case 7: T512(nq_, 7); break;                                                       	case 6: T512(nq_, 6); break;                                                       	case 5: T512(nq_, 5); break;                                                       	case 4: T512(nq_, 4); break;                                                       	case 3: T512(nq_, 3); break;                                                       	case 2: T512(nq_, 2); break;                                                       	default: T512(nq_, 1); break;                                                      	}
 		if (nb > 2) {
 			T512_NP(2)
@@ -784,13 +812,20 @@ static CB_T512 void in_row512_any(const blk_job *d, const float *xp, int64_t n, 
 	const cpu_geom *g = &d->j->g;
 	int64_t kw = g->k[2], s = g->s[2];
 
-	/* (a first layer's window is at most CONV_BLK_IN_MAX_K a side) */
-	if (kw == 3 && s == 2)
-		in_row512(d, xp, n, q, oh, 2, 3);
-	else if (kw == 3 && s == 1)
-		in_row512(d, xp, n, q, oh, 1, 3);
-	else
-		in_row512(d, xp, n, q, oh, (int)s, (int)kw);
+	/* planes of one plain channel (a first layer's window is at most
+	 * CONV_BLK_IN_MAX_K a side), or of a block (CONV_BLK_KB) */
+	if (d->kind == CONV_BLK_KB) {
+		if (kw == 3 && s == 1)
+			in_row512(d, xp, n, q, oh, 1, 3, CB);
+		else
+			in_row512(d, xp, n, q, oh, (int)s, (int)kw, CB);
+	} else if (kw == 3 && s == 2) {
+		in_row512(d, xp, n, q, oh, 2, 3, 1);
+	} else if (kw == 3 && s == 1) {
+		in_row512(d, xp, n, q, oh, 1, 3, 1);
+	} else {
+		in_row512(d, xp, n, q, oh, (int)s, (int)kw, 1);
+	}
 }
 
 /* ---- rows: first layers (a few plain input channels), strided 1x1 ----- */
@@ -852,6 +887,13 @@ static CB_TARGET void in_row_any(const blk_job *d, const float *xp, int64_t n, i
 			g8_row(d, xp, n, q, oh, 2, 3);
 		else
 			g8_row(d, xp, n, q, oh, (int)s, (int)kw);
+		return;
+	}
+	if (d->kind == CONV_BLK_KB) {
+		if (kw == 3 && s == 1)
+			in_row(d, xp, n, q, oh, 1, 3, CB);
+		else
+			in_row(d, xp, n, q, oh, (int)s, (int)kw, CB);
 		return;
 	}
 	/* (a first layer's window is at most CONV_BLK_IN_MAX_K a side) */
@@ -990,11 +1032,11 @@ static int in_schedule(cpu_ctx *ctx, blk_job *d, int64_t N)
 	int g8 = d->kind == CONV_BLK_G8;
 	int rc = 0;
 
-	if ((rc = in_pad(ctx, d, N, g8 ? CB : 1)) != 0)
+	if ((rc = in_pad(ctx, d, N, g8 || d->kind == CONV_BLK_KB ? CB : 1)) != 0)
 		return rc;
 	/* items by pairs of output blocks (two pairs on AVX-512 for a first
-	 * layer: in_row512), or by groups */
-	d->in512 = d->zmm && d->kind == CONV_BLK_IN;
+	 * layer or a blocked input: in_row512), or by groups */
+	d->in512 = d->zmm && (d->kind == CONV_BLK_IN || d->kind == CONV_BLK_KB);
 	d->pairs = g8 ? d->M / CB : (d->M / CB + 1) / 2;
 	if (d->in512)
 		d->pairs = (d->pairs + 1) / 2;
@@ -1207,7 +1249,7 @@ int conv_blk_run(cpu_ctx *ctx, int kind, const conv_job *j, int64_t N, int64_t C
 
 		if (rc)
 			return rc;
-	} else if (kind == CONV_BLK_IN || kind == CONV_BLK_G8) {
+	} else if (kind == CONV_BLK_IN || kind == CONV_BLK_G8 || kind == CONV_BLK_KB) {
 		int rc = in_schedule(ctx, &d, N);
 
 		if (rc)

@@ -171,9 +171,12 @@ int conv_nhwc_run(cpu_ctx *ctx, const conv_job *j, int64_t N, const float *x,
  * transforms reading and writing blocked values (no filter of its own:
  * the Winograd one).  CONV_BLK_NHWC: another 2-D one-group layer of more
  * than one tap that conv_nhwc.c takes (its filter: conv_nhwc_pack's). */
+/* CONV_BLK_KB: a 2-D one-group layer of more than one tap that
+ * conv_direct.c takes plain (few input or output channels: SqueezeNet's
+ * 16 -> 64 3x3), the first layers' tile over blocked input planes. */
 enum {
 	CONV_BLK_PW = 1, CONV_BLK_DW = 2, CONV_BLK_IN = 3, CONV_BLK_G8 = 4, CONV_BLK_PWS = 5,
-	CONV_BLK_W3 = 6, CONV_BLK_NHWC = 7,
+	CONV_BLK_W3 = 6, CONV_BLK_NHWC = 7, CONV_BLK_KB = 8,
 };
 /* CONV_BLK_IN: a one-group layer of at most this many input channels and
  * more than one tap (a first layer: RGB in), NCHW in, blocked out. */
