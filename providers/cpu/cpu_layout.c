@@ -67,6 +67,20 @@ static int is_float(int32_t dt)
 	return dt == CPU_FLOAT || dt == CPU_FLOAT16;
 }
 
+/* BatchNormalization's scale, B, mean and var: constants of one dim, the
+ * same length. */
+static int bn_consts(const cpu_fuse_graph *fg, const run_node *r)
+{
+	for (int i = 1; i < 5; i++) {
+		const cpu_tensor *t = r->in[i] >= 0 ? &fg->consts[r->in[i]] : NULL;
+
+		if (!t || !t->data || t->dtype != CPU_FLOAT || t->rank != 1 ||
+		    t->dims[0] != fg->consts[r->in[1]].dims[0])
+			return 0;
+	}
+	return 1;
+}
+
 static int role(const cpu_fuse_graph *fg, size_t k, const run_node *r, const int32_t *dtype,
 		int *kind)
 {
@@ -93,6 +107,13 @@ static int role(const cpu_fuse_graph *fg, size_t k, const run_node *r, const int
 	for (size_t i = 0; i < sizeof(unary_ops) / sizeof(unary_ops[0]); i++)
 		if (is_onnx(p, unary_ops[i]))
 			return ROLE_UNARY;
+	/* inference BatchNormalization of per-channel constants without a
+	 * fused addend: norm.c's blocked planes, the output in the input's
+	 * layout (DenseNet's pre-activation layers after each Concat) */
+	if (is_onnx(p, "BatchNormalization") && r->n_in == 5 && r->add < 0 && p->n_output == 1 &&
+	    dtype && dtype[r->in[0]] == CPU_FLOAT && bn_consts(fg, r) &&
+	    !(fg->opset >= 14 && cpu_attr_int(p, "training_mode", 0)))
+		return ROLE_UNARY;
 	/* 2-D MaxPool (without Indices) and AveragePool: pool.c's blocked
 	 * kernel, the output in the input's layout */
 	if ((is_onnx(p, "MaxPool") || is_onnx(p, "AveragePool")) &&

@@ -303,6 +303,18 @@ CASES = {
         dict(op="kxk", k=3, m=32, pads=(1, 1, 1, 1), add=3, act="relu"),
         dict(op="pw", m=16),
     ], 5),
+    # DenseNet's pre-activation layer: BatchNormalization (+ Relu) of a
+    # Concat of blocked parts, on the blocked planes (norm.c), read by a
+    # 1x1 layer; two images
+    "batchnorm": ((2, 16, 9, 11), [
+        dict(op="pw", m=32, act="relu"),
+        dict(op="pw", m=16, src=-1),
+        dict(op="concat", of=[0, 1]),
+        dict(op="bn", act="relu"),
+        dict(op="pw", m=24),
+        dict(op="bn"),
+        dict(op="pw", m=16),
+    ], 5),
     # one-group layers of few input channels conv_direct.c takes plain
     # (CONV_BLK_KB: the first layers' tile over blocked input planes):
     # SqueezeNet's 16 -> 64 3x3 between its squeeze and the next 1x1, two
@@ -486,6 +498,21 @@ def build(case, rng):
         elif op == "tanh":
             nodes.append(helper.make_node("Tanh", [xin], [name]))
             r = np.tanh(xr)
+        elif op == "bn":
+            c = xr.shape[1]
+            sc, bi, mu = (rng.standard_normal((3, c)) * 0.5).astype(np.float32)
+            var = (rng.random(c) + 0.5).astype(np.float32)
+            cur = name + "_n" if L.get("act") else name
+            nodes.append(helper.make_node(
+                "BatchNormalization", [xin, const(name + "_s", sc), const(name + "_b", bi),
+                                       const(name + "_m", mu), const(name + "_v", var)],
+                [cur], epsilon=1e-5))
+            if L.get("act") == "relu":
+                nodes.append(helper.make_node("Relu", [cur], [name]))
+            g = sc.astype(np.float64) / np.sqrt(var.astype(np.float64) + 1e-5)
+            r = (xr - mu.astype(np.float64).reshape(1, c, 1, 1)) * g.reshape(1, c, 1, 1) + \
+                bi.astype(np.float64).reshape(1, c, 1, 1)
+            r = act_ref(r, L.get("act"))
         elif op in ("maxpool", "avgpool"):
             k, st, pads = L["k"], L.get("s", 1), L.get("pads", (0, 0, 0, 0))
             attrs = dict(kernel_shape=[k, k], strides=[st, st], pads=list(pads),

@@ -254,6 +254,50 @@ static void bn_range(void *arg, int64_t p0, int64_t p1, int member)
 	}
 }
 
+/* Planes [p0, p1) of a channel-blocked X (cpu_layout.c): N x C / 8 planes
+ * of sp pixels of eight channels, per-channel constants; a pixel's eight
+ * a vector (the same multiply-add as bn_plane's). */
+typedef float bn_v8 __attribute__((vector_size(32)));
+typedef int32_t bn_i8 __attribute__((vector_size(32)));
+
+CPU_MULTIVERSION
+static void bn_blk_range(void *arg, int64_t p0, int64_t p1, int member)
+{
+	const bn_job *j = arg;
+	int relu = j->act && j->act->act == CPU_FUSE_ACT_RELU;
+	int64_t blocks = j->C / 8;
+
+	(void)member;
+	for (int64_t p = p0; p < p1; p++) {
+		const float *x = j->x + p * j->sp * 8;
+		float *y = j->y + p * j->sp * 8, g[8], h[8];
+
+		for (int i = 0; i < 8; i++) {
+			int64_t c = p % blocks * 8 + i;
+
+			g[i] = bn_param(j->t[0], j->C, c, 1, 0) /
+			       sqrtf(bn_param(j->t[3], j->C, c, 1, 0) + j->eps);
+			h[i] = bn_param(j->t[1], j->C, c, 1, 0) - bn_param(j->t[2], j->C, c, 1, 0) * g[i];
+		}
+		bn_v8 gv, hv, zero = {0};
+
+		memcpy(&gv, g, sizeof(gv));
+		memcpy(&hv, h, sizeof(hv));
+		for (int64_t q = 0; q < j->sp; q++) {
+			bn_v8 v;
+
+			memcpy(&v, x + q * 8, sizeof(v));
+			v = v * gv + hv;
+			/* (NaN compares false: kept, as bn_plane keeps it) */
+			if (relu)
+				v = (bn_v8)((bn_i8)v & ~(bn_i8)(v < zero));
+			memcpy(y + q * 8, &v, sizeof(v));
+		}
+		if (j->act && !relu)
+			cpu_fuse_act_apply(j->act, y, j->sp * 8);
+	}
+}
+
 static int batchnorm_compute(cpu_ctx *ctx)
 {
 	const cpu_tensor *X, *t[4];
@@ -295,6 +339,16 @@ static int batchnorm_compute(cpu_ctx *ctx)
 		return rc;
 	bn_job j = {X->data, fr.y->data, t, C, sp, eps, per_channel,
 		    fr.act_inline != CPU_FUSE_ACT_NONE ? fr.fu : NULL};
+
+	if (ctx->node->layout & CPU_LAYOUT_IN_BLK8) {
+		/* (cpu_layout.c: inference, per-channel constants; a blocked
+		 * value is 4-D of a multiple of 8 channels) */
+		if (training || !per_channel || X->rank != 4 || C % 8)
+			return cpu_fail(ctx, CPU_E_INTERNAL, "blocked BatchNormalization: X %d-D of "
+					"%lld channels", X->rank, (long long)C);
+		cpu_par_for(ctx, X->dims[0] * C / 8, 8.0 * (double)sp + 5.0, 1, bn_blk_range, &j);
+		return cpu_fuse_end(ctx, &fr, 1);
+	}
 
 	/* ~1 ns a float: a multiply-add on its way through memory, which the
 	 * layers before wrote split over the pool (read on one thread, half
