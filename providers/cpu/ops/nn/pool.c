@@ -1129,6 +1129,36 @@ static void blk_pool_range(void *arg, int64_t r0, int64_t r1, int member)
 				continue;
 			}
 
+			/* AveragePool, the same for four outputs whose windows lie
+			 * inside the row: four chains of adds, each in tap order
+			 * (one chain waited on each add: Inception's 3x3 / 1
+			 * pools 2.9x ONNX Runtime's time at batch 32) */
+			if (!is_max && hb > ha && ow + 4 <= OW && sw >= 0 &&
+			    sw + 3 * sws + (wb - 1) * dw < IW) {
+				vf8 a0 = acc, a1 = acc, a2 = acc, a3 = acc, div;
+
+				for (int64_t kh = ha; kh < hb; kh++) {
+					const float *xr = x + (sh + kh * g->d[1]) * IW * CPU_BLK8;
+
+					for (int64_t kw = 0; kw < wb; kw++) {
+						const float *xt = xr + (sw + kw * dw) * CPU_BLK8;
+
+						a0 += vf_load(xt);
+						a1 += vf_load(xt + sws * CPU_BLK8);
+						a2 += vf_load(xt + 2 * sws * CPU_BLK8);
+						a3 += vf_load(xt + 3 * sws * CPU_BLK8);
+					}
+				}
+				cnt = incl ? (pb - pa) * (qb - qa) : (hb - ha) * wb;
+				div = vf_splat((float)cnt);
+				vf_store(y + ow * CPU_BLK8, cnt ? a0 / div : vf_splat(0.0f));
+				vf_store(y + (ow + 1) * CPU_BLK8, cnt ? a1 / div : vf_splat(0.0f));
+				vf_store(y + (ow + 2) * CPU_BLK8, cnt ? a2 / div : vf_splat(0.0f));
+				vf_store(y + (ow + 3) * CPU_BLK8, cnt ? a3 / div : vf_splat(0.0f));
+				ow += 3;
+				continue;
+			}
+
 			/* the window's taps: all of them where it lies inside the row */
 			if (sw < 0 || sw + (wb - 1) * g->d[2] >= IW) {
 				taps(sw, g->k[2], g->d[2], 0, IW, &wa, &wb);
