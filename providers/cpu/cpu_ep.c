@@ -401,6 +401,13 @@ static int plan_wide(cpu_sg *c, const ep_subgraph *sg, const unsigned char *expo
 	return 0;
 }
 
+/* Whether node k runs: not folded into a constant, nor fused into an
+ * earlier node (those stay uninitialised). */
+static int node_runs(const cpu_sg *c, size_t k)
+{
+	return !(c->fold.node && c->fold.node[k]) && !(c->fuse && c->fuse[k].skip);
+}
+
 /* The weights a subgraph's nodes read as they are, by address (a folded
  * Reshape of a weight may be a view of it): a weight goes back to the host
  * (ep_subgraph_drop_weight) once every reader packed it and said it never
@@ -474,7 +481,7 @@ static int weight_readers_count(weight_readers *wr, const cpu_sg *c, const ep_su
 		const int *in = f ? f->in : p->node_in[k];
 		int n_in = f ? f->n_in : (int)sg->graph->node[k]->n_input;
 
-		if ((c->fold.node && c->fold.node[k]) || (c->fuse && c->fuse[k].skip))
+		if (!node_runs(c, k))
 			continue;
 		for (int i = 0; i < n_in; i++)
 			count_reader(wr, f && f->folded[i] ? f->folded[i] :
@@ -527,9 +534,7 @@ static int build_plan(cpu_sg *c, ep_subgraph *sg, char *err, size_t n)
 		wr.readers = NULL;
 	}
 	for (size_t k = 0; rc == 0 && k < c->plan.n_nodes; k++) {
-		/* A node folded or fused into an earlier one stays
-		 * uninitialised: not run. */
-		if ((c->fold.node && c->fold.node[k]) || (c->fuse && c->fuse[k].skip))
+		if (!node_runs(c, k))
 			continue;
 		rc = load_node(c, sg, k, err, n);
 		if (rc == 0)

@@ -149,14 +149,23 @@ static float bn_param(const cpu_tensor *t, int64_t C, int64_t c, int64_t sp, int
 	return ((const float *)t->data)[cpu_numel(t) == C ? c : c * sp + i];
 }
 
+/* Channel c's per-channel constants as y = x * g + h. */
+static void bn_affine(const cpu_tensor *const *t, int64_t C, int64_t c, float eps, float *g,
+		      float *h)
+{
+	*g = bn_param(t[0], C, c, 1, 0) / sqrtf(bn_param(t[3], C, c, 1, 0) + eps);
+	*h = bn_param(t[1], C, c, 1, 0) - bn_param(t[2], C, c, 1, 0) * *g;
+}
+
 /* relu: a fused Relu in the same pass (NaN kept, as the op keeps it). */
 CPU_MULTIVERSION
 static void bn_plane(const float *x, float *y, const cpu_tensor *const *t, int64_t C,
 		     int64_t c, int64_t sp, float eps, int per_channel, int relu)
 {
 	if (per_channel) {
-		float g = bn_param(t[0], C, c, sp, 0) / sqrtf(bn_param(t[3], C, c, sp, 0) + eps);
-		float h = bn_param(t[1], C, c, sp, 0) - bn_param(t[2], C, c, sp, 0) * g;
+		float g, h;
+
+		bn_affine(t, C, c, eps, &g, &h);
 		if (relu)
 			for (int64_t i = 0; i < sp; i++) {
 				float v = x[i] * g + h;
@@ -257,9 +266,6 @@ static void bn_range(void *arg, int64_t p0, int64_t p1, int member)
 /* Planes [p0, p1) of a channel-blocked X (cpu_layout.c): N x C / 8 planes
  * of sp pixels of eight channels, per-channel constants; a pixel's eight
  * a vector (the same multiply-add as bn_plane's). */
-typedef float bn_v8 __attribute__((vector_size(32)));
-typedef int32_t bn_i8 __attribute__((vector_size(32)));
-
 CPU_MULTIVERSION
 static void bn_blk_range(void *arg, int64_t p0, int64_t p1, int member)
 {
@@ -271,27 +277,17 @@ static void bn_blk_range(void *arg, int64_t p0, int64_t p1, int member)
 	for (int64_t p = p0; p < p1; p++) {
 		const float *x = j->x + p * j->sp * 8;
 		float *y = j->y + p * j->sp * 8, g[8], h[8];
+		vf8 gv, hv, zero = vf_splat(0.0f);
 
-		for (int i = 0; i < 8; i++) {
-			int64_t c = p % blocks * 8 + i;
-
-			g[i] = bn_param(j->t[0], j->C, c, 1, 0) /
-			       sqrtf(bn_param(j->t[3], j->C, c, 1, 0) + j->eps);
-			h[i] = bn_param(j->t[1], j->C, c, 1, 0) - bn_param(j->t[2], j->C, c, 1, 0) * g[i];
-		}
-		bn_v8 gv, hv, zero = {0};
-
-		memcpy(&gv, g, sizeof(gv));
-		memcpy(&hv, h, sizeof(hv));
+		for (int i = 0; i < 8; i++)
+			bn_affine(j->t, j->C, p % blocks * 8 + i, j->eps, &g[i], &h[i]);
+		gv = vf_load(g);
+		hv = vf_load(h);
 		for (int64_t q = 0; q < j->sp; q++) {
-			bn_v8 v;
+			vf8 v = vf_load(x + q * 8) * gv + hv;
 
-			memcpy(&v, x + q * 8, sizeof(v));
-			v = v * gv + hv;
 			/* (NaN compares false: kept, as bn_plane keeps it) */
-			if (relu)
-				v = (bn_v8)((bn_i8)v & ~(bn_i8)(v < zero));
-			memcpy(y + q * 8, &v, sizeof(v));
+			vf_store(y + q * 8, relu ? vf_sel(v < zero, zero, v) : v);
 		}
 		if (j->act && !relu)
 			cpu_fuse_act_apply(j->act, y, j->sp * 8);

@@ -1090,12 +1090,14 @@ static void blk_pool_range(void *arg, int64_t r0, int64_t r1, int member)
 			int64_t sw = ow * g->s[2] - g->pb[2], wa = 0, wb = g->k[2], qa = 0, qb = wb, cnt;
 			int64_t sws = g->s[2], dw = g->d[2];
 			vf8 acc = vf_splat(is_max ? -FLT_MAX : 0.0f);
+			/* four outputs whose windows lie inside the row */
+			int four = hb > ha && ow + 4 <= OW && sw >= 0 &&
+				   sw + 3 * sws + (wb - 1) * dw < IW;
 
 			/* MaxPool, four outputs whose windows lie inside the row: four
 			 * independent chains of max (one chain waited on each tap's
 			 * compare and select: 1.5x the plain separable kernel) */
-			if (is_max && hb > ha && ow + 4 <= OW && sw >= 0 &&
-			    sw + 3 * sws + (wb - 1) * dw < IW) {
+			if (is_max && four) {
 				const float *xr = x + (sh + ha * g->d[1]) * IW * CPU_BLK8;
 				vf8 a0 = vf_load(xr + sw * CPU_BLK8);
 				vf8 a1 = vf_load(xr + (sw + sws) * CPU_BLK8);
@@ -1133,8 +1135,7 @@ static void blk_pool_range(void *arg, int64_t r0, int64_t r1, int member)
 			 * inside the row: four chains of adds, each in tap order
 			 * (one chain waited on each add: Inception's 3x3 / 1
 			 * pools 2.9x ONNX Runtime's time at batch 32) */
-			if (!is_max && hb > ha && ow + 4 <= OW && sw >= 0 &&
-			    sw + 3 * sws + (wb - 1) * dw < IW) {
+			if (!is_max && four) {
 				vf8 a0 = acc, a1 = acc, a2 = acc, a3 = acc, div;
 
 				for (int64_t kh = ha; kh < hb; kh++) {
