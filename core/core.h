@@ -291,7 +291,23 @@ typedef struct core_plan {
 	uint64_t *nbytes;
 	uint64_t arena_size;
 	unsigned refs;            /* runs using it, + 1 while cached (session lock) */
+	int64_t chunk;            /* batch.c: 0 undecided, -1 whole, else images a chunk */
 } core_plan;
+
+/* ---- batch chunks (batch.c) ------------------------------------------------ */
+
+/* Below this much activation memory a batch runs whole. */
+#define CORE_CHUNK_MIN_ARENA (32u << 20)
+/* A chunk's activations per thread, about (core_batch_chunk_size). */
+#define CORE_CHUNK_BYTES (8u << 20)
+/* The chunk size worth trying for a batch of n run with plan pn, or 0
+ * (ORTMK_BATCH_CHUNK overrides: 0 never, K chunks of K). */
+int64_t core_batch_chunk_size(const ortmk_session *s, const core_plan *pn, int64_t n);
+/* 1 when every node keeps the images of the batch apart, proved on the
+ * plans of the whole batch (n) and of a chunk (b); else 0, the first
+ * node that mixes them logged at debug level. */
+int core_batch_separable(const graph *g, const core_plan *pn, const core_plan *pb,
+			 int64_t n, int64_t b);
 
 /* The memory of one run in flight: its arena (the plan's offsets) and its
  * dynamic region, kept for the next run that takes the slot. */
@@ -364,6 +380,8 @@ typedef struct core_out {
 	ortmk_value *value;       /* CORE_OUT_VALUE */
 	core_ep *dev;             /* CORE_OUT_DEVICE; NULL: host */
 	ortmk_value *result;      /* after a successful run */
+	uint64_t off;             /* CORE_OUT_VALUE: where in the value's segment
+				   * (a chunk's rows of a batch) */
 } core_out;
 
 /* ---- error (error.c) ------------------------------------------------------ */

@@ -489,6 +489,8 @@ ortmk_status core_plan_build(const ortmk_session *s, const int64_t *const *in_di
 		core_plan_free(p);
 		return st;
 	}
+	ipc_log(IPC_LOG_DEBUG, "memory plan: %llu bytes of activations for a new input signature",
+		(unsigned long long)p->arena_size);
 	*out = p;
 	return ORTMK_OK;
 }

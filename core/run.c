@@ -694,7 +694,8 @@ static ortmk_status prepare_memory(run_ctx *c, const ortmk_value **bound)
 		const ortmk_value *v = bound[i];
 
 		if (!v->dev)
-			core_run_set_loc(&c->locs[s->g->inputs[i]], (shm_segment *)&v->seg, 0, v->nbytes,
+			core_run_set_loc(&c->locs[s->g->inputs[i]], (shm_segment *)&v->seg,
+					 c->in_off ? c->in_off[i] : 0, v->nbytes,
 					 v->kind, v->dtype, (int)v->rank, v->dims);
 	}
 	if (st == ORTMK_OK)
@@ -886,12 +887,13 @@ static ortmk_status settle_inputs(ortmk_session *s, const ortmk_value **bound, o
 
 static ortmk_status run_with_recovery(ortmk_session *s, ortmk_run_options *ro,
 				      const ortmk_value **bound, core_out *outs, size_t n_out,
-				      ortmk_stream *stream)
+				      ortmk_stream *stream, const uint64_t *in_off)
 {
 	ortmk_status st = ORTMK_OK;
 
 	for (int attempt = 0; attempt < 2; attempt++) {
-		run_ctx c = {.s = s, .outs = outs, .n_out = n_out, .stream = stream, .ro = ro};
+		run_ctx c = {.s = s, .outs = outs, .n_out = n_out, .stream = stream, .ro = ro,
+			     .in_off = in_off};
 		char keep[1024];
 		ortmk_status cl;
 
@@ -921,18 +923,166 @@ static ortmk_status run_with_recovery(ortmk_session *s, ortmk_run_options *ro,
 	return st;
 }
 
+/* ---- batch chunks: a large batch run a few images at a time (batch.c) ---- */
+
+/* The batch every input of a run shares as its dim 0, or 0. */
+static int64_t run_batch(const ortmk_session *s, const ortmk_value **bound, const core_out *outs,
+			 size_t n_out)
+{
+	int64_t n = 0;
+
+	for (size_t i = 0; i < n_out; i++)
+		if (outs[i].mode != CORE_OUT_HOST_NEW)
+			return 0;
+	for (size_t i = 0; i < s->g->n_inputs; i++) {
+		const ortmk_value *v = bound[i];
+
+		if (v->dev || v->kind != ORTMK_VALUE_TENSOR || v->rank < 1 ||
+		    !graph_dtype_size(v->dtype) || v->dims[0] < 2 || (n && v->dims[0] != n))
+			return 0;
+		n = v->dims[0];
+	}
+	for (int e = 0; e < s->n_eps; e++)
+		if (s->nodes_per_ep[e] && strcmp(s->eps[e]->name, "cpu"))
+			return 0;
+	return n;
+}
+
+static void plan_put(core_plan *p)
+{
+	if (p && --p->refs == 0)
+		core_plan_free(p);
+}
+
+/* Whether the plan of chunks of b images keeps the images apart as the
+ * plan pn of the whole batch n does (session lock held). */
+static int chunk_ok(ortmk_session *s, const ortmk_value **bound, const core_plan *pn,
+		    int64_t n, int64_t b)
+{
+	size_t n_in = s->g->n_inputs;
+	ortmk_value *v = malloc((n_in + 1) * sizeof(*v));
+	const ortmk_value **vb = malloc((n_in + 1) * sizeof(*vb));
+	core_plan *pb = NULL;
+	int ok = 0;
+
+	for (size_t i = 0; v && vb && i < n_in; i++) {
+		v[i] = *bound[i];
+		v[i].dims[0] = b;
+		vb[i] = &v[i];
+	}
+	if (v && vb && get_plan(s, vb, &pb) == ORTMK_OK) {
+		ok = core_batch_separable(s->g, pn, pb, n, b);
+	} else {
+		ipc_log(IPC_LOG_DEBUG, "batch kept whole: no plan for %lld images: %s",
+			(long long)b, ortmk_last_error());
+		core_clear_error();   /* the batch runs whole: no error to report */
+	}
+	plan_put(pb);
+	free(v);
+	free(vb);
+	return ok;
+}
+
+/* The images a chunk of this run should hold, 0 to run it whole; for
+ * chunks, outs[i].result is the output of the whole batch, made here. */
+static int64_t batch_chunk(ortmk_session *s, const ortmk_value **bound, core_out *outs,
+			   size_t n_out)
+{
+	int64_t n = run_batch(s, bound, outs, n_out), b = 0;
+	core_plan *pn = NULL;
+
+	if (!n)
+		return 0;
+	pthread_rwlock_rdlock(&s->steps_lock);
+	pthread_mutex_lock(&s->lock);
+	if (get_plan(s, bound, &pn) != ORTMK_OK) {
+		core_clear_error();   /* the whole run reports it */
+	} else {
+		if (!pn->chunk) {
+			b = core_batch_chunk_size(s, pn, n);
+			pn->chunk = b > 0 && chunk_ok(s, bound, pn, n, b) &&
+				(n % b == 0 || chunk_ok(s, bound, pn, n, n % b)) ? b : -1;
+			if (pn->chunk > 0)
+				ipc_log(IPC_LOG_DEBUG, "batch of %lld run in chunks of %lld",
+					(long long)n, (long long)b);
+		}
+		b = pn->chunk > 0 ? pn->chunk : 0;
+	}
+	for (size_t i = 0; i < n_out && b; i++) {
+		const graph_tinfo *t = &pn->tinfo[outs[i].v];
+		int32_t dt = t->elem_type ? t->elem_type : s->g->values[outs[i].v].elem_type;
+
+		if (core_value_new(s->env, dt, t->dims, (size_t)t->rank, &outs[i].result) != ORTMK_OK)
+			b = 0;
+	}
+	plan_put(pn);
+	pthread_mutex_unlock(&s->lock);
+	pthread_rwlock_unlock(&s->steps_lock);
+	if (!b)
+		clear_results(outs, n_out);
+	return b;
+}
+
+/* A run of the batch as runs of b images each: the inputs' rows in place,
+ * each chunk's outputs written straight into its rows of outs[i].result. */
+static ortmk_status run_chunks(ortmk_session *s, ortmk_run_options *ro,
+			       const ortmk_value **bound, core_out *outs, size_t n_out, int64_t b)
+{
+	size_t n_in = s->g->n_inputs;
+	int64_t n = bound[0]->dims[0];
+	ortmk_value *in = calloc(n_in + 1, sizeof(*in)), *out = calloc(n_out + 1, sizeof(*out));
+	const ortmk_value **vb = calloc(n_in + 1, sizeof(*vb));
+	uint64_t *off = calloc(n_in + 1, sizeof(*off));
+	core_out *co = calloc(n_out + 1, sizeof(*co));
+	ortmk_status st = in && out && vb && off && co ? settle_inputs(s, bound, NULL) :
+		core_fail(ORTMK_ERR_NO_MEMORY, "out of memory");
+
+	for (int64_t i0 = 0; i0 < n && st == ORTMK_OK; i0 += b) {
+		int64_t k = n - i0 < b ? n - i0 : b;
+
+		for (size_t i = 0; i < n_in; i++) {
+			size_t row = bound[i]->nbytes / (size_t)n;
+
+			in[i] = *bound[i];
+			in[i].dims[0] = k;
+			in[i].nbytes = row * (size_t)k;
+			off[i] = row * (uint64_t)i0;
+			vb[i] = &in[i];
+		}
+		for (size_t j = 0; j < n_out; j++) {
+			size_t row = outs[j].result->nbytes / (size_t)n;
+
+			out[j] = *outs[j].result;
+			out[j].dims[0] = k;
+			out[j].nbytes = row * (size_t)k;
+			co[j] = (core_out){.v = outs[j].v, .mode = CORE_OUT_VALUE, .value = &out[j],
+					   .off = row * (uint64_t)i0};
+		}
+		st = run_with_recovery(s, ro, vb, co, n_out, NULL, off);
+	}
+	free(in);
+	free(out);
+	free(vb);
+	free(off);
+	free(co);
+	return st;
+}
+
 ortmk_status core_session_run_outs(ortmk_session *s, ortmk_run_options *ro,
 				   const ortmk_value **bound, core_out *outs,
 				   size_t n_out, ortmk_stream *stream)
 {
 	uint64_t t0 = s->profile && ipc_trace_on() ? ipc_now_ns() : 0;
+	int64_t chunk;
 	ortmk_status st;
 
 	for (size_t i = 0; i < n_out; i++)
 		outs[i].result = NULL;
 	if (ro && ro->tag[0])
 		ipc_trace_event("core", (int)getpid(), "run", ro->tag);
-	st = run_with_recovery(s, ro, bound, outs, n_out, stream);
+	chunk = stream ? 0 : batch_chunk(s, bound, outs, n_out);
+	st = chunk > 0 ? run_chunks(s, ro, bound, outs, n_out, chunk) :
+		run_with_recovery(s, ro, bound, outs, n_out, stream, NULL);
 	/* A death noticed only by a request: name the device values it cost. */
 	for (size_t i = 0; i < s->g->n_inputs && st == ORTMK_ERR_PROVIDER_DIED; i++)
 		if (core_dev_value_check(bound[i]))

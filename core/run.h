@@ -44,6 +44,8 @@ typedef struct run_ctx {
 	uint64_t run_id;          /* of the RUN in flight */
 	unsigned mask;            /* the providers it touches (env index bits) */
 	int exclusive;            /* their locks held across the whole run */
+	const uint64_t *in_off;   /* per graph input: where its data starts in its
+				   * segment (a chunk's rows); NULL: at 0 */
 } run_ctx;
 
 void core_run_set_loc(loc *l, shm_segment *seg, uint64_t off, uint64_t nbytes, int kind,

@@ -203,7 +203,8 @@ static ortmk_status bind_value(run_ctx *c, core_out *o)
 			return ORTMK_OK;
 		st = share_segment(c, &val->seg);
 		if (st == ORTMK_OK)
-			core_run_set_loc(l, &val->seg, 0, val->nbytes, 0, val->dtype, (int)val->rank, val->dims);
+			core_run_set_loc(l, &val->seg, o->off, val->nbytes, 0, val->dtype, (int)val->rank,
+					 val->dims);
 		return st;
 	}
 	st = dev_alive(val);
@@ -332,7 +333,7 @@ static ortmk_status host_source(run_ctx *c, int v)
 }
 
 /* Output v (its source checked) into `dst` (host or device, same size). */
-static ortmk_status copy_into(run_ctx *c, int v, ortmk_value *dst)
+static ortmk_status copy_into(run_ctx *c, int v, ortmk_value *dst, uint64_t off)
 {
 	loc *l = &c->locs[v];
 	Ortmk__Loc src, to;
@@ -345,7 +346,8 @@ static ortmk_status copy_into(run_ctx *c, int v, ortmk_value *dst)
 		return shape_mismatch(c, v, dst);
 	if (l->seg && !dst->dev) {
 		if (l->seg != &dst->seg && l->nbytes)
-			memcpy(dst->seg.base, (uint8_t *)l->seg->base + l->offset, l->nbytes);
+			memcpy((uint8_t *)dst->seg.base + off, (uint8_t *)l->seg->base + l->offset,
+			       l->nbytes);
 		return ORTMK_OK;
 	}
 	if (l->seg) {
@@ -356,7 +358,7 @@ static ortmk_status copy_into(run_ctx *c, int v, ortmk_value *dst)
 	if (dst->dev) {
 		loc_buf(&to, dst);
 	} else {
-		loc_seg(&to, &dst->seg, 0);
+		loc_seg(&to, &dst->seg, off);
 	}
 	if (!l->seg && dst->dev && l->dev->dev != dst->dev)
 		return core_fail(ORTMK_ERR_NOT_IMPLEMENTED,
@@ -387,7 +389,7 @@ static ortmk_status new_host(run_ctx *c, int v, ortmk_value **out)
 		memcpy((*out)->seg.base, (uint8_t *)l->seg->base + l->offset, l->nbytes);
 	} else if (st == ORTMK_OK) {
 		(*out)->kind = ORTMK_VALUE_TENSOR;
-		st = copy_into(c, v, *out);
+		st = copy_into(c, v, *out, 0);
 	}
 	return st;
 }
@@ -401,7 +403,7 @@ static ortmk_status finish_one(run_ctx *c, core_out *o)
 		return st;
 	switch (o->mode) {
 	case CORE_OUT_VALUE:
-		st = copy_into(c, o->v, o->value);
+		st = copy_into(c, o->v, o->value, o->off);
 		if (st == ORTMK_OK)
 			o->result = o->value;
 		return st;
@@ -414,7 +416,7 @@ static ortmk_status finish_one(run_ctx *c, core_out *o)
 				return ORTMK_OK;
 			}
 			st = core_dev_value_alloc(o->dev, l->dtype, l->dims, (size_t)l->rank, &o->result);
-			return st ? st : copy_into(c, o->v, o->result);
+			return st ? st : copy_into(c, o->v, o->result, 0);
 		}
 		if (l->host_out && l->seg == &l->host_out->seg) {
 			o->result = l->host_out;
