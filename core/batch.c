@@ -227,7 +227,10 @@ static int in_cls(const bctx *c, const graph_node *n, int i)
  * beside dim 0. */
 static int elem_ok(const bctx *c, const graph_node *n, unsigned shape_in)
 {
-	int r = c->pn->tinfo[n->out[0]].rank;
+	int r = n->n_out && n->out[0] >= 0 ? c->pn->tinfo[n->out[0]].rank : -1;
+
+	if (r < 1)
+		return 0;
 
 	for (int i = 0; i < n->n_in; i++) {
 		int v = n->in[i];
@@ -280,8 +283,11 @@ static int rule_ok(const bctx *c, const graph_node *n, const op_rule *r)
 		return elem_ok(c, n, r->shape_in);
 	case R_WINDOW:
 		/* MaxPool's indices count across the batch; BatchNormalization
-		 * in training updates statistics of the whole batch. */
-		if (in_cls(c, n, 0) != BV_BATCH || (n->n_out > 1 && n->out[1] >= 0))
+		 * in training normalises with the whole batch's statistics. */
+		if (in_cls(c, n, 0) != BV_BATCH || (n->n_out > 1 && n->out[1] >= 0) ||
+		    (!strcmp(n->op_type, "BatchNormalization") &&
+		     (proto_attr_int(n->proto, "training_mode", 0) ||
+		      (n->opset < 7 && !proto_attr_int(n->proto, "is_test", 0)))))
 			return 0;
 		for (int i = 1; i < n->n_in; i++)
 			if (!(r->shape_in & IN(i)) && in_cls(c, n, i) != BV_CONST)

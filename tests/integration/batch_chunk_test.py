@@ -13,8 +13,8 @@ that mixes the images of its batch is never chunked.
 - mixers: models whose images meet - Softmax over axis 0, x minus its mean
   over the batch, x @ x^T, x divided by the batch size, a Reshape fixed to
   the batch size, a Gather along the batch, Flatten at axis 0, MaxPool's
-  indices, a Slice reversing the batch, a constant operand spanning the
-  batch: each, with chunks forced, kept whole (the log names why) and
+  indices, a Slice reversing the batch, BatchNormalization in training
+  mode, a constant operand spanning the batch: each, with chunks forced, kept whole (the log names why) and
   against numpy (a chunked run gives other numbers or fails).
 
 usage: batch_chunk_test.py ORT_RUN
@@ -162,6 +162,11 @@ def mixers(n, rng):
     img = rng.standard_normal((n, 2, 4, 4)).astype(np.float32)
     wide = rng.standard_normal((n, 3, 2)).astype(np.float32)
     x23 = rng.standard_normal((n, 2, 3)).astype(np.float32)
+    bn = {"s": np.array([1.5, 0.5], np.float32), "b": np.array([0.1, -0.2], np.float32),
+          "m": np.zeros(2, np.float32), "v": np.ones(2, np.float32)}
+    mu, var = img.mean(axis=(0, 2, 3), keepdims=True), img.var(axis=(0, 2, 3), keepdims=True)
+    bn_ref = ((img - mu) / np.sqrt(var + 1e-5) * bn["s"].reshape(1, 2, 1, 1) +
+              bn["b"].reshape(1, 2, 1, 1))
     big = np.iinfo(np.int64)
     mp = img.reshape(n, 2, 2, 2, 2, 2).max(axis=(3, 5))
     flat = img.reshape(n, 2, 2, 2, 2, 2).transpose(0, 1, 2, 4, 3, 5).reshape(n, 2, 2, 2, 4)
@@ -201,6 +206,10 @@ def mixers(n, rng):
          xin, ["y"], {"st": np.array([-1], np.int64), "en": np.array([big.min], np.int64),
                       "ax": np.array([0], np.int64), "sp": np.array([-1], np.int64)},
          {"x": x}, {"y": x[::-1]}],
+        ["BatchNormalization in training mode", [h.make_node("BatchNormalization",
+                                                             ["img", "s", "b", "m", "v"], ["y"],
+                                                             training_mode=1)],
+         [fin("img", ["N", 2, 4, 4])], ["y"], bn, {"img": img}, {"y": bn_ref}],
         ["a constant operand spanning the batch", [h.make_node("MatMul", ["x23", "wide"], ["y"])],
          [fin("x23", ["N", 2, 3])], ["y"], {"wide": wide}, {"x23": x23},
          {"y": np.matmul(x23.astype(np.float64), wide)}],
