@@ -18,7 +18,9 @@ of each side's median latency, their ratio ortmk / ORT, and the median of
 the per-round ratios (`paired`: the two ran seconds apart, so slow phases
 of a shared machine cancel better).  --iters defaults per model from a
 first untimed run: --budget-ms of runs per side and round, 3 to 20.  The
-last round's session creation times and peak memory (ortmk: the
+median over rounds of each side's session creation time (a single one
+follows the VM's memory state: a process touching memory the host took
+back pays for it) and the last round's peak memory (ortmk: the
 application plus the provider process; ORT: the node process) are
 printed too.  At the end: the geometric mean of the paired ratios per
 variant and thread count.  The first lines name the CPU, its flags that
@@ -142,7 +144,7 @@ def bench(a, m, variant, t):
     indir = batched(a, m) if a.batch > 1 else os.path.join(a.zoo, m, "in", a.set)
     ins = sorted((f[:-4], os.path.join(indir, f)) for f in os.listdir(indir) if f.endswith(".npy"))
     iters = a.iters or max(3, min(20, int(a.budget_ms / max(ortmk(a, model, ins, t, 1)[0], 1.0))))
-    mk, rt, pr = [], [], []
+    mk, rt, pr, kc, oc = [], [], [], [], []
     for r in range(a.rounds):
         if r % 2:
             o = ort(a, model, indir, t, iters)
@@ -153,11 +155,14 @@ def bench(a, m, variant, t):
         mk.append(k[0])
         rt.append(o[0])
         pr.append(k[0] / o[0])
+        kc += [k[1]] if k[1] is not None else []
+        oc += [o[1]] if o[1] is not None else []
     return {"model": m, "variant": variant, "opset": op, "threads": t, "iters": iters,
             "ortmk_ms": statistics.median(mk), "ort_ms": statistics.median(rt),
             "ratio": statistics.median(mk) / statistics.median(rt),
             "paired": statistics.median(pr), "ortmk_rounds": mk, "ort_rounds": rt,
-            "ortmk_create_ms": k[1], "ort_create_ms": o[1], "ortmk_mem_mb": k[2],
+            "ortmk_create_ms": statistics.median(kc) if kc else None,
+            "ort_create_ms": statistics.median(oc) if oc else None, "ortmk_mem_mb": k[2],
             "ort_mem_mb": o[2]}
 
 
