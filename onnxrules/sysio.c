@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <time.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "sysio.h"
@@ -40,4 +41,40 @@ double sys_now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Warm, a 2 MiB page faults in ~0.3 ms here; cold, ~5 ms (the 512 small
+ * pages it replaces: ~0.7 and ~1.8 ms). */
+#define HUGE_PAGE ((size_t)2 << 20)
+#define HUGE_CHEAP_MS 1.5
+
+static int huge_cheap = 1;
+
+void sys_huge_reset(void)
+{
+	__atomic_store_n(&huge_cheap, 1, __ATOMIC_RELAXED);
+}
+
+int sys_huge_cheap(void)
+{
+	return __atomic_load_n(&huge_cheap, __ATOMIC_RELAXED);
+}
+
+void sys_huge_touch(void *p, size_t n)
+{
+	volatile uint8_t *a = p;
+
+	for (size_t off = 0; off < n; off += HUGE_PAGE) {
+		double t = sys_now_ms();
+
+		a[off] = a[off];   /* the write fault, the bytes unchanged */
+		if (sys_now_ms() - t > HUGE_CHEAP_MS) {
+			/* the host took the free memory back: small pages from here */
+			__atomic_store_n(&huge_cheap, 0, __ATOMIC_RELAXED);
+			if (n > off + HUGE_PAGE)
+				(void)madvise((uint8_t *)p + off + HUGE_PAGE, n - off - HUGE_PAGE,
+					      MADV_NOHUGEPAGE);
+			return;
+		}
+	}
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include "sysio.h"
 
 
 #define FD_TIMEOUT_MS 5000
@@ -110,10 +111,10 @@ void ep_host_subgraph_free(host *h, ep_subgraph *sg)
  * itself (docs/WEIGHTS.md), mostly are not. */
 #define EP_WEIGHT_ALIGN 64   /* what an AVX-512 load of a weight row wants */
 
-/* Weights read at load go on 2 MiB pages (their whole 2 MiB pages; the
- * mapping starts 2 MiB early so the data can start on one): 512 times
- * fewer faults (ViT-B/16's 330 MB: 80,000), the most of a load on a VM
- * whose host took the memory back. */
+/* Weights read at load go on 2 MiB pages while those are cheap to fault
+ * in (sysio.h; their whole 2 MiB pages; the mapping starts 2 MiB early so
+ * the data can start on one): 512 times fewer faults (ViT-B/16's 330 MB:
+ * 80,000). */
 #define EP_HUGE ((uint64_t)2 << 20)
 
 static int read_misaligned(sg_priv *p, const host_file *f, const Ortmk__Weight *w, ep_weight *out)
@@ -127,7 +128,8 @@ static int read_misaligned(sg_priv *p, const host_file *f, const Ortmk__Weight *
 		return -ENOMEM;
 	if (len > w->nbytes) {
 		buf = (uint8_t *)(((uintptr_t)map + EP_HUGE - 1) & ~(uintptr_t)(EP_HUGE - 1));
-		(void)madvise(buf, w->nbytes & ~(EP_HUGE - 1), MADV_HUGEPAGE);
+		if (sys_huge_cheap() && madvise(buf, w->nbytes & ~(EP_HUGE - 1), MADV_HUGEPAGE) == 0)
+			sys_huge_touch(buf, w->nbytes & ~(EP_HUGE - 1));
 	}
 	while (done < w->nbytes) {
 		ssize_t r = pread(f->fd, buf + done, w->nbytes - done, (off_t)(w->offset + done));
@@ -269,6 +271,7 @@ int ep_host_on_load(host *h, Ortmk__Envelope *req, int *kept)
 	h->err[0] = 0;
 	if (!sg)
 		return ep_host_reply_error(h, req, ORTMK__ERROR_CODE__E_NOMEM, "out of memory");
+	sys_huge_reset();   /* huge pages for this load's weights and packs, while cheap */
 	for (size_t i = 0; i < h->n_sgs; i++)
 		if (h->sgs[i]->id == req->load_subgraph->subgraph_id) {
 			free(sg);
