@@ -231,7 +231,6 @@ static int elem_ok(const bctx *c, const graph_node *n, unsigned shape_in)
 
 	if (r < 1)
 		return 0;
-
 	for (int i = 0; i < n->n_in; i++) {
 		int v = n->in[i];
 
