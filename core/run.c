@@ -954,6 +954,24 @@ static void plan_put(core_plan *p)
 		core_plan_free(p);
 }
 
+/* Rows [i0, i0 + k) of a batch of n as input values in[] (the caller's
+ * segments, their dim 0 k) and vb[] pointing at them; off[i] (when given)
+ * where input i's rows start in its segment. */
+static void input_rows(const ortmk_session *s, const ortmk_value **bound, int64_t n, int64_t i0,
+		       int64_t k, ortmk_value *in, const ortmk_value **vb, uint64_t *off)
+{
+	for (size_t i = 0; i < s->g->n_inputs; i++) {
+		size_t row = bound[i]->nbytes / (size_t)n;
+
+		in[i] = *bound[i];
+		in[i].dims[0] = k;
+		in[i].nbytes = row * (size_t)k;
+		if (off)
+			off[i] = row * (uint64_t)i0;
+		vb[i] = &in[i];
+	}
+}
+
 /* Whether the plan of chunks of b images keeps the images apart as the
  * plan pn of the whole batch n does (session lock held). */
 static int chunk_ok(ortmk_session *s, const ortmk_value **bound, const core_plan *pn,
@@ -965,11 +983,8 @@ static int chunk_ok(ortmk_session *s, const ortmk_value **bound, const core_plan
 	core_plan *pb = NULL;
 	int ok = 0;
 
-	for (size_t i = 0; v && vb && i < n_in; i++) {
-		v[i] = *bound[i];
-		v[i].dims[0] = b;
-		vb[i] = &v[i];
-	}
+	if (v && vb)
+		input_rows(s, bound, n, 0, b, v, vb, NULL);
 	if (v && vb && get_plan(s, vb, &pb) == ORTMK_OK) {
 		ok = core_batch_separable(s->g, pn, pb, n, b);
 	} else {
@@ -1040,15 +1055,7 @@ static ortmk_status run_chunks(ortmk_session *s, ortmk_run_options *ro,
 	for (int64_t i0 = 0; i0 < n && st == ORTMK_OK; i0 += b) {
 		int64_t k = n - i0 < b ? n - i0 : b;
 
-		for (size_t i = 0; i < n_in; i++) {
-			size_t row = bound[i]->nbytes / (size_t)n;
-
-			in[i] = *bound[i];
-			in[i].dims[0] = k;
-			in[i].nbytes = row * (size_t)k;
-			off[i] = row * (uint64_t)i0;
-			vb[i] = &in[i];
-		}
+		input_rows(s, bound, n, i0, k, in, vb, off);
 		for (size_t j = 0; j < n_out; j++) {
 			size_t row = outs[j].result->nbytes / (size_t)n;
 

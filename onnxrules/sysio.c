@@ -60,10 +60,12 @@ int sys_huge_cheap(void)
 	return __atomic_load_n(&huge_cheap, __ATOMIC_RELAXED);
 }
 
-void sys_huge_touch(void *p, size_t n)
+void sys_huge_advise(void *p, size_t n)
 {
 	volatile uint8_t *a = p;
 
+	if (!n || !sys_huge_cheap() || madvise(p, n, MADV_HUGEPAGE))
+		return;
 	for (size_t off = 0; off < n; off += HUGE_PAGE) {
 		double t = sys_now_ms();
 

@@ -25,13 +25,13 @@ double sys_now_ms(void);
  * page's first touch costs ~2.5x that of the 512 small pages it replaces
  * (this Xeon VM: ~5 ms against ~1.8; warm ~0.3 ms against ~0.7), and
  * the pages of a buffer are warm (just freed) or cold one by one.
- * sys_huge_touch(p, n), on a buffer just advised MADV_HUGEPAGE (n whole
- * huge pages), faults its pages in one by one, timing each: at the first
- * slow one the rest of the buffer, and every buffer after it until
- * sys_huge_reset() (each load), takes small pages.  sys_huge_cheap() says
- * whether to advise huge pages now. */
+ * sys_huge_advise(p, n), on a buffer about to be filled (n whole huge
+ * pages, 2 MiB-aligned), advises huge pages while they are cheap and
+ * faults them in one by one, timing each: at the first slow one the rest
+ * of the buffer, and every buffer after it until sys_huge_reset() (each
+ * load), takes small pages.  sys_huge_cheap() says what it would do now. */
 void sys_huge_reset(void);
 int sys_huge_cheap(void);
-void sys_huge_touch(void *p, size_t n);
+void sys_huge_advise(void *p, size_t n);
 
 #endif

@@ -489,7 +489,6 @@ void *cpu_alloc_big(size_t size)
 	/* the whole 2 MiB pages only: a tail in one more huge page cost up to
 	 * 2 MiB a blob (ViT-B/16's 2.3 MiB packed 768 x 768 weights took 4);
 	 * and only while huge pages are cheap to fault in (sysio.h) */
-	if (sys_huge_cheap() && madvise(p, r & ~(ALLOC_HUGE - 1), MADV_HUGEPAGE) == 0)
-		sys_huge_touch(p, r & ~(ALLOC_HUGE - 1));
+	sys_huge_advise(p, r & ~(ALLOC_HUGE - 1));
 	return p;
 }

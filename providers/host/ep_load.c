@@ -128,8 +128,7 @@ static int read_misaligned(sg_priv *p, const host_file *f, const Ortmk__Weight *
 		return -ENOMEM;
 	if (len > w->nbytes) {
 		buf = (uint8_t *)(((uintptr_t)map + EP_HUGE - 1) & ~(uintptr_t)(EP_HUGE - 1));
-		if (sys_huge_cheap() && madvise(buf, w->nbytes & ~(EP_HUGE - 1), MADV_HUGEPAGE) == 0)
-			sys_huge_touch(buf, w->nbytes & ~(EP_HUGE - 1));
+		sys_huge_advise(buf, w->nbytes & ~(EP_HUGE - 1));
 	}
 	while (done < w->nbytes) {
 		ssize_t r = pread(f->fd, buf + done, w->nbytes - done, (off_t)(w->offset + done));
